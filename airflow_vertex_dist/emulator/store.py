@@ -1,0 +1,188 @@
+"""The emulator's job store: Vertex AI v1 jobs as JSON documents in SQLite.
+
+Jobs are kept in the v1 JSON form (camelCase keys, enum names such as ``"JOB_STATE_RUNNING"``,
+RFC 3339 timestamps ending in ``Z``) -- exactly what ``CustomJob.to_json`` produces and
+``CustomJob.from_json`` takes -- so protos only appear at the API edges. The database lives at
+``<state_dir>/jobs.sqlite3`` and survives restarts. One connection is shared by every thread and
+guarded by a lock; each write is its own transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "JOB_KINDS",
+    "TERMINAL_STATES",
+    "JobKind",
+    "JobStore",
+    "now_rfc3339",
+    "parse_rfc3339",
+]
+
+JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
+JOB_KINDS: tuple[JobKind, ...] = ("customJobs", "hyperparameterTuningJobs")
+
+#: States a job never leaves. PAUSED is not here: it does not progress by itself, but it is not over.
+TERMINAL_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    parent TEXT NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_parent ON jobs (kind, parent, seq);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
+"""
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as the v1 JSON form writes it: ``2026-01-02T03:04:05.123456Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_rfc3339(value: str) -> datetime:
+    """Parse an RFC 3339 timestamp (``Z`` or a numeric offset, 0-9 fraction digits) to an aware datetime."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    # datetime.fromisoformat takes at most 6 fraction digits: trim nanoseconds.
+    if "." in text:
+        head, _, rest = text.partition(".")
+        digits = ""
+        while rest and rest[0].isdigit():
+            digits, rest = digits + rest[0], rest[1:]
+        text = f"{head}.{(digits + '000000')[:6]}{rest}"
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no time zone (RFC 3339 needs 'Z' or an offset)")
+    return parsed
+
+
+class JobStore:
+    """Thread-safe persistent store of CustomJobs and HyperparameterTuningJobs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        with self._lock:
+            self._db.executescript(_SCHEMA)
+        self._closed = False
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def insert(self, kind: JobKind, parent: str, job: dict[str, Any]) -> dict[str, Any]:
+        """Store a new job: assigns its numeric id, ``name``, create/update times and QUEUED state."""
+        if kind not in JOB_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(JOB_KINDS)} (got {kind!r})")
+        body = copy.deepcopy(job)
+        stamp = now_rfc3339()
+        body["createTime"] = stamp
+        body["updateTime"] = stamp
+        body["state"] = "JOB_STATE_QUEUED"
+        with self._lock:
+            while True:
+                job_id = str(secrets.randbelow(9 * 10**18) + 10**18)  # 19 digits, like the service
+                body["name"] = f"{parent}/{kind}/{job_id}"
+                try:
+                    self._db.execute(
+                        "INSERT INTO jobs (name, kind, parent, state, body) VALUES (?, ?, ?, ?, ?)",
+                        (body["name"], kind, parent, body["state"], json.dumps(body, sort_keys=True)),
+                    )
+                except sqlite3.IntegrityError:
+                    continue  # id collision: draw again
+                return copy.deepcopy(body)
+
+    def update(self, name: str, fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """Atomically apply ``fn`` to the stored job (mutating it in place); bumps ``updateTime``.
+
+        Raises KeyError when there is no such job. ``name`` cannot be changed.
+        """
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                body = self._get_locked(name)
+                fn(body)
+                body["name"] = name
+                body["updateTime"] = now_rfc3339()
+                state = str(body.get("state", "JOB_STATE_UNSPECIFIED"))
+                self._db.execute(
+                    "UPDATE jobs SET state = ?, body = ? WHERE name = ?",
+                    (state, json.dumps(body, sort_keys=True), name),
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return copy.deepcopy(body)
+
+    def delete(self, name: str) -> None:
+        """Remove a job. Raises KeyError when there is no such job."""
+        with self._lock:
+            cur = self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
+            if cur.rowcount == 0:
+                raise KeyError(name)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, name: str) -> dict[str, Any]:
+        """The stored job. Raises KeyError when there is no such job."""
+        with self._lock:
+            return self._get_locked(name)
+
+    def list(self, kind: str, parent: str) -> list[dict[str, Any]]:
+        """Every job of ``kind`` under ``parent``, in creation order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT body FROM jobs WHERE kind = ? AND parent = ? ORDER BY seq", (kind, parent)
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def non_terminal(self) -> builtins.list[dict[str, Any]]:
+        """Every job (any kind, any parent) not in a terminal state, in creation order."""
+        marks = ", ".join("?" for _ in TERMINAL_STATES)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT body FROM jobs WHERE state NOT IN ({marks}) ORDER BY seq",
+                tuple(sorted(TERMINAL_STATES)),
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+    def _get_locked(self, name: str) -> dict[str, Any]:
+        row = self._db.execute("SELECT body FROM jobs WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        body: dict[str, Any] = json.loads(row[0])
+        return body
