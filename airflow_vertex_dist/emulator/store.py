@@ -27,6 +27,7 @@ __all__ = [
     "JobStore",
     "now_rfc3339",
     "parse_rfc3339",
+    "rfc3339_nanos",
 ]
 
 JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
@@ -78,6 +79,20 @@ def parse_rfc3339(value: str) -> datetime:
     if parsed.tzinfo is None:
         raise ValueError(f"timestamp {value!r} has no time zone (RFC 3339 needs 'Z' or an offset)")
     return parsed
+
+
+def rfc3339_nanos(value: str) -> int:
+    """An RFC 3339 timestamp as integer nanoseconds since the epoch (keeps all 9 fraction digits)."""
+    seconds = parse_rfc3339(value)
+    nanos = 0
+    head, dot, rest = value.strip().partition(".")
+    if dot:
+        digits = ""
+        while rest and rest[0].isdigit():
+            digits, rest = digits + rest[0], rest[1:]
+        nanos = int((digits + "000000000")[:9])
+    whole = seconds.replace(microsecond=0)
+    return int(whole.timestamp()) * 1_000_000_000 + nanos
 
 
 class JobStore:
