@@ -1,0 +1,270 @@
+"""The environment Vertex AI gives every replica, built from a CustomJob's ``jobSpec`` (pure, no I/O).
+
+What each replica gets (vertex-facts.md, "Environment of every replica"):
+
+- ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], ...}, "environment": "cloud",
+  "task": {"type": "workerpoolN", "index": i[, "trial": "<id>"]}, "job": {...}}``. Pools that are
+  absent or sent as ``{}`` are absent from ``cluster``. ``task.trial`` is only there for a tuning trial.
+- ``TF_CONFIG`` (only when the job has more than one replica): ``cluster`` maps ``chief`` (pool 0),
+  ``worker`` (pool 1) and ``ps`` (pool 2) to addresses and never has ``evaluator``; ``task`` is
+  ``{"type": chief|worker|ps|evaluator, "index", ["trial",] "cloud"}``. Reduction Server replicas are
+  not parameter servers: with reducers in pool 2 there is no ``ps`` key, and a reducer gets no TF_CONFIG.
+- ``job`` (in both) is the CustomJobSpec as a dict, with the proto field names (``worker_pool_specs``,
+  ``replica_count`` as a string, as the proto JSON mapping writes int64) -- the form the service puts
+  there. (The documentation says "a dictionary"; some real jobs have been seen to carry a JSON string.)
+- ``AIP_MODEL_DIR``/``AIP_CHECKPOINT_DIR``/``AIP_TENSORBOARD_LOG_DIR`` when ``baseOutputDirectory`` is
+  set: ``<base>/model/``, ``<base>/checkpoints/``, ``<base>/logs/`` -- for a tuning trial the trial's
+  CustomJob already has ``<parent base>/<trial id>`` as its base, so the rule is the same. On Vertex
+  these are ``gs://`` URIs; a local process cannot write to ``gs://``, so the emulator gives the
+  *local* directory standing for them (``<gcs_root>/<bucket>/...``, created before the replica starts).
+  The ``gs://`` form stays visible in ``CLUSTER_SPEC.job.base_output_directory``.
+- ``CLOUD_ML_JOB_ID`` (the CustomJob's numeric id), ``CLOUD_ML_TRIAL_ID`` (tuning trials only),
+  ``CLOUD_ML_HP_METRIC_FILE`` (always: a per-replica file under the job's log directory, so replicas
+  never share ``/tmp/hypertune``), ``AIP_TENSORBOARD_RESOURCE_NAME`` when ``jobSpec.tensorboard`` is set.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_vertex_dist.emulator.gcs import join_uri, to_local_path
+
+__all__ = [
+    "POOL_COUNT",
+    "RESERVED_ENV_PREFIXES",
+    "Replica",
+    "cluster_map",
+    "cluster_spec",
+    "expand_env",
+    "is_reduction_server",
+    "job_spec_as_dict",
+    "output_dirs",
+    "replica_env",
+    "replicas_of",
+    "tf_config",
+    "total_replicas",
+]
+
+POOL_COUNT = 4
+_TF_TYPES = ("chief", "worker", "ps", "evaluator")
+_REDUCER_GLOB = "*/vertex-ai-restricted/training/reductionserver:*"
+#: variables the emulator owns: inherited values of these are dropped before a replica starts.
+RESERVED_ENV_PREFIXES = ("CLUSTER_SPEC", "TF_CONFIG", "AIP_", "CLOUD_ML_")
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica: pool ``pool`` (0..3), ``index`` within the pool, and its pool spec (camelCase)."""
+
+    pool: int
+    index: int
+    spec: Mapping[str, Any]
+
+    @property
+    def key(self) -> str:
+        """``workerpool1-0``: the key ``webAccessUris`` and the emulator's logs use."""
+        return f"workerpool{self.pool}-{self.index}"
+
+    @property
+    def is_primary(self) -> bool:
+        return self.pool == 0 and self.index == 0
+
+    @property
+    def is_reducer(self) -> bool:
+        return is_reduction_server(self.spec)
+
+
+def _replica_count(pool_spec: Mapping[str, Any], pool: int) -> int:
+    raw = pool_spec.get("replicaCount", 0)
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"jobSpec.workerPoolSpecs[{pool}].replicaCount: must be an integer (got {raw!r})"
+        ) from None
+    if count < 0:
+        raise ValueError(f"jobSpec.workerPoolSpecs[{pool}].replicaCount: must be >= 0 (got {count})")
+    return count
+
+
+def is_reduction_server(pool_spec: Mapping[str, Any]) -> bool:
+    """True when the pool runs Google's Reduction Server image (any region's registry, any tag)."""
+    image = str((pool_spec.get("containerSpec") or {}).get("imageUri", ""))
+    return fnmatch.fnmatchcase(image, _REDUCER_GLOB)
+
+
+def replicas_of(job_spec: Mapping[str, Any]) -> list[Replica]:
+    """Every replica of every used pool, pool by pool. ``{}`` pools and ``replicaCount: 0`` give none."""
+    pools = job_spec.get("workerPoolSpecs") or []
+    if len(pools) > POOL_COUNT:
+        raise ValueError(f"jobSpec.workerPoolSpecs: at most {POOL_COUNT} pools (got {len(pools)})")
+    out: list[Replica] = []
+    for pool, pool_spec in enumerate(pools):
+        if not pool_spec:
+            continue
+        for index in range(_replica_count(pool_spec, pool)):
+            out.append(Replica(pool, index, pool_spec))
+    if not out or not out[0].is_primary:
+        raise ValueError("jobSpec.workerPoolSpecs[0]: the primary pool is required (replicaCount 1)")
+    return out
+
+
+def total_replicas(job_spec: Mapping[str, Any]) -> int:
+    return len(replicas_of(job_spec))
+
+
+def cluster_map(replicas: Sequence[Replica], addresses: Mapping[str, str]) -> dict[str, list[str]]:
+    """``{"workerpool0": ["127.0.0.1:40001"], ...}`` from each replica key's ``host:port``."""
+    out: dict[str, list[str]] = {}
+    for rep in replicas:
+        out.setdefault(f"workerpool{rep.pool}", []).append(addresses[rep.key])
+    return out
+
+
+def job_spec_as_dict(job_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The CustomJobSpec with proto field names, through the generated type (the service's form)."""
+    from google.cloud.aiplatform_v1.types import CustomJobSpec
+
+    msg = CustomJobSpec.from_json(json.dumps(job_spec), ignore_unknown_fields=True)
+    out: dict[str, Any] = CustomJobSpec.to_dict(
+        msg,
+        use_integers_for_enums=False,
+        preserving_proto_field_name=True,
+        always_print_fields_with_no_presence=False,
+    )
+    return out
+
+
+def cluster_spec(
+    cluster: Mapping[str, list[str]],
+    replica: Replica,
+    job: Mapping[str, Any],
+    trial: str | None = None,
+) -> dict[str, Any]:
+    task: dict[str, Any] = {"type": f"workerpool{replica.pool}", "index": replica.index}
+    if trial is not None:
+        task["trial"] = trial
+    return {
+        "cluster": {k: list(v) for k, v in cluster.items()},
+        "environment": "cloud",
+        "task": task,
+        "job": dict(job),
+    }
+
+
+def tf_config(
+    replicas: Sequence[Replica],
+    cluster: Mapping[str, list[str]],
+    replica: Replica,
+    job: Mapping[str, Any],
+    *,
+    cloud_id: str,
+    trial: str | None = None,
+) -> dict[str, Any] | None:
+    """TF_CONFIG for ``replica``, or None for a single-replica job and for Reduction Server replicas."""
+    if len(replicas) <= 1 or replica.is_reducer:
+        return None
+    reducers = any(r.is_reducer for r in replicas)
+    tf_cluster: dict[str, list[str]] = {}
+    for pool in range(3):  # evaluators (pool 3) never appear in TF_CONFIG's cluster
+        if pool == 2 and reducers:
+            continue
+        addrs = cluster.get(f"workerpool{pool}")
+        if addrs:
+            tf_cluster[_TF_TYPES[pool]] = list(addrs)
+    task: dict[str, Any] = {"type": _TF_TYPES[replica.pool], "index": replica.index}
+    if trial is not None:
+        task["trial"] = trial
+    task["cloud"] = cloud_id
+    return {"cluster": tf_cluster, "environment": "cloud", "task": task, "job": dict(job)}
+
+
+def output_dirs(base_output_directory: str | None) -> dict[str, str]:
+    """``AIP_*_DIR`` in the service's (``gs://``) form, or ``{}`` when there is no base directory."""
+    if not base_output_directory:
+        return {}
+    return {
+        "AIP_MODEL_DIR": join_uri(base_output_directory, "model", trailing_slash=True),
+        "AIP_CHECKPOINT_DIR": join_uri(base_output_directory, "checkpoints", trailing_slash=True),
+        "AIP_TENSORBOARD_LOG_DIR": join_uri(base_output_directory, "logs", trailing_slash=True),
+    }
+
+
+def expand_env(
+    entries: Sequence[Mapping[str, Any]], base: Mapping[str, str], *, field: str
+) -> dict[str, str]:
+    """A pool's ``env`` list as a dict, ``$(NAME)`` expanded as EnvVar documents.
+
+    References resolve against the variables defined before (earlier entries, then ``base``); an
+    unresolved reference stays as written; ``$$(NAME)`` is an escape for a literal ``$(NAME)``.
+    """
+    out: dict[str, str] = {}
+    for i, entry in enumerate(entries):
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"{field}[{i}].name: must be a valid C identifier (got {name!r})")
+        value = str(entry.get("value", ""))
+        scope = {**base, **out}
+        out[name] = _expand(value, scope)
+    return out
+
+
+def _expand(value: str, scope: Mapping[str, str]) -> str:
+    result: list[str] = []
+    i = 0
+    while i < len(value):
+        if value.startswith("$$(", i):
+            end = value.find(")", i + 3)
+            if end != -1:
+                result.append(value[i + 1 : end + 1])
+                i = end + 1
+                continue
+        if value.startswith("$(", i):
+            end = value.find(")", i + 2)
+            if end != -1:
+                name = value[i + 2 : end]
+                result.append(scope.get(name, value[i : end + 1]))
+                i = end + 1
+                continue
+        result.append(value[i])
+        i += 1
+    return "".join(result)
+
+
+def replica_env(
+    *,
+    job_id: str,
+    job_spec: Mapping[str, Any],
+    replicas: Sequence[Replica],
+    replica: Replica,
+    addresses: Mapping[str, str],
+    job: Mapping[str, Any],
+    gcs_root: Path,
+    metric_file: Path,
+    trial: str | None = None,
+) -> dict[str, str]:
+    """The variables the service sets for ``replica`` (not the pool's own ``env``: see expand_env)."""
+    cluster = cluster_map(replicas, addresses)
+    env: dict[str, str] = {
+        "CLUSTER_SPEC": json.dumps(cluster_spec(cluster, replica, job, trial)),
+        "CLOUD_ML_JOB_ID": job_id,
+        "CLOUD_ML_HP_METRIC_FILE": str(metric_file),
+    }
+    tf = tf_config(replicas, cluster, replica, job, cloud_id=f"{job_id}-{replica.key}", trial=trial)
+    if tf is not None:
+        env["TF_CONFIG"] = json.dumps(tf)
+    if trial is not None:
+        env["CLOUD_ML_TRIAL_ID"] = trial
+    base = (job_spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    for name, uri in output_dirs(base).items():
+        local = to_local_path(uri, gcs_root, field="jobSpec.baseOutputDirectory.outputUriPrefix")
+        env[name] = f"{local}/"
+    tensorboard = job_spec.get("tensorboard")
+    if tensorboard:
+        env["AIP_TENSORBOARD_RESOURCE_NAME"] = str(tensorboard)
+    return env

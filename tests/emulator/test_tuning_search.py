@@ -1,0 +1,162 @@
+"""Unit tests of the search algorithms and parameter handling of the tuning driver."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from airflow_vertex_dist.emulator.search import (
+    Observation,
+    Search,
+    format_value,
+    grid_points,
+    parse_parameters,
+    sample_point,
+)
+
+CONDITIONAL = [
+    {
+        "parameterId": "model",
+        "categoricalValueSpec": {"values": ["linear", "dnn"]},
+        "conditionalParameterSpecs": [
+            {
+                "parentCategoricalValues": {"values": ["dnn"]},
+                "parameterSpec": {
+                    "parameterId": "layers",
+                    "integerValueSpec": {"minValue": "1", "maxValue": "3"},
+                },
+            }
+        ],
+    },
+    {"parameterId": "batch", "discreteValueSpec": {"values": [16, 64]}},
+]
+
+
+def test_grid_enumerates_conditional_space_in_order() -> None:
+    points = list(grid_points(parse_parameters(CONDITIONAL)))
+    assert points == [
+        {"model": "linear", "batch": 16.0},
+        {"model": "linear", "batch": 64.0},
+        {"model": "dnn", "layers": 1, "batch": 16.0},
+        {"model": "dnn", "layers": 1, "batch": 64.0},
+        {"model": "dnn", "layers": 2, "batch": 16.0},
+        {"model": "dnn", "layers": 2, "batch": 64.0},
+        {"model": "dnn", "layers": 3, "batch": 16.0},
+        {"model": "dnn", "layers": 3, "batch": 64.0},
+    ]
+
+
+def test_grid_search_stops_when_exhausted_and_rejects_doubles() -> None:
+    s = Search({"algorithm": "GRID_SEARCH", "parameters": CONDITIONAL}, seed=1)
+    got = [s.suggest([]) for _ in range(10)]
+    assert got[7] is not None and got[8] is None and got[9] is None
+    with pytest.raises(ValueError, match="GRID_SEARCH needs INTEGER.*'lr' is DOUBLE"):
+        Search(
+            {
+                "algorithm": "GRID_SEARCH",
+                "parameters": [{"parameterId": "lr", "doubleValueSpec": {"maxValue": 1}}],
+            },
+            seed=1,
+        )
+
+
+def test_random_search_is_seedable_and_honours_conditions() -> None:
+    spec = {"algorithm": "RANDOM_SEARCH", "parameters": CONDITIONAL}
+    a, b = Search(spec, seed=7), Search(spec, seed=7)
+    hist: list[Observation] = []
+    for _ in range(8):
+        pa, pb = a.suggest(hist), b.suggest(hist)
+        assert pa == pb and pa is not None
+        assert ("layers" in pa) == (pa["model"] == "dnn")
+        hist.append(Observation(pa))
+    assert len({tuple(sorted(h.parameters.items())) for h in hist}) == 8  # no repeats
+    assert a.suggest(hist) is None  # the 8-point space is used up
+
+
+def test_log_scale_sampling_is_log_uniform() -> None:
+    (p,) = parse_parameters(
+        [
+            {
+                "parameterId": "lr",
+                "doubleValueSpec": {"minValue": 1e-4, "maxValue": 1},
+                "scaleType": "UNIT_LOG_SCALE",
+            }
+        ]
+    )
+    rng = random.Random(0)
+    xs = [float(sample_point([p], rng)["lr"]) for _ in range(4000)]
+    assert all(1e-4 <= x <= 1 for x in xs)
+    below = sum(x < 1e-2 for x in xs) / len(xs)
+    assert 0.45 < below < 0.55  # half of a log-uniform draw lies below the geometric middle
+    (r,) = parse_parameters(
+        [
+            {
+                "parameterId": "m",
+                "doubleValueSpec": {"minValue": 1e-4, "maxValue": 1},
+                "scaleType": "UNIT_REVERSE_LOG_SCALE",
+            }
+        ]
+    )
+    ys = [float(sample_point([r], rng)["m"]) for _ in range(4000)]
+    assert sum(y > 1 - 1e-2 for y in ys) / len(ys) > 0.45  # dense near the top
+    assert math.isclose(r.from_unit(r.to_unit(0.3)), 0.3)
+
+
+def test_bad_parameters_name_the_field() -> None:
+    with pytest.raises(ValueError, match=r"parameters\[0\].doubleValueSpec: minValue must be <= maxValue"):
+        parse_parameters([{"parameterId": "x", "doubleValueSpec": {"minValue": 2, "maxValue": 1}}])
+    with pytest.raises(
+        ValueError, match=r"parameters\[0\].scaleType: UNIT_LOG_SCALE needs a strictly positive"
+    ):
+        parse_parameters(
+            [
+                {
+                    "parameterId": "x",
+                    "integerValueSpec": {"minValue": 0, "maxValue": 4},
+                    "scaleType": "UNIT_LOG_SCALE",
+                }
+            ]
+        )
+    with pytest.raises(ValueError, match=r"discreteValueSpec.values: must be strictly increasing"):
+        parse_parameters([{"parameterId": "x", "discreteValueSpec": {"values": [2, 1]}}])
+    with pytest.raises(ValueError, match=r"conditionalParameterSpecs\[0\]: a CATEGORICAL parent needs"):
+        parse_parameters(
+            [
+                {
+                    "parameterId": "m",
+                    "categoricalValueSpec": {"values": ["a"]},
+                    "conditionalParameterSpecs": [
+                        {"parentIntValues": {"values": [1]}, "parameterSpec": CONDITIONAL[1]}
+                    ],
+                }
+            ]
+        )
+    with pytest.raises(ValueError, match="parameterId values must be unique"):
+        parse_parameters([CONDITIONAL[1], CONDITIONAL[1]])
+
+
+def test_format_value_as_the_service_sends_it() -> None:
+    specs = {p.id: p for p in parse_parameters(CONDITIONAL)}
+    (lr,) = parse_parameters([{"parameterId": "lr", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}])
+    assert format_value(specs["batch"], 64.0) == "64.0"
+    assert format_value(lr, 0.1) == "0.1"
+    assert format_value(specs["model"], "dnn") == "dnn"
+    child = specs["model"].children[0][1]
+    assert format_value(child, 2) == "2"
+
+
+def test_default_algorithm_stand_in_improves_on_random() -> None:
+    spec = {
+        "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+        "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": -10, "maxValue": 10}}],
+    }
+    s = Search(spec, seed=3, parallel=1)
+    hist: list[Observation] = []
+    for _ in range(30):
+        p = s.suggest(hist)
+        assert p is not None
+        hist.append(Observation(p, (float(p["x"]) - 3.0) ** 2))
+    best = min(h.objective for h in hist if h.objective is not None)
+    assert best < 0.05  # converges near x = 3; 30 uniform draws on [-10, 10] rarely get this close
