@@ -10,8 +10,9 @@
   The local stand-in is an explore/exploit search: the first ``max(2, parallel)`` trials are random;
   after that each trial is, with probability 0.7, a perturbation of the best completed trial so far
   (numeric values moved by a Gaussian step in the scaled unit interval, of deviation
-  ``0.2 / sqrt(1 + completed / 2)``; categorical values kept with probability 0.75) and otherwise a random draw. It is good enough to make a study converge
-  on a smooth metric, which is what a local rehearsal needs; it is not Vizier.
+  ``0.2 / sqrt(1 + completed / 2)``; categorical values kept with probability 0.75) and otherwise
+  a random draw. It is good enough to make a study converge on a smooth metric, which is what a
+  local rehearsal needs; it is not Vizier.
 - Conditional parameters: a child is part of a trial only when its parent's value is in the child's
   ``parentIntValues`` / ``parentCategoricalValues`` / ``parentDiscreteValues``.
 
