@@ -1,0 +1,133 @@
+"""Helpers for reading v1 JSON bodies (camelCase, as REST or ``to_json`` give them) back into
+spec dicts, raising pydantic ``ValidationError`` for structural problems."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+__all__ = [
+    "ACCELERATOR_NUMBERS",
+    "as_dict",
+    "as_int",
+    "as_list",
+    "enum_name",
+    "is_unset",
+    "reject",
+    "snake",
+    "unknown_keys",
+]
+
+#: v1 ``AcceleratorType`` numbers (``to_json`` writes enums as numbers by default).
+ACCELERATOR_NUMBERS: dict[int, str] = {
+    0: "ACCELERATOR_TYPE_UNSPECIFIED",
+    1: "NVIDIA_TESLA_K80",
+    2: "NVIDIA_TESLA_P100",
+    3: "NVIDIA_TESLA_V100",
+    4: "NVIDIA_TESLA_P4",
+    5: "NVIDIA_TESLA_T4",
+    6: "TPU_V2",
+    7: "TPU_V3",
+    8: "NVIDIA_TESLA_A100",
+    9: "NVIDIA_A100_80GB",
+    10: "TPU_V4_POD",
+    11: "NVIDIA_L4",
+    12: "TPU_V5_LITEPOD",
+    13: "NVIDIA_H100_80GB",
+    14: "NVIDIA_H100_MEGA_80GB",
+    15: "NVIDIA_H200_141GB",
+    16: "NVIDIA_B200",
+    17: "NVIDIA_GB200",
+    18: "NVIDIA_RTX_PRO_6000",
+}
+STRATEGY_NUMBERS = {
+    0: "STRATEGY_UNSPECIFIED",
+    1: "ON_DEMAND",
+    2: "LOW_COST",
+    3: "STANDARD",
+    4: "SPOT",
+    6: "FLEX_START",
+}
+RESERVATION_NUMBERS = {
+    0: "TYPE_UNSPECIFIED",
+    1: "NO_RESERVATION",
+    2: "ANY_RESERVATION",
+    3: "SPECIFIC_RESERVATION",
+}
+GOAL_NUMBERS = {0: "GOAL_TYPE_UNSPECIFIED", 1: "MAXIMIZE", 2: "MINIMIZE"}
+SCALE_NUMBERS = {
+    0: "SCALE_TYPE_UNSPECIFIED",
+    1: "UNIT_LINEAR_SCALE",
+    2: "UNIT_LOG_SCALE",
+    3: "UNIT_REVERSE_LOG_SCALE",
+}
+ALGORITHM_NUMBERS = {0: "ALGORITHM_UNSPECIFIED", 2: "GRID_SEARCH", 3: "RANDOM_SEARCH"}
+MEASUREMENT_NUMBERS = {
+    0: "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED",
+    1: "LAST_MEASUREMENT",
+    2: "BEST_MEASUREMENT",
+}
+
+
+def enum_name(value: Any, numbers: dict[int, str]) -> Any:
+    """Enum values arrive as names or (``to_json``'s default) numbers; return the name, or the
+    input unchanged for pydantic to reject."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return numbers.get(value, value)
+    return value
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake(name: str) -> str:
+    return _CAMEL.sub("_", name).lower()
+
+
+def reject(title: str, loc: Sequence[str | int], rule: str, value: Any) -> NoReturn:
+    """Raise a ``ValidationError`` at ``loc`` with ``rule`` as its message."""
+    detail: InitErrorDetails = {
+        "type": PydanticCustomError("vertex_spec_rule", "{rule}", {"rule": rule}),
+        "loc": tuple(loc),
+        "input": value,
+    }
+    raise ValidationError.from_exception_data(title, [detail])
+
+
+def is_unset(value: Any) -> bool:
+    """Proto3 JSON default values (what ``to_json`` writes for unset fields)."""
+    if value is None or value == "" or value == [] or value == {}:
+        return True
+    return isinstance(value, str) and value.endswith("_UNSPECIFIED")
+
+
+def as_dict(title: str, loc: Sequence[str | int], value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        reject(title, loc, f"{'.'.join(map(str, loc)) or 'body'}: must be a JSON object", value)
+    return value
+
+
+def as_list(title: str, loc: Sequence[str | int], value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        reject(title, loc, f"{'.'.join(map(str, loc))}: must be a JSON array", value)
+    return value
+
+
+def as_int(value: Any) -> Any:
+    """int64 fields arrive as JSON numbers or as decimal strings; anything else is left for
+    pydantic to reject."""
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,19}", value):
+        return int(value)
+    return value
+
+
+def unknown_keys(body: dict[str, Any], known: set[str], out: dict[str, Any]) -> None:
+    """Copy keys the reader does not know into ``out`` in snake_case, so that the model's
+    ``extra="forbid"`` rejects them with their path."""
+    for key, value in body.items():
+        if key not in known:
+            out[snake(key)] = value

@@ -1,0 +1,104 @@
+"""Shared plumbing of the spec models: base config, rule errors, durations, label rules."""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from datetime import timedelta
+from typing import Annotated, Any, NoReturn
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic_core import PydanticCustomError
+
+__all__ = [
+    "LOGGER",
+    "Duration",
+    "SpecModel",
+    "check_labels",
+    "duration_to_api",
+    "fail",
+    "parse_duration",
+]
+
+LOGGER = logging.getLogger("airflow_vertex_dist.specs")
+
+
+class SpecModel(BaseModel):
+    """Base of every spec: immutable, unknown keys rejected, buildable from a plain dict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+def fail(rule: str) -> NoReturn:
+    """Raise a validation error whose text is exactly ``rule`` (no "Value error," prefix).
+
+    By convention ``rule`` starts with the field path relative to the model that raises it,
+    e.g. ``"reduction_server: reducers must not have accelerators (got NVIDIA_TESLA_T4 x1)"``.
+    """
+    raise PydanticCustomError("vertex_spec_rule", "{rule}", {"rule": rule})
+
+
+_DURATION_RE = re.compile(r"^(-?\d+)(?:\.(\d{1,9}))?s$")
+
+
+def parse_duration(value: Any) -> Any:
+    """Accept a ``timedelta``, a number of seconds, or the proto JSON form ``"3600s"``/``"1.5s"``."""
+    if isinstance(value, bool):
+        return value  # left for pydantic to reject
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or abs(value) > 10**10:
+            fail(f"duration must be a finite number of seconds (got {value!r})")
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        match = _DURATION_RE.match(value.strip())
+        if match:
+            seconds = int(match.group(1))
+            if abs(seconds) > 10**10:
+                fail(f"duration out of range (got {value!r})")
+            frac = match.group(2) or ""
+            micros = int((frac + "000000")[:6]) if frac else 0
+            sign = -1 if seconds < 0 or match.group(1).startswith("-") else 1
+            return timedelta(seconds=seconds) + sign * timedelta(microseconds=micros)
+    return value
+
+
+def duration_to_api(value: timedelta) -> str:
+    """Render a duration as proto JSON: ``"3600s"``, or ``"1.500000s"`` with a fraction."""
+    total_us = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+    seconds, micros = divmod(total_us, 1_000_000)
+    if micros == 0:
+        return f"{seconds}s"
+    return f"{seconds}.{micros:06d}s"
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(duration_to_api, return_type=str, when_used="json"),
+]
+
+
+def _label_char_ok(ch: str) -> bool:
+    return (ch.isalpha() and ch == ch.lower() and not ch.isupper()) or ch.isdigit() or ch in "_-"
+
+
+def check_labels(field: str, labels: dict[str, str]) -> None:
+    """Vertex AI label rules: at most 64 labels; keys 1-63 characters starting with a lowercase
+    letter; keys and values only lowercase letters, digits, ``_`` and ``-``; values up to 63."""
+    if len(labels) > 64:
+        fail(f"{field}: at most 64 labels are allowed (got {len(labels)})")
+    for key, value in labels.items():
+        if not key or len(key) > 63:
+            fail(f"{field}: label key must be 1-63 characters (got {key!r}, {len(key)} characters)")
+        if not (key[0].isalpha() and key[0] == key[0].lower() and not key[0].isupper()):
+            fail(f"{field}: label key must start with a lowercase letter (got {key!r})")
+        if not all(_label_char_ok(c) for c in key):
+            fail(f"{field}: label key may contain only lowercase letters, digits, '_' and '-' (got {key!r})")
+        if len(value) > 63:
+            fail(f"{field}.{key}: label value must be at most 63 characters (got {len(value)})")
+        if not all(_label_char_ok(c) for c in value):
+            fail(
+                f"{field}.{key}: label value may contain only lowercase letters, digits, '_' and '-' "
+                f"(got {value!r})"
+            )

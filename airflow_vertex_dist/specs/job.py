@@ -1,0 +1,576 @@
+"""``DistributedTrainingJob``: a whole training cluster, rendered as a v1 ``CustomJob`` body."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from airflow_vertex_dist.specs import _api
+from airflow_vertex_dist.specs._base import LOGGER, SpecModel, check_labels, fail
+from airflow_vertex_dist.specs.bandwidth import egress_gbps
+from airflow_vertex_dist.specs.cluster import (
+    Machine,
+    PscInterfaceConfig,
+    ReductionServer,
+    Scheduling,
+    WorkerPool,
+    is_reduction_server_image,
+)
+
+__all__ = ["POOL_ROLES", "DistributedTrainingJob", "ReducerSizing", "machine_egress_gbps"]
+
+#: Role of each ``workerPoolSpecs`` position.
+POOL_ROLES: tuple[str, ...] = ("primary", "workers", "parameter_servers", "evaluators")
+
+_LOCATION_RE = re.compile(r"^[a-z]+(-[a-z]+)*\d*$")
+_SERVICE_ACCOUNT_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_NETWORK_RE = re.compile(r"^projects/[^/\s]+/global/networks/[^/\s]+$")
+_TENSORBOARD_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/tensorboards/[^/\s]+$")
+_KMS_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+$")
+_EXPERIMENT_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/metadataStores/[^/\s]+/contexts/[^/\s]+$")
+_MODEL_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+$")
+_RESOURCE_ID_RE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+_IP_RANGE_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def machine_egress_gbps(machine: Machine) -> float | None:
+    """Egress bandwidth of one replica on ``machine`` (see :mod:`.bandwidth`)."""
+    return egress_gbps(machine.machine_type, machine.accelerator_type, machine.accelerator_count)
+
+
+class ReducerSizing(SpecModel):
+    """How many reducers pools 0 and 1 need: ``needed`` is ``None`` when a bandwidth is unknown."""
+
+    training_gbps: float | None
+    reducer_gbps: float | None
+    needed: int | None
+
+
+class DistributedTrainingJob(SpecModel):
+    """A distributed training job: pools at fixed positions (0 primary, 1 workers, 2 parameter
+    servers or Reduction Server, 3 evaluators) plus every user-settable ``CustomJobSpec`` field.
+
+    ``location`` is optional: it picks the Reduction Server image's multi-region; the location
+    given to :meth:`to_api` (where the job is actually created) takes precedence.
+    """
+
+    display_name: str
+    location: str | None = None
+    primary: WorkerPool
+    workers: WorkerPool | None = None
+    parameter_servers: WorkerPool | None = None
+    reduction_server: ReductionServer | None = None
+    evaluators: WorkerPool | None = None
+    scheduling: Scheduling | None = None
+    service_account: str | None = None
+    network: str | None = None
+    reserved_ip_ranges: tuple[str, ...] = ()
+    psc_interface_config: PscInterfaceConfig | None = None
+    base_output_directory: str | None = None
+    protected_artifact_location_id: str | None = None
+    tensorboard: str | None = None
+    enable_web_access: bool = False
+    enable_dashboard_access: bool = False
+    persistent_resource_id: str | None = None
+    experiment: str | None = None
+    experiment_run: str | None = None
+    models: tuple[str, ...] = ()
+    labels: dict[str, str] = Field(default_factory=dict)
+    encryption_key: str | None = None
+
+    # ---- field rules -------------------------------------------------------------------------
+
+    @field_validator("display_name")
+    @classmethod
+    def _display_name(cls, value: str) -> str:
+        if not value.strip():
+            fail("display_name: must not be empty")
+        if len(value) > 128:
+            fail(f"display_name: at most 128 characters (got {len(value)})")
+        return value
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, value: str | None) -> str | None:
+        if value is not None and not _LOCATION_RE.match(value):
+            fail(f"location: must be a region like 'us-central1' (got {value!r})")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        check_labels("labels", value)
+        return value
+
+    @field_validator("service_account")
+    @classmethod
+    def _service_account(cls, value: str | None) -> str | None:
+        if value is not None and not _SERVICE_ACCOUNT_RE.match(value):
+            fail(f"service_account: must be a service account e-mail address (got {value!r})")
+        return value
+
+    @field_validator("network")
+    @classmethod
+    def _network(cls, value: str | None) -> str | None:
+        if value is not None and not _NETWORK_RE.match(value):
+            fail(f"network: must be 'projects/{{project}}/global/networks/{{network}}' (got {value!r})")
+        return value
+
+    @field_validator("reserved_ip_ranges")
+    @classmethod
+    def _ip_ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _IP_RANGE_RE.match(name) or len(name) > 63:
+                fail(f"reserved_ip_ranges: must be names of reserved IP ranges (got {name!r})")
+        return value
+
+    @field_validator("base_output_directory")
+    @classmethod
+    def _output(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("gs://") or len(value) <= 5 or " " in value):
+            fail(f"base_output_directory: must be a Cloud Storage URI 'gs://bucket/...' (got {value!r})")
+        return value
+
+    @field_validator("protected_artifact_location_id")
+    @classmethod
+    def _protected(cls, value: str | None) -> str | None:
+        if value is not None and not _LOCATION_RE.match(value):
+            fail(f"protected_artifact_location_id: must be a region like 'us-central1' (got {value!r})")
+        return value
+
+    @field_validator("tensorboard")
+    @classmethod
+    def _tensorboard(cls, value: str | None) -> str | None:
+        if value is not None and not _TENSORBOARD_RE.match(value):
+            fail(
+                "tensorboard: must be 'projects/{project}/locations/{location}/tensorboards/{id}' "
+                f"(got {value!r})"
+            )
+        return value
+
+    @field_validator("persistent_resource_id")
+    @classmethod
+    def _persistent(cls, value: str | None) -> str | None:
+        if value is not None and not _RESOURCE_ID_RE.match(value):
+            fail(
+                "persistent_resource_id: must be 1-63 lowercase letters, digits or '-', starting with "
+                f"a letter (got {value!r})"
+            )
+        return value
+
+    @field_validator("experiment", "experiment_run")
+    @classmethod
+    def _experiment(cls, value: str | None) -> str | None:
+        if value is not None and not _EXPERIMENT_RE.match(value):
+            fail(
+                "experiment: must be 'projects/{project}/locations/{location}/metadataStores/{store}/"
+                f"contexts/{{name}}' (got {value!r})"
+            )
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _MODEL_RE.match(name.split("@", 1)[0]):
+                fail(
+                    f"models: must be 'projects/{{p}}/locations/{{l}}/models/{{m}}[@version]' (got {name!r})"
+                )
+        return value
+
+    @field_validator("encryption_key")
+    @classmethod
+    def _kms(cls, value: str | None) -> str | None:
+        if value is not None and not _KMS_RE.match(value):
+            fail(
+                "encryption_key: must be 'projects/{p}/locations/{l}/keyRings/{r}/cryptoKeys/{k}' "
+                f"(got {value!r})"
+            )
+        return value
+
+    # ---- cross-field rules -------------------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _cluster_rules(self) -> Self:
+        if self.primary.replica_count != 1:
+            fail(
+                "primary.replica_count: worker pool 0 holds exactly 1 replica, the primary "
+                f"(got {self.primary.replica_count}; put the others in workers)"
+            )
+        if self.parameter_servers is not None and self.reduction_server is not None:
+            fail(
+                "parameter_servers/reduction_server: worker pool 2 holds parameter servers or a "
+                "Reduction Server, never both"
+            )
+        for role in POOL_ROLES:
+            pool = getattr(self, role)
+            if (
+                pool is not None
+                and pool.container is not None
+                and is_reduction_server_image(pool.container.image_uri)
+            ):
+                fail(
+                    f"{role}.container.image_uri: the Reduction Server image runs only in worker "
+                    "pool 2; use reduction_server=ReductionServer(...)"
+                )
+        if self.reserved_ip_ranges and self.network is None:
+            fail("reserved_ip_ranges: needs network (the ranges are reserved in that VPC network)")
+        if self.experiment_run is not None and self.experiment is None:
+            fail("experiment_run: needs experiment")
+        if self.reduction_server is not None:
+            self._check_reduction_server(self.reduction_server)
+        return self
+
+    def _check_reduction_server(self, rs: ReductionServer) -> None:
+        for role in ("primary", "workers"):
+            pool: WorkerPool | None = getattr(self, role)
+            if pool is None:
+                continue
+            if pool.machine.is_tpu:
+                fail(
+                    f"reduction_server: Reduction Server is for GPU all-reduce, not for TPU jobs "
+                    f"({role} uses {pool.machine.accelerator_type or pool.machine.machine_type})"
+                )
+            if not pool.machine.has_gpu:
+                fail(
+                    f"reduction_server: Reduction Server needs GPU {role} doing NCCL all-reduce "
+                    f"({role} is {pool.machine.machine_type} without accelerators)"
+                )
+        sizing = self.reducer_sizing()
+        if rs.replica_count == "auto":
+            if sizing.needed is None:
+                fail(
+                    "reduction_server.replica_count: 'auto' cannot size the reducers: no egress "
+                    f"bandwidth known for {self._unknown_bandwidth_machine()}; set replica_count"
+                )
+            return
+        if sizing.needed is None or rs.replica_count >= sizing.needed:
+            return
+        got = rs.replica_count * (sizing.reducer_gbps or 0)
+        text = (
+            f"reduction_server.replica_count: {rs.replica_count} x {rs.machine_type} give "
+            f"{got:g} Gbps, below the {sizing.training_gbps:g} Gbps of worker pools 0 and 1; "
+            f"use {sizing.needed} or more"
+        )
+        if not rs.allow_undersized:
+            fail(text + ", or set allow_undersized=True")
+        LOGGER.warning("%s (allowed by allow_undersized=True)", text)
+
+    def _unknown_bandwidth_machine(self) -> str:
+        rs = self.reduction_server
+        if rs is not None and egress_gbps(rs.machine_type) is None:
+            return f"reducer machine type {rs.machine_type}"
+        for pool in (self.primary, self.workers):
+            if pool is not None and machine_egress_gbps(pool.machine) is None:
+                return f"machine type {pool.machine.machine_type}"
+        return "a machine type"  # pragma: no cover - only called when one is unknown
+
+    # ---- derived values ----------------------------------------------------------------------
+
+    def reducer_sizing(self) -> ReducerSizing:
+        """Bandwidth of pools 0 and 1, of one reducer, and the reducer count that matches."""
+        total: float | None = 0.0
+        for pool in (self.primary, self.workers):
+            if pool is None:
+                continue
+            gbps = machine_egress_gbps(pool.machine)
+            total = None if gbps is None or total is None else total + gbps * pool.replica_count
+        machine_type = self.reduction_server.machine_type if self.reduction_server else "n1-highcpu-16"
+        per = egress_gbps(machine_type)
+        needed = None if total is None or not per else max(1, math.ceil(total / per - 1e-9))
+        return ReducerSizing(training_gbps=total, reducer_gbps=per, needed=needed)
+
+    @property
+    def reducer_count(self) -> int | None:
+        """The number of reducers rendered (``"auto"`` resolved), or ``None`` without them."""
+        rs = self.reduction_server
+        if rs is None:
+            return None
+        if rs.replica_count == "auto":
+            needed = self.reducer_sizing().needed
+            assert needed is not None  # guaranteed by validation
+            return needed
+        return rs.replica_count
+
+    # ---- rendering ---------------------------------------------------------------------------
+
+    def worker_pool_specs(self, *, location: str | None = None) -> list[dict[str, Any]]:
+        """Pools at their fixed positions; skipped interior pools are ``{}``, trailing ones dropped."""
+        loc = location or self.location
+        server: dict[str, Any] = {}
+        if self.parameter_servers is not None:
+            server = self.parameter_servers.to_api()
+        elif self.reduction_server is not None:
+            count = self.reducer_count
+            assert count is not None
+            server = self.reduction_server.to_api(count, loc)
+        pools = [
+            self.primary.to_api(),
+            self.workers.to_api() if self.workers is not None else {},
+            server,
+            self.evaluators.to_api() if self.evaluators is not None else {},
+        ]
+        while pools and not pools[-1]:
+            pools.pop()
+        return pools
+
+    def job_spec_to_api(self, *, location: str | None = None) -> dict[str, Any]:
+        """The v1 ``CustomJobSpec`` as REST JSON (also the ``trialJobSpec`` of a tuning job)."""
+        spec: dict[str, Any] = {"workerPoolSpecs": self.worker_pool_specs(location=location)}
+        if self.scheduling is not None and self.scheduling.to_api():
+            spec["scheduling"] = self.scheduling.to_api()
+        optional = {
+            "serviceAccount": self.service_account,
+            "network": self.network,
+            "protectedArtifactLocationId": self.protected_artifact_location_id,
+            "tensorboard": self.tensorboard,
+            "persistentResourceId": self.persistent_resource_id,
+            "experiment": self.experiment,
+            "experimentRun": self.experiment_run,
+        }
+        spec.update({k: v for k, v in optional.items() if v is not None})
+        if self.reserved_ip_ranges:
+            spec["reservedIpRanges"] = list(self.reserved_ip_ranges)
+        if self.psc_interface_config is not None and self.psc_interface_config.to_api():
+            spec["pscInterfaceConfig"] = self.psc_interface_config.to_api()
+        if self.base_output_directory is not None:
+            spec["baseOutputDirectory"] = {"outputUriPrefix": self.base_output_directory}
+        if self.enable_web_access:
+            spec["enableWebAccess"] = True
+        if self.enable_dashboard_access:
+            spec["enableDashboardAccess"] = True
+        if self.models:
+            spec["models"] = list(self.models)
+        return spec
+
+    def to_api(self, *, location: str | None = None) -> dict[str, Any]:
+        """The v1 REST body of a ``CustomJob`` (camelCase), deterministic for a given spec."""
+        body: dict[str, Any] = {
+            "displayName": self.display_name,
+            "jobSpec": self.job_spec_to_api(location=location),
+        }
+        if self.labels:
+            body["labels"] = dict(self.labels)
+        if self.encryption_key is not None:
+            body["encryptionSpec"] = {"kmsKeyName": self.encryption_key}
+        return body
+
+    # ---- parsing -----------------------------------------------------------------------------
+
+    @classmethod
+    def from_api(cls, body: Any, *, location: str | None = None) -> DistributedTrainingJob:
+        """Parse a v1 ``CustomJob`` JSON body (camelCase) into the model, applying every rule.
+
+        Output-only fields (name, state, times, error, ...) are ignored; unknown fields are
+        rejected. A pool 2 running the Reduction Server image becomes ``reduction_server``
+        (with ``allow_undersized=True``: the service does not check sizing). Raises
+        ``pydantic.ValidationError``.
+        """
+        title = cls.__name__
+        body = _api.as_dict(title, (), body)
+        data: dict[str, Any] = {}
+        known = {"displayName", "jobSpec", "labels", "encryptionSpec", *_CUSTOM_JOB_OUTPUT_ONLY}
+        _api.unknown_keys(body, known, data)
+        if "displayName" in body:
+            data["display_name"] = body["displayName"]
+        if not _api.is_unset(body.get("labels")):
+            data["labels"] = body["labels"]
+        if not _api.is_unset(body.get("encryptionSpec")):
+            enc = _api.as_dict(title, ("encryption_spec",), body["encryptionSpec"])
+            data["encryption_key"] = enc.get("kmsKeyName") or None
+        if location is not None:
+            data["location"] = location
+        data.update(job_spec_from_api(title, ("job_spec",), body.get("jobSpec")))
+        return cls.model_validate(data)
+
+
+_CUSTOM_JOB_OUTPUT_ONLY = {
+    "name",
+    "state",
+    "createTime",
+    "startTime",
+    "endTime",
+    "updateTime",
+    "error",
+    "webAccessUris",
+    "satisfiesPzs",
+    "satisfiesPzi",
+}
+
+_SPEC_SIMPLE = {
+    "serviceAccount": "service_account",
+    "network": "network",
+    "reservedIpRanges": "reserved_ip_ranges",
+    "protectedArtifactLocationId": "protected_artifact_location_id",
+    "tensorboard": "tensorboard",
+    "enableWebAccess": "enable_web_access",
+    "enableDashboardAccess": "enable_dashboard_access",
+    "persistentResourceId": "persistent_resource_id",
+    "experiment": "experiment",
+    "experimentRun": "experiment_run",
+    "models": "models",
+}
+
+
+def _snake_tree(value: Any) -> Any:
+    """Recursively snake_case the keys of plain nested objects, dropping proto3 defaults."""
+    if isinstance(value, dict):
+        return {_api.snake(k): _snake_tree(v) for k, v in value.items() if not _api.is_unset(v)}
+    if isinstance(value, list):
+        return [_snake_tree(v) for v in value]
+    return value
+
+
+def _env_from_api(title: str, loc: tuple[str | int, ...], env: Any) -> Any:
+    if not isinstance(env, list):
+        return env
+    out: dict[str, Any] = {}
+    for i, item in enumerate(env):
+        item = _api.as_dict(title, (*loc, i), item)
+        extra = set(item) - {"name", "value"}
+        if extra or not isinstance(item.get("name"), str):
+            _api.reject(title, (*loc, i), "env: each entry is {name, value} with a string name", item)
+        if item["name"] in out:
+            _api.reject(title, (*loc, i), f"env: duplicate variable name {item['name']!r}", item)
+        out[item["name"]] = item.get("value", "")
+    return out
+
+
+def _task_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
+    task: dict[str, Any] = _snake_tree(_api.as_dict(title, loc, raw))
+    if "env" in task:
+        task["env"] = _env_from_api(title, (*loc, "env"), task["env"])
+    return task
+
+
+def _machine_from_api(title: str, loc: tuple[str | int, ...], spec: Any) -> dict[str, Any]:
+    spec = dict(_api.as_dict(title, loc, spec))
+    if "acceleratorType" in spec:
+        spec["acceleratorType"] = _api.enum_name(spec["acceleratorType"], _api.ACCELERATOR_NUMBERS)
+    affinity = spec.get("reservationAffinity")
+    if isinstance(affinity, dict) and "reservationAffinityType" in affinity:
+        affinity = dict(affinity)
+        affinity["reservationAffinityType"] = _api.enum_name(
+            affinity["reservationAffinityType"], _api.RESERVATION_NUMBERS
+        )
+        spec["reservationAffinity"] = affinity
+    machine: dict[str, Any] = _snake_tree(spec)
+    if "accelerator_count" in machine:
+        machine["accelerator_count"] = _api.as_int(machine["accelerator_count"])
+    if machine.get("accelerator_count") == 0 and "accelerator_type" not in machine:
+        del machine["accelerator_count"]
+    return machine
+
+
+def _pool_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
+    raw = _api.as_dict(title, loc, raw)
+    pool: dict[str, Any] = {}
+    known = {
+        "machineSpec",
+        "replicaCount",
+        "diskSpec",
+        "containerSpec",
+        "pythonPackageSpec",
+        "nfsMounts",
+        "lustreMounts",
+    }
+    _api.unknown_keys(raw, known, pool)
+    if "machineSpec" in raw:
+        pool["machine"] = _machine_from_api(title, (*loc, "machine_spec"), raw["machineSpec"])
+    if "replicaCount" in raw:
+        pool["replica_count"] = _api.as_int(raw["replicaCount"])
+    if not _api.is_unset(raw.get("diskSpec")):
+        disk = _snake_tree(_api.as_dict(title, (*loc, "disk_spec"), raw["diskSpec"]))
+        disk = {k: _api.as_int(v) for k, v in disk.items() if v != 0}
+        if disk:
+            pool["disk"] = disk
+    if not _api.is_unset(raw.get("containerSpec")):
+        pool["container"] = _task_from_api(title, (*loc, "container_spec"), raw["containerSpec"])
+    if not _api.is_unset(raw.get("pythonPackageSpec")):
+        pool["python_package"] = _task_from_api(
+            title, (*loc, "python_package_spec"), raw["pythonPackageSpec"]
+        )
+    for key, name in (("nfsMounts", "nfs_mounts"), ("lustreMounts", "lustre_mounts")):
+        if not _api.is_unset(raw.get(key)):
+            pool[name] = _snake_tree(raw[key])
+    return pool
+
+
+def _reducers_from_api(title: str, loc: tuple[str | int, ...], pool: dict[str, Any]) -> dict[str, Any]:
+    """Turn a pool-2 dict running the Reduction Server image into ``ReductionServer`` fields."""
+    rs: dict[str, Any] = {"allow_undersized": True}
+    container = dict(pool.pop("container"))
+    rs["image_uri"] = container.pop("image_uri")
+    rs.update(container)  # command/args/env: refused by ReductionServer with a clear message
+    machine = dict(pool.pop("machine", {}))
+    if "machine_type" in machine:
+        rs["machine_type"] = machine.pop("machine_type")
+    if "reservation_affinity" in machine:
+        rs["reservation_affinity"] = machine.pop("reservation_affinity")
+    rs.update(machine)  # accelerators: refused by ReductionServer with a clear message
+    if "replica_count" in pool:
+        count = pool.pop("replica_count")
+        if not isinstance(count, int) or isinstance(count, bool):
+            _api.reject(title, (*loc, "replica_count"), "replica_count: must be an integer", count)
+        rs["replica_count"] = count
+    else:
+        rs["replica_count"] = 1
+    rs.update(pool)  # disk, and anything unknown
+    return rs
+
+
+def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
+    """``CustomJobSpec`` JSON -> the spec fields of :class:`DistributedTrainingJob`."""
+    spec = _api.as_dict(title, loc, raw if raw is not None else {})
+    data: dict[str, Any] = {}
+    known = {*_SPEC_SIMPLE, "workerPoolSpecs", "scheduling", "pscInterfaceConfig", "baseOutputDirectory"}
+    _api.unknown_keys(spec, known, data)
+    for key, name in _SPEC_SIMPLE.items():
+        if key in spec and not _api.is_unset(spec[key]) and spec[key] is not False:
+            data[name] = spec[key]
+    if not _api.is_unset(spec.get("scheduling")):
+        scheduling = dict(_api.as_dict(title, (*loc, "scheduling"), spec["scheduling"]))
+        if "strategy" in scheduling:
+            scheduling["strategy"] = _api.enum_name(scheduling["strategy"], _api.STRATEGY_NUMBERS)
+        data["scheduling"] = _snake_tree(scheduling)
+        data["scheduling"] = {k: v for k, v in data["scheduling"].items() if v is not False}
+    if not _api.is_unset(spec.get("pscInterfaceConfig")):
+        data["psc_interface_config"] = _snake_tree(spec["pscInterfaceConfig"])
+    if not _api.is_unset(spec.get("baseOutputDirectory")):
+        out = _api.as_dict(title, (*loc, "base_output_directory"), spec["baseOutputDirectory"])
+        extra = set(out) - {"outputUriPrefix"}
+        if extra:
+            _api.reject(title, (*loc, "base_output_directory"), f"unknown field(s) {sorted(extra)}", out)
+        data["base_output_directory"] = out.get("outputUriPrefix")
+    pools = _api.as_list(title, (*loc, "worker_pool_specs"), spec.get("workerPoolSpecs", []))
+    if not pools or _api.is_unset(pools[0]):
+        _api.reject(
+            title, (*loc, "worker_pool_specs"), "worker_pool_specs: pool 0 (primary) is required", pools
+        )
+    if len(pools) > 4:
+        _api.reject(
+            title,
+            (*loc, "worker_pool_specs"),
+            f"worker_pool_specs: at most 4 pools (primary, workers, parameter servers or Reduction "
+            f"Server, evaluators) (got {len(pools)})",
+            pools,
+        )
+    for index, raw_pool in enumerate(pools):
+        if _api.is_unset(raw_pool):
+            continue
+        pool = _pool_from_api(title, (*loc, "worker_pool_specs", index), raw_pool)
+        role = POOL_ROLES[index]
+        container = pool.get("container")
+        if (
+            index == 2
+            and isinstance(container, dict)
+            and isinstance(container.get("image_uri"), str)
+            and is_reduction_server_image(container["image_uri"])
+        ):
+            data["reduction_server"] = _reducers_from_api(title, (*loc, "worker_pool_specs", 2), pool)
+        else:
+            data[role] = pool
+    return data
