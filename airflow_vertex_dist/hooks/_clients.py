@@ -1,0 +1,189 @@
+"""Credentials, JobService clients, retries and proto <-> JSON conversion.
+
+This is the one module that imports ``google.*`` at module level; the hooks import it lazily (inside
+methods), so importing :mod:`airflow_vertex_dist.hooks` from a DAG file loads no ``google.cloud`` module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import google.auth
+import grpc
+from google.api_core import exceptions as api_exceptions
+from google.api_core.client_options import ClientOptions
+from google.api_core.gapic_v1.client_info import ClientInfo
+from google.api_core.retry import Retry, if_exception_type
+from google.api_core.retry_async import AsyncRetry
+from google.auth import credentials as auth_credentials
+from google.auth import impersonated_credentials
+from google.cloud.aiplatform_v1 import types as v1
+from google.cloud.aiplatform_v1.services.job_service import JobServiceAsyncClient, JobServiceClient
+from google.cloud.aiplatform_v1.services.job_service.transports.grpc import JobServiceGrpcTransport
+from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio import (
+    JobServiceGrpcAsyncIOTransport,
+)
+from google.cloud.aiplatform_v1.services.job_service.transports.rest import JobServiceRestTransport
+from google.protobuf import field_mask_pb2
+
+from airflow_vertex_dist.hooks.connection import RetryPolicy, VertexConnection
+from airflow_vertex_dist.hooks.job_dicts import CUSTOM_JOBS, JobKind
+
+__all__ = [
+    "SCOPES",
+    "TRANSIENT_ERRORS",
+    "async_retry",
+    "build_async_client",
+    "build_credentials",
+    "build_sync_client",
+    "field_mask",
+    "is_transient",
+    "job_from_dict",
+    "job_to_dict",
+    "sync_retry",
+]
+
+SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+
+#: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED and INTERNAL, over gRPC and over REST (where they
+#: arrive as HTTP 503, 504, 429 and 500: the gRPC exception classes are subclasses of these).
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
+    api_exceptions.ServiceUnavailable,
+    api_exceptions.GatewayTimeout,
+    api_exceptions.TooManyRequests,
+    api_exceptions.InternalServerError,
+)
+
+_CLIENT_INFO = ClientInfo(user_agent="airflow-vertex-dist/0.1.0")  # type: ignore[no-untyped-call]
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, TRANSIENT_ERRORS)
+
+
+def sync_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | None = None) -> Retry:
+    return Retry(
+        predicate=if_exception_type(*TRANSIENT_ERRORS),
+        initial=policy.initial_s,
+        maximum=policy.maximum_s,
+        multiplier=policy.multiplier,
+        timeout=policy.deadline_s,
+        on_error=on_error,
+    )
+
+
+def async_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | None = None) -> AsyncRetry:
+    return AsyncRetry(
+        predicate=if_exception_type(*TRANSIENT_ERRORS),
+        initial=policy.initial_s,
+        maximum=policy.maximum_s,
+        multiplier=policy.multiplier,
+        timeout=policy.deadline_s,
+        on_error=on_error,
+    )
+
+
+def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credentials, str | None]:
+    """Credentials for ``conn`` and the project they name (if any).
+
+    Anonymous for an emulator; else key file, key JSON or application default credentials, wrapped in
+    impersonated credentials when ``impersonation_chain`` is set.
+    """
+    if conn.is_emulator:
+        return auth_credentials.AnonymousCredentials(), None  # type: ignore[no-untyped-call]
+    project: str | None
+    if conn.key_path:
+        creds, project = google.auth.load_credentials_from_file(  # type: ignore[no-untyped-call]
+            conn.key_path, scopes=SCOPES
+        )
+    elif conn.keyfile_dict:
+        creds, project = google.auth.load_credentials_from_dict(  # type: ignore[no-untyped-call]
+            json.loads(conn.keyfile_dict), scopes=SCOPES
+        )
+    else:
+        creds, project = google.auth.default(scopes=SCOPES)
+    if conn.impersonation_chain:
+        *delegates, target = conn.impersonation_chain
+        creds = impersonated_credentials.Credentials(  # type: ignore[no-untyped-call]
+            source_credentials=creds,
+            target_principal=target,
+            delegates=list(delegates) or None,
+            target_scopes=list(SCOPES),
+        )
+    return creds, project
+
+
+def _regional_endpoint(location: str) -> str:
+    return f"{location}-aiplatform.googleapis.com"
+
+
+def build_sync_client(conn: VertexConnection, location: str) -> JobServiceClient:
+    if conn.is_emulator:
+        if conn.transport == "rest":
+            rest = JobServiceRestTransport(
+                host=conn.rest_url,
+                credentials=auth_credentials.AnonymousCredentials(),  # type: ignore[no-untyped-call]
+                client_info=_CLIENT_INFO,
+            )
+            return JobServiceClient(transport=rest)
+        channel = grpc.insecure_channel(conn.grpc_target)
+        return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel, client_info=_CLIENT_INFO))
+    creds, _ = build_credentials(conn)
+    return JobServiceClient(
+        credentials=creds,
+        transport=conn.transport,
+        client_options=ClientOptions(api_endpoint=_regional_endpoint(location)),
+        client_info=_CLIENT_INFO,
+    )
+
+
+def build_async_client(conn: VertexConnection, location: str) -> JobServiceAsyncClient:
+    """An asyncio (gRPC) client; create it inside the event loop that will use it."""
+    if conn.transport != "grpc":
+        raise ValueError("build_async_client: only the grpc transport has an asyncio client here")
+    if conn.is_emulator:
+        channel = grpc.aio.insecure_channel(conn.grpc_target)
+        return JobServiceAsyncClient(
+            transport=JobServiceGrpcAsyncIOTransport(channel=channel, client_info=_CLIENT_INFO)
+        )
+    creds, _ = build_credentials(conn)
+    return JobServiceAsyncClient(
+        credentials=creds,
+        transport="grpc_asyncio",
+        client_options=ClientOptions(api_endpoint=_regional_endpoint(location)),
+        client_info=_CLIENT_INFO,
+    )
+
+
+def job_from_dict(kind: JobKind, body: dict[str, Any]) -> Any:
+    """The v1 proto message for a JSON job body; ``ValueError`` naming the bad field."""
+    cls = v1.CustomJob if kind == CUSTOM_JOBS else v1.HyperparameterTuningJob
+    try:
+        return cls.from_json(json.dumps(body))
+    except Exception as exc:  # json_format.ParseError and friends
+        raise ValueError(f"body: not a valid v1 {cls.__name__}: {exc}") from None
+
+
+def job_to_dict(message: Any) -> dict[str, Any]:
+    """A v1 message as its REST JSON: camelCase keys, enum names, default values omitted."""
+    text = type(message).to_json(
+        message,
+        use_integers_for_enums=False,
+        indent=None,
+        always_print_fields_with_no_presence=False,
+    )
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in name)
+
+
+def field_mask(paths: list[str] | tuple[str, ...] | None) -> field_mask_pb2.FieldMask | None:
+    """A FieldMask from JSON (camelCase) or proto (snake_case) paths."""
+    if not paths:
+        return None
+    return field_mask_pb2.FieldMask(paths=[".".join(_snake(p) for p in path.split(".")) for path in paths])

@@ -1,0 +1,264 @@
+"""The ``vertex_dist`` connection: its fields, their UI description, and parsing with clear errors.
+
+Pure (pydantic only): no Google import. The hooks turn :class:`VertexConnection` into credentials and
+clients in :mod:`airflow_vertex_dist.hooks._clients`.
+
+Fields (connection ``extra``, JSON; the older ``extra__vertex_dist__<field>`` keys are accepted too):
+
+``project``, ``location``
+    Defaults for the hook (a hook's ``project_id`` / ``location`` argument wins). Without a project,
+    the one of the credentials (application default or key file) is used.
+``key_path`` | ``keyfile_dict``
+    A service account (or any google-auth credentials) JSON file path, or its JSON text. Neither means
+    Application Default Credentials.
+``impersonation_chain``
+    A service account to impersonate, or a chain (list, or comma separated), the last one being the
+    target; the credentials above sign for the first.
+``transport``
+    ``grpc`` (default) or ``rest``.
+``api_endpoint``
+    Points the hook at a local emulator: ``host:port`` for gRPC, ``http://host:port`` for REST. Then the
+    hooks use anonymous credentials and an insecure channel (plain HTTP) and ignore the credentials
+    fields. Leave it empty for Vertex AI: the regional endpoint ``<location>-aiplatform.googleapis.com``
+    is used.
+``web_endpoint``
+    The emulator's web (REST) base URL, used for links to a job's page: ``<web_endpoint>/ui/<job name>``.
+    Defaults to ``api_endpoint`` when the transport is REST. The emulator serves gRPC and REST on two
+    ports, so a gRPC connection to it should set both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+__all__ = [
+    "CONN_TYPE",
+    "DEFAULT_CONN_ID",
+    "HOOK_NAME",
+    "RetryPolicy",
+    "VertexConnection",
+    "connection_fields",
+    "connection_type_info",
+    "ui_field_behaviour",
+]
+
+CONN_TYPE = "vertex_dist"
+DEFAULT_CONN_ID = "vertex_dist_default"
+HOOK_NAME = "Vertex AI distributed training"
+
+_PREFIX = f"extra__{CONN_TYPE}__"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff for transient API errors (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
+    INTERNAL): ``initial_s`` growing by ``multiplier`` up to ``maximum_s``, for at most ``deadline_s`` in
+    all; each attempt is given ``rpc_timeout_s``."""
+
+    initial_s: float = 1.0
+    maximum_s: float = 30.0
+    multiplier: float = 2.0
+    deadline_s: float = 300.0
+    rpc_timeout_s: float = 60.0
+
+
+class VertexConnection(BaseModel):
+    """The parsed extras of a ``vertex_dist`` connection."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    project: str | None = None
+    location: str | None = None
+    key_path: str | None = None
+    keyfile_dict: str | None = None
+    impersonation_chain: tuple[str, ...] = ()
+    transport: Literal["grpc", "rest"] = "grpc"
+    api_endpoint: str | None = None
+    web_endpoint: str | None = None
+
+    @field_validator("project", "location", "key_path", "api_endpoint", "web_endpoint", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("keyfile_dict", mode="before")
+    @classmethod
+    def _keyfile_json(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return json.dumps(value)
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be the key file's JSON text ({exc.msg})") from None
+            if not isinstance(parsed, dict):
+                raise ValueError("must be a JSON object")
+        return value
+
+    @field_validator("impersonation_chain", mode="before")
+    @classmethod
+    def _chain(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _transport(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return "grpc"
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_key(self) -> VertexConnection:
+        if self.key_path and self.keyfile_dict:
+            raise ValueError("key_path and keyfile_dict: give one credentials source, not both")
+        if self.api_endpoint and self.transport == "grpc" and "://" in self.api_endpoint:
+            scheme = self.api_endpoint.split("://", 1)[0]
+            if scheme not in ("grpc", "dns"):
+                raise ValueError(
+                    f"api_endpoint: {self.api_endpoint!r} is a {scheme} URL but transport is grpc; "
+                    "give host:port or set transport to rest"
+                )
+        return self
+
+    @property
+    def is_emulator(self) -> bool:
+        return self.api_endpoint is not None
+
+    @property
+    def grpc_target(self) -> str:
+        """``host:port`` of the emulator's gRPC server (``api_endpoint`` without a scheme)."""
+        endpoint = self.api_endpoint or ""
+        return endpoint.split("://", 1)[1] if "://" in endpoint else endpoint
+
+    @property
+    def rest_url(self) -> str:
+        """Base URL of the emulator's REST server (``http://`` assumed when no scheme is given)."""
+        endpoint = (self.api_endpoint or "").rstrip("/")
+        return endpoint if "://" in endpoint else f"http://{endpoint}"
+
+    @property
+    def web_url(self) -> str | None:
+        if self.web_endpoint:
+            url = self.web_endpoint.rstrip("/")
+            return url if "://" in url else f"http://{url}"
+        if self.is_emulator and self.transport == "rest":
+            return self.rest_url
+        return None
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any], *, conn_id: str = DEFAULT_CONN_ID) -> VertexConnection:
+        """Parse a connection's extras; ``ValueError`` naming ``<conn_id>.extra.<field>`` and the rule."""
+        values: dict[str, Any] = {}
+        for key, value in extra.items():
+            name = key[len(_PREFIX) :] if key.startswith(_PREFIX) else key
+            if name in values and value in (None, ""):
+                continue
+            values[name] = value
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                loc = ".".join(str(part) for part in err["loc"])
+                msg = err["msg"].removeprefix("Value error, ")
+                if err["type"] == "extra_forbidden":
+                    msg = f"unknown field (known: {', '.join(cls.model_fields)})"
+                problems.append(f"{conn_id}.extra{'.' + loc if loc else ''}: {msg}")
+            raise ValueError("; ".join(problems)) from None
+
+
+# The connection form, declared once. ``connection_fields()`` is the provider-info ``conn-fields``
+# shape Airflow >= 3.2 reads; the hook's get_connection_form_widgets() builds wtforms fields from it
+# for older Airflow versions.
+_FIELDS: dict[str, dict[str, Any]] = {
+    "project": {"label": "Project ID", "description": "Default Google Cloud project."},
+    "location": {"label": "Location", "description": "Default Vertex AI region, e.g. us-central1."},
+    "key_path": {
+        "label": "Key file path",
+        "description": "Path to a credentials JSON file. Empty (with no key JSON) means application "
+        "default credentials.",
+    },
+    "keyfile_dict": {
+        "label": "Key JSON",
+        "description": "Credentials JSON text (kept secret).",
+        "secret": True,
+    },
+    "impersonation_chain": {
+        "label": "Impersonation chain",
+        "description": "Service account to impersonate, or a comma-separated chain ending at the target.",
+    },
+    "transport": {
+        "label": "Transport",
+        "description": "grpc (default) or rest.",
+        "enum": ["grpc", "rest"],
+        "default": "grpc",
+    },
+    "api_endpoint": {
+        "label": "API endpoint (emulator)",
+        "description": "Local emulator endpoint: host:port (gRPC) or http://host:port (REST). Uses "
+        "anonymous credentials and an insecure channel. Empty for Vertex AI.",
+    },
+    "web_endpoint": {
+        "label": "Web endpoint (emulator)",
+        "description": "The emulator's web base URL for job links, e.g. http://127.0.0.1:8081.",
+    },
+}
+
+
+def connection_fields() -> dict[str, dict[str, Any]]:
+    """The ``conn-fields`` mapping of the provider info (labels, descriptions, JSON schemas)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, spec in _FIELDS.items():
+        schema: dict[str, Any] = {"type": ["string", "null"]}
+        if spec.get("secret"):
+            schema["format"] = "password"
+        if "enum" in spec:
+            schema["enum"] = [*spec["enum"], None]
+        if "default" in spec:
+            schema["default"] = spec["default"]
+        out[name] = {"label": spec["label"], "description": spec["description"], "schema": schema}
+    return out
+
+
+def ui_field_behaviour() -> dict[str, Any]:
+    """Standard connection fields the form hides (everything lives in the extras above)."""
+    return {
+        "hidden_fields": ["host", "schema", "login", "password", "port", "extra"],
+        "relabeling": {},
+        "placeholders": {
+            "project": "my-project",
+            "location": "us-central1",
+            "impersonation_chain": "sa@my-project.iam.gserviceaccount.com",
+            "api_endpoint": "127.0.0.1:8500",
+            "web_endpoint": "http://127.0.0.1:8501",
+        },
+    }
+
+
+def connection_type_info() -> dict[str, Any]:
+    """The full ``connection-types`` entry for ``get_provider_info()`` (declarative UI, Airflow >= 3.2)."""
+    behaviour = ui_field_behaviour()
+    return {
+        "connection-type": CONN_TYPE,
+        "hook-class-name": "airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook",
+        "hook-name": HOOK_NAME,
+        "conn-fields": connection_fields(),
+        "ui-field-behaviour": {
+            "hidden-fields": behaviour["hidden_fields"],
+            "relabeling": behaviour["relabeling"],
+            "placeholders": behaviour["placeholders"],
+        },
+    }

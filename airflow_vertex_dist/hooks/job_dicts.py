@@ -1,0 +1,166 @@
+"""Helpers over the v1 JSON job dicts the hooks return (camelCase keys, enum names as strings).
+
+Pure: no Google or Airflow imports.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+__all__ = [
+    "ACTIVE_STATES",
+    "CUSTOM_JOBS",
+    "FAILURE_STATES",
+    "JOB_KINDS",
+    "REATTACHABLE_STATES",
+    "TERMINAL_STATES",
+    "TUNING_JOBS",
+    "JobKind",
+    "JobName",
+    "compact_job",
+    "job_state",
+    "parse_job_name",
+    "rfc3339_key",
+]
+
+JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
+CUSTOM_JOBS: JobKind = "customJobs"
+TUNING_JOBS: JobKind = "hyperparameterTuningJobs"
+JOB_KINDS: tuple[JobKind, ...] = (CUSTOM_JOBS, TUNING_JOBS)
+
+#: States a job leaves by itself (PAUSED is listed here: it is not terminal, but it does not progress).
+ACTIVE_STATES = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_CANCELLING",
+        "JOB_STATE_PAUSED",
+        "JOB_STATE_UPDATING",
+    }
+)
+TERMINAL_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
+FAILURE_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+#: States a retried task re-attaches to instead of creating a new job.
+REATTACHABLE_STATES = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_PAUSED",
+        "JOB_STATE_UPDATING",
+        "JOB_STATE_SUCCEEDED",
+    }
+)
+
+_NAME_RE = re.compile(
+    r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
+    r"(?P<kind>customJobs|hyperparameterTuningJobs)/(?P<job_id>[^/]+)$"
+)
+
+
+class JobName:
+    """A parsed job resource name ``projects/P/locations/L/<kind>/<id>``."""
+
+    __slots__ = ("project", "location", "kind", "job_id")
+
+    def __init__(self, project: str, location: str, kind: JobKind, job_id: str) -> None:
+        self.project = project
+        self.location = location
+        self.kind: JobKind = kind
+        self.job_id = job_id
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.location}"
+
+    def __str__(self) -> str:
+        return f"{self.parent}/{self.kind}/{self.job_id}"
+
+    def __repr__(self) -> str:
+        return f"JobName({str(self)!r})"
+
+
+def parse_job_name(name: str, *, field: str = "job_name") -> JobName:
+    """Parse a job resource name; ``ValueError`` naming ``field`` when it is not one."""
+    match = _NAME_RE.match(name or "")
+    if match is None:
+        raise ValueError(
+            f"{field}: {name!r} is not a job name of the form "
+            "projects/<project>/locations/<location>/(customJobs|hyperparameterTuningJobs)/<id>"
+        )
+    kind: JobKind = CUSTOM_JOBS if match["kind"] == CUSTOM_JOBS else TUNING_JOBS
+    return JobName(match["project"], match["location"], kind, match["job_id"])
+
+
+def rfc3339_key(value: str) -> tuple[str, int]:
+    """A sort key for the API's UTC RFC 3339 times (``2026-01-02T03:04:05.123456789Z``).
+
+    Plain string order is wrong when the fraction's length varies (``...05Z`` sorts after
+    ``...05.5Z``); this splits seconds and nanoseconds.
+    """
+    text = value.rstrip("Z")
+    seconds, _, fraction = text.partition(".")
+    digits = "".join(ch for ch in fraction if ch.isdigit())[:9]
+    return seconds, int(digits.ljust(9, "0")) if digits else 0
+
+
+def job_state(job: dict[str, Any]) -> str:
+    state = job.get("state")
+    return state if isinstance(state, str) else "JOB_STATE_UNSPECIFIED"
+
+
+_COMPACT_KEYS = (
+    "name",
+    "displayName",
+    "state",
+    "createTime",
+    "startTime",
+    "endTime",
+    "updateTime",
+    "error",
+    "labels",
+    "webAccessUris",
+    "maxTrialCount",
+    "parallelTrialCount",
+    "maxFailedTrialCount",
+)
+_TRIAL_KEYS = (
+    "id",
+    "state",
+    "parameters",
+    "finalMeasurement",
+    "infeasibleReason",
+    "customJob",
+    "startTime",
+    "endTime",
+    "webAccessUris",
+)
+
+
+def compact_job(job: dict[str, Any]) -> dict[str, Any]:
+    """The job without its (large) specs: what a trigger event and XCom carry.
+
+    Keeps name, display name, state, times, error, labels and web access URIs; for a tuning job also
+    the trial counts, the study's metrics (``studySpec.metrics``, for the optimisation direction) and
+    every trial without its intermediate measurements.
+    """
+    out: dict[str, Any] = {key: job[key] for key in _COMPACT_KEYS if key in job}
+    if "name" in job:
+        out["id"] = str(job["name"]).rsplit("/", 1)[-1]
+    study = job.get("studySpec")
+    if isinstance(study, dict) and "metrics" in study:
+        out["studySpec"] = {"metrics": study["metrics"]}
+    trials = job.get("trials")
+    if isinstance(trials, list):
+        out["trials"] = [{k: t[k] for k in _TRIAL_KEYS if k in t} for t in trials if isinstance(t, dict)]
+    return out

@@ -1,0 +1,542 @@
+"""Hooks for the Vertex AI JobService (CustomJob and HyperparameterTuningJob): sync and asyncio.
+
+Every method returns v1 JSON dicts (camelCase keys, enum names), never protos. Transient errors
+(UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL) are retried with exponential backoff
+under a deadline (:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is
+raised as the ``google.api_core.exceptions`` error carrying the API's message.
+
+Create is special: the API has no request id, so a Create re-sent after a transient error may make a
+second billed job. Every Create therefore carries a one-off ``create-token`` label; after a transient
+error the hook first looks the token up with List and only re-sends when no job carries it.
+
+``google.*`` is imported lazily (inside methods, via :mod:`airflow_vertex_dist.hooks._clients`), so
+importing this module loads no ``google.cloud`` module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow_vertex_dist._compat import BaseHook
+from airflow_vertex_dist.hooks.connection import (
+    CONN_TYPE,
+    DEFAULT_CONN_ID,
+    HOOK_NAME,
+    RetryPolicy,
+    VertexConnection,
+    connection_fields,
+    ui_field_behaviour,
+)
+from airflow_vertex_dist.hooks.job_dicts import (
+    ACTIVE_STATES,
+    CUSTOM_JOBS,
+    JOB_KINDS,
+    REATTACHABLE_STATES,
+    JobKind,
+    job_state,
+    parse_job_name,
+    rfc3339_key,
+)
+from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, merge_labels, validate_labels
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+__all__ = [
+    "CREATE_TOKEN_LABEL",
+    "IfExists",
+    "JobAlreadyExistsError",
+    "VertexJobsAsyncHook",
+    "VertexJobsHook",
+]
+
+#: Label carrying a random token per Create call, so a Create whose response was lost can be found.
+CREATE_TOKEN_LABEL = "create-token"
+
+IfExists = Literal["reattach", "fail", "recreate"]
+_IF_EXISTS = ("reattach", "fail", "recreate")
+
+_CONSOLE = (
+    "https://console.cloud.google.com/vertex-ai/locations/{location}/training/{job_id}/cpu?project={project}"
+)
+
+# RPC method names of the generated clients, per job kind.
+_RPC: dict[str, dict[str, str]] = {
+    "customJobs": {
+        "create": "create_custom_job",
+        "body": "custom_job",
+        "get": "get_custom_job",
+        "list": "list_custom_jobs",
+        "cancel": "cancel_custom_job",
+        "delete": "delete_custom_job",
+    },
+    "hyperparameterTuningJobs": {
+        "create": "create_hyperparameter_tuning_job",
+        "body": "hyperparameter_tuning_job",
+        "get": "get_hyperparameter_tuning_job",
+        "list": "list_hyperparameter_tuning_jobs",
+        "cancel": "cancel_hyperparameter_tuning_job",
+        "delete": "delete_hyperparameter_tuning_job",
+    },
+}
+
+
+class JobAlreadyExistsError(RuntimeError):
+    """``find_or_create(if_exists="fail")`` found a live or succeeded job for these labels."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        super().__init__(
+            f"if_exists='fail': job {job.get('name')} for these labels already exists "
+            f"(state {job_state(job)})"
+        )
+
+
+def _check_kind(kind: str) -> JobKind:
+    if kind not in JOB_KINDS:
+        raise ValueError(f"kind: must be one of {', '.join(JOB_KINDS)} (got {kind!r})")
+    return CUSTOM_JOBS if kind == CUSTOM_JOBS else "hyperparameterTuningJobs"
+
+
+def _newest_first(jobs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(jobs, key=lambda job: rfc3339_key(str(job.get("createTime", ""))), reverse=True)
+
+
+class _VertexHookBase(BaseHook):
+    """Connection handling shared by the sync and async hooks. No network in ``__init__``."""
+
+    conn_name_attr = "vertex_dist_conn_id"
+    default_conn_name = DEFAULT_CONN_ID
+    conn_type = CONN_TYPE
+    hook_name = HOOK_NAME
+
+    def __init__(
+        self,
+        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
+        *,
+        project_id: str | None = None,
+        location: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__()
+        self.vertex_dist_conn_id = vertex_dist_conn_id
+        self._project_id = project_id
+        self._location = location
+        self.retry_policy = retry_policy or RetryPolicy()
+        self._conn: VertexConnection | None = None
+        self._credentials_project: str | None = None
+
+    # -- connection ------------------------------------------------------------------------------
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """wtforms widgets for the connection form (Airflow < 3.2; newer versions read
+        :func:`~airflow_vertex_dist.hooks.connection.connection_type_info` from the provider info)."""
+        # Imported by name: these UI packages exist only where the (pre-3.2) web server runs.
+        fieldwidgets = importlib.import_module("flask_appbuilder.fieldwidgets")
+        lazy_gettext = importlib.import_module("flask_babel").lazy_gettext
+        wtforms = importlib.import_module("wtforms")
+
+        widgets: dict[str, Any] = {}
+        for name, spec in connection_fields().items():
+            label = lazy_gettext(spec["label"])
+            if spec["schema"].get("format") == "password":
+                widgets[name] = wtforms.PasswordField(
+                    label, widget=fieldwidgets.BS3PasswordFieldWidget(), description=spec["description"]
+                )
+            else:
+                widgets[name] = wtforms.StringField(
+                    label,
+                    widget=fieldwidgets.BS3TextFieldWidget(),
+                    description=spec["description"],
+                    default=spec["schema"].get("default"),
+                )
+        return widgets
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        return ui_field_behaviour()
+
+    def _set_connection(self, conn: Connection) -> VertexConnection:
+        self._conn = VertexConnection.from_extra(conn.extra_dejson, conn_id=self.vertex_dist_conn_id)
+        return self._conn
+
+    @property
+    def connection(self) -> VertexConnection:
+        """The parsed connection (fetched on first use)."""
+        if self._conn is None:
+            self._set_connection(self.get_connection(self.vertex_dist_conn_id))
+        assert self._conn is not None
+        return self._conn
+
+    @property
+    def is_emulator(self) -> bool:
+        return self.connection.is_emulator
+
+    @property
+    def project_id(self) -> str:
+        project = self._project_id or self.connection.project
+        if project:
+            return project
+        if not self.connection.is_emulator:
+            if self._credentials_project is None:
+                from airflow_vertex_dist.hooks._clients import build_credentials
+
+                self._credentials_project = build_credentials(self.connection)[1] or ""
+            if self._credentials_project:
+                return self._credentials_project
+        raise ValueError(
+            f"{self.vertex_dist_conn_id}.extra.project: no project (set it on the connection or pass "
+            "project_id to the hook)"
+        )
+
+    @property
+    def location(self) -> str:
+        location = self._location or self.connection.location
+        if not location:
+            raise ValueError(
+                f"{self.vertex_dist_conn_id}.extra.location: no location (set it on the connection or "
+                "pass location to the hook)"
+            )
+        return location
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project_id}/locations/{self.location}"
+
+    def console_url(self, job_name: str) -> str:
+        """The job's page: the Vertex AI console, or ``<web endpoint>/ui/<job name>`` on the emulator."""
+        name = parse_job_name(job_name)
+        conn = self.connection
+        if conn.is_emulator:
+            base = conn.web_url or conn.rest_url
+            return f"{base}/ui/{name}"
+        return _CONSOLE.format(location=name.location, job_id=name.job_id, project=name.project)
+
+    def _log_retry(self, exc: Exception) -> None:
+        self.log.warning("Vertex AI call failed with a transient error, retrying: %s", exc)
+
+    def _list_request(
+        self, kind: JobKind, filter: str, page_size: int, read_mask: list[str] | None
+    ) -> dict[str, Any]:
+        from airflow_vertex_dist.hooks._clients import field_mask
+
+        request: dict[str, Any] = {"parent": self.parent, "filter": filter, "page_size": page_size}
+        mask = field_mask(read_mask)
+        if mask is not None:
+            request["read_mask"] = mask
+        return request
+
+
+class VertexJobsHook(_VertexHookBase):
+    """Synchronous JobService hook (the operators' side).
+
+    :param vertex_dist_conn_id: a ``vertex_dist`` connection.
+    :param project_id: overrides the connection's project.
+    :param location: overrides the connection's location.
+    :param retry_policy: backoff and deadline for transient errors.
+    """
+
+    def __init__(
+        self,
+        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
+        *,
+        project_id: str | None = None,
+        location: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(
+            vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
+        )
+        self._client: Any = None
+
+    def get_conn(self) -> Any:
+        """The ``JobServiceClient`` (created on first use, then reused)."""
+        if self._client is None:
+            from airflow_vertex_dist.hooks._clients import build_sync_client
+
+            self._client = build_sync_client(self.connection, self.location)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.transport.close()
+            self._client = None
+
+    def __enter__(self) -> VertexJobsHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, kind: JobKind, op: str, **kwargs: Any) -> Any:
+        from airflow_vertex_dist.hooks._clients import sync_retry
+
+        method = getattr(self.get_conn(), _RPC[kind][op])
+        return method(
+            **kwargs,
+            retry=sync_retry(self.retry_policy, self._log_retry),
+            timeout=self.retry_policy.rpc_timeout_s,
+        )
+
+    # -- CRUD --------------------------------------------------------------------------------------
+    def create_custom_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._create(CUSTOM_JOBS, body)
+
+    def create_tuning_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._create("hyperparameterTuningJobs", body)
+
+    def create_job(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._create(_check_kind(kind), body)
+
+    def _create(self, kind: JobKind, body: dict[str, Any]) -> dict[str, Any]:
+        from airflow_vertex_dist.hooks._clients import is_transient, job_from_dict, job_to_dict
+
+        labels = dict(body.get("labels") or {})
+        validate_labels(labels, field="body.labels")
+        token_labels: dict[str, str] | None = None
+        if len(labels) < MAX_LABELS and CREATE_TOKEN_LABEL not in labels:
+            token_labels = {CREATE_TOKEN_LABEL: "t" + uuid.uuid4().hex}
+            body = {**body, "labels": {**labels, **token_labels}}
+        message = job_from_dict(kind, body)
+        rpc = _RPC[kind]
+        method: Callable[..., Any] = getattr(self.get_conn(), rpc["create"])
+        policy = self.retry_policy
+        deadline = time.monotonic() + policy.deadline_s
+        delay = policy.initial_s
+        while True:
+            try:
+                # No retry on Create itself: a re-send is only safe after the token lookup below.
+                created = method(
+                    parent=self.parent, **{rpc["body"]: message}, retry=None, timeout=policy.rpc_timeout_s
+                )
+                return job_to_dict(created)
+            except Exception as exc:
+                if not is_transient(exc) or token_labels is None or time.monotonic() + delay > deadline:
+                    raise
+                self.log.warning("Create %s failed with a transient error (%s); looking it up", kind, exc)
+            time.sleep(delay)
+            delay = min(delay * policy.multiplier, policy.maximum_s)
+            found = self.find_job(kind, token_labels)
+            if found is not None:
+                self.log.info("The Create went through before the error: %s", found.get("name"))
+                return found
+
+    def get_job(self, name: str) -> dict[str, Any]:
+        from airflow_vertex_dist.hooks._clients import job_to_dict
+
+        kind = parse_job_name(name, field="name").kind
+        return job_to_dict(self._call(kind, "get", name=name))
+
+    def list_jobs(
+        self,
+        kind: str,
+        *,
+        filter: str = "",
+        page_size: int = 100,
+        read_mask: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every job of ``kind`` in the hook's project/location matching ``filter`` (all pages)."""
+        from airflow_vertex_dist.hooks._clients import job_to_dict
+
+        job_kind = _check_kind(kind)
+        request = self._list_request(job_kind, filter, page_size, read_mask)
+        pager = self._call(job_kind, "list", request=request)
+        return [job_to_dict(job) for job in pager]
+
+    def cancel_job(self, name: str) -> None:
+        """Ask the service to cancel (best effort; the job goes CANCELLING then CANCELLED)."""
+        kind = parse_job_name(name, field="name").kind
+        self._call(kind, "cancel", name=name)
+
+    def delete_job(self, name: str) -> None:
+        """Send Delete (a long-running operation; its completion is not awaited)."""
+        kind = parse_job_name(name, field="name").kind
+        self._call(kind, "delete", name=name)
+
+    def list_trials(self, name: str) -> list[dict[str, Any]]:
+        """The trials of a tuning job (the JobService returns them inside the job)."""
+        job_name = parse_job_name(name, field="name")
+        if job_name.kind != "hyperparameterTuningJobs":
+            raise ValueError(f"name: {name!r} is not a hyperparameterTuningJobs name (only they have trials)")
+        trials = self.get_job(name).get("trials", [])
+        return list(trials)
+
+    # -- find by labels ------------------------------------------------------------------------------
+    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+        """Every job of ``kind`` carrying all of ``labels``, newest first."""
+        return _newest_first(self.list_jobs(kind, filter=label_filter(labels)))
+
+    def find_job(self, kind: str, labels: dict[str, str]) -> dict[str, Any] | None:
+        """The newest job of ``kind`` carrying all of ``labels``, or ``None``."""
+        jobs = self.find_jobs(kind, labels)
+        return jobs[0] if jobs else None
+
+    def find_or_create(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        labels: dict[str, str],
+        if_exists: IfExists = "reattach",
+    ) -> tuple[dict[str, Any], bool]:
+        """Return ``(job, created)``: this run's live or succeeded job, or a new one.
+
+        ``labels`` (normally :func:`~airflow_vertex_dist.hooks.labels.run_labels`) are merged into the
+        body and identify the run. With a job in a re-attachable state (queued, pending, running,
+        paused, updating or succeeded): ``reattach`` returns it, ``fail`` raises
+        :class:`JobAlreadyExistsError`, ``recreate`` cancels the unfinished ones and creates a new job.
+        Jobs that failed, were cancelled, expired or partially succeeded never block a new one.
+        """
+        job_kind = _check_kind(kind)
+        if if_exists not in _IF_EXISTS:
+            raise ValueError(f"if_exists: must be one of {', '.join(_IF_EXISTS)} (got {if_exists!r})")
+        merged = merge_labels(body.get("labels"), labels, field="body.labels")
+        live = [job for job in self.find_jobs(job_kind, labels) if job_state(job) in REATTACHABLE_STATES]
+        if live:
+            if len(live) > 1:
+                self.log.warning(
+                    "%d live jobs carry the labels %s; using the newest", len(live), label_filter(labels)
+                )
+            if if_exists == "reattach":
+                self.log.info("Re-attaching to %s (%s)", live[0]["name"], job_state(live[0]))
+                return live[0], False
+            if if_exists == "fail":
+                raise JobAlreadyExistsError(live[0])
+            for job in live:
+                if job_state(job) in ACTIVE_STATES:
+                    self.log.info("if_exists='recreate': cancelling %s", job["name"])
+                    self.cancel_job(job["name"])
+        return self._create(job_kind, {**body, "labels": merged}), True
+
+
+class VertexJobsAsyncHook(_VertexHookBase):
+    """Asyncio JobService hook (the triggers' side).
+
+    One ``JobServiceAsyncClient`` is created lazily per event loop and reused for every call of a poll
+    loop; call :meth:`close` (or use ``async with``) when done. With the REST transport (which has no
+    asyncio client without extra dependencies) calls run the sync REST client in a worker thread.
+    """
+
+    def __init__(
+        self,
+        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
+        *,
+        project_id: str | None = None,
+        location: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(
+            vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
+        )
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._sync: VertexJobsHook | None = None
+
+    async def aconnection(self) -> VertexConnection:
+        """The parsed connection, fetched without blocking the event loop."""
+        if self._conn is None:
+            self._set_connection(await self.aget_connection(self.vertex_dist_conn_id))
+        assert self._conn is not None
+        return self._conn
+
+    async def get_async_conn(self) -> Any:
+        """The ``JobServiceAsyncClient`` of the running event loop (gRPC transport)."""
+        conn = await self.aconnection()
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is not loop:
+            self._client = None  # made for another (now gone) loop; its channel cannot be reused here
+        if self._client is None:
+            from airflow_vertex_dist.hooks._clients import build_async_client
+
+            self._client = build_async_client(conn, self.location)
+            self._client_loop = loop
+        return self._client
+
+    def _sync_hook(self) -> VertexJobsHook:
+        if self._sync is None:
+            self._sync = VertexJobsHook(
+                self.vertex_dist_conn_id,
+                project_id=self._project_id,
+                location=self._location,
+                retry_policy=self.retry_policy,
+            )
+            self._sync._conn = self._conn
+        return self._sync
+
+    async def close(self) -> None:
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.transport.close()
+        if self._sync is not None:
+            sync, self._sync = self._sync, None
+            await asyncio.to_thread(sync.close)
+
+    async def __aenter__(self) -> VertexJobsAsyncHook:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _uses_rest(self) -> bool:
+        return (await self.aconnection()).transport == "rest"
+
+    async def _call(self, kind: JobKind, op: str, **kwargs: Any) -> Any:
+        from airflow_vertex_dist.hooks._clients import async_retry
+
+        client = await self.get_async_conn()
+        method = getattr(client, _RPC[kind][op])
+        return await method(
+            **kwargs,
+            retry=async_retry(self.retry_policy, self._log_retry),
+            timeout=self.retry_policy.rpc_timeout_s,
+        )
+
+    async def get_job(self, name: str) -> dict[str, Any]:
+        from airflow_vertex_dist.hooks._clients import job_to_dict
+
+        kind = parse_job_name(name, field="name").kind
+        if await self._uses_rest():
+            return await asyncio.to_thread(self._sync_hook().get_job, name)
+        return job_to_dict(await self._call(kind, "get", name=name))
+
+    async def get_job_or_none(self, name: str) -> dict[str, Any] | None:
+        """The job, or ``None`` when it does not exist (deleted)."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return await self.get_job(name)
+        except NotFound:
+            return None
+
+    async def list_jobs(
+        self,
+        kind: str,
+        *,
+        filter: str = "",
+        page_size: int = 100,
+        read_mask: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        from airflow_vertex_dist.hooks._clients import job_to_dict
+
+        job_kind = _check_kind(kind)
+        if await self._uses_rest():
+            sync = self._sync_hook()
+            return await asyncio.to_thread(
+                lambda: sync.list_jobs(job_kind, filter=filter, page_size=page_size, read_mask=read_mask)
+            )
+        pager = await self._call(
+            job_kind, "list", request=self._list_request(job_kind, filter, page_size, read_mask)
+        )
+        return [job_to_dict(job) async for job in pager]
+
+    async def cancel_job(self, name: str) -> None:
+        kind = parse_job_name(name, field="name").kind
+        if await self._uses_rest():
+            await asyncio.to_thread(self._sync_hook().cancel_job, name)
+            return
+        await self._call(kind, "cancel", name=name)

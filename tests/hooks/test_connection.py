@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_vertex_dist.hooks.connection import (
+    VertexConnection,
+    connection_fields,
+    connection_type_info,
+    ui_field_behaviour,
+)
+from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook, VertexJobsHook
+
+
+def test_defaults() -> None:
+    conn = VertexConnection.from_extra({})
+    assert conn.transport == "grpc"
+    assert not conn.is_emulator
+    assert conn.impersonation_chain == ()
+
+
+def test_prefixed_and_blank_fields() -> None:
+    conn = VertexConnection.from_extra(
+        {
+            "extra__vertex_dist__project": "p1",
+            "location": "",
+            "extra__vertex_dist__location": "europe-west4",
+            "impersonation_chain": "a@x.iam.gserviceaccount.com, b@x.iam.gserviceaccount.com",
+            "transport": "REST",
+            "key_path": "  ",
+        }
+    )
+    assert conn.project == "p1"
+    assert conn.location == "europe-west4"
+    assert conn.impersonation_chain == ("a@x.iam.gserviceaccount.com", "b@x.iam.gserviceaccount.com")
+    assert conn.transport == "rest"
+    assert conn.key_path is None
+
+
+def test_emulator_endpoints() -> None:
+    grpc_conn = VertexConnection.from_extra(
+        {"api_endpoint": "127.0.0.1:9000", "web_endpoint": "127.0.0.1:9001"}
+    )
+    assert grpc_conn.is_emulator
+    assert grpc_conn.grpc_target == "127.0.0.1:9000"
+    assert grpc_conn.web_url == "http://127.0.0.1:9001"
+    rest_conn = VertexConnection.from_extra({"api_endpoint": "http://127.0.0.1:9001/", "transport": "rest"})
+    assert rest_conn.rest_url == "http://127.0.0.1:9001"
+    assert rest_conn.web_url == "http://127.0.0.1:9001"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"transport": "http2"}, r"c1\.extra\.transport: Input should be 'grpc' or 'rest'"),
+        ({"projet": "p"}, r"c1\.extra\.projet: unknown field \(known: project, location"),
+        ({"keyfile_dict": "{not json"}, r"c1\.extra\.keyfile_dict: must be the key file's JSON text"),
+        ({"keyfile_dict": "[1]"}, r"c1\.extra\.keyfile_dict: must be a JSON object"),
+        ({"key_path": "/k.json", "keyfile_dict": "{}"}, r"c1\.extra: key_path and keyfile_dict: give one"),
+        ({"api_endpoint": "http://127.0.0.1:1"}, r"is a http URL but transport is grpc"),
+    ],
+)
+def test_bad_extras_name_the_field(extra: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        VertexConnection.from_extra(extra, conn_id="c1")
+
+
+def test_keyfile_dict_accepts_object() -> None:
+    conn = VertexConnection.from_extra({"keyfile_dict": {"type": "service_account"}})
+    assert json.loads(conn.keyfile_dict or "") == {"type": "service_account"}
+
+
+def test_ui_metadata() -> None:
+    fields = connection_fields()
+    assert set(fields) == {
+        "project",
+        "location",
+        "key_path",
+        "keyfile_dict",
+        "impersonation_chain",
+        "transport",
+        "api_endpoint",
+        "web_endpoint",
+    }
+    assert fields["keyfile_dict"]["schema"]["format"] == "password"
+    info = connection_type_info()
+    assert info["connection-type"] == "vertex_dist"
+    assert info["hook-class-name"] == f"{VertexJobsHook.__module__}.{VertexJobsHook.__qualname__}"
+    assert "password" in info["ui-field-behaviour"]["hidden-fields"]
+    assert VertexJobsHook.get_ui_field_behaviour() == ui_field_behaviour()
+
+
+def test_providers_manager_reads_the_declarative_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow's own ProvidersManager turns conn-fields into form widgets (no wtforms needed)."""
+    from airflow.providers_manager import ProviderInfo, ProvidersManager
+
+    monkeypatch.setattr(ProvidersManager, "_instance", None)  # a fresh singleton, restored afterwards
+    manager = ProvidersManager()
+    manager._provider_dict["airflow-vertex-dist"] = ProviderInfo(
+        version="0.1.0", data={"connection-types": [connection_type_info()]}
+    )
+    manager._load_ui_metadata()
+    widget = manager._connection_form_widgets["extra__vertex_dist__keyfile_dict"]
+    assert widget.is_sensitive
+    assert manager._hook_name_dict["vertex_dist"] == "Vertex AI distributed training"
+    assert manager._field_behaviours["vertex_dist"]["hidden_fields"][0] == "host"
+
+
+def test_hook_init_touches_nothing() -> None:
+    hook = VertexJobsHook("no_such_connection", project_id="p", location="l")
+    assert hook.vertex_dist_conn_id == "no_such_connection"
+    assert hook.conn_name_attr == "vertex_dist_conn_id"
+    assert hook.default_conn_name == "vertex_dist_default"
+    assert hook.conn_type == "vertex_dist"
+    VertexJobsAsyncHook("no_such_connection")
+
+
+def test_hook_reads_env_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_VERTEX_DIST_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "vertex_dist",
+                "extra": {
+                    "project": "proj",
+                    "location": "us-central1",
+                    "api_endpoint": "127.0.0.1:1",
+                    "web_endpoint": "http://127.0.0.1:2",
+                },
+            }
+        ),
+    )
+    hook = VertexJobsHook()
+    assert hook.parent == "projects/proj/locations/us-central1"
+    assert hook.is_emulator
+    name = "projects/proj/locations/us-central1/customJobs/123"
+    assert hook.console_url(name) == f"http://127.0.0.1:2/ui/{name}"
+    assert VertexJobsHook(location="asia-east1").parent == "projects/proj/locations/asia-east1"
+
+
+def test_console_url_for_vertex(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_VERTEX_DIST_DEFAULT",
+        json.dumps({"conn_type": "vertex_dist", "extra": {"project": "proj", "location": "us-central1"}}),
+    )
+    url = VertexJobsHook().console_url("projects/proj/locations/us-central1/hyperparameterTuningJobs/77")
+    assert url == (
+        "https://console.cloud.google.com/vertex-ai/locations/us-central1/training/77/cpu?project=proj"
+    )
+    with pytest.raises(ValueError, match=r"job_name: 'customJobs/1' is not a job name"):
+        VertexJobsHook().console_url("customJobs/1")
+
+
+def test_missing_location_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_VERTEX_DIST_DEFAULT",
+        json.dumps({"conn_type": "vertex_dist", "extra": {"api_endpoint": "127.0.0.1:1"}}),
+    )
+    with pytest.raises(ValueError, match=r"vertex_dist_default\.extra\.location: no location"):
+        _ = VertexJobsHook(project_id="p").parent
+    with pytest.raises(ValueError, match=r"vertex_dist_default\.extra\.project: no project"):
+        _ = VertexJobsHook(location="l").parent
