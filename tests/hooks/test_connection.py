@@ -95,7 +95,10 @@ def test_providers_manager_reads_the_declarative_form(monkeypatch: pytest.Monkey
     """Airflow's own ProvidersManager turns conn-fields into form widgets (no wtforms needed)."""
     from airflow.providers_manager import ProviderInfo, ProvidersManager
 
-    monkeypatch.setattr(ProvidersManager, "_instance", None)  # a fresh singleton, restored afterwards
+    # a fresh singleton, the real one restored afterwards
+    monkeypatch.setattr(ProvidersManager, "_instance", None)
+    monkeypatch.setattr(ProvidersManager, "_initialized", False)
+    monkeypatch.setattr(ProvidersManager, "_initialization_stack_trace", None)
     manager = ProvidersManager()
     manager._provider_dict["airflow-vertex-dist"] = ProviderInfo(
         version="0.1.0", data={"connection-types": [connection_type_info()]}
