@@ -1,10 +1,16 @@
 """Typed, validated specs of Vertex AI training clusters and studies, rendered as v1 REST bodies.
 
 Pure: importing this package loads neither Airflow nor any ``google.cloud`` module.
+
+- :class:`DistributedTrainingJob` -> ``CustomJob`` (``to_api()`` / ``from_api()``)
+- :class:`HyperparameterTuningJob` -> ``HyperparameterTuningJob``
+- :func:`load_spec` reads a spec from a JSON/YAML file or ``module:attribute``
+- :func:`pools_table` shows the pools as a plain-text table
 """
 
 from __future__ import annotations
 
+from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.cluster import (
     Container,
     Disk,
@@ -18,23 +24,60 @@ from airflow_vertex_dist.specs.cluster import (
     ReservationAffinity,
     Scheduling,
     WorkerPool,
+    is_reduction_server_image,
     reduction_server_image,
 )
-from airflow_vertex_dist.specs.job import DistributedTrainingJob
+from airflow_vertex_dist.specs.job import POOL_ROLES, DistributedTrainingJob, ReducerSizing
+from airflow_vertex_dist.specs.loading import Spec, load_spec, spec_from_dict
+from airflow_vertex_dist.specs.study import (
+    CategoricalParameter,
+    ConditionalParameter,
+    ConvexAutomatedStopping,
+    DecayCurveAutomatedStopping,
+    DiscreteParameter,
+    DoubleParameter,
+    IntegerParameter,
+    MedianAutomatedStopping,
+    Metric,
+    Parameter,
+    Study,
+)
+from airflow_vertex_dist.specs.table import pools_table
+from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
 __all__ = [
+    "POOL_ROLES",
+    "CategoricalParameter",
+    "ConditionalParameter",
     "Container",
+    "ConvexAutomatedStopping",
+    "DecayCurveAutomatedStopping",
+    "DiscreteParameter",
     "Disk",
     "DistributedTrainingJob",
     "DnsPeeringConfig",
+    "DoubleParameter",
+    "HyperparameterTuningJob",
+    "IntegerParameter",
     "LustreMount",
     "Machine",
+    "MedianAutomatedStopping",
+    "Metric",
     "NfsMount",
+    "Parameter",
     "PscInterfaceConfig",
     "PythonPackage",
+    "ReducerSizing",
     "ReductionServer",
     "ReservationAffinity",
     "Scheduling",
+    "Spec",
+    "Study",
     "WorkerPool",
+    "egress_gbps",
+    "is_reduction_server_image",
+    "load_spec",
+    "pools_table",
     "reduction_server_image",
+    "spec_from_dict",
 ]

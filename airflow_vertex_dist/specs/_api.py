@@ -127,7 +127,9 @@ def as_int(value: Any) -> Any:
 
 def unknown_keys(body: dict[str, Any], known: set[str], out: dict[str, Any]) -> None:
     """Copy keys the reader does not know into ``out`` in snake_case, so that the model's
-    ``extra="forbid"`` rejects them with their path."""
+    ``extra="forbid"`` rejects them with their path. Fields left at their proto3 default (as
+    ``to_json`` writes every field) are the same as absent and are skipped."""
     for key, value in body.items():
-        if key not in known:
-            out[snake(key)] = value
+        if key in known or is_unset(value) or value is False or (value == 0 and not isinstance(value, str)):
+            continue  # a proto3 default: the same as absent
+        out[snake(key)] = value

@@ -20,7 +20,14 @@ from airflow_vertex_dist.specs.cluster import (
     is_reduction_server_image,
 )
 
-__all__ = ["POOL_ROLES", "DistributedTrainingJob", "ReducerSizing", "machine_egress_gbps"]
+__all__ = [
+    "POOL_ROLES",
+    "DistributedTrainingJob",
+    "ReducerSizing",
+    "check_kms_key",
+    "job_spec_from_api",
+    "machine_egress_gbps",
+]
 
 #: Role of each ``workerPoolSpecs`` position.
 POOL_ROLES: tuple[str, ...] = ("primary", "workers", "parameter_servers", "evaluators")
@@ -34,6 +41,16 @@ _EXPERIMENT_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/metadataStores
 _MODEL_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+$")
 _RESOURCE_ID_RE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _IP_RANGE_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def check_kms_key(value: str | None) -> str | None:
+    """Cloud KMS key name rule shared by custom and tuning jobs."""
+    if value is not None and not _KMS_RE.match(value):
+        fail(
+            "encryption_key: must be 'projects/{p}/locations/{l}/keyRings/{r}/cryptoKeys/{k}' "
+            f"(got {value!r})"
+        )
+    return value
 
 
 def machine_egress_gbps(machine: Machine) -> float | None:
@@ -184,12 +201,7 @@ class DistributedTrainingJob(SpecModel):
     @field_validator("encryption_key")
     @classmethod
     def _kms(cls, value: str | None) -> str | None:
-        if value is not None and not _KMS_RE.match(value):
-            fail(
-                "encryption_key: must be 'projects/{p}/locations/{l}/keyRings/{r}/cryptoKeys/{k}' "
-                f"(got {value!r})"
-            )
-        return value
+        return check_kms_key(value)
 
     # ---- cross-field rules -------------------------------------------------------------------
 
@@ -522,6 +534,13 @@ def _reducers_from_api(title: str, loc: tuple[str | int, ...], pool: dict[str, A
     return rs
 
 
+def _pool_is_empty(raw: Any) -> bool:
+    """A skipped pool: ``{}``, or what ``to_json`` makes of it (zero replicas, empty lists)."""
+    if not isinstance(raw, dict):
+        return raw is None
+    return all(_api.is_unset(v) or (k == "replicaCount" and v in (0, "0")) for k, v in raw.items())
+
+
 def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
     """``CustomJobSpec`` JSON -> the spec fields of :class:`DistributedTrainingJob`."""
     spec = _api.as_dict(title, loc, raw if raw is not None else {})
@@ -546,7 +565,7 @@ def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[
             _api.reject(title, (*loc, "base_output_directory"), f"unknown field(s) {sorted(extra)}", out)
         data["base_output_directory"] = out.get("outputUriPrefix")
     pools = _api.as_list(title, (*loc, "worker_pool_specs"), spec.get("workerPoolSpecs", []))
-    if not pools or _api.is_unset(pools[0]):
+    if not pools or _pool_is_empty(pools[0]):
         _api.reject(
             title, (*loc, "worker_pool_specs"), "worker_pool_specs: pool 0 (primary) is required", pools
         )
@@ -559,7 +578,7 @@ def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[
             pools,
         )
     for index, raw_pool in enumerate(pools):
-        if _api.is_unset(raw_pool):
+        if _pool_is_empty(raw_pool):
             continue
         pool = _pool_from_api(title, (*loc, "worker_pool_specs", index), raw_pool)
         role = POOL_ROLES[index]
