@@ -1,0 +1,416 @@
+"""The JobService over HTTP/JSON (the v1 REST mapping), plus the emulator's web pages and admin API.
+
+Built on the standard library's ``ThreadingHTTPServer`` (one thread per connection, HTTP/1.1
+keep-alive): the emulator serves a handful of local clients, so no web framework is needed.
+
+REST mapping, as the stock client's REST transport (``transports/rest_base.py``) sends it::
+
+    POST   /v1/{parent=projects/*/locations/*}/customJobs            body: CustomJob
+    GET    /v1/{name=projects/*/locations/*/customJobs/*}
+    GET    /v1/{parent=projects/*/locations/*}/customJobs?filter=&pageSize=&pageToken=&readMask=
+    POST   /v1/{name=projects/*/locations/*/customJobs/*}:cancel     body: {}
+    DELETE /v1/{name=projects/*/locations/*/customJobs/*}            -> Operation
+
+and the same with ``hyperparameterTuningJobs``. Query and body fields are accepted in camelCase or
+snake_case; ``$alt=json;enum-encoding=int`` (what the client sends) makes enums integers in the
+response, otherwise they are names (what curl users read). Errors use the Google JSON error shape
+``{"error": {"code": 404, "message": "...", "status": "NOT_FOUND"}}``.
+
+Other paths:
+
+* ``GET /web/<job-name>/<replica-key>``: a replica's web access page (state and log tail; JSON with
+  ``?format=json``), from ``runner.replica_view``.
+* ``GET /ui/<job-name>``: a job page (state, pools, replicas, trials, error).
+* ``GET /emulator/stats``: calls per method and injected faults, as JSON.
+* ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
+  partial object).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from airflow_vertex_dist.emulator.faults import FaultsError, faults_to_json, update_faults
+from airflow_vertex_dist.emulator.service import KINDS, METHODS, ApiError, JobService, MethodInfo
+
+__all__ = ["HTTP_STATUS", "RestServer", "replica_keys"]
+
+_log = logging.getLogger(__name__)
+
+#: google.rpc.Code name -> HTTP status, as Google APIs map them.
+HTTP_STATUS = {
+    "CANCELLED": 499,
+    "UNKNOWN": 500,
+    "INVALID_ARGUMENT": 400,
+    "DEADLINE_EXCEEDED": 504,
+    "NOT_FOUND": 404,
+    "ALREADY_EXISTS": 409,
+    "PERMISSION_DENIED": 403,
+    "UNAUTHENTICATED": 401,
+    "RESOURCE_EXHAUSTED": 429,
+    "FAILED_PRECONDITION": 400,
+    "ABORTED": 409,
+    "OUT_OF_RANGE": 400,
+    "UNIMPLEMENTED": 501,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DATA_LOSS": 500,
+}
+
+_KIND_ALT = "|".join(KINDS)
+_COLLECTION_RE = re.compile(rf"/v1/(?P<parent>projects/[^/]+/locations/[^/]+)/(?P<kind>{_KIND_ALT})")
+_ITEM_RE = re.compile(
+    rf"/v1/(?P<name>projects/[^/]+/locations/[^/]+/(?P<kind>{_KIND_ALT})/[^/:]+)(?P<verb>:cancel)?"
+)
+_JOB_NAME = rf"projects/[^/]+/locations/[^/]+/(?:{_KIND_ALT})/[^/]+"
+_WEB_RE = re.compile(rf"/web/(?P<name>{_JOB_NAME})/(?P<key>[^/]+)")
+_UI_RE = re.compile(rf"/ui/(?P<name>{_JOB_NAME})")
+_IGNORED_PARAMS = {"$alt", "alt", "$prettyPrint", "prettyPrint", "$fields", "fields", "key"}
+
+
+def _method(kind: str, verb: str) -> MethodInfo:
+    return next(m for m in METHODS.values() if m.kind == kind and m.verb == verb)
+
+
+def replica_keys(job: dict[str, Any]) -> list[str]:
+    """``workerpoolN-i`` for every replica of a CustomJob (or a tuning job's trial spec)."""
+    spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
+    keys = []
+    for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
+        for replica in range(int((pool or {}).get("replicaCount") or 0)):
+            keys.append(f"workerpool{index}-{replica}")
+    return keys
+
+
+def _html_page(title: str, body: str) -> bytes:
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}"
+        "pre{background:#f4f4f4;padding:1em;overflow:auto;max-height:40em}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    ).encode()
+
+
+def _table(rows: list[tuple[str, Any]]) -> str:
+    cells = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    return f"<table>{cells}</table>"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # idle keep-alive connections are dropped after this
+    server_version = "VertexEmulator/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # quiet: tests and the CLI print their own lines
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _send_json(self, status: int, data: Any) -> None:
+        self._send(status, json.dumps(data, indent=2).encode() + b"\n", "application/json; charset=utf-8")
+
+    def _send_error(self, code: str, message: str) -> None:
+        status = HTTP_STATUS.get(code, 500)
+        self._send_json(status, {"error": {"code": status, "message": message, "status": code}})
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _json_body(self) -> dict[str, Any]:
+        raw = self._read_body()
+        if not raw.strip():
+            return {}
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received: {exc}") from None
+        if not isinstance(data, dict):
+            raise ApiError(
+                "INVALID_ARGUMENT", "Invalid JSON payload received: the body must be a JSON object"
+            )
+        return data
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        path = unquote(url.path)
+        query = parse_qs(url.query, keep_blank_values=True)
+        try:
+            if path.startswith("/v1/"):
+                self._api(method, path, query)
+            elif path.startswith("/web/") and method in ("GET", "HEAD"):
+                self._web(path, query)
+            elif path.startswith("/ui/") and method in ("GET", "HEAD"):
+                self._ui(path)
+            elif path == "/emulator/stats" and method in ("GET", "HEAD"):
+                self._send_json(200, self.server.service.stats())
+            elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
+                self._faults(method)
+            elif path in ("/", "/ui", "/ui/") and method in ("GET", "HEAD"):
+                self._index()
+            else:
+                raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
+        except ApiError as exc:
+            self._send_error(exc.code, exc.message)
+        except Exception as exc:  # a bug in the emulator: say so as INTERNAL
+            _log.exception("%s %s failed", method, path)
+            self._send_error("INTERNAL", f"emulator error: {type(exc).__name__}: {exc}")
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    # -- the v1 API ---------------------------------------------------------------------------
+
+    def _api(self, method: str, path: str, query: dict[str, list[str]]) -> None:
+        from google.protobuf import json_format
+
+        fields: dict[str, Any] = {}
+        collection = _COLLECTION_RE.fullmatch(path)
+        item = _ITEM_RE.fullmatch(path)
+        if collection and method == "POST":
+            info = _method(collection["kind"], "create")
+            kind_info = KINDS[info.kind]
+            fields = {"parent": collection["parent"], kind_info.body_field: self._json_body()}
+        elif collection and method == "GET":
+            info = _method(collection["kind"], "list")
+            fields = {"parent": collection["parent"]}
+            for key, values in query.items():
+                if key not in _IGNORED_PARAMS:
+                    fields[key] = values[-1]
+        elif item and method == "GET" and not item["verb"]:
+            info = _method(item["kind"], "get")
+            fields = {"name": item["name"]}
+        elif item and method == "POST" and item["verb"] == ":cancel":
+            info = _method(item["kind"], "cancel")
+            self._json_body()  # body "*": nothing beyond the name, which is in the path
+            fields = {"name": item["name"]}
+        elif item and method == "DELETE" and not item["verb"]:
+            info = _method(item["kind"], "delete")
+            fields = {"name": item["name"]}
+        else:
+            raise ApiError(
+                "NOT_FOUND", f"{method} {path}: no such JobService method on the Vertex AI emulator"
+            )
+        request_type = info.request_type()
+        pb = request_type.pb()()
+        try:
+            json_format.ParseDict(fields, pb)
+        except json_format.ParseError as exc:
+            raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
+        response = self.server.service.call(info.name, request_type.wrap(pb))
+        ints = "enum-encoding=int" in ";".join(query.get("$alt", []) + query.get("alt", []))
+        response_pb = response if info.response in ("Empty", "Operation") else type(response).pb(response)
+        text = json_format.MessageToJson(response_pb, use_integers_for_enums=ints)
+        self._send(200, text.encode() + b"\n", "application/json; charset=utf-8")
+
+    # -- admin --------------------------------------------------------------------------------
+
+    def _faults(self, method: str) -> None:
+        faults = self.server.service.faults
+        if method == "PUT":
+            changes = self._json_body()
+            try:
+                update_faults(faults, changes)
+            except FaultsError as exc:
+                raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+        self._send_json(200, faults_to_json(faults))
+
+    # -- pages --------------------------------------------------------------------------------
+
+    def _job(self, name: str) -> dict[str, Any]:
+        try:
+            return self.server.service.store.get(name)
+        except KeyError:
+            raise ApiError("NOT_FOUND", f"{name} does not exist.") from None
+
+    def _web(self, path: str, query: dict[str, list[str]]) -> None:
+        match = _WEB_RE.fullmatch(path)
+        if match is None:
+            raise ApiError("NOT_FOUND", f"{path}: expected /web/<job resource name>/<replica key>")
+        name, key = match["name"], match["key"]
+        job = self._job(name)
+        view = self.server.service.runner.replica_view(name, key)
+        if view is None:
+            raise ApiError("NOT_FOUND", f"{name} has no replica {key}")
+        if query.get("format", [""])[-1] == "json":
+            self._send_json(200, {"job": name, "job_state": job.get("state"), "replica": key, **view})
+            return
+        rows: list[tuple[str, Any]] = [("job", name), ("job state", job.get("state", ""))]
+        log = ""
+        for k, v in view.items():
+            if "log" in k and isinstance(v, str | list):
+                log = v if isinstance(v, str) else "\n".join(map(str, v))
+            else:
+                rows.append((k, v if not isinstance(v, dict | list) else json.dumps(v)))
+        body = _table(rows) + f"<h2>log tail</h2><pre>{html.escape(log)}</pre>"
+        body += f"<p><a href='/ui/{quote(name)}'>job page</a></p>"
+        self._send(200, _html_page(f"{key} of {name}", body), "text/html; charset=utf-8")
+
+    def _ui(self, path: str) -> None:
+        match = _UI_RE.fullmatch(path)
+        if match is None:
+            raise ApiError("NOT_FOUND", f"{path}: expected /ui/<job resource name>")
+        name = match["name"]
+        job = self._job(name)
+        runner = self.server.service.runner
+        parts = [
+            _table(
+                [
+                    ("name", name),
+                    ("display name", job.get("displayName", "")),
+                    ("state", job.get("state", "")),
+                    ("created", job.get("createTime", "")),
+                    ("started", job.get("startTime", "")),
+                    ("ended", job.get("endTime", "")),
+                    ("labels", ", ".join(f"{k}={v}" for k, v in sorted((job.get("labels") or {}).items()))),
+                ]
+            )
+        ]
+        error = job.get("error")
+        if error:
+            parts.append(f"<h2>error</h2><pre>{html.escape(json.dumps(error, indent=2))}</pre>")
+        spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
+        pools = []
+        for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
+            if not pool:
+                pools.append((f"workerpool{index}", "(unused)"))
+                continue
+            machine = pool.get("machineSpec") or {}
+            what = (pool.get("containerSpec") or {}).get("imageUri") or (
+                pool.get("pythonPackageSpec") or {}
+            ).get("pythonModule", "")
+            accel = machine.get("acceleratorType")
+            shape = f"{machine.get('machineType', '')}" + (
+                f" + {machine.get('acceleratorCount', 1)} x {accel}" if accel else ""
+            )
+            pools.append((f"workerpool{index}", f"{pool.get('replicaCount', 0)} x {shape} - {what}"))
+        if pools:
+            parts.append("<h2>worker pools</h2>" + _table(pools))
+        if "jobSpec" in job:
+            replicas = []
+            for key in replica_keys(job):
+                view = runner.replica_view(name, key) or {}
+                state = view.get("state", "")
+                link = f"<a href='/web/{quote(name)}/{quote(key)}'>{html.escape(key)}</a>"
+                replicas.append(f"<tr><td>{link}</td><td>{html.escape(str(state))}</td></tr>")
+            parts.append(
+                "<h2>replicas</h2><table><tr><th>replica</th><th>state</th></tr>"
+                + "".join(replicas)
+                + "</table>"
+            )
+        trials = job.get("trials") or []
+        if trials:
+            rows = []
+            for trial in trials:
+                params = ", ".join(
+                    f"{p.get('parameterId')}={p.get('value')}" for p in trial.get("parameters") or []
+                )
+                metrics = ", ".join(
+                    f"{m.get('metricId')}={m.get('value')}"
+                    for m in (trial.get("finalMeasurement") or {}).get("metrics") or []
+                )
+                backing = trial.get("customJob", "")
+                link = f"<a href='/ui/{quote(backing)}'>{html.escape(backing)}</a>" if backing else ""
+                cells = [
+                    trial.get("id", ""),
+                    trial.get("state", ""),
+                    params,
+                    metrics,
+                    trial.get("infeasibleReason", ""),
+                ]
+                rows.append(
+                    "<tr>"
+                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                    + f"<td>{link}</td></tr>"
+                )
+            parts.append(
+                "<h2>trials</h2><table><tr><th>id</th><th>state</th><th>parameters</th><th>final metrics</th>"
+                "<th>infeasible reason</th><th>custom job</th></tr>" + "".join(rows) + "</table>"
+            )
+        self._send(
+            200, _html_page(job.get("displayName") or name, "".join(parts)), "text/html; charset=utf-8"
+        )
+
+    def _index(self) -> None:
+        store = self.server.service.store
+        rows = []
+        for job in store.non_terminal():
+            link = f"<a href='/ui/{quote(job['name'])}'>{html.escape(job['name'])}</a>"
+            rows.append(
+                f"<tr><td>{link}</td><td>{html.escape(job.get('displayName', ''))}</td>"
+                f"<td>{html.escape(job.get('state', ''))}</td></tr>"
+            )
+        body = "<h2>jobs not finished</h2><table><tr><th>job</th><th>display name</th><th>state</th></tr>"
+        body += "".join(rows) + "</table><p><a href='/emulator/stats'>call counts</a> | "
+        body += "<a href='/emulator/faults'>fault settings</a></p>"
+        self._send(200, _html_page("Vertex AI emulator", body), "text/html; charset=utf-8")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], service: JobService) -> None:
+        self.service = service
+        super().__init__(address, _Handler)
+
+
+class RestServer:
+    """Serves the REST API and pages for ``service`` on ``host:port`` (port 0 picks a free one)."""
+
+    def __init__(self, service: JobService, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self._server = _Server((host, port), service)
+        self.port: int = int(self._server.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="rest", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._server.server_close()

@@ -1,0 +1,412 @@
+"""The emulator's JobService logic for CustomJobs and HyperparameterTuningJobs, transport-free.
+
+Requests and responses are the generated ``google.cloud.aiplatform_v1`` types (proto-plus), plus
+``google.protobuf.Empty`` for Cancel and ``google.longrunning.Operation`` for Delete; the gRPC and
+REST servers only translate bytes and HTTP to these. Jobs are stored as v1 JSON
+(:mod:`~airflow_vertex_dist.emulator.store`); conversion happens here, at the edge.
+
+Behaviour mirrored from the service:
+
+* Create validates the body (the spec models' ``from_api``, so a layout the cloud would refuse
+  fails here with INVALID_ARGUMENT and the rule), ignores output-only fields, stores the job QUEUED
+  and hands it to the runner. It returns the job itself, not an operation.
+* Get/Cancel/Delete of a missing job: NOT_FOUND; a malformed resource name: INVALID_ARGUMENT.
+* List supports ``filter`` (:mod:`~airflow_vertex_dist.emulator.filters`), ``page_size`` (default
+  100, at most 1000), opaque ``page_token`` and ``read_mask``; newest job first.
+* Cancel is best effort and returns Empty; on a finished job it is FAILED_PRECONDITION.
+* Delete returns a done long-running Operation; like the service's "can only be called on jobs
+  that already finished", deleting a job that is not finished is FAILED_PRECONDITION.
+
+Every call is counted per method (``call_counts``) and passes through the fault injector first.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from airflow_vertex_dist.emulator.config import Faults
+from airflow_vertex_dist.emulator.faults import FaultInjector
+from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
+from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339, rfc3339_nanos
+
+__all__ = [
+    "ApiError",
+    "JobService",
+    "KINDS",
+    "KindInfo",
+    "METHODS",
+    "MethodInfo",
+    "RunnerLike",
+    "job_from_proto",
+    "job_to_proto",
+]
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+
+_PARENT_RE = re.compile(r"projects/[^/]+/locations/[^/]+")
+_NAME_RE = re.compile(r"(?P<parent>projects/[^/]+/locations/[^/]+)/(?P<kind>[A-Za-z]+)/(?P<id>[^/]+)")
+
+
+class ApiError(Exception):
+    """An API error with a google.rpc.Code name (``NOT_FOUND``...) and a message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class RunnerLike(Protocol):
+    """What the service and the app need from the runner (``emulator/runner.py``)."""
+
+    def submit(self, name: str) -> None: ...
+    def cancel(self, name: str) -> None: ...
+    def recover(self) -> None: ...
+    def replica_view(self, job_name: str, replica_key: str) -> dict[str, Any] | None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    kind: JobKind
+    resource: str  # "CustomJob"
+    body_field: str  # field of the Create request holding the job
+    list_field: str  # field of the List response holding the jobs
+    output_only: frozenset[str]
+
+    def message_type(self) -> Any:
+        from google.cloud import aiplatform_v1
+
+        return getattr(aiplatform_v1, self.resource)
+
+
+_COMMON_OUTPUT_ONLY = {
+    "name",
+    "state",
+    "createTime",
+    "startTime",
+    "endTime",
+    "updateTime",
+    "error",
+    "satisfiesPzs",
+    "satisfiesPzi",
+}
+
+KINDS: dict[JobKind, KindInfo] = {
+    "customJobs": KindInfo(
+        "customJobs",
+        "CustomJob",
+        "custom_job",
+        "custom_jobs",
+        frozenset(_COMMON_OUTPUT_ONLY | {"webAccessUris"}),
+    ),
+    "hyperparameterTuningJobs": KindInfo(
+        "hyperparameterTuningJobs",
+        "HyperparameterTuningJob",
+        "hyperparameter_tuning_job",
+        "hyperparameter_tuning_jobs",
+        frozenset(_COMMON_OUTPUT_ONLY | {"trials"}),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """One JobService RPC the emulator serves: its request and response types by name."""
+
+    name: str  # "CreateCustomJob"
+    verb: str  # "create" | "get" | "list" | "cancel" | "delete"
+    kind: JobKind
+    request: str  # aiplatform_v1 type name
+    response: str  # aiplatform_v1 type name, or "Empty" / "Operation"
+
+    def request_type(self) -> Any:
+        from google.cloud import aiplatform_v1
+
+        return getattr(aiplatform_v1, self.request)
+
+
+def _methods() -> dict[str, MethodInfo]:
+    out: dict[str, MethodInfo] = {}
+    for kind, info in KINDS.items():
+        res = info.resource
+        plural = res + "s"
+        for verb, name, response in (
+            ("create", f"Create{res}", res),
+            ("get", f"Get{res}", res),
+            ("list", f"List{plural}", f"List{plural}Response"),
+            ("cancel", f"Cancel{res}", "Empty"),
+            ("delete", f"Delete{res}", "Operation"),
+        ):
+            out[name] = MethodInfo(name, verb, kind, f"{name}Request", response)
+    return out
+
+
+#: The RPCs served, by JobService method name.
+METHODS: dict[str, MethodInfo] = _methods()
+
+
+def job_to_proto(kind: JobKind, body: Mapping[str, Any]) -> Any:
+    """A stored v1 JSON job as its proto-plus message."""
+    from google.protobuf import json_format
+
+    msg_type = KINDS[kind].message_type()
+    pb = msg_type.pb()()
+    json_format.ParseDict(dict(body), pb, ignore_unknown_fields=True)
+    return msg_type.wrap(pb)
+
+
+def job_from_proto(kind: JobKind, message: Any) -> dict[str, Any]:
+    """A proto-plus job message as v1 JSON (camelCase, enum names, unset fields left out)."""
+    from google.protobuf import json_format
+
+    msg_type = KINDS[kind].message_type()
+    out: dict[str, Any] = json_format.MessageToDict(msg_type.pb(message))
+    return out
+
+
+def _validation_text(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    parts = []
+    for err in errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        msg = str(err.get("msg", ""))
+        msg = msg.removeprefix("Value error, ")
+        parts.append(msg if not loc or msg.startswith(loc) else f"{loc}: {msg}")
+    return "; ".join(parts) or str(exc)
+
+
+def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> None:
+    """Validate a Create body with the spec models' ``from_api`` (the one copy of the Vertex rules)."""
+    from pydantic import ValidationError
+
+    from airflow_vertex_dist import specs
+
+    model_name = "DistributedTrainingJob" if kind == "customJobs" else "HyperparameterTuningJob"
+    model = getattr(specs, model_name, None)
+    if model is None:  # pragma: no cover - only while the tuning model has not landed
+        return
+    try:
+        model.from_api(body, location=location)
+    except ValidationError as exc:
+        raise ApiError("INVALID_ARGUMENT", _validation_text(exc)) from None
+    except ValueError as exc:
+        raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+
+
+class JobService:
+    """The JobService methods for both job kinds, over a :class:`JobStore` and a runner."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        runner: RunnerLike,
+        faults: Faults | None = None,
+        *,
+        validator: Callable[[JobKind, dict[str, Any], str], None] | None = _default_validator,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.faults = faults if faults is not None else Faults()
+        self.injector = FaultInjector(self.faults)
+        self.validator = validator
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    def call(self, method: str, request: Any) -> Any:
+        """Run JobService ``method`` on a proto-plus request; raises :class:`ApiError`."""
+        info = METHODS.get(method)
+        if info is None:
+            raise ApiError(
+                "UNIMPLEMENTED",
+                f"JobService.{method} is not implemented by the emulator "
+                "(it serves CustomJob and HyperparameterTuningJob Create/Get/List/Cancel/Delete)",
+            )
+        with self._lock:
+            self._counts[method] = self._counts.get(method, 0) + 1
+        code = self.injector.draw(method)
+        if code is not None:
+            raise ApiError(code, f"injected fault: {method} failed with {code} (emulator fault injection)")
+        handler: Callable[[MethodInfo, Any], Any] = getattr(self, f"_{info.verb}")
+        return handler(info, request)
+
+    def call_counts(self) -> dict[str, int]:
+        """Calls received per method name (including those failed by fault injection)."""
+        with self._lock:
+            return dict(self._counts)
+
+    def stats(self) -> dict[str, Any]:
+        return {"calls": self.call_counts(), "injected_faults": self.injector.injected_counts()}
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_parent(parent: str) -> None:
+        if not _PARENT_RE.fullmatch(parent):
+            raise ApiError(
+                "INVALID_ARGUMENT",
+                f"parent: {parent!r} is not a location resource name "
+                "(expected projects/PROJECT/locations/LOCATION)",
+            )
+
+    @staticmethod
+    def _check_name(info: MethodInfo, name: str) -> None:
+        match = _NAME_RE.fullmatch(name)
+        resource = KINDS[info.kind].resource
+        if match is None or match["kind"] != info.kind or not match["id"].isdigit():
+            raise ApiError(
+                "INVALID_ARGUMENT",
+                f"name: {name!r} is not a {resource} resource name "
+                f"(expected projects/PROJECT/locations/LOCATION/{info.kind}/NUMERIC_ID)",
+            )
+
+    def _load(self, info: MethodInfo, name: str) -> dict[str, Any]:
+        self._check_name(info, name)
+        try:
+            return self.store.get(name)
+        except KeyError:
+            raise ApiError("NOT_FOUND", f"{KINDS[info.kind].resource} {name} does not exist.") from None
+
+    # -- methods ------------------------------------------------------------------------------
+
+    def _create(self, info: MethodInfo, request: Any) -> Any:
+        kind_info = KINDS[info.kind]
+        self._check_parent(request.parent)
+        message = getattr(request, kind_info.body_field)
+        body = job_from_proto(info.kind, message)
+        for key in kind_info.output_only:
+            body.pop(key, None)
+        if not body:
+            raise ApiError(
+                "INVALID_ARGUMENT", f"{kind_info.body_field}: required ({kind_info.resource} is empty)"
+            )
+        if self.validator is not None:
+            self.validator(info.kind, body, request.parent.split("/")[3])
+        stored = self.store.insert(info.kind, request.parent, body)
+        self.runner.submit(stored["name"])
+        return job_to_proto(info.kind, self.store.get(stored["name"]))
+
+    def _get(self, info: MethodInfo, request: Any) -> Any:
+        return job_to_proto(info.kind, self._load(info, request.name))
+
+    def _list(self, info: MethodInfo, request: Any) -> Any:
+        from google.cloud import aiplatform_v1
+        from google.protobuf import field_mask_pb2
+
+        self._check_parent(request.parent)
+        try:
+            predicate = compile_filter(request.filter)
+        except FilterError as exc:
+            raise ApiError("INVALID_ARGUMENT", f"filter: {exc}") from None
+        if request.page_size < 0:
+            raise ApiError("INVALID_ARGUMENT", f"page_size: must not be negative (got {request.page_size})")
+        page_size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        kind_info = KINDS[info.kind]
+        msg_type = kind_info.message_type()
+        mask = None
+        if request.read_mask and request.read_mask.paths:
+            mask = field_mask_pb2.FieldMask(paths=list(request.read_mask.paths))
+            if not mask.IsValidForDescriptor(msg_type.pb().DESCRIPTOR):
+                raise ApiError(
+                    "INVALID_ARGUMENT",
+                    f"read_mask: {', '.join(mask.paths)} names a field {kind_info.resource} does not have",
+                )
+
+        jobs = [job for job in self.store.list(info.kind, request.parent) if predicate(job)]
+        jobs.sort(key=_order_key, reverse=True)  # newest first
+        if request.page_token:
+            cursor = _decode_token(request.page_token, request.parent, request.filter)
+            jobs = [job for job in jobs if _order_key(job) < cursor]
+        page, rest = jobs[:page_size], jobs[page_size:]
+        items = []
+        for job in page:
+            item = job_to_proto(info.kind, job)
+            if mask is not None:
+                trimmed = msg_type.pb()()
+                mask.MergeMessage(msg_type.pb(item), trimmed)
+                item = msg_type.wrap(trimmed)
+            items.append(item)
+        response_type = getattr(aiplatform_v1, info.response)
+        next_token = _encode_token(page[-1], request.parent, request.filter) if rest else ""
+        return response_type(**{kind_info.list_field: items, "next_page_token": next_token})
+
+    def _cancel(self, info: MethodInfo, request: Any) -> Any:
+        from google.protobuf import empty_pb2
+
+        job = self._load(info, request.name)
+        state = job.get("state", "JOB_STATE_UNSPECIFIED")
+        if state in TERMINAL_STATES:
+            raise ApiError(
+                "FAILED_PRECONDITION",
+                f"Cannot cancel {KINDS[info.kind].resource} {request.name}: it is already in state {state}.",
+            )
+        self.runner.cancel(request.name)
+        return empty_pb2.Empty()
+
+    def _delete(self, info: MethodInfo, request: Any) -> Any:
+        from google.cloud import aiplatform_v1
+        from google.longrunning import operations_pb2
+        from google.protobuf import any_pb2, empty_pb2, json_format
+
+        job = self._load(info, request.name)
+        state = job.get("state", "JOB_STATE_UNSPECIFIED")
+        if state not in TERMINAL_STATES:
+            raise ApiError(
+                "FAILED_PRECONDITION",
+                f"Cannot delete {KINDS[info.kind].resource} {request.name}: it is in state {state}; "
+                "only a finished job can be deleted (cancel it and wait for CANCELLED first).",
+            )
+        self.store.delete(request.name)
+        stamp = now_rfc3339()
+        metadata = aiplatform_v1.DeleteOperationMetadata.pb()()
+        json_format.ParseDict({"genericMetadata": {"createTime": stamp, "updateTime": stamp}}, metadata)
+        parent = _NAME_RE.fullmatch(request.name)
+        assert parent is not None  # checked by _load
+        op = operations_pb2.Operation(
+            name=f"{parent['parent']}/operations/{secrets.randbelow(10**18)}", done=True
+        )
+        packed_meta, packed_resp = any_pb2.Any(), any_pb2.Any()
+        packed_meta.Pack(metadata)
+        packed_resp.Pack(empty_pb2.Empty())
+        op.metadata.CopyFrom(packed_meta)
+        op.response.CopyFrom(packed_resp)
+        return op
+
+
+def _order_key(job: Mapping[str, Any]) -> tuple[int, str]:
+    return (rfc3339_nanos(job["createTime"]), str(job["name"]))
+
+
+def _encode_token(job: Mapping[str, Any], parent: str, filter_text: str) -> str:
+    nanos, name = _order_key(job)
+    raw = json.dumps({"p": parent, "f": filter_text, "t": nanos, "n": name}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str, parent: str, filter_text: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = json.loads(raw)
+        cursor = (int(data["t"]), str(data["n"]))
+        token_parent, token_filter = data["p"], data["f"]
+    except (binascii.Error, ValueError, KeyError, TypeError):
+        raise ApiError("INVALID_ARGUMENT", "page_token: not a token this List method returned") from None
+    if token_parent != parent or token_filter != filter_text:
+        raise ApiError(
+            "INVALID_ARGUMENT",
+            "page_token: was returned for a different parent or filter; repeat the same request with it",
+        )
+    return cursor
