@@ -10,6 +10,7 @@ Pure: importing this package loads neither Airflow nor any ``google.cloud`` modu
 
 from __future__ import annotations
 
+from airflow_vertex_dist.specs._base import error_lines
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.cluster import (
     Container,
@@ -75,6 +76,7 @@ __all__ = [
     "Study",
     "WorkerPool",
     "egress_gbps",
+    "error_lines",
     "is_reduction_server_image",
     "load_spec",
     "pools_table",

@@ -8,7 +8,7 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, NoReturn
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
 from pydantic_core import PydanticCustomError
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "SpecModel",
     "check_labels",
     "duration_to_api",
+    "error_lines",
     "fail",
     "parse_duration",
 ]
@@ -102,3 +103,31 @@ def check_labels(field: str, labels: dict[str, str]) -> None:
                 f"{field}.{key}: label value may contain only lowercase letters, digits, '_' and '-' "
                 f"(got {value!r})"
             )
+
+
+_PATH_PREFIX = re.compile(r"^([A-Za-z_][\w]*(?:[./][\w\[\]]+)*): ")
+
+
+def error_lines(exc: ValidationError) -> list[str]:
+    """One ``"field.path: rule"`` line per error of a spec ``ValidationError``.
+
+    Pydantic locates an error at the model that raised it; our rules start with the field path
+    relative to that model. This joins both, e.g. ``("primary", "machine")`` +
+    ``"accelerator_count: ..."`` -> ``"primary.machine.accelerator_count: ..."``.
+    """
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = [str(part) for part in err["loc"]]
+        msg = err["msg"]
+        match = _PATH_PREFIX.match(msg)
+        if match:
+            first = re.split(r"[./]", match.group(1))[0]
+            if loc and loc[-1] == first:
+                loc = loc[:-1]
+            path = ".".join([*loc, match.group(1)])
+            lines.append(f"{path}: {msg[match.end() :]}")
+        elif loc:
+            lines.append(f"{'.'.join(loc)}: {msg}")
+        else:
+            lines.append(msg)
+    return lines
