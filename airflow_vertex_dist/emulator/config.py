@@ -49,3 +49,9 @@ class EmulatorConfig:
     faults: Faults = field(default_factory=Faults)
     #: base URL of the REST/web server, set once it is bound (web access URIs hang off it).
     web_base_url: str | None = None
+    #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process group.
+    stop_grace_s: float = 5.0
+    #: how many times a job with ``scheduling.restartJobOnWorkerRestart`` is restarted before it fails.
+    restart_limit: int = 3
+    #: log lines quoted in a failed job's ``error.message`` and shown by ``replica_view``.
+    log_tail_lines: int = 20

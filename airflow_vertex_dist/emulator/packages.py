@@ -1,0 +1,84 @@
+"""Python package specs: install a pool's ``packageUris`` into a per-job directory, offline.
+
+Each URI is a local path, or a ``gs://`` URI mapped through ``gcs_root``, naming a wheel, an sdist
+(``.tar.gz``/``.zip``) or a project directory. They are installed with
+``pip install --no-index --no-deps --no-build-isolation --target <dir>``: nothing is downloaded, the
+package's own dependencies must already be importable by the interpreter that runs the replica, and
+sdists build with the build backend (setuptools...) of that interpreter. The replica then runs
+``python -m <pythonModule> <args>`` with ``<dir>`` first on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from airflow_vertex_dist.emulator.gcs import to_local_path
+
+__all__ = ["PackageInstallError", "install_packages", "resolve_package_uris"]
+
+
+class PackageInstallError(RuntimeError):
+    """The packages of a pool could not be installed; the message says which and why."""
+
+
+def resolve_package_uris(uris: Sequence[str], gcs_root: Path, *, field: str) -> list[Path]:
+    """Local paths for ``uris``; PackageInstallError naming ``field[i]`` for a missing one."""
+    if not uris:
+        raise PackageInstallError(f"{field}: at least one package URI is required")
+    out: list[Path] = []
+    for i, uri in enumerate(uris):
+        try:
+            path = to_local_path(str(uri), gcs_root, field=f"{field}[{i}]")
+        except ValueError as exc:
+            raise PackageInstallError(str(exc)) from None
+        if not path.exists():
+            raise PackageInstallError(f"{field}[{i}]: {uri!r} does not exist (looked at {path})")
+        out.append(path)
+    return out
+
+
+def install_packages(
+    uris: Sequence[str],
+    target: Path,
+    *,
+    gcs_root: Path,
+    log_path: Path,
+    field: str,
+    python: str = sys.executable,
+    timeout_s: float = 600.0,
+) -> Path:
+    """Install ``uris`` into ``target`` (created); pip's output goes to ``log_path``. Returns ``target``."""
+    paths = resolve_package_uris(uris, gcs_root, field=field)
+    target.mkdir(parents=True, exist_ok=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    argv = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--no-index",
+        "--no-deps",
+        "--no-build-isolation",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+        "--target",
+        str(target),
+        *(str(p) for p in paths),
+    ]
+    with open(log_path, "ab") as log:
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            raise PackageInstallError(f"{field}: pip install took longer than {timeout_s:.0f}s") from None
+    if done.returncode != 0:
+        tail = log_path.read_text(errors="replace").splitlines()[-10:]
+        raise PackageInstallError(
+            f"{field}: pip install failed with exit code {done.returncode}:\n" + "\n".join(tail)
+        )
+    return target

@@ -1,0 +1,401 @@
+"""HyperparameterTuningJobs in the emulator: trials as real CustomJobs, metrics from cloudml-hypertune.
+
+A tuning job goes QUEUED -> PENDING -> RUNNING like a CustomJob, then runs up to
+``parallelTrialCount`` trials at a time until ``maxTrialCount`` trials have run or the search space
+is used up (grid search). Each trial is a CustomJob inserted in the store (``trials[].customJob``
+names it; Get and List return it) whose spec is ``trialJobSpec`` with:
+
+- ``--<parameter_id>=<value>`` appended to every pool's ``args`` (container or python package; the
+  Reduction Server pool excepted) -- values formatted as the service does (search.format_value);
+- ``baseOutputDirectory`` = ``<tuning base>/<trial id>``, so ``AIP_MODEL_DIR`` is
+  ``<base>/<trial id>/model/`` as documented;
+- ``task.trial`` in CLUSTER_SPEC/TF_CONFIG and ``CLOUD_ML_TRIAL_ID`` set to the trial id ("1", "2"...),
+  and a ``CLOUD_ML_HP_METRIC_FILE`` of its own per replica.
+
+When the trial's CustomJob ends, the final measurement is read from the *primary replica's*
+metrics file (the JSON lines cloudml-hypertune writes): for each study metric, the value of the
+last line (``LAST_MEASUREMENT``, the default) or of the best line in the metric's goal
+(``BEST_MEASUREMENT``) that reports it; ``stepCount`` is that line's ``global_step`` for the first
+metric. Every reported line also becomes an entry of ``trials[].measurements``.
+A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleReason`` when its job
+failed (the job's error is quoted) or it reported none of the study's metrics.
+
+Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
+been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
+service decides") is, in the emulator, ``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))``.
+
+Random draws (RANDOM_SEARCH, the stand-in for ALGORITHM_UNSPECIFIED) are seeded with the integer in
+the job's label ``emulator-seed`` when it has one, else with a hash of the job's resource name --
+so a given job always draws the same trials, and a label makes two jobs draw alike.
+
+Cancelling the tuning job cancels its running trials' CustomJobs; their trials end INFEASIBLE
+("stopped: the tuning job was cancelled") and the job ends CANCELLED (code 1). The job SUCCEEDS
+when the trials have run out. ``trials[]`` is updated in the store as each trial starts and ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_vertex_dist.emulator.cluster import is_reduction_server
+from airflow_vertex_dist.emulator.gcs import join_uri
+from airflow_vertex_dist.emulator.runner import CustomJobRun, JobDriver
+from airflow_vertex_dist.emulator.search import Observation, ParamSpec, Search, Value, format_value
+from airflow_vertex_dist.emulator.store import TERMINAL_STATES, now_rfc3339
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.emulator.runner import Runner
+
+__all__ = [
+    "SEED_LABEL",
+    "TuningRun",
+    "failed_trial_limit",
+    "final_measurement",
+    "measurements",
+    "read_hypertune",
+    "seed_for",
+    "trial_job_spec",
+]
+
+SEED_LABEL = "emulator-seed"
+
+
+def read_hypertune(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a cloudml-hypertune metrics file, in order; unreadable lines are skipped."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def _value(line: Mapping[str, Any], metric_id: str) -> float | None:
+    raw = line.get(metric_id)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _step(line: Mapping[str, Any]) -> str:
+    try:
+        return str(int(float(line.get("global_step") or 0)))
+    except (TypeError, ValueError):
+        return "0"
+
+
+def measurements(
+    lines: Sequence[Mapping[str, Any]], metrics: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Every reported line as a v1 Measurement (only the study's metrics)."""
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        found = [
+            {"metricId": m["metricId"], "value": v}
+            for m in metrics
+            if (v := _value(line, str(m["metricId"]))) is not None
+        ]
+        if found:
+            out.append({"stepCount": _step(line), "metrics": found})
+    return out
+
+
+def final_measurement(
+    lines: Sequence[Mapping[str, Any]],
+    metrics: Sequence[Mapping[str, Any]],
+    selection: str = "LAST_MEASUREMENT",
+) -> dict[str, Any] | None:
+    """The trial's final Measurement per the study's selection type, or None when nothing was reported."""
+    best = selection == "BEST_MEASUREMENT"
+    chosen: list[dict[str, Any]] = []
+    step: str | None = None
+    for m in metrics:
+        metric_id = str(m["metricId"])
+        maximize = str(m.get("goal") or "MAXIMIZE") != "MINIMIZE"
+        pick: tuple[float, Mapping[str, Any]] | None = None
+        for line in lines:
+            v = _value(line, metric_id)
+            if v is None:
+                continue
+            if pick is None or not best or (v > pick[0] if maximize else v < pick[0]):
+                pick = (v, line)
+        if pick is None:
+            continue
+        chosen.append({"metricId": metric_id, "value": pick[0]})
+        if step is None:
+            step = _step(pick[1])
+    if not chosen:
+        return None
+    return {"stepCount": step or "0", "metrics": chosen}
+
+
+def failed_trial_limit(max_failed: int, max_trials: int) -> int:
+    """How many failed trials fail the job (``0`` means: the emulator's documented rule)."""
+    if max_failed > 0:
+        return max_failed
+    return min(max_trials, max(3, math.ceil(max_trials / 5)))
+
+
+def seed_for(job: Mapping[str, Any]) -> int:
+    label = (job.get("labels") or {}).get(SEED_LABEL)
+    if label is not None and str(label).isdigit():
+        return int(label)
+    return int.from_bytes(hashlib.sha256(str(job.get("name", "")).encode()).digest()[:8], "big")
+
+
+def trial_job_spec(
+    trial_spec: Mapping[str, Any],
+    trial_id: str,
+    args: Sequence[str],
+) -> dict[str, Any]:
+    """``trialJobSpec`` for one trial: parameters appended to the args, base output dir per trial."""
+    spec = copy.deepcopy(dict(trial_spec))
+    for pool in spec.get("workerPoolSpecs") or []:
+        if not pool or is_reduction_server(pool):
+            continue
+        for key in ("containerSpec", "pythonPackageSpec"):
+            if pool.get(key):
+                pool[key]["args"] = [*(pool[key].get("args") or []), *args]
+    base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    if base:
+        spec["baseOutputDirectory"] = {"outputUriPrefix": join_uri(base, trial_id)}
+    return spec
+
+
+class TuningRun(JobDriver):
+    """Drives one HyperparameterTuningJob."""
+
+    kind_label = "HyperparameterTuningJob"
+
+    def __init__(self, runner: Runner, name: str) -> None:
+        super().__init__(runner, name)
+        self.trial_runs: dict[str, CustomJobRun] = {}
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:
+            self.finish("JOB_STATE_FAILED", 13, f"Internal emulator error while running the job: {exc!r}")
+            self._stop_trials("stopped: the emulator failed while running the tuning job")
+        finally:
+            self.runner._forget(self)
+            self.done.set()
+
+    # -- the study loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            job = self.store.get(self.job_name)
+        except KeyError:
+            return
+        if job.get("state") in TERMINAL_STATES:
+            return
+        faults = self.config.faults
+        with faults.lock:
+            queued_s, pending_s = faults.queued_s, faults.pending_s
+        if job.get("state") == "JOB_STATE_QUEUED" and self.wait_phase(queued_s):
+            return
+        self.set_state("JOB_STATE_PENDING")
+        if self.wait_phase(pending_s):
+            return
+        study: dict[str, Any] = job.get("studySpec") or {}
+        max_trials = int(job.get("maxTrialCount") or 0)
+        parallel = max(1, int(job.get("parallelTrialCount") or 1))
+        limit = failed_trial_limit(int(job.get("maxFailedTrialCount") or 0), max_trials)
+        metrics = list(study.get("metrics") or [])
+        selection = str(study.get("measurementSelectionType") or "LAST_MEASUREMENT")
+        try:
+            search = Search(study, seed=seed_for(job), parallel=parallel)
+            if max_trials < 1:
+                raise ValueError(f"maxTrialCount: must be at least 1 (got {max_trials})")
+        except ValueError as exc:
+            self.finish("JOB_STATE_FAILED", 3, str(exc))
+            return
+        if not metrics:
+            self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
+            return
+        specs = {p.id: p for p in _all_params(search)}
+        self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
+        history: dict[str, Observation] = {}
+        started = 0
+        failed = 0
+        exhausted = False
+        last_failure = ""
+        while True:
+            while not exhausted and len(self.trial_runs) < parallel and started < max_trials:
+                point = search.suggest(list(history.values()))
+                if point is None:
+                    exhausted = True
+                    break
+                started += 1
+                trial_id = str(started)
+                history[trial_id] = Observation(point)
+                if not self._start_trial(job, trial_id, point, specs):
+                    return  # the emulator is closing
+            if not self.trial_runs:
+                break
+            event = self.events.get()
+            if event[0] == "close":
+                self.closing = True
+                return
+            if event[0] == "cancel":
+                self._stop_trials("stopped: the tuning job was cancelled")
+                self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
+                return
+            if event[0] == "running":
+                _, trial_id, uris = event
+                if uris:
+                    self._update_trial(trial_id, {"webAccessUris": uris})
+                continue
+            if event[0] != "trial_done":
+                continue
+            _, trial_id, run = event
+            self.trial_runs.pop(trial_id, None)
+            if self.closing or run.closing:
+                return
+            objective, reason = self._settle_trial(trial_id, run, metrics, selection)
+            history[trial_id] = Observation(history[trial_id].parameters, objective)
+            if reason is not None:
+                failed += 1
+                last_failure = f"trial {trial_id}: {reason}"
+                if failed >= limit:
+                    self._stop_trials("stopped: the tuning job failed")
+                    self.finish(
+                        "JOB_STATE_FAILED",
+                        3,
+                        f"{failed} trials failed, reaching the limit of {limit} failed trials "
+                        f"(maxFailedTrialCount {job.get('maxFailedTrialCount') or 0}). "
+                        f"The last failure: {last_failure}",
+                    )
+                    return
+        self.finish("JOB_STATE_SUCCEEDED")
+
+    def _start_trial(
+        self, job: Mapping[str, Any], trial_id: str, point: Mapping[str, Value], specs: Any
+    ) -> bool:
+        args = [f"--{pid}={format_value(specs[pid], value)}" for pid, value in point.items()]
+        spec = trial_job_spec(job.get("trialJobSpec") or {}, trial_id, args)
+        display = str(job.get("displayName") or "tuning")
+        body: dict[str, Any] = {"displayName": f"{display}-trial-{trial_id}"[:128], "jobSpec": spec}
+        if job.get("encryptionSpec"):
+            body["encryptionSpec"] = job["encryptionSpec"]
+        parent = self.job_name.split("/hyperparameterTuningJobs/")[0]
+        custom = self.store.insert("customJobs", parent, body)
+        trial = {
+            "id": trial_id,
+            "state": "ACTIVE",
+            "parameters": [{"parameterId": pid, "value": value} for pid, value in point.items()],
+            "startTime": now_rfc3339(),
+            "customJob": custom["name"],
+        }
+
+        def add(j: dict[str, Any]) -> None:
+            j.setdefault("trials", []).append(trial)
+
+        self.store.update(self.job_name, add)
+        run = self.runner.start_trial(
+            custom["name"],
+            trial_id,
+            on_running=lambda uris: self.events.put(("running", trial_id, uris)),
+            on_done=lambda r: self.events.put(("trial_done", trial_id, r)),
+        )
+        if run is None:
+            return False
+        self.trial_runs[trial_id] = run
+        return True
+
+    def _settle_trial(
+        self, trial_id: str, run: CustomJobRun, metrics: Sequence[Mapping[str, Any]], selection: str
+    ) -> tuple[float | None, str | None]:
+        """Record a finished trial; (objective, None) on success, (None, reason) when INFEASIBLE."""
+        try:
+            custom = self.store.get(run.job_name)
+        except KeyError:
+            custom = {"state": "JOB_STATE_FAILED", "error": {"message": "its CustomJob was deleted"}}
+        state = str(custom.get("state"))
+        lines = read_hypertune(run.metric_file("workerpool0-0"))
+        fields: dict[str, Any] = {"endTime": now_rfc3339()}
+        reported = measurements(lines, metrics)
+        if reported:
+            fields["measurements"] = reported
+        final = final_measurement(lines, metrics, selection)
+        reason: str | None = None
+        if state != "JOB_STATE_SUCCEEDED":
+            message = (custom.get("error") or {}).get("message", "")
+            reason = f"its CustomJob {run.job_name} ended {state.removeprefix('JOB_STATE_')}: {message}"
+        elif final is None:
+            ids = ", ".join(str(m["metricId"]) for m in metrics)
+            reason = (
+                f"no final measurement: the primary replica reported none of the study's metrics ({ids}) "
+                "through cloudml-hypertune"
+            )
+        if reason is None and final is not None:
+            fields.update(state="SUCCEEDED", finalMeasurement=final)
+            self._update_trial(trial_id, fields)
+            first = str(metrics[0]["metricId"])
+            objective = next((float(m["value"]) for m in final["metrics"] if m["metricId"] == first), None)
+            return objective, None
+        fields.update(state="INFEASIBLE", infeasibleReason=reason)
+        self._update_trial(trial_id, fields)
+        return None, reason
+
+    def _update_trial(self, trial_id: str, fields: Mapping[str, Any]) -> None:
+        def apply(job: dict[str, Any]) -> None:
+            for trial in job.get("trials") or []:
+                if trial.get("id") == trial_id:
+                    trial.update(fields)
+
+        try:
+            self.store.update(self.job_name, apply)
+        except KeyError:
+            pass
+
+    def _stop_trials(self, reason: str) -> None:
+        """Cancel running trials' CustomJobs, wait for them, mark their trials INFEASIBLE."""
+        runs = dict(self.trial_runs)
+        for run in runs.values():
+            self.runner.cancel(run.job_name)
+        for run in runs.values():
+            run.done.wait(timeout=self.config.stop_grace_s + 10.0)
+        stamp = now_rfc3339()
+        for trial_id in runs:
+            self._update_trial(
+                trial_id, {"state": "INFEASIBLE", "infeasibleReason": reason, "endTime": stamp}
+            )
+        self.trial_runs.clear()
+
+    def on_cancel(self) -> None:
+        self._stop_trials("stopped: the tuning job was cancelled")
+
+
+def _all_params(search: Search) -> list[ParamSpec]:
+    out: list[ParamSpec] = []
+
+    def walk(specs: Sequence[ParamSpec]) -> None:
+        for p in specs:
+            out.append(p)
+            walk([c for _, c in p.children])
+
+    walk(search.params)
+    return out
+

@@ -1,0 +1,44 @@
+"""A replica whose behaviour the test picks with arguments.
+
+--sleep S         run for S seconds (the workload)
+--child           also start a grandchild that runs as long (it must die with the job)
+--exit N          exit with status N
+--say TEXT        print TEXT lines before exiting
+--fail-once PATH  exit 2 the first time (creating PATH), succeed afterwards
+--pidfile PATH    write "<pid> <pgid>" lines (self and grandchild) to PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--sleep", type=float, default=0.0)
+p.add_argument("--child", action="store_true")
+p.add_argument("--exit", type=int, default=0)
+p.add_argument("--say", action="append", default=[])
+p.add_argument("--fail-once")
+p.add_argument("--pidfile")
+a, _unknown = p.parse_known_args()  # tuning trials append --<param>=<value> to every pool
+
+pids = [os.getpid()]
+if a.child:
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({a.sleep})"])
+    pids.append(child.pid)
+if a.pidfile:
+    with open(a.pidfile, "a") as fh:
+        fh.write("".join(f"{pid} {os.getpgid(pid)}\n" for pid in pids))
+for line in a.say:
+    print(line, flush=True)
+if a.fail_once:
+    if not os.path.exists(a.fail_once):
+        open(a.fail_once, "w").close()
+        print("first run: failing on purpose", flush=True)
+        sys.exit(2)
+    print("second run: fine", flush=True)
+time.sleep(a.sleep)
+sys.exit(a.exit)
