@@ -1,0 +1,290 @@
+"""``VertexJobTrigger``: waits in the triggerer for a CustomJob or HyperparameterTuningJob to end.
+
+The trigger carries plain JSON kwargs only -- the job name and settings, never credentials -- so it
+survives a triggerer restart: the new triggerer rebuilds it from the stored kwargs and resumes waiting
+on the same job. Jobs are polled through the process's shared poller
+(:mod:`airflow_vertex_dist.triggers.poller`): N waiting triggers cost about one List call per interval.
+
+It fires exactly one event, ``{"status": "success" | "error", "message": str, "job": <compact job>}``
+(:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`; ``None`` when the job no longer exists):
+
+===========================  ==============================================================
+SUCCEEDED                    success
+FAILED, CANCELLED, EXPIRED   error, with the job's error message
+PARTIALLY_SUCCEEDED          success if ``partial_success="succeed"``, else error
+PAUSED                       keeps waiting for ``paused_grace`` seconds, then error
+job deleted / API error      error (transient errors are retried, never end the wait)
+deadline reached             the job is cancelled (``cancel_on_kill``), then error
+===========================  ==============================================================
+
+The deadline is the task's trigger timeout (``execution_timeout``), which the triggerer gives the
+trigger as ``timeout_after``; ``timeout`` (seconds from the start of :meth:`run`) is the fallback when
+it runs elsewhere. The trigger fires just before the deadline so that it, not the scheduler's timeout
+check (which would drop the trigger without cancelling anything), ends the task.
+
+``on_kill`` (Airflow >= 3.3 calls it when a user kills the deferred task; see ``_compat``) cancels the
+job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
+from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, compact_job, job_state, parse_job_name
+from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
+
+__all__ = ["PARTIAL_SUCCESS", "VertexJobTrigger", "job_event"]
+
+PARTIAL_SUCCESS = ("fail", "succeed")
+#: Fire this many seconds before the deadline (the scheduler fails a timed-out trigger on its own).
+DEADLINE_MARGIN_S = 1.0
+#: on_kill must finish within the triggerer's bound (``[triggerer] on_kill_timeout``, 30 s by default).
+ON_KILL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_timeout_s=10.0)
+
+
+def _short(state: str) -> str:
+    return state.removeprefix("JOB_STATE_")
+
+
+def _event(payload: dict[str, Any]) -> TriggerEvent:
+    return TriggerEvent(payload)  # type: ignore[no-untyped-call]
+
+
+def _seconds_since(rfc3339: object) -> float | None:
+    """Seconds from an API time (``2026-01-02T03:04:05.123456789Z``) to now, or ``None``."""
+    if not isinstance(rfc3339, str) or not rfc3339:
+        return None
+    text = rfc3339.replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:
+        digits = "".join(ch for ch in rest if ch.isdigit())
+        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return (datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()
+
+
+def job_event(
+    job: dict[str, Any],
+    *,
+    partial_success: str = "fail",
+    paused_for_s: float | None = None,
+    paused_grace: float = 0.0,
+) -> dict[str, Any] | None:
+    """The event payload for a job in a final (for the task) state, ``None`` while it should wait."""
+    name = job.get("name", "?")
+    state = job_state(job)
+    error = job.get("error") or {}
+    detail = f": {error['message']}" if error.get("message") else ""
+    if state == "JOB_STATE_SUCCEEDED":
+        return {"status": "success", "message": f"job {name} succeeded", "job": compact_job(job)}
+    if state == "JOB_STATE_FAILED":
+        message = f"job {name} failed{detail or ' (no error message)'}"
+    elif state == "JOB_STATE_CANCELLED":
+        message = f"job {name} was cancelled{detail}"
+    elif state == "JOB_STATE_EXPIRED":
+        message = f"job {name} expired before it could run{detail}"
+    elif state == "JOB_STATE_PARTIALLY_SUCCEEDED":
+        ok = partial_success == "succeed"
+        how = "accepted: partial_success='succeed'" if ok else "a failure: partial_success='fail'"
+        return {
+            "status": "success" if ok else "error",
+            "message": f"job {name} PARTIALLY_SUCCEEDED ({how}){detail}",
+            "job": compact_job(job),
+        }
+    elif state == "JOB_STATE_PAUSED" and paused_for_s is not None and paused_for_s >= paused_grace:
+        message = f"job {name} stayed PAUSED for {paused_for_s:.0f}s (grace {paused_grace:g}s)"
+    elif state in TERMINAL_STATES:  # pragma: no cover - every terminal state is listed above
+        message = f"job {name} ended in {state}{detail}"
+    else:
+        return None
+    return {"status": "error", "message": message, "job": compact_job(job)}
+
+
+class VertexJobTrigger(BaseTrigger):
+    """Waits for a Vertex AI CustomJob or HyperparameterTuningJob to end; see the module doc.
+
+    :param job_name: ``projects/P/locations/L/(customJobs|hyperparameterTuningJobs)/ID``.
+    :param conn_id: the ``vertex_dist`` connection.
+    :param project_id: kept for the record; the job name decides the project.
+    :param location: kept for the record; the job name decides the location.
+    :param poll_interval: seconds between polls (the shared poller uses its waiters' smallest).
+    :param cancel_on_kill: cancel the job when the task is killed or times out.
+    :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
+    :param paused_grace: seconds a PAUSED job may stay paused before the trigger fails.
+    :param timeout: seconds from the start of :meth:`run` to the deadline, when the triggerer gives
+        no ``timeout_after``.
+    :param page_size: List page size of the shared poller.
+    """
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        conn_id: str = DEFAULT_CONN_ID,
+        project_id: str | None = None,
+        location: str | None = None,
+        poll_interval: float = 10.0,
+        cancel_on_kill: bool = True,
+        partial_success: str = "fail",
+        paused_grace: float = 3600.0,
+        timeout: float | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        parse_job_name(job_name)
+        if partial_success not in PARTIAL_SUCCESS:
+            raise ValueError(
+                f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
+            )
+        if not float(poll_interval) > 0:
+            raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
+        if float(paused_grace) < 0:
+            raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
+        if timeout is not None and not float(timeout) > 0:
+            raise ValueError(f"timeout: must be a positive number of seconds or None (got {timeout!r})")
+        if int(page_size) < 1:
+            raise ValueError(f"page_size: must be at least 1 (got {page_size!r})")
+        self.job_name = job_name
+        self.conn_id = conn_id
+        self.project_id = project_id
+        self.location = location
+        self.poll_interval = float(poll_interval)
+        self.cancel_on_kill = bool(cancel_on_kill)
+        self.partial_success = partial_success
+        self.paused_grace = float(paused_grace)
+        self.timeout = None if timeout is None else float(timeout)
+        self.page_size = int(page_size)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "job_name": self.job_name,
+                "conn_id": self.conn_id,
+                "project_id": self.project_id,
+                "location": self.location,
+                "poll_interval": self.poll_interval,
+                "cancel_on_kill": self.cancel_on_kill,
+                "partial_success": self.partial_success,
+                "paused_grace": self.paused_grace,
+                "timeout": self.timeout,
+                "page_size": self.page_size,
+            },
+        )
+
+    # -- deadline ------------------------------------------------------------------------------------
+    def _deadline(self, started: float) -> float | None:
+        """The deadline on the ``time.monotonic()`` clock, or ``None``."""
+        candidates = []
+        timeout_after = getattr(self, "timeout_after", None)
+        if isinstance(timeout_after, datetime.datetime):
+            if timeout_after.tzinfo is None:
+                timeout_after = timeout_after.replace(tzinfo=datetime.timezone.utc)
+            remaining = (timeout_after - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+            candidates.append(time.monotonic() + remaining)
+        if self.timeout is not None:
+            candidates.append(started + self.timeout)
+        return min(candidates) - DEADLINE_MARGIN_S if candidates else None
+
+    # -- run -------------------------------------------------------------------------------------------
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        started = time.monotonic()
+        deadline = self._deadline(started)
+        last_state: str | None = None
+        paused_since: float | None = None
+        try:
+            async with watch_job(
+                self.job_name,
+                conn_id=self.conn_id,
+                poll_interval=self.poll_interval,
+                page_size=self.page_size,
+            ) as updates:
+                while True:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        yield _event(await self._timed_out(started))
+                        return
+                    try:
+                        job = await asyncio.wait_for(updates.next(), timeout=remaining)
+                    except TimeoutError:
+                        continue
+                    state = job_state(job)
+                    if state != last_state:
+                        self.log.info("Job %s is %s", self.job_name, _short(state))
+                        last_state = state
+                    paused_for: float | None = None
+                    if state == "JOB_STATE_PAUSED":
+                        # Paused since we first saw it, or since the job's last update (which survives
+                        # a triggerer restart): whichever is longer.
+                        paused_since = time.monotonic() if paused_since is None else paused_since
+                        paused_for = max(
+                            time.monotonic() - paused_since, _seconds_since(job.get("updateTime")) or 0
+                        )
+                    else:
+                        paused_since = None
+                    event = job_event(
+                        job,
+                        partial_success=self.partial_success,
+                        paused_for_s=paused_for,
+                        paused_grace=self.paused_grace,
+                    )
+                    if event is not None:
+                        yield _event(event)
+                        return
+        except JobNotFoundError as exc:
+            yield _event({"status": "error", "message": str(exc), "job": None})
+        except Exception as exc:  # a non-transient API error: end the task with the API's message
+            self.log.error("Waiting for %s failed: %s", self.job_name, exc)
+            yield _event(
+                {"status": "error", "message": f"waiting for job {self.job_name} failed: {exc}", "job": None}
+            )
+
+    async def _timed_out(self, started: float) -> dict[str, Any]:
+        waited = time.monotonic() - started
+        message = f"job {self.job_name}: the task timed out after waiting {waited:.0f}s"
+        job: dict[str, Any] | None = None
+        if self.cancel_on_kill:
+            job = await self._cancel()
+            message += "; the job was cancelled" if job is not None else "; cancelling the job failed"
+        else:
+            message += "; the job was left running (cancel_on_kill=False)"
+        return {"status": "error", "message": message, "job": compact_job(job) if job else None}
+
+    async def _cancel(self) -> dict[str, Any] | None:
+        """Cancel the job unless it already ended; the job after the request, or ``None`` on error."""
+        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
+
+        name = parse_job_name(self.job_name)
+        try:
+            async with VertexJobsAsyncHook(
+                self.conn_id, project_id=name.project, location=name.location, retry_policy=ON_KILL_RETRY
+            ) as hook:
+                job = await hook.get_job_or_none(self.job_name)
+                if job is None:
+                    return None
+                if job_state(job) in TERMINAL_STATES:
+                    self.log.info("Job %s already ended (%s): not cancelling", self.job_name, job_state(job))
+                    return job
+                self.log.info("Cancelling job %s", self.job_name)
+                await hook.cancel_job(self.job_name)
+                return await hook.get_job(self.job_name)
+        except Exception as exc:
+            self.log.warning("Cancelling job %s failed: %s", self.job_name, exc)
+            return None
+
+    async def on_kill(self) -> None:
+        """Airflow >= 3.3: the user killed the deferred task; cancel the job if ``cancel_on_kill``."""
+        if self.cancel_on_kill:
+            await self._cancel()
+        else:
+            self.log.info("cancel_on_kill=False: leaving job %s running", self.job_name)

@@ -1,0 +1,378 @@
+"""One shared JobService poller per triggerer event loop and per (connection, project, location, kind).
+
+Waiting triggers register the job they wait for; every interval the poller makes ONE paged List call
+for all of them -- filter ``labels.managed-by="airflow-vertex-dist" AND (state="JOB_STATE_QUEUED" OR
+... every non-terminal state) AND create_time>="<oldest registered>"`` -- and fans each job's dict out
+to the triggers waiting on it. A registered job missing from the list has left it (it ended, was
+deleted, or is not ours: a job without the ``managed-by`` label is only ever polled by Get), so the
+poller makes one Get for each such job. N waiting jobs thus cost ``ceil(N / page_size)`` List calls
+plus one Get per job that changed to a terminal state (or is unmanaged), per interval -- not N Gets.
+
+Transient API errors never end a wait: the hook retries them with backoff, and a cycle that still
+fails is retried at the next interval with a growing delay. A job that no longer exists is reported
+to its waiters as :class:`JobNotFoundError`; any other API error is passed to the waiters as is.
+
+Use :func:`watch_job`::
+
+    async with watch_job(name, conn_id="vertex_dist_default", poll_interval=10) as updates:
+        async for job in updates:  # the full v1 JSON job dict after every poll
+            ...
+
+Pollers live in a registry keyed by event loop (a ``WeakKeyDictionary``), so each triggerer process
+(one loop) has one poller per key, and a test's new event loop gets new pollers. A poller stops, and
+closes its client, when its last waiter leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
+from airflow_vertex_dist.hooks.job_dicts import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    JobKind,
+    parse_job_name,
+    rfc3339_key,
+)
+from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "JobNotFoundError",
+    "JobPoller",
+    "JobWatch",
+    "PollerKey",
+    "active_pollers",
+    "get_poller",
+    "list_filter",
+    "watch_job",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PAGE_SIZE = 100
+#: Transient failures back the poller off up to this many seconds (or the interval, if longer).
+MAX_BACKOFF_S = 60.0
+#: After a new waiter wakes the poller, wait this long so a burst of registrations shares one cycle.
+REGISTRATION_SETTLE_S = 0.05
+#: Concurrent Get calls of one poll cycle.
+MAX_CONCURRENT_GETS = 10
+#: The retry policy of the poller's hook: short deadline, the poller itself retries at the next cycle.
+POLLER_RETRY = RetryPolicy(initial_s=0.5, maximum_s=5.0, deadline_s=30.0, rpc_timeout_s=30.0)
+
+
+class JobNotFoundError(LookupError):
+    """The job a trigger waits for does not exist (deleted, or never existed)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"job {name} does not exist")
+
+
+@dataclass(frozen=True)
+class PollerKey:
+    conn_id: str
+    project: str
+    location: str
+    kind: JobKind
+
+
+def list_filter(oldest_create_time: str | None) -> str:
+    """The List filter of one poll: our label, every non-terminal state, created at/after the oldest."""
+    states = " OR ".join(f'state="{state}"' for state in sorted(ACTIVE_STATES))
+    text = f'labels.{MANAGED_BY_LABEL}="{MANAGED_BY_VALUE}" AND ({states})'
+    if oldest_create_time:
+        text += f' AND create_time>="{oldest_create_time}"'
+    return text
+
+
+class _Subscription:
+    """One waiter on one job: holds the latest job dict (or error) until the waiter takes it."""
+
+    def __init__(self, poller: JobPoller, name: str, interval: float) -> None:
+        self.poller = poller
+        self.name = name
+        self.interval = interval
+        self._value: dict[str, Any] | BaseException | None = None
+        self._ready = asyncio.Event()
+        self.closed = False
+
+    def deliver(self, value: dict[str, Any] | BaseException) -> None:
+        # Latest wins: a slow waiter sees the newest state, never a backlog.
+        self._value = value
+        self._ready.set()
+
+    async def next(self) -> dict[str, Any]:
+        await self._ready.wait()
+        self._ready.clear()
+        value, self._value = self._value, None
+        if isinstance(value, BaseException):
+            raise value
+        assert value is not None
+        return value
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.poller._unsubscribe(self)
+
+
+@dataclass
+class _Known:
+    managed: bool
+    create_time: str
+    state: str
+
+
+class JobPoller:
+    """Polls every registered job of one (connection, project, location, kind); see the module doc."""
+
+    def __init__(
+        self,
+        key: PollerKey,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        retry_policy: RetryPolicy = POLLER_RETRY,
+    ) -> None:
+        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
+
+        self.key = key
+        self.page_size = page_size
+        self.hook = VertexJobsAsyncHook(
+            key.conn_id, project_id=key.project, location=key.location, retry_policy=retry_policy
+        )
+        self._loop = asyncio.get_running_loop()
+        self._subs: dict[str, set[_Subscription]] = {}
+        self._known: dict[str, _Known] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._cycle_done = asyncio.Event()
+        #: completed poll cycles, and the List / Get calls this poller made (for logs and tests).
+        self.cycles = 0
+        self.list_calls = 0
+        self.get_calls = 0
+        self.failures = 0
+
+    # -- registration ----------------------------------------------------------------------------
+    def subscribe(self, name: str, interval: float) -> _Subscription:
+        if not interval > 0:
+            raise ValueError(f"poll_interval: must be a positive number of seconds (got {interval!r})")
+        sub = _Subscription(self, name, float(interval))
+        self._subs.setdefault(name, set()).add(sub)
+        if self._task is None or self._task.done():
+            self._task = self._loop.create_task(
+                self._run(), name=f"vertex-job-poller {self.key.project}/{self.key.location}/{self.key.kind}"
+            )
+        self._wake.set()  # a new waiter gets its first state now, not an interval later
+        return sub
+
+    def _unsubscribe(self, sub: _Subscription) -> None:
+        subs = self._subs.get(sub.name)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.name]
+                self._known.pop(sub.name, None)
+        if not self._subs:
+            registry = _REGISTRY.get(self._loop)
+            if registry is not None and registry.get(self.key) is self:
+                del registry[self.key]
+            if self._task is not None and not self._task.done():
+                self._task.cancel()
+
+    @property
+    def job_names(self) -> list[str]:
+        return list(self._subs)
+
+    async def next_cycle(self) -> int:
+        """Wait until the next poll cycle completes; returns the cycle count."""
+        await self._cycle_done.wait()
+        return self.cycles
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def _interval(self) -> float:
+        return min((sub.interval for subs in self._subs.values() for sub in subs), default=1.0)
+
+    async def _run(self) -> None:
+        try:
+            while self._subs:
+                self._wake.clear()
+                delay = self._interval()
+                try:
+                    await self.poll_once()
+                    self.failures = 0
+                except Exception as exc:
+                    if not _is_transient(exc):
+                        self._broadcast(exc)
+                    else:
+                        self.failures += 1
+                        delay = min(delay * 2**self.failures, max(delay, MAX_BACKOFF_S))
+                        log.warning(
+                            "Polling %s jobs failed with a transient error (%s); next try in %.1fs",
+                            self.key.kind,
+                            exc,
+                            delay,
+                        )
+                self.cycles += 1
+                done, self._cycle_done = self._cycle_done, asyncio.Event()
+                done.set()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                except TimeoutError:
+                    continue
+                # Woken by new waiters: let a burst of registrations settle into one cycle.
+                await asyncio.sleep(REGISTRATION_SETTLE_S)
+        finally:
+            await self.hook.close()
+
+    def _broadcast(self, exc: BaseException) -> None:
+        for subs in list(self._subs.values()):
+            for sub in list(subs):
+                sub.deliver(exc)
+
+    def _deliver(self, name: str, value: dict[str, Any] | BaseException) -> None:
+        if isinstance(value, dict):
+            labels = value.get("labels") or {}
+            self._known[name] = _Known(
+                managed=labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE,
+                create_time=str(value.get("createTime", "")),
+                state=str(value.get("state", "JOB_STATE_UNSPECIFIED")),
+            )
+        for sub in list(self._subs.get(name, ())):
+            sub.deliver(value)
+
+    async def poll_once(self) -> None:
+        """One cycle: a List for the managed, non-terminal (or not yet seen) jobs; a Get for the rest."""
+        names = list(self._subs)
+        if not names:
+            return
+        listed: dict[str, dict[str, Any]] = {}
+        unknown = [name for name in names if name not in self._known]
+        live_managed = [
+            self._known[name]
+            for name in names
+            if name in self._known
+            and self._known[name].managed
+            and self._known[name].state not in TERMINAL_STATES
+        ]
+        if unknown or live_managed:
+            # Without a create time for every registered job (new ones are not seen yet), no bound.
+            oldest = None
+            if not unknown and all(k.create_time for k in live_managed):
+                oldest = min((k.create_time for k in live_managed), key=rfc3339_key)
+            jobs = await self.hook.list_jobs(
+                self.key.kind, filter=list_filter(oldest), page_size=self.page_size
+            )
+            self.list_calls += max(1, math.ceil(len(jobs) / self.page_size))
+            listed = {str(job.get("name")): job for job in jobs}
+        missing = [name for name in names if name not in listed]
+        for name in names:
+            if name in listed:
+                self._deliver(name, listed[name])
+        if missing:
+            semaphore = asyncio.Semaphore(MAX_CONCURRENT_GETS)
+
+            async def get(name: str) -> None:
+                async with semaphore:
+                    self.get_calls += 1
+                    try:
+                        job = await self.hook.get_job_or_none(name)
+                    except Exception as exc:
+                        if _is_transient(exc):
+                            raise
+                        self._deliver(name, exc)
+                        return
+                self._deliver(name, job if job is not None else JobNotFoundError(name))
+
+            await asyncio.gather(*(get(name) for name in missing))
+
+
+def _is_transient(exc: BaseException) -> bool:
+    from google.api_core.exceptions import RetryError
+
+    from airflow_vertex_dist.hooks._clients import is_transient
+
+    return is_transient(exc) or isinstance(exc, RetryError | TimeoutError)
+
+
+_REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PollerKey, JobPoller]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def get_poller(key: PollerKey, *, page_size: int = DEFAULT_PAGE_SIZE) -> JobPoller:
+    """The running loop's poller for ``key`` (created on first use)."""
+    loop = asyncio.get_running_loop()
+    pollers = _REGISTRY.setdefault(loop, {})
+    poller = pollers.get(key)
+    if poller is None:
+        poller = pollers[key] = JobPoller(key, page_size=page_size)
+    return poller
+
+
+def active_pollers() -> list[JobPoller]:
+    """The running loop's pollers (for logs and tests)."""
+    return list(_REGISTRY.get(asyncio.get_running_loop(), {}).values())
+
+
+class JobWatch:
+    """``async with`` registration of one waiter; iterate it for the job dict after every poll."""
+
+    def __init__(self, key: PollerKey, job_name: str, poll_interval: float, page_size: int) -> None:
+        self.key = key
+        self.job_name = job_name
+        self.poll_interval = poll_interval
+        self.page_size = page_size
+        self._sub: _Subscription | None = None
+
+    async def __aenter__(self) -> JobWatch:
+        self._sub = get_poller(self.key, page_size=self.page_size).subscribe(
+            self.job_name, self.poll_interval
+        )
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._sub is not None:
+            self._sub.close()
+            self._sub = None
+
+    async def next(self) -> dict[str, Any]:
+        """The job after the next poll (raises :class:`JobNotFoundError` or the API error)."""
+        if self._sub is None:
+            raise RuntimeError("JobWatch.next() outside its 'async with' block")
+        return await self._sub.next()
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            yield await self.next()
+
+
+def watch_job(
+    job_name: str,
+    *,
+    conn_id: str = DEFAULT_CONN_ID,
+    poll_interval: float = 10.0,
+    page_size: int = DEFAULT_PAGE_SIZE,
+) -> JobWatch:
+    """Wait on ``job_name`` through the shared poller of the running event loop.
+
+    The project, location and kind come from the job name; ``conn_id`` gives the credentials and
+    endpoint. Pollers are shared by every waiter with the same connection, project, location and kind;
+    the poll interval is the smallest of their ``poll_interval``.
+    """
+    name = parse_job_name(job_name)
+    key = PollerKey(conn_id=conn_id, project=name.project, location=name.location, kind=name.kind)
+    return JobWatch(key, str(name), float(poll_interval), page_size)
