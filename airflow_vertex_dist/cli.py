@@ -40,7 +40,7 @@ def _emulator(argv: list[str]) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from airflow_vertex_dist.demo import run_demo
 
-    return run_demo()
+    return int(run_demo())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
