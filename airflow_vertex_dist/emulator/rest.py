@@ -110,6 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 60  # idle keep-alive connections are dropped after this
     server_version = "VertexEmulator/1"
+    wbufsize = 64 * 1024  # headers and body leave in one write (flushed after each request)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return  # quiet: tests and the CLI print their own lines

@@ -1,0 +1,107 @@
+"""The emulator as one object: config, job store, runner, JobService, gRPC and REST servers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from airflow_vertex_dist.emulator.config import EmulatorConfig
+from airflow_vertex_dist.emulator.grpc_server import GrpcServer
+from airflow_vertex_dist.emulator.rest import RestServer
+from airflow_vertex_dist.emulator.service import JobService, RunnerLike
+from airflow_vertex_dist.emulator.store import JobStore
+
+__all__ = ["Emulator"]
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def _make_runner(store: JobStore, config: EmulatorConfig) -> RunnerLike:
+    from airflow_vertex_dist.emulator.runner import Runner
+
+    runner: RunnerLike = Runner(store, config)
+    return runner
+
+
+class Emulator:
+    """A local Vertex AI JobService.
+
+    ``Emulator(config).start()`` binds both servers (port 0: an ephemeral port), sets
+    ``config.web_base_url``, lets the runner recover jobs left unfinished by a previous run, then
+    serves. ``stop()`` (or leaving the ``with`` block) stops the servers, then every replica.
+    The state directory is created with mode 0700; servers bind ``config.host`` (127.0.0.1).
+    """
+
+    def __init__(self, config: EmulatorConfig) -> None:
+        self.config = config
+        _private_dir(Path(config.state_dir))
+        Path(config.gcs_root).mkdir(parents=True, exist_ok=True)
+        self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
+        self.runner: RunnerLike = _make_runner(self.store, config)
+        self.service = JobService(self.store, self.runner, config.faults)
+        self._grpc: GrpcServer | None = None
+        self._rest: RestServer | None = None
+        self._closed = False
+
+    def start(self) -> Emulator:
+        if self._grpc is not None:
+            return self
+        rest = RestServer(self.service, self.config.host, self.config.rest_port)
+        try:
+            grpc_server = GrpcServer(self.service, self.config.host, self.config.grpc_port)
+        except BaseException:
+            rest.stop()
+            raise
+        self._rest, self._grpc = rest, grpc_server
+        self.config.web_base_url = rest.endpoint
+        self.runner.recover()
+        rest.start()
+        grpc_server.start()
+        return self
+
+    @property
+    def grpc_target(self) -> str:
+        if self._grpc is None:
+            raise RuntimeError("the emulator is not started")
+        return self._grpc.target
+
+    @property
+    def rest_endpoint(self) -> str:
+        if self._rest is None:
+            raise RuntimeError("the emulator is not started")
+        return self._rest.endpoint
+
+    def call_counts(self) -> dict[str, int]:
+        return self.service.call_counts()
+
+    def stop(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._grpc is not None:
+                self._grpc.stop(grace=0.5)
+            if self._rest is not None:
+                self._rest.stop()
+        finally:
+            try:
+                self.runner.close()
+            finally:
+                self.store.close()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where: Any = self._grpc.target if self._grpc else "not started"
+        return f"Emulator({where}, state_dir={str(self.config.state_dir)!r})"

@@ -1,0 +1,191 @@
+"""``airflow-vertex-dist emulator``: run the local Vertex AI JobService until SIGINT/SIGTERM.
+
+Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT`` once
+both servers accept calls (scripts can wait for it), and stops every replica cleanly on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from airflow_vertex_dist.emulator.config import EmulatorConfig
+
+__all__ = ["build_parser", "main"]
+
+DEFAULT_GRPC_PORT = 8781
+DEFAULT_REST_PORT = 8780
+
+
+def _key_value(text: str, what: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        raise argparse.ArgumentTypeError(f"expected {what} (got {text!r})")
+    return key, value
+
+
+def _image_map(text: str) -> tuple[str, list[str]]:
+    image, command = _key_value(text, "IMAGE=COMMAND")
+    try:
+        argv = shlex.split(command)  # split like a shell would, but never run through one
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--image-map {image}: cannot split {command!r}: {exc}") from None
+    if not argv:
+        raise argparse.ArgumentTypeError(f"--image-map {image}: empty command")
+    return image, argv
+
+
+def _fault_rate(text: str) -> tuple[str, float]:
+    method, value = _key_value(text, "METHOD=PROBABILITY, e.g. GetCustomJob=0.2 or '*=0.1'")
+    try:
+        return method, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--fault-rate {method}: {value!r} is not a number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="airflow-vertex-dist emulator",
+        description="Run a local Vertex AI JobService (gRPC + REST) that runs jobs as local processes.",
+    )
+    net = parser.add_argument_group("network")
+    net.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    net.add_argument(
+        "--grpc-port", type=int, default=DEFAULT_GRPC_PORT, help="0 picks a free port (%(default)s)"
+    )
+    net.add_argument(
+        "--rest-port", type=int, default=DEFAULT_REST_PORT, help="0 picks a free port (%(default)s)"
+    )
+    store = parser.add_argument_group("storage")
+    store.add_argument(
+        "--state-dir", type=Path, default=Path("vertex-emulator-state"), help="jobs database and replica logs"
+    )
+    store.add_argument(
+        "--gcs-root",
+        type=Path,
+        default=None,
+        help="local directory standing for gs:// (default: STATE_DIR/gcs)",
+    )
+    store.add_argument(
+        "--image-map",
+        type=_image_map,
+        action="append",
+        default=[],
+        metavar="IMAGE=COMMAND",
+        help="command line run for container specs of IMAGE that give no command (repeatable)",
+    )
+    faults = parser.add_argument_group("fault injection")
+    faults.add_argument(
+        "--fault-rate",
+        type=_fault_rate,
+        action="append",
+        default=[],
+        metavar="METHOD=P",
+        help="probability that METHOD (e.g. GetCustomJob, or *) fails (repeatable)",
+    )
+    faults.add_argument(
+        "--fault-codes",
+        default="UNAVAILABLE",
+        help="comma-separated status codes injected failures draw from (default: %(default)s)",
+    )
+    faults.add_argument("--latency", type=float, default=0.0, help="seconds added to every API call")
+    faults.add_argument("--queued-seconds", type=float, default=0.0, help="seconds new jobs stay QUEUED")
+    faults.add_argument("--pending-seconds", type=float, default=0.0, help="seconds jobs stay PENDING")
+    faults.add_argument(
+        "--crash-replica",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="replica key to kill (globs allowed, e.g. 'workerpool1-*'; repeatable)",
+    )
+    faults.add_argument(
+        "--crash-after", type=float, default=0.0, help="seconds after start a crash replica is killed"
+    )
+    faults.add_argument(
+        "--crash-exit-code", type=int, default=137, help="exit code reported for a crashed replica"
+    )
+    faults.add_argument("--seed", type=int, default=None, help="seed for fault draws and random search")
+    return parser
+
+
+def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> EmulatorConfig:
+    from airflow_vertex_dist.emulator.faults import FaultsError, faults_from_json
+
+    try:
+        faults = faults_from_json(
+            {
+                "error_rate": dict(args.fault_rate),
+                "error_codes": [code.strip() for code in args.fault_codes.split(",") if code.strip()],
+                "latency_s": args.latency,
+                "queued_s": args.queued_seconds,
+                "pending_s": args.pending_seconds,
+                "crash_replicas": list(args.crash_replica),
+                "crash_after_s": args.crash_after,
+                "crash_exit_code": args.crash_exit_code,
+                "seed": args.seed,
+            }
+        )
+    except FaultsError as exc:
+        parser.error(str(exc))
+    for flag, port in (("--grpc-port", args.grpc_port), ("--rest-port", args.rest_port)):
+        if not 0 <= port <= 65535:
+            parser.error(f"{flag}: must be from 0 to 65535 (got {port})")
+    state_dir = args.state_dir.resolve()
+    return EmulatorConfig(
+        state_dir=state_dir,
+        gcs_root=(args.gcs_root or state_dir / "gcs").resolve(),
+        host=args.host,
+        grpc_port=args.grpc_port,
+        rest_port=args.rest_port,
+        image_map=dict(args.image_map),
+        faults=faults,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Run the emulator until SIGINT or SIGTERM; returns the process exit code."""
+    from airflow_vertex_dist.emulator.app import Emulator
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        config = _config(args, parser)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            emulator = Emulator(config).start()
+        except OSError as exc:
+            print(f"cannot start the emulator: {exc}", file=sys.stderr)
+            return 1
+        try:
+            print(f"Vertex AI emulator (state in {config.state_dir}, gs:// in {config.gcs_root})")
+            print(f"  gRPC: {emulator.grpc_target}  (JobServiceClient over an insecure channel)")
+            print(f"  REST: {emulator.rest_endpoint}  (JobServiceClient(transport='rest'), curl)")
+            print(f"  jobs: {emulator.rest_endpoint}/ui/   stats: {emulator.rest_endpoint}/emulator/stats")
+            print(f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint}", flush=True)
+            while not stop.wait(0.5):
+                pass
+            print("stopping the emulator", flush=True)
+        finally:
+            emulator.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

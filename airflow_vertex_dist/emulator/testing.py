@@ -1,0 +1,167 @@
+"""Helpers for tests and demos: a running emulator and the STOCK aiplatform clients wired to it.
+
+The clients are the unmodified ``google.cloud.aiplatform_v1`` ``JobServiceClient`` /
+``JobServiceAsyncClient`` -- over an insecure gRPC channel, or over REST with anonymous
+credentials -- so whatever works here works against the real service the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.config import EmulatorConfig
+
+__all__ = [
+    "PARENT",
+    "async_grpc_client",
+    "container_job",
+    "grpc_client",
+    "make_config",
+    "rest_client",
+    "running_emulator",
+    "tuning_job",
+    "wait_for_state",
+]
+
+#: The location most tests create jobs in.
+PARENT = "projects/test-project/locations/us-central1"
+
+
+def container_job(
+    display_name: str,
+    code: str = "pass",
+    *,
+    labels: dict[str, str] | None = None,
+    workers: int = 0,
+    **extra_spec: Any,
+) -> dict[str, Any]:
+    """A v1 CustomJob body whose replicas run ``python -c code`` (this interpreter) on the host."""
+    import sys
+
+    def pool(count: int) -> dict[str, Any]:
+        return {
+            "machineSpec": {"machineType": "n1-standard-4"},
+            "replicaCount": str(count),
+            "containerSpec": {"imageUri": "python:3.11", "command": [sys.executable, "-c", code]},
+        }
+
+    pools = [pool(1)] + ([pool(workers)] if workers else [])
+    body: dict[str, Any] = {"displayName": display_name, "jobSpec": {"workerPoolSpecs": pools, **extra_spec}}
+    if labels:
+        body["labels"] = dict(labels)
+    return body
+
+
+def tuning_job(
+    display_name: str,
+    code: str = "pass",
+    *,
+    max_trials: int = 2,
+    parallel: int = 1,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A v1 HyperparameterTuningJob body: grid search over an integer ``x`` in [1, max_trials]."""
+    trial = container_job(display_name, code)["jobSpec"]
+    body: dict[str, Any] = {
+        "displayName": display_name,
+        "studySpec": {
+            "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"parameterId": "x", "integerValueSpec": {"minValue": "1", "maxValue": str(max_trials)}}
+            ],
+            "algorithm": "GRID_SEARCH",
+        },
+        "maxTrialCount": max_trials,
+        "parallelTrialCount": parallel,
+        "trialJobSpec": trial,
+    }
+    if labels:
+        body["labels"] = dict(labels)
+    return body
+
+
+def make_config(tmp_path: Path, **overrides: Any) -> EmulatorConfig:
+    """An EmulatorConfig with its state dir and gs:// root under ``tmp_path``."""
+    overrides.setdefault("state_dir", Path(tmp_path) / "emulator-state")
+    overrides.setdefault("gcs_root", Path(tmp_path) / "gcs")
+    return EmulatorConfig(**overrides)
+
+
+@contextmanager
+def running_emulator(tmp_path: Path, **config_overrides: Any) -> Iterator[Emulator]:
+    """Start an emulator on ephemeral loopback ports for the duration of the ``with`` block."""
+    emulator = Emulator(make_config(tmp_path, **config_overrides))
+    try:
+        emulator.start()
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def grpc_client(em: Emulator) -> Any:
+    """The stock ``JobServiceClient`` over an insecure gRPC channel to the emulator."""
+    import grpc
+    from google.cloud.aiplatform_v1 import JobServiceClient
+    from google.cloud.aiplatform_v1.services.job_service.transports.grpc import JobServiceGrpcTransport
+
+    channel = grpc.insecure_channel(em.grpc_target)
+    return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel))
+
+
+def async_grpc_client(em: Emulator) -> Any:
+    """The stock ``JobServiceAsyncClient`` over an insecure asyncio gRPC channel (create it in the loop)."""
+    from google.cloud.aiplatform_v1 import JobServiceAsyncClient
+    from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio import (
+        JobServiceGrpcAsyncIOTransport,
+    )
+    from grpc import aio
+
+    channel = aio.insecure_channel(em.grpc_target)
+    return JobServiceAsyncClient(transport=JobServiceGrpcAsyncIOTransport(channel=channel))
+
+
+def rest_client(em: Emulator) -> Any:
+    """The stock ``JobServiceClient`` with its REST transport pointed at the emulator's HTTP endpoint."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform_v1 import JobServiceClient
+
+    return JobServiceClient(
+        transport="rest",
+        client_options={"api_endpoint": em.rest_endpoint},
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+    )
+
+
+def _state_name(state: Any) -> str:
+    return str(getattr(state, "name", state))
+
+
+def wait_for_state(
+    client_or_em: Any, name: str, states: Collection[str], timeout: float = 30.0, interval: float = 0.05
+) -> Any:
+    """Poll a job until its state is one of ``states`` (names like ``JOB_STATE_SUCCEEDED``).
+
+    ``client_or_em`` is an :class:`Emulator` (reads the store; returns the v1 JSON dict) or a sync
+    ``JobServiceClient`` (calls Get; returns the proto). Raises TimeoutError naming the last state.
+    """
+    wanted = {_state_name(s) for s in states}
+    deadline = time.monotonic() + timeout
+    is_tuning = "/hyperparameterTuningJobs/" in name
+    while True:
+        if isinstance(client_or_em, Emulator):
+            job: Any = client_or_em.store.get(name)
+            state = str(job.get("state", "JOB_STATE_UNSPECIFIED"))
+        else:
+            getter = client_or_em.get_hyperparameter_tuning_job if is_tuning else client_or_em.get_custom_job
+            job = getter(name=name)
+            state = _state_name(job.state)
+        if state in wanted:
+            return job
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{name} is still {state} after {timeout:g}s (waiting for {sorted(wanted)})")
+        time.sleep(interval)

@@ -1,0 +1,203 @@
+"""The stock sync JobServiceClient, over gRPC and over REST, against the emulator: every method of
+both job kinds, filters, paging, read masks, and the service's error codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.cloud import aiplatform_v1
+
+from airflow_vertex_dist.emulator import testing
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.testing import PARENT, container_job, tuning_job, wait_for_state
+
+SLEEP = "import time; time.sleep(60)"
+RUNNING_OR_BEFORE = {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"}
+
+
+@pytest.fixture(params=["grpc", "rest"])
+def client(request: pytest.FixtureRequest, emulator: Emulator) -> Iterator[Any]:
+    made = testing.grpc_client(emulator) if request.param == "grpc" else testing.rest_client(emulator)
+    yield made
+    made.transport.close()
+
+
+def _custom(body: dict[str, Any]) -> aiplatform_v1.CustomJob:
+    return aiplatform_v1.CustomJob.from_json(__import__("json").dumps(body))
+
+
+def _tuning(body: dict[str, Any]) -> aiplatform_v1.HyperparameterTuningJob:
+    return aiplatform_v1.HyperparameterTuningJob.from_json(__import__("json").dumps(body))
+
+
+def _is_failed_precondition(exc: gexc.GoogleAPICallError) -> bool:
+    # gRPC carries the code itself; REST maps FAILED_PRECONDITION to HTTP 400 as the service does.
+    return isinstance(exc, gexc.FailedPrecondition) or (isinstance(exc, gexc.BadRequest) and exc.code == 400)
+
+
+def test_custom_job_lifecycle(client: Any) -> None:
+    body = container_job("lifecycle", SLEEP, labels={"team": "ml", "managed-by": "airflow-vertex-dist"})
+    created = client.create_custom_job(parent=PARENT, custom_job=_custom(body))
+    assert created.name.startswith(f"{PARENT}/customJobs/")
+    assert created.name.rsplit("/", 1)[1].isdigit()
+    assert created.display_name == "lifecycle"
+    assert created.state.name in RUNNING_OR_BEFORE
+    assert dict(created.labels) == {"team": "ml", "managed-by": "airflow-vertex-dist"}
+    assert created.create_time is not None and created.create_time.year >= 2024
+    pool = created.job_spec.worker_pool_specs[0]
+    assert pool.replica_count == 1
+    assert list(pool.container_spec.command)[-1] == SLEEP
+
+    got = client.get_custom_job(name=created.name)
+    assert got.name == created.name and got.job_spec == created.job_spec
+
+    listed = [job.name for job in client.list_custom_jobs(parent=PARENT)]
+    assert listed == [created.name]
+
+    with pytest.raises(gexc.GoogleAPICallError) as refused:
+        client.delete_custom_job(name=created.name)
+    assert _is_failed_precondition(refused.value)
+    assert "only a finished job can be deleted" in str(refused.value)
+
+    assert client.cancel_custom_job(name=created.name) is None
+    cancelled = wait_for_state(client, created.name, {"JOB_STATE_CANCELLED"}, timeout=30)
+    assert cancelled.error.code == 1
+    assert cancelled.end_time is not None
+
+    with pytest.raises(gexc.GoogleAPICallError) as again:
+        client.cancel_custom_job(name=created.name)
+    assert _is_failed_precondition(again.value)
+    assert "JOB_STATE_CANCELLED" in str(again.value)
+
+    operation = client.delete_custom_job(name=created.name)
+    assert operation.done()
+    operation.result(timeout=5)
+    assert isinstance(operation.metadata, aiplatform_v1.DeleteOperationMetadata)
+    with pytest.raises(gexc.NotFound, match="does not exist"):
+        client.get_custom_job(name=created.name)
+    assert list(client.list_custom_jobs(parent=PARENT)) == []
+
+
+def test_tuning_job_lifecycle(client: Any) -> None:
+    body = tuning_job("study", SLEEP, max_trials=3, parallel=1, labels={"team": "ml"})
+    created = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=_tuning(body))
+    assert created.name.startswith(f"{PARENT}/hyperparameterTuningJobs/")
+    assert created.max_trial_count == 3
+    assert created.study_spec.metrics[0].metric_id == "score"
+    assert created.state.name in RUNNING_OR_BEFORE
+
+    got = client.get_hyperparameter_tuning_job(name=created.name)
+    assert got.study_spec == created.study_spec
+    assert [j.name for j in client.list_hyperparameter_tuning_jobs(parent=PARENT)] == [created.name]
+
+    client.cancel_hyperparameter_tuning_job(name=created.name)
+    cancelled = wait_for_state(client, created.name, {"JOB_STATE_CANCELLED"}, timeout=30)
+    assert cancelled.error.code == 1
+    client.delete_hyperparameter_tuning_job(name=created.name).result(timeout=5)
+    with pytest.raises(gexc.NotFound):
+        client.get_hyperparameter_tuning_job(name=created.name)
+
+
+def test_list_filter_paging_and_read_mask(client: Any, emulator: Emulator) -> None:
+    names = []
+    for i in range(5):
+        team = "ml" if i % 2 == 0 else "data"
+        job = client.create_custom_job(
+            parent=PARENT, custom_job=_custom(container_job(f"job_{i}", labels={"team": team}))
+        )
+        names.append(job.name)
+    other = "projects/test-project/locations/europe-west4"
+    client.create_custom_job(parent=other, custom_job=_custom(container_job("elsewhere")))
+
+    # Newest first, five pages of one, then a short last page; tokens are opaque.
+    pager = client.list_custom_jobs(request={"parent": PARENT, "page_size": 2})
+    pages = [[job.name for job in page.custom_jobs] for page in pager.pages]
+    assert pages == [names[4:2:-1], names[2:0:-1], names[0:1]]
+
+    ml = client.list_custom_jobs(request={"parent": PARENT, "filter": "labels.team=ml"})
+    assert [j.name for j in ml] == [names[4], names[2], names[0]]
+    wild = client.list_custom_jobs(
+        request={"parent": PARENT, "filter": 'display_name:"job_*" AND NOT labels.team=ml'}
+    )
+    assert [j.name for j in wild] == [names[3], names[1]]
+    created_at = client.get_custom_job(name=names[2]).create_time.isoformat().replace("+00:00", "Z")
+    later = client.list_custom_jobs(request={"parent": PARENT, "filter": f'create_time>"{created_at}"'})
+    assert [j.name for j in later] == [names[4], names[3]]
+    has = client.list_custom_jobs(
+        request={"parent": PARENT, "filter": "labels.team:* AND state!=JOB_STATE_FAILED"}
+    )
+    assert len(list(has)) == 5
+
+    masked = list(
+        client.list_custom_jobs(
+            request={"parent": PARENT, "read_mask": {"paths": ["display_name", "labels"]}}
+        )
+    )
+    assert [j.display_name for j in masked] == ["job_4", "job_3", "job_2", "job_1", "job_0"]
+    assert all(j.name == "" and not j.job_spec.worker_pool_specs and j.labels["team"] for j in masked)
+
+    # Paging with a filter: the token only works with the same filter.
+    first = client.list_custom_jobs(request={"parent": PARENT, "filter": "labels.team=ml", "page_size": 1})
+    token = next(iter(first.pages)).next_page_token
+    assert token
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest), match="different parent or filter"):
+        client.list_custom_jobs(request={"parent": PARENT, "page_token": token, "page_size": 1})
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest), match="page_token"):
+        client.list_custom_jobs(request={"parent": PARENT, "page_token": "garbage!"})
+
+
+@pytest.mark.parametrize(
+    ("filter_text", "message"),
+    [
+        ("state=RUNNING", "state must be a JOB_STATE_* name"),
+        ("labels.team<x", "labels.KEY supports"),
+        ("update_time>2021-01-01T00:00:00Z", "unsupported field"),
+        ("(state=JOB_STATE_RUNNING", "expected ')'"),
+    ],
+)
+def test_bad_filters_are_invalid_argument(client: Any, filter_text: str, message: str) -> None:
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest)) as info:
+        list(client.list_custom_jobs(request={"parent": PARENT, "filter": filter_text}))
+    assert message in str(info.value)
+
+
+def test_missing_jobs_and_bad_names(client: Any) -> None:
+    missing = f"{PARENT}/customJobs/1234567890123456789"
+    for call in (client.get_custom_job, client.cancel_custom_job, client.delete_custom_job):
+        with pytest.raises(gexc.NotFound, match="CustomJob .* does not exist"):
+            call(name=missing)
+    with pytest.raises(gexc.NotFound, match="HyperparameterTuningJob"):
+        client.get_hyperparameter_tuning_job(name=f"{PARENT}/hyperparameterTuningJobs/42")
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest), match="not a CustomJob resource name"):
+        client.get_custom_job(name=f"{PARENT}/customJobs/not-a-number")
+
+
+def test_server_side_validation_rejects_what_the_service_would(client: Any) -> None:
+    bad_primary = container_job("bad")
+    bad_primary["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2"
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest)) as info:
+        client.create_custom_job(parent=PARENT, custom_job=_custom(bad_primary))
+    assert "primary.replica_count" in str(info.value)
+
+    no_pools = {"displayName": "empty", "jobSpec": {}}
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest)):
+        client.create_custom_job(parent=PARENT, custom_job=_custom(no_pools))
+
+    bad_study = tuning_job("bad-study", max_trials=2, parallel=3)
+    with pytest.raises((gexc.InvalidArgument, gexc.BadRequest)) as study_info:
+        client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=_tuning(bad_study))
+    assert "parallel_trial_count" in str(study_info.value)
+    assert list(client.list_custom_jobs(parent=PARENT)) == []
+    assert list(client.list_hyperparameter_tuning_jobs(parent=PARENT)) == []
+
+
+def test_output_only_fields_in_create_are_ignored(client: Any) -> None:
+    body = container_job("sneaky")
+    body.update(state="JOB_STATE_SUCCEEDED", name=f"{PARENT}/customJobs/1", error={"code": 3, "message": "x"})
+    created = client.create_custom_job(parent=PARENT, custom_job=_custom(body))
+    assert created.name != f"{PARENT}/customJobs/1"
+    assert created.state.name in RUNNING_OR_BEFORE | {"JOB_STATE_SUCCEEDED"}
+    assert created.error.code == 0
