@@ -4,20 +4,22 @@ Every replica is started from an argv list (never through a shell) with ``start_
 so it leads its own process group and everything it forks can be stopped together: ``stop_group``
 sends SIGTERM to the group, waits a grace period, then SIGKILLs what is left.
 
-On Linux each replica also gets ``PR_SET_PDEATHSIG = SIGKILL`` (set with ``prctl`` through ctypes in
-the child between fork and exec), so it dies if the emulator dies without cleaning up (SIGKILL,
-OOM...). The signal fires when the *thread* that started the child exits, which is why the runner
-starts, restarts and stops a job's replicas from that job's own driver thread. It reaches the direct
-child only: grandchildren a replica forks are stopped through the process group on every orderly
-path, and on a crash of the emulator ``recover()`` stops groups it finds recorded in the state dir.
-Elsewhere (no prctl) the death signal is skipped.
+On Linux each replica also gets ``PR_SET_PDEATHSIG = SIGKILL``, so it dies if the emulator dies
+without cleaning up (SIGKILL, OOM...). It is set by a tiny launcher -- ``python -I -S -c <launcher>
+<emulator pid> <argv...>`` calls ``prctl`` through ctypes and then ``execvp``s the replica's argv,
+keeping the pid -- rather than by a ``preexec_fn``: running Python code between fork and exec in a
+process with gRPC threads crashes the child now and then (seen: SIGSEGV before exec), while without
+a ``preexec_fn`` the child is started without running any Python code. The death signal survives
+exec. It fires when the *thread* that started the child exits, which is why the runner starts,
+restarts and stops a job's replicas from that job's own driver thread. It reaches the direct child
+only: grandchildren a replica forks are stopped through the process group on every orderly path,
+and after a crash of the emulator ``Runner.recover()`` stops the groups recorded in the state dir.
+A command that cannot be executed ends the replica with status 127 and a line in its log.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import socket
@@ -30,20 +32,24 @@ from typing import IO
 
 __all__ = ["free_ports", "group_alive", "read_tail", "spawn", "stop_group"]
 
-_PR_SET_PDEATHSIG = 1
-_libc: ctypes.CDLL | None = None
+_LAUNCHER = """\
+import os, sys
+parent, argv = int(sys.argv[1]), sys.argv[2:]
 if sys.platform.startswith("linux"):
-    with contextlib.suppress(OSError):
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-_prctl = _libc.prctl if _libc is not None else None
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Runs in the child after fork: ask the kernel for SIGKILL when the parent thread goes."""
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl: do not outlive it
-            os._exit(137)
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the emulator died before prctl: do not outlive it
+        os._exit(137)
+try:
+    os.execvp(argv[0], argv)
+except OSError as exc:
+    sys.stderr.write("emulator: cannot start %r: %s\\n" % (argv[0], exc))
+    sys.stderr.flush()
+    os._exit(127)
+"""
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -74,9 +80,8 @@ def spawn(
     """Start ``argv`` (no shell) in a new session with stdout+stderr appended to ``log``."""
     if not argv:
         raise ValueError("argv must not be empty")
-    parent = os.getpid()
     return subprocess.Popen(
-        list(argv),
+        [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *argv],
         env=dict(env),
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,
@@ -84,7 +89,6 @@ def spawn(
         stderr=subprocess.STDOUT,
         start_new_session=True,
         close_fds=True,
-        preexec_fn=(lambda: _die_with_parent(parent)) if _prctl is not None else None,
     )
 
 

@@ -207,6 +207,8 @@ class JobDriver(threading.Thread):
             self.final_state = str(final.get("state"))
         except KeyError:
             self.final_state = state
+        detail = f": {message}" if message else ""
+        log.info("%s %s ended %s%s", self.kind_label, self.job_name, self.final_state, detail)
 
     def log_dir(self) -> Path:
         return self.config.state_dir / "logs" / self.job_id

@@ -280,6 +280,14 @@ def test_missing_package_and_unmapped_image_fail_clearly(env: Any) -> None:
     job = finished(store, create(store, runner, unmapped))
     assert job["state"] == "JOB_STATE_FAILED" and job["error"]["code"] == 3
     assert "containerSpec: image 'gcr.io/p/img:1' gives no command" in job["error"]["message"]
+    missing = {
+        "workerPoolSpecs": [
+            {"replicaCount": "1", "containerSpec": {"imageUri": "i", "command": ["/no/such"]}}
+        ]
+    }
+    job = finished(store, create(store, runner, missing))
+    assert job["state"] == "JOB_STATE_FAILED" and "non-zero status of 127" in job["error"]["message"]
+    assert "emulator: cannot start '/no/such'" in job["error"]["message"]
     # the image map supplies the entrypoint; args follow it
     config.image_map["gcr.io/p/img:1"] = [sys.executable, str(TRAINERS / "behave.py")]
     mapped = {
