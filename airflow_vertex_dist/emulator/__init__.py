@@ -1,5 +1,24 @@
-"""emulator."""
+"""A local Vertex AI JobService: CustomJobs and HyperparameterTuningJobs over gRPC and REST, run as
+local processes. Start it with ``airflow-vertex-dist emulator`` or ``Emulator(config).start()``.
+
+Names are loaded lazily, so importing a submodule (``emulator.config``) does not pull in gRPC.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.emulator.app import Emulator
+    from airflow_vertex_dist.emulator.config import EmulatorConfig, Faults
+
+__all__ = ["Emulator", "EmulatorConfig", "Faults"]
+
+_WHERE = {"Emulator": "app", "EmulatorConfig": "config", "Faults": "config"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -193,10 +193,7 @@ def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> No
 
     from airflow_vertex_dist import specs
 
-    model_name = "DistributedTrainingJob" if kind == "customJobs" else "HyperparameterTuningJob"
-    model = getattr(specs, model_name, None)
-    if model is None:  # pragma: no cover - only while the tuning model has not landed
-        return
+    model: Any = specs.DistributedTrainingJob if kind == "customJobs" else specs.HyperparameterTuningJob
     try:
         model.from_api(body, location=location)
     except ValidationError as exc:

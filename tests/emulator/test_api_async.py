@@ -65,3 +65,11 @@ async def test_tuning_job_over_async_grpc(async_grpc_client: Any) -> None:
     await (await client.delete_hyperparameter_tuning_job(name=created.name)).result()
     with pytest.raises(gexc.NotFound):
         await client.get_hyperparameter_tuning_job(name=created.name)
+
+
+async def test_job_succeeds_over_async_grpc(async_grpc_client: Any) -> None:
+    client = async_grpc_client
+    body = aiplatform_v1.CustomJob.from_json(json.dumps(container_job("async-ok", "print('ok')", workers=1)))
+    created = await client.create_custom_job(parent=PARENT, custom_job=body)
+    done = await _wait(client.get_custom_job, created.name, "JOB_STATE_SUCCEEDED", timeout=60)
+    assert done.error.code == 0 and done.end_time >= done.start_time

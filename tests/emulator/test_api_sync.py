@@ -201,3 +201,37 @@ def test_output_only_fields_in_create_are_ignored(client: Any) -> None:
     assert created.name != f"{PARENT}/customJobs/1"
     assert created.state.name in RUNNING_OR_BEFORE | {"JOB_STATE_SUCCEEDED"}
     assert created.error.code == 0
+
+
+HYPERTUNE = (
+    "import argparse, hypertune\n"
+    "p = argparse.ArgumentParser(); p.add_argument('--x', type=int); a = p.parse_args()\n"
+    "hypertune.HyperTune().report_hyperparameter_tuning_metric("
+    "hyperparameter_metric_tag='score', metric_value=a.x * 10, global_step=1)\n"
+)
+
+
+def test_jobs_run_to_their_end_through_the_client(client: Any) -> None:
+    ok = client.create_custom_job(parent=PARENT, custom_job=_custom(container_job("ok", "print('fine')")))
+    bad = client.create_custom_job(
+        parent=PARENT, custom_job=_custom(container_job("bad", "import sys; print('boom'); sys.exit(3)"))
+    )
+    study = client.create_hyperparameter_tuning_job(
+        parent=PARENT,
+        hyperparameter_tuning_job=_tuning(tuning_job("study", HYPERTUNE, max_trials=2, parallel=2)),
+    )
+    succeeded = wait_for_state(client, ok.name, {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}, timeout=60)
+    assert succeeded.state.name == "JOB_STATE_SUCCEEDED", succeeded.error
+    assert succeeded.error.code == 0 and succeeded.start_time and succeeded.end_time >= succeeded.start_time
+
+    failed = wait_for_state(client, bad.name, {"JOB_STATE_FAILED", "JOB_STATE_SUCCEEDED"}, timeout=60)
+    assert failed.state.name == "JOB_STATE_FAILED"
+    assert failed.error.code != 0 and "workerpool0-0" in failed.error.message and "3" in failed.error.message
+    assert "boom" in failed.error.message  # the replica's last log lines
+
+    tuned = wait_for_state(client, study.name, {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}, timeout=90)
+    assert tuned.state.name == "JOB_STATE_SUCCEEDED", tuned.error
+    assert sorted(t.id for t in tuned.trials) == ["1", "2"]
+    scores = {t.parameters[0].value: t.final_measurement.metrics[0].value for t in tuned.trials}
+    assert scores == {1.0: 10.0, 2.0: 20.0}
+    assert all(t.state.name == "SUCCEEDED" and t.custom_job for t in tuned.trials)
