@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -49,6 +50,11 @@ DEADLINE_MARGIN_S = 1.0
 ON_KILL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_timeout_s=10.0)
 
 
+_RFC3339 = re.compile(
+    r"^(?P<seconds>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d\d:\d\d)$"
+)
+
+
 def _short(state: str) -> str:
     return state.removeprefix("JOB_STATE_")
 
@@ -59,17 +65,14 @@ def _event(payload: dict[str, Any]) -> TriggerEvent:
 
 def _seconds_since(rfc3339: object) -> float | None:
     """Seconds from an API time (``2026-01-02T03:04:05.123456789Z``) to now, or ``None``."""
-    if not isinstance(rfc3339, str) or not rfc3339:
+    if not isinstance(rfc3339, str):
         return None
-    text = rfc3339.replace("Z", "+00:00")
-    head, dot, rest = text.partition(".")
-    if dot:
-        digits = "".join(ch for ch in rest if ch.isdigit())
-        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
-    try:
-        when = datetime.datetime.fromisoformat(text)
-    except ValueError:
+    match = _RFC3339.match(rfc3339)
+    if match is None:
         return None
+    fraction = (match["fraction"] or "")[:6].ljust(6, "0")
+    offset = "+00:00" if match["offset"] in ("Z", "z") else match["offset"]
+    when = datetime.datetime.fromisoformat(f"{match['seconds']}.{fraction}{offset}")
     return (datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()
 
 

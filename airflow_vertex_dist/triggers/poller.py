@@ -140,14 +140,17 @@ class JobPoller:
         key: PollerKey,
         *,
         page_size: int = DEFAULT_PAGE_SIZE,
-        retry_policy: RetryPolicy = POLLER_RETRY,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
 
         self.key = key
         self.page_size = page_size
         self.hook = VertexJobsAsyncHook(
-            key.conn_id, project_id=key.project, location=key.location, retry_policy=retry_policy
+            key.conn_id,
+            project_id=key.project,
+            location=key.location,
+            retry_policy=retry_policy or POLLER_RETRY,
         )
         self._loop = asyncio.get_running_loop()
         self._subs: dict[str, set[_Subscription]] = {}

@@ -1,0 +1,177 @@
+"""The shared poller: calls per interval counted at the emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from typing import Any
+
+from airflow_vertex_dist.emulator import testing
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.filters import compile_filter
+from airflow_vertex_dist.hooks.labels import run_labels
+from airflow_vertex_dist.triggers import poller
+from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+
+MANAGED = run_labels("poller_tests", "wait", "manual__1", -1)
+
+
+def insert_jobs(em: Emulator, parent: str, n: int, labels: dict[str, str] | None = MANAGED) -> list[str]:
+    return [
+        str(em.store.insert("customJobs", parent, testing.container_job(f"p{i}", labels=labels))["name"])
+        for i in range(n)
+    ]
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def first_event(trigger: VertexJobTrigger) -> dict[str, Any]:
+    async for event in trigger.run():
+        payload: dict[str, Any] = event.payload
+        return payload
+    raise AssertionError("no event")
+
+
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {
+        k: after.get(k, 0) - before.get(k, 0)
+        for k in set(after) | set(before)
+        if after.get(k, 0) != before.get(k, 0)
+    }
+
+
+async def test_list_filter_is_valid_in_the_api_grammar() -> None:
+    text = poller.list_filter("2026-11-30T00:00:00.5Z")
+    assert text.startswith('labels.managed-by="airflow-vertex-dist" AND (state="JOB_STATE_CANCELLING" OR ')
+    matches = compile_filter(text)
+    job = {"labels": MANAGED, "state": "JOB_STATE_RUNNING", "createTime": "2026-11-30T00:00:01Z"}
+    assert matches(job)
+    assert not matches({**job, "state": "JOB_STATE_SUCCEEDED"})
+    assert not matches({**job, "createTime": "2026-11-30T00:00:00Z"})
+    assert not matches({**job, "labels": {}})
+
+
+async def test_200_waiting_triggers_cost_ceil_n_over_page_size_lists(em: Emulator) -> None:
+    parent = "projects/poller-test/locations/us-central1"
+    names = insert_jobs(em, parent, 200)
+    page_size = 100
+    tasks = {
+        name: asyncio.create_task(
+            first_event(VertexJobTrigger(job_name=name, poll_interval=0.3, page_size=page_size))
+        )
+        for name in names
+    }
+    try:
+        await eventually(lambda: len(poller.active_pollers()) == 1)
+        (shared,) = poller.active_pollers()
+        await eventually(lambda: len(shared._known) == 200)  # every trigger got its first state
+        # steady state: one cycle costs ceil(200 / 100) List calls and no Get
+        await shared.next_cycle()
+        before = em.call_counts()
+        await shared.next_cycle()
+        steady = delta(em.call_counts(), before)
+        assert steady == {"ListCustomJobs": math.ceil(200 / page_size)}, steady
+
+        # five jobs end: they leave the list, and cost one Get each
+        ended = names[:5]
+        for name in ended:
+            em.store.update(name, lambda job: job.update(state="JOB_STATE_SUCCEEDED"))
+        before = em.call_counts()
+        await shared.next_cycle()
+        transition = delta(em.call_counts(), before)
+        assert transition == {"ListCustomJobs": math.ceil(195 / page_size), "GetCustomJob": 5}, transition
+        results = await asyncio.gather(*(tasks[name] for name in ended))
+        assert {r["status"] for r in results} == {"success"}
+        assert all(not tasks[name].done() for name in names[5:])
+
+        await shared.next_cycle()
+        before = em.call_counts()
+        await shared.next_cycle()
+        assert delta(em.call_counts(), before) == {"ListCustomJobs": 2}
+        naive = 195  # what one Get per waiting trigger would cost per interval
+        print(f"calls per interval: shared poller 2, one Get per trigger {naive}")
+    finally:
+        for task in tasks.values():
+            task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+    assert poller.active_pollers() == []
+
+
+async def test_unmanaged_jobs_are_polled_by_get_only(em: Emulator) -> None:
+    parent = "projects/poller-mixed/locations/us-central1"
+    managed = insert_jobs(em, parent, 3)
+    unmanaged = insert_jobs(em, parent, 3, labels=None)
+    tasks = [
+        asyncio.create_task(first_event(VertexJobTrigger(job_name=name, poll_interval=0.2)))
+        for name in managed + unmanaged
+    ]
+    try:
+        await eventually(lambda: len(poller.active_pollers()) == 1)
+        (shared,) = poller.active_pollers()
+        await eventually(lambda: len(shared._known) == 6)
+        await shared.next_cycle()
+        before = em.call_counts()
+        await shared.next_cycle()
+        assert delta(em.call_counts(), before) == {"ListCustomJobs": 1, "GetCustomJob": 3}
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_one_poller_per_project_location_kind_and_the_smallest_interval(em: Emulator) -> None:
+    (custom,) = insert_jobs(em, "projects/a/locations/us-central1", 1)
+    (other_project,) = insert_jobs(em, "projects/b/locations/us-central1", 1)
+    tuning = str(
+        em.store.insert(
+            "hyperparameterTuningJobs", "projects/a/locations/us-central1", testing.tuning_job("t")
+        )["name"]
+    )
+    triggers = [
+        VertexJobTrigger(job_name=custom, poll_interval=5),
+        VertexJobTrigger(job_name=custom, poll_interval=0.5),
+        VertexJobTrigger(job_name=other_project, poll_interval=5),
+        VertexJobTrigger(job_name=tuning, poll_interval=5),
+    ]
+    tasks = [asyncio.create_task(first_event(t)) for t in triggers]
+    try:
+        await eventually(lambda: len(poller.active_pollers()) == 3)
+        keys = {(p.key.project, p.key.kind) for p in poller.active_pollers()}
+        assert keys == {("a", "customJobs"), ("b", "customJobs"), ("a", "hyperparameterTuningJobs")}
+        shared = next(
+            p for p in poller.active_pollers() if p.key.project == "a" and p.key.kind == "customJobs"
+        )
+        assert shared._interval() == 0.5
+        assert sorted(shared.job_names) == [custom]
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert poller.active_pollers() == []
+
+
+async def test_watch_job_gives_the_full_job_on_every_poll(em: Emulator) -> None:
+    (name,) = insert_jobs(em, testing.PARENT, 1)
+    seen: list[dict[str, Any]] = []
+    async with poller.watch_job(name, poll_interval=0.05) as updates:
+        async for job in updates:
+            seen.append(job)
+            if len(seen) == 1:
+                em.store.update(
+                    name,
+                    lambda j: j.update(
+                        state="JOB_STATE_RUNNING", webAccessUris={"workerpool0-0": "http://x"}
+                    ),
+                )
+            if job["state"] == "JOB_STATE_RUNNING":
+                break
+    assert seen[0]["state"] == "JOB_STATE_QUEUED"
+    assert seen[-1]["webAccessUris"] == {"workerpool0-0": "http://x"}
+    assert "jobSpec" in seen[-1]  # the full job, not the compact one
+    assert poller.active_pollers() == []
