@@ -1,0 +1,62 @@
+"""The base of every operator (and sensor) of this provider: it owns the JobService hook.
+
+As in the Amazon provider's ``base_aws``: the hook class is a class attribute, the hook a
+``functools.cached_property`` built on first use, so nothing touches the network (or imports a
+``google.cloud`` module) when a DAG file is parsed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from airflow.sdk import BaseOperator
+
+from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+__all__ = ["VertexBaseOperator", "VertexHookMixin"]
+
+
+class VertexHookMixin:
+    """``hook_class`` and the cached ``hook``; the class sets ``vertex_dist_conn_id``, ``project_id``
+    and ``location`` in its ``__init__`` (shared by :class:`VertexBaseOperator` and the sensors)."""
+
+    hook_class: ClassVar[type[VertexJobsHook]] = VertexJobsHook
+    vertex_dist_conn_id: str
+    project_id: str | None
+    location: str | None
+
+    @functools.cached_property
+    def hook(self) -> VertexJobsHook:
+        return self.hook_class(
+            self.vertex_dist_conn_id,
+            project_id=self.project_id,
+            location=self.location,
+        )
+
+
+class VertexBaseOperator(VertexHookMixin, BaseOperator):
+    """Owns a :class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook`.
+
+    :param vertex_dist_conn_id: the ``vertex_dist`` connection (project, location, credentials, or an
+        ``api_endpoint`` pointing at the local emulator).
+    :param project_id: overrides the connection's project.
+    :param location: overrides the connection's location (region).
+    """
+
+    template_fields: Sequence[str] = ("project_id", "location")
+
+    def __init__(
+        self,
+        *,
+        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
+        project_id: str | None = None,
+        location: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.vertex_dist_conn_id = vertex_dist_conn_id
+        self.project_id = project_id
+        self.location = location

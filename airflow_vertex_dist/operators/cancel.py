@@ -1,0 +1,86 @@
+"""``VertexCancelJobOperator``: cancel a CustomJob or HyperparameterTuningJob by name."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, parse_job_name
+from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
+from airflow_vertex_dist.operators.base import VertexBaseOperator
+from airflow_vertex_dist.operators.outputs import job_output
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["VertexCancelJobOperator"]
+
+
+class VertexCancelJobOperator(VertexBaseOperator):
+    """Cancel a job (best effort, as the API) and, by default, wait until it has ended.
+
+    :param job_name: ``projects/<p>/locations/<l>/(customJobs|hyperparameterTuningJobs)/<id>``;
+        templated, e.g. ``"{{ ti.xcom_pull('train')['name'] }}"``.
+    :param wait_for_cancel: wait until the job reached a terminal state (CANCELLED, or whatever it
+        ended as first).
+    :param cancel_timeout: seconds to wait for that before failing.
+    :param poll_interval: seconds between polls.
+
+    The XCom return value is the job as JSON, as the training operator returns it. A job that has
+    already ended is left alone.
+    """
+
+    template_fields: Sequence[str] = ("job_name", "project_id", "location")
+    operator_extra_links = (VertexJobLink(),)
+    ui_color = "#fce8e6"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        wait_for_cancel: bool = True,
+        cancel_timeout: float = 300.0,
+        poll_interval: float = 2.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not job_name:
+            raise ValueError("job_name: required")
+        if "{{" not in job_name and "{%" not in job_name:
+            parse_job_name(job_name)
+        if not cancel_timeout > 0:
+            raise ValueError(f"cancel_timeout: must be a positive number of seconds (got {cancel_timeout!r})")
+        if not poll_interval > 0:
+            raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
+        self.job_name = job_name
+        self.wait_for_cancel = wait_for_cancel
+        self.cancel_timeout = float(cancel_timeout)
+        self.poll_interval = float(poll_interval)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        name = str(parse_job_name(str(self.job_name).strip()))
+        console = self.hook.console_url(name)
+        context["ti"].xcom_push(key=LINK_XCOM_KEY, value={"name": name, "console_url": console})
+        job = self.hook.get_job(name)
+        if job.get("state") in TERMINAL_STATES:
+            self.log.info("Job %s already ended %s: nothing to cancel", name, job.get("state"))
+            return job_output(job, console)
+        self.log.info("Cancelling %s (%s)", name, job.get("state"))
+        self.hook.cancel_job(name)
+        if not self.wait_for_cancel:
+            return job_output(self.hook.get_job(name), console)
+        deadline = time.monotonic() + self.cancel_timeout
+        while True:
+            job = self.hook.get_job(name)
+            state = job.get("state")
+            if state in TERMINAL_STATES:
+                self.log.info("Job %s is %s", name, state)
+                return job_output(job, console)
+            if time.monotonic() >= deadline:
+                raise AirflowException(
+                    f"job {name} still {state} {self.cancel_timeout:g}s after the cancel request"
+                )
+            time.sleep(self.poll_interval)

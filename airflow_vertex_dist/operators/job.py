@@ -1,0 +1,337 @@
+"""What the training and tuning operators share: find-or-create, the waits, kill and timeout, outputs.
+
+A try of the task:
+
+1. validates the (rendered) spec;
+2. finds this run's job again, first in Airflow's task state (``task_state_store``, Airflow >= 3.3:
+   the store ``ResumableJobMixin`` keeps the external id in) and then by the run labels
+   (``airflow-dag``/``airflow-task``/``airflow-run``/``managed-by``); it re-attaches to a queued,
+   running, paused or succeeded job and only creates one when there is none (``if_exists``);
+3. logs the pools as a table at submit, pushes the job's name and console link to XCom;
+4. returns at once (``wait=False``), defers to :class:`~airflow_vertex_dist.triggers.jobs.VertexJobTrigger`
+   (``deferrable=True``) or polls with backoff, logging state changes, replicas up and trials done;
+5. ends on every terminal state explicitly: SUCCEEDED succeeds; FAILED, CANCELLED, EXPIRED and PAUSED
+   past its grace fail the task with the job's message; PARTIALLY_SUCCEEDED follows
+   ``partial_success``.
+
+A killed task (``on_kill``) and an ``execution_timeout`` cancel the job (``cancel_on_kill``). While
+deferred, the trigger does it: its ``on_kill`` (Airflow >= 3.3) when the task is killed, and its
+deadline (the ``execution_timeout``) just before Airflow's own deferral timeout; if Airflow's timeout
+still ends the deferral first, the resumed task cancels the job before failing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from airflow.sdk import conf
+from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout
+from pydantic import BaseModel
+
+from airflow_vertex_dist.hooks.job_dicts import REATTACHABLE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.hooks.labels import run_labels
+from airflow_vertex_dist.links import VertexJobLink
+from airflow_vertex_dist.operators.base import VertexBaseOperator
+from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
+from airflow_vertex_dist.operators.progress import ProgressLog
+from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
+from airflow_vertex_dist.triggers.jobs import PARTIAL_SUCCESS, VertexJobTrigger, job_event
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["IF_EXISTS", "PARTIAL_SUCCESS", "VertexJobOperator", "job_verdict"]
+
+IF_EXISTS = ("reattach", "fail", "recreate")
+#: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
+STATE_KEY = "vertex_job_name"
+
+
+def _short(state: str) -> str:
+    return state.removeprefix("JOB_STATE_")
+
+
+def job_verdict(
+    job: dict[str, Any],
+    *,
+    partial_success: str = "fail",
+    paused_for_s: float | None = None,
+    paused_grace_s: float = 0.0,
+) -> tuple[bool, str] | None:
+    """``(succeeded, message)`` once the job ended for the task, ``None`` while it should wait.
+
+    The same rules and messages as the trigger's (:func:`~airflow_vertex_dist.triggers.jobs.job_event`),
+    so a deferred and a non-deferred wait end a task alike.
+    """
+    event = job_event(
+        job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s
+    )
+    if event is None:
+        return None
+    return event["status"] == "success", str(event["message"])
+
+
+class VertexJobOperator(VertexBaseOperator):
+    """Base of :class:`VertexTrainingOperator` and :class:`VertexTuningOperator` (not used directly).
+
+    :param spec: the job spec: a spec model, a dict, or a template rendering to a JSON/YAML document.
+        Templated: Jinja in its strings (display name, args, env, output directory...) is rendered, and
+        the result validated again.
+    :param deferrable: wait in the triggerer instead of a worker slot. Defaults to Airflow's
+        ``[operators] default_deferrable``.
+    :param wait: ``False`` submits (or re-attaches) and returns at once.
+    :param if_exists: when this task instance already has a live or succeeded job: ``reattach`` to it
+        (default), ``fail``, or ``recreate`` (cancel it and create a new one).
+    :param cancel_on_kill: cancel the job when the task is killed or times out.
+    :param poll_interval: seconds between polls (the non-deferred wait starts faster and backs off
+        to this).
+    :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
+    :param paused_grace: seconds a PAUSED job may stay paused before the task fails.
+    """
+
+    job_kind: ClassVar[JobKind]
+    spec_model: ClassVar[type[BaseModel]]
+    template_fields: Sequence[str] = ("spec", "project_id", "location")
+    template_fields_renderers: ClassVar[dict[str, str]] = {"spec": "json"}
+    operator_extra_links = (VertexJobLink(),)
+    ui_color = "#d2e3fc"
+
+    def __init__(
+        self,
+        *,
+        spec: Any,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        wait: bool = True,
+        if_exists: Literal["reattach", "fail", "recreate"] = "reattach",
+        cancel_on_kill: bool = True,
+        poll_interval: float = 10.0,
+        partial_success: Literal["fail", "succeed"] = "fail",
+        paused_grace: float = 3600.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if if_exists not in IF_EXISTS:
+            raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {if_exists!r})")
+        if partial_success not in PARTIAL_SUCCESS:
+            raise ValueError(
+                f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
+            )
+        if not poll_interval > 0:
+            raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
+        if paused_grace < 0:
+            raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
+        if spec is None:
+            raise ValueError("spec: required")
+        # Validate at DAG-parse time when nothing is left to render; otherwise after rendering.
+        if not has_jinja(spec):
+            spec = coerce_spec(spec, self.spec_model)
+        self.spec = spec_to_field(spec, self.spec_model)
+        self.deferrable = deferrable
+        self.wait = wait
+        self.if_exists = if_exists
+        self.cancel_on_kill = cancel_on_kill
+        self.poll_interval = float(poll_interval)
+        self.partial_success = partial_success
+        self.paused_grace = float(paused_grace)
+        self._job_name: str | None = None
+        self._cancelled = False
+
+    # -- spec ----------------------------------------------------------------------------------
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        super().render_template_fields(context, jinja_env)
+        self.spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
+
+    @property
+    def validated_spec(self) -> Any:
+        return coerce_spec(self.spec, self.spec_model)
+
+    def job_body(self) -> dict[str, Any]:
+        """The v1 JSON body of the job to create."""
+        body: dict[str, Any] = self.validated_spec.to_api(location=self.hook.location)
+        return body
+
+    def pools_table(self) -> str:
+        """The pools as a table, logged at submit."""
+        from airflow_vertex_dist.specs import pools_table
+
+        table: str = pools_table(self.validated_spec, location=self.hook.location)
+        return table
+
+    def job_outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The XCom return value (JSON)."""
+        return job_output(job, self.hook.console_url(str(job["name"])))
+
+    # -- find or create ------------------------------------------------------------------------
+    def _labels(self, context: Context) -> dict[str, str]:
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        return run_labels(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else int(map_index))
+
+    def _from_task_state(self, context: Context) -> dict[str, Any] | None:
+        """The job named in Airflow's task state, when it is still worth re-attaching to."""
+        store = context.get("task_state_store")
+        if store is None or self.if_exists != "reattach":
+            return None
+        name = store.get(STATE_KEY)
+        if not name:
+            return None
+        from google.api_core.exceptions import NotFound
+
+        try:
+            job = self.hook.get_job(str(name))
+        except NotFound:
+            self.log.warning("Job %s from the task state no longer exists", name)
+            return None
+        if job.get("state") in REATTACHABLE_STATES:
+            self.log.info("Re-attaching to %s (%s), named in the task state", name, _short(job["state"]))
+            return job
+        self.log.info("Job %s from the task state ended %s: not re-attaching", name, job.get("state"))
+        return None
+
+    def attach_or_create(self, context: Context) -> dict[str, Any]:
+        labels = self._labels(context)
+        job = self._from_task_state(context)
+        if job is None:
+            job, created = self.hook.find_or_create(
+                self.job_kind, self.job_body(), labels=labels, if_exists=self.if_exists
+            )
+            if created:
+                self.log.info("Created %s\n%s", job["name"], self.pools_table())
+            else:
+                self.log.info(
+                    "Re-attaching to %s (%s), found by its run labels", job["name"], _short(job["state"])
+                )
+        store = context.get("task_state_store")
+        if store is not None:
+            store.set(STATE_KEY, job["name"])
+        self._job_name = str(job["name"])
+        console = self.hook.console_url(self._job_name)
+        self.log.info("Job page: %s", console)
+        context["ti"].xcom_push(key=LINK_XCOM_KEY, value={"name": self._job_name, "console_url": console})
+        return job
+
+    # -- execute -------------------------------------------------------------------------------
+    def execute(self, context: Context) -> Any:
+        job = self.attach_or_create(context)
+        if not self.wait:
+            self.log.info("wait=False: not waiting for %s (%s)", job["name"], _short(job["state"]))
+            return self.job_outputs(job)
+        verdict = job_verdict(job, partial_success=self.partial_success)
+        if verdict is not None:
+            return self._finish(job, verdict)
+        if self.deferrable:
+            self._defer(job)
+        return self._finish(*self._poll(job))
+
+    def make_trigger(self, job_name: str) -> VertexJobTrigger:
+        """The trigger a deferred wait hands to the triggerer (JSON kwargs only)."""
+        timeout = self.execution_timeout
+        return VertexJobTrigger(
+            job_name=job_name,
+            conn_id=self.vertex_dist_conn_id,
+            project_id=self.project_id,
+            location=self.location,
+            poll_interval=self.poll_interval,
+            cancel_on_kill=self.cancel_on_kill,
+            partial_success=self.partial_success,
+            paused_grace=self.paused_grace,
+            timeout=timeout.total_seconds() if timeout is not None else None,
+        )
+
+    def _defer(self, job: dict[str, Any]) -> None:
+        self.log.info("Deferring: waiting for %s in the triggerer", job["name"])
+        self.defer(
+            trigger=self.make_trigger(str(job["name"])),
+            method_name="execute_complete",
+            timeout=self.execution_timeout,
+        )
+
+    def _poll(self, job: dict[str, Any]) -> tuple[dict[str, Any], tuple[bool, str]]:
+        """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval``."""
+        name = str(job["name"])
+        progress = ProgressLog()
+        delay = min(1.0, self.poll_interval)
+        paused_since: float | None = None
+        try:
+            while True:
+                for line in progress.update(job):
+                    self.log.info("%s", line)
+                now = time.monotonic()
+                if job.get("state") == "JOB_STATE_PAUSED":
+                    paused_since = now if paused_since is None else paused_since
+                else:
+                    paused_since = None
+                verdict = job_verdict(
+                    job,
+                    partial_success=self.partial_success,
+                    paused_for_s=None if paused_since is None else now - paused_since,
+                    paused_grace_s=self.paused_grace,
+                )
+                if verdict is not None:
+                    return job, verdict
+                time.sleep(delay)
+                delay = min(delay * 1.5, self.poll_interval)
+                previous = job.get("state")
+                job = self.hook.get_job(name)
+                if job.get("state") != previous:
+                    delay = min(1.0, self.poll_interval)
+        except AirflowTaskTimeout:
+            self.log.error("execution_timeout reached while waiting for %s", name)
+            self._cancel(name, reason="execution_timeout")
+            raise
+
+    def _finish(self, job: dict[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
+        ok, message = verdict
+        if not ok:
+            raise AirflowException(message)
+        self.log.info("%s", message)
+        return self.job_outputs(job)
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        """Resume after the trigger fired: success returns the outputs, an error raises its message."""
+        if not isinstance(event, dict) or event.get("status") not in ("success", "error"):
+            raise AirflowException(f"event: expected {{'status': 'success'|'error', ...}} (got {event!r})")
+        job = event.get("job")
+        message = str(event.get("message") or "")
+        if event["status"] == "error":
+            raise AirflowException(message or f"job {self._job_name} did not succeed: {event!r}")
+        if not isinstance(job, dict) or not job.get("name"):
+            raise AirflowException(f"event: a success event carries the job (got {event!r})")
+        self.log.info("%s", message or f"job {job['name']} succeeded")
+        return self.job_outputs(job)
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except TaskDeferralTimeout:
+            # The trigger was killed by Airflow's deferral timeout (execution_timeout): cancel the job.
+            job = self.hook.find_job(self.job_kind, self._labels(context))
+            if job is not None:
+                self._cancel(str(job["name"]), reason="execution_timeout")
+            raise
+
+    # -- kill ----------------------------------------------------------------------------------
+    def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> None:
+        if not self.cancel_on_kill or self._cancelled:
+            return
+        self._cancelled = True
+        self.log.warning("Cancelling %s (%s)", name, reason)
+        try:
+            self.hook.cancel_job(name)
+        except Exception:
+            self.log.exception("Cancel of %s failed", name)
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            state = self.hook.get_job(name).get("state")
+            if state in TERMINAL_STATES:
+                self.log.info("Job %s is %s", name, _short(str(state)))
+                return
+            time.sleep(0.5)
+        self.log.warning("Job %s still not cancelled after %.0fs", name, wait_s)
+
+    def on_kill(self) -> None:
+        if self._job_name:
+            self._cancel(self._job_name, reason="task killed")

@@ -1,0 +1,96 @@
+"""A job spec held in a templated operator field: coercion, Jinja detection, re-validation.
+
+The field holds either a spec model or a plain dict (or, after rendering, a JSON/YAML string, e.g.
+``"{{ var.value.my_spec }}"``). Jinja in its string values is rendered by Airflow like any templated
+dict; the result is then validated again, and a bad rendered value fails with its field path:
+``spec.primary.container.args[1]: ...``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["SpecError", "coerce_spec", "has_jinja", "spec_error", "spec_to_field"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_RULE_PATH = re.compile(r"^(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+|\[\d+\])*): (?P<rule>.+)$", re.S)
+
+_JINJA_MARKERS = ("{{", "{%", "{#")
+
+
+class SpecError(ValueError):
+    """A spec that does not validate; the message lists ``<path>: <rule>`` lines."""
+
+
+def has_jinja(value: Any) -> bool:
+    """Whether a string anywhere in ``value`` (dicts, lists, models) holds a Jinja marker."""
+    if isinstance(value, str):
+        return any(marker in value for marker in _JINJA_MARKERS)
+    if isinstance(value, BaseModel):
+        return has_jinja(value.model_dump(mode="json"))
+    if isinstance(value, Mapping):
+        return any(has_jinja(k) or has_jinja(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(has_jinja(v) for v in value)
+    return False
+
+
+def _path(root: str, loc: tuple[int | str, ...]) -> str:
+    out = root
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def spec_error(exc: ValidationError, *, root: str = "spec", when: str = "") -> SpecError:
+    """One line per error: ``spec.primary.replica_count: <rule> (got <value>)``."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        message = str(error["msg"])
+        loc = tuple(error["loc"])
+        named = _RULE_PATH.match(message)
+        if named:
+            # The spec's own rules name their field relative to the model that raised them
+            # ("display_name: must not be empty", "reduction_server: ..."): anchor that path.
+            first = re.split(r"[.\[]", named["path"], maxsplit=1)[0]
+            base = loc[:-1] if loc and loc[-1] == first else loc
+            lines.append(f"{_path(root, base)}.{named['path']}: {named['rule']}")
+        else:
+            got = error.get("input")
+            suffix = "" if isinstance(got, Mapping | list) or got is None else f" (got {got!r})"
+            lines.append(f"{_path(root, loc)}: {message}{suffix}")
+    head = f"invalid {exc.title} spec{when}:"
+    return SpecError("\n".join([head, *("  " + line for line in lines)]))
+
+
+def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
+    """Validate ``value`` (a model, a dict, or a JSON/YAML document string) into ``model``."""
+    if isinstance(value, model):
+        return value
+    if isinstance(value, BaseModel):
+        raise SpecError(f"spec: expected a {model.__name__} or a dict, got a {type(value).__name__}")
+    if isinstance(value, str | bytes):
+        import yaml
+
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise SpecError(f"spec: not a JSON or YAML document{when}: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise SpecError(f"spec: expected a {model.__name__} or a dict{when}, got {type(value).__name__}")
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as exc:
+        raise spec_error(exc, when=when) from None
+
+
+def spec_to_field(value: Any, model: type[BaseModel]) -> Any:
+    """What the templated field holds: a model with Jinja inside becomes its dict, to be rendered."""
+    if isinstance(value, model) and has_jinja(value):
+        return value.model_dump(mode="json", exclude_unset=True)
+    return value

@@ -1,0 +1,31 @@
+"""``VertexTuningOperator``: run a :class:`~airflow_vertex_dist.specs.HyperparameterTuningJob`."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from airflow_vertex_dist.hooks.job_dicts import TUNING_JOBS, JobKind
+from airflow_vertex_dist.operators.job import VertexJobOperator
+from airflow_vertex_dist.operators.outputs import tuning_output
+from airflow_vertex_dist.specs import HyperparameterTuningJob
+
+__all__ = ["VertexTuningOperator"]
+
+
+class VertexTuningOperator(VertexJobOperator):
+    """Submit a hyperparameter tuning job and wait for it.
+
+    The XCom return value is the job as JSON (as :class:`VertexTrainingOperator` returns it) plus
+    ``trial_counts``, ``best_trial`` (``{"id", "parameters", "metric_id", "metric_value", "goal"}``,
+    the best succeeded trial in the study's direction) and ``trials`` (a compact row per trial).
+    See :class:`VertexJobOperator` for the parameters (``spec`` is a
+    :class:`HyperparameterTuningJob` or its dict).
+    """
+
+    job_kind: ClassVar[JobKind] = TUNING_JOBS
+    spec_model: ClassVar[type[BaseModel]] = HyperparameterTuningJob
+
+    def job_outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+        return tuning_output(job, self.hook.console_url(str(job["name"])))

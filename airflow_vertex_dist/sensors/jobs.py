@@ -1,0 +1,256 @@
+"""Sensors on a Vertex AI job, its replicas and its trials; deferrable like the operators.
+
+- :class:`VertexJobSensor`: the job reaches a target state (default SUCCEEDED); fails fast on a
+  failure state.
+- :class:`VertexReplicaSensor`: named replicas (``workerpool0-0``) or whole pools (``workerpool1-*``)
+  are up, read from ``webAccessUris``; a clear error when the job lacks ``enableWebAccess``; fails
+  when the job ends first.
+- :class:`VertexTrialSensor`: at least ``min_succeeded`` trials succeeded, or the best final metric
+  crossed ``metric_threshold`` in the study's direction; fails when the job ends first.
+
+A verdict of failure is final (the job cannot go back), so it raises ``AirflowFailException``: no
+retry. The XCom return value is the job as JSON (as the operators return it; the trial sensor adds
+the best trial and the trials).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
+from airflow_vertex_dist.operators.base import VertexHookMixin
+from airflow_vertex_dist.operators.outputs import job_output, tuning_output
+from airflow_vertex_dist.operators.progress import ProgressLog
+from airflow_vertex_dist.triggers.sensors import (
+    Verdict,
+    check_replica_names,
+    check_trial_condition,
+    job_condition,
+    normalize_state,
+    replica_condition,
+    trial_condition,
+)
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+    from airflow.triggers.base import BaseTrigger
+
+__all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]
+
+
+def _is_template(value: str) -> bool:
+    return "{{" in value or "{%" in value
+
+
+class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
+    """Polls (or defers on) one job until :meth:`condition` gives a verdict."""
+
+    template_fields: Sequence[str] = ("job_name", "project_id", "location")
+    operator_extra_links = (VertexJobLink(),)
+    ui_color = "#e6f4ea"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
+        project_id: str | None = None,
+        location: str | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not job_name:
+            raise ValueError("job_name: required")
+        if not _is_template(job_name):
+            parse_job_name(job_name)
+        self.job_name = job_name
+        self.vertex_dist_conn_id = vertex_dist_conn_id
+        self.project_id = project_id
+        self.location = location
+        self.deferrable = deferrable
+        self._progress = ProgressLog()
+        self._link_pushed = False
+
+    # -- what subclasses say -------------------------------------------------------------------
+    def condition(self, job: dict[str, Any]) -> Verdict | None:
+        raise NotImplementedError
+
+    def make_trigger(self, name: str) -> BaseTrigger:
+        raise NotImplementedError
+
+    def outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+        return job_output(job, self.hook.console_url(str(job["name"])))
+
+    # -- the wait ------------------------------------------------------------------------------
+    @property
+    def _name(self) -> str:
+        return str(parse_job_name(str(self.job_name).strip()))
+
+    def _push_link(self, context: Context) -> None:
+        if not self._link_pushed:
+            name = self._name
+            value = {"name": name, "console_url": self.hook.console_url(name)}
+            context["ti"].xcom_push(key=LINK_XCOM_KEY, value=value)
+            self._link_pushed = True
+
+    def _settle(self, job: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+        if not verdict.ok:
+            raise AirflowFailException(verdict.message)
+        self.log.info("%s", verdict.message)
+        return self.outputs(job)
+
+    def poke(self, context: Context) -> PokeReturnValue | bool:
+        self._push_link(context)
+        job = self.hook.get_job(self._name)
+        for line in self._progress.update(job):
+            self.log.info("%s", line)
+        verdict = self.condition(job)
+        if verdict is None:
+            return False
+        return PokeReturnValue(is_done=True, xcom_value=self._settle(job, verdict))
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        result = self.poke(context)
+        if isinstance(result, PokeReturnValue) and result.is_done:
+            return result.xcom_value
+        self.log.info("Deferring: waiting on %s in the triggerer", self._name)
+        self.defer(
+            trigger=self.make_trigger(self._name),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=float(self.timeout)) if self.timeout is not None else None,
+        )
+
+    def _trigger_kwargs(self, name: str) -> dict[str, Any]:
+        return {
+            "job_name": name,
+            "conn_id": self.vertex_dist_conn_id,
+            "project_id": self.project_id,
+            "location": self.location,
+            "poll_interval": float(self.poke_interval),
+        }
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        """Resume after the trigger fired: success returns the outputs, an error fails the task."""
+        if not isinstance(event, dict) or event.get("status") not in ("success", "error"):
+            raise AirflowException(f"event: expected {{'status': 'success'|'error', ...}} (got {event!r})")
+        job = event.get("job")
+        if event["status"] == "error":
+            raise AirflowFailException(str(event.get("message") or f"waiting on {self.job_name} failed"))
+        if not isinstance(job, dict) or "name" not in job:
+            raise AirflowException(f"event: a success event carries the job (got {event!r})")
+        self.log.info("%s", event.get("message", ""))
+        return self.outputs(job)
+
+
+class VertexJobSensor(_VertexJobWaitSensor):
+    """Wait for a job to reach one of ``target_states``.
+
+    :param job_name: the job's resource name (templated).
+    :param target_states: states that end the wait successfully (``SUCCEEDED`` or
+        ``JOB_STATE_SUCCEEDED``; default SUCCEEDED).
+    :param failure_states: states that fail the task at once; default: every terminal state that is
+        not a target (FAILED, CANCELLED, EXPIRED, PARTIALLY_SUCCEEDED...).
+    """
+
+    def __init__(
+        self,
+        *,
+        target_states: Sequence[str] = ("SUCCEEDED",),
+        failure_states: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(target_states, str):
+            target_states = [target_states]
+        if not target_states:
+            raise ValueError("target_states: name at least one state")
+        self.target_states = [normalize_state(s) for s in target_states]
+        if isinstance(failure_states, str):
+            failure_states = [failure_states]
+        self.failure_states = (
+            None
+            if failure_states is None
+            else [normalize_state(s, field="failure_states") for s in failure_states]
+        )
+        both = set(self.target_states) & set(self.failure_states or ())
+        if both:
+            raise ValueError(f"failure_states: {', '.join(sorted(both))} is also a target state")
+
+    def condition(self, job: dict[str, Any]) -> Verdict | None:
+        return job_condition(job, self.target_states, self.failure_states)
+
+    def make_trigger(self, name: str) -> BaseTrigger:
+        from airflow_vertex_dist.triggers.sensors import VertexJobStateTrigger
+
+        return VertexJobStateTrigger(
+            target_states=self.target_states, failure_states=self.failure_states, **self._trigger_kwargs(name)
+        )
+
+
+class VertexReplicaSensor(_VertexJobWaitSensor):
+    """Wait until replicas of a running job are up (the job must have ``enable_web_access=True``).
+
+    :param job_name: the job's resource name (templated).
+    :param replicas: replica keys (``workerpool0-0``, ``workerpool1-3``) and/or whole pools
+        (``workerpool1-*``).
+    """
+
+    def __init__(self, *, replicas: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.replicas = check_replica_names(replicas)
+
+    def condition(self, job: dict[str, Any]) -> Verdict | None:
+        return replica_condition(job, self.replicas)
+
+    def make_trigger(self, name: str) -> BaseTrigger:
+        from airflow_vertex_dist.triggers.sensors import VertexReplicaTrigger
+
+        return VertexReplicaTrigger(replicas=self.replicas, **self._trigger_kwargs(name))
+
+
+class VertexTrialSensor(_VertexJobWaitSensor):
+    """Wait on the trials of a hyperparameter tuning job.
+
+    :param job_name: the tuning job's resource name (templated).
+    :param min_succeeded: succeed once at least this many trials succeeded.
+    :param metric_threshold: succeed once the best final value of the study's (first) metric is
+        ``>=`` this when maximizing, ``<=`` when minimizing.
+    """
+
+    def __init__(
+        self, *, min_succeeded: int | None = None, metric_threshold: float | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        check_trial_condition(min_succeeded, metric_threshold)
+        if (
+            not _is_template(self.job_name)
+            and parse_job_name(self.job_name).kind != "hyperparameterTuningJobs"
+        ):
+            raise ValueError(f"job_name: {self.job_name!r} is not a hyperparameterTuningJobs name")
+        self.min_succeeded = None if min_succeeded is None else int(min_succeeded)
+        self.metric_threshold = None if metric_threshold is None else float(metric_threshold)
+
+    def condition(self, job: dict[str, Any]) -> Verdict | None:
+        return trial_condition(job, min_succeeded=self.min_succeeded, metric_threshold=self.metric_threshold)
+
+    def outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+        return tuning_output(job, self.hook.console_url(str(job["name"])))
+
+    def make_trigger(self, name: str) -> BaseTrigger:
+        from airflow_vertex_dist.triggers.sensors import VertexTrialTrigger
+
+        return VertexTrialTrigger(
+            min_succeeded=self.min_succeeded,
+            metric_threshold=self.metric_threshold,
+            **self._trigger_kwargs(name),
+        )

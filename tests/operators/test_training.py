@@ -1,0 +1,386 @@
+"""VertexTrainingOperator run for real: dag.test(), the emulator, real replica processes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.hooks.labels import run_labels
+from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from airflow_vertex_dist.operators.job import job_verdict
+from airflow_vertex_dist.operators.spec_field import SpecError
+from airflow_vertex_dist.operators.training import VertexTrainingOperator
+from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
+
+from .harness import PY, alive, dag_xcom, poll, run_dag, ti_state
+
+pytestmark = pytest.mark.usefixtures("airflow_db")
+
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+PARENT = "projects/test-project/locations/us-central1"
+
+
+def pool(code: str, count: int = 1) -> WorkerPool:
+    return WorkerPool(
+        machine=Machine(machine_type="n1-standard-4"),
+        replica_count=count,
+        container=Container(image_uri="python:3.11", command=(PY, "-c", code)),
+    )
+
+
+def spec(code: str, *, workers: int = 0, name: str = "train", **extra: Any) -> DistributedTrainingJob:
+    return DistributedTrainingJob(
+        display_name=name,
+        primary=pool(code),
+        workers=pool(code, workers) if workers else None,
+        **extra,
+    )
+
+
+def jobs(em: Emulator, kind: str = "customJobs") -> list[dict[str, Any]]:
+    return em.store.list(kind, PARENT)
+
+
+def pid_code(pid_dir: Path, then: str = "time.sleep(120)") -> str:
+    """Replica code that records its pid (one file per replica) and then runs ``then``."""
+    return (
+        f"import os, time, pathlib; d = pathlib.Path({str(pid_dir)!r}); d.mkdir(exist_ok=True); "
+        f"(d / str(os.getpid())).write_text(''); {then}"
+    )
+
+
+def pids(pid_dir: Path) -> list[int]:
+    return [int(p.name) for p in pid_dir.iterdir()] if pid_dir.exists() else []
+
+
+@pytest.fixture
+def set_state_when(vertex_conn: Emulator) -> Iterator[Any]:
+    """Write a state into the emulator's store once the job reaches RUNNING (from a thread)."""
+    threads: list[threading.Thread] = []
+
+    def start(state: str, **fields: Any) -> None:
+        def work() -> None:
+            job = poll(
+                lambda: next((j for j in jobs(vertex_conn) if j["state"] == "JOB_STATE_RUNNING"), None),
+                what="a RUNNING job",
+            )
+
+            def apply(j: dict[str, Any]) -> None:
+                j["state"] = state
+                j.update(fields)
+
+            vertex_conn.store.update(job["name"], apply)
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        threads.append(thread)
+
+    yield start
+    for thread in threads:
+        thread.join(timeout=30)
+
+
+# ---------------------------------------------------------------------------------------- parse time
+
+
+def test_spec_is_validated_at_parse_time_when_it_has_no_jinja() -> None:
+    bad = spec("pass").model_dump(mode="json")
+    bad["primary"]["replica_count"] = 2
+    with pytest.raises(SpecError, match=r"spec\.primary\.replica_count: worker pool 0 holds exactly 1"):
+        VertexTrainingOperator(task_id="t", spec=bad)
+    with pytest.raises(ValueError, match="if_exists: must be one of reattach, fail, recreate"):
+        VertexTrainingOperator(task_id="t", spec=spec("pass"), if_exists="replace")  # type: ignore[arg-type]
+
+
+def test_jinja_is_rendered_then_the_spec_is_validated_again() -> None:
+    raw = spec("pass").model_dump(mode="json")
+    raw["display_name"] = "train-{{ ds }}"
+    raw["base_output_directory"] = "{{ params.out }}"
+    with DAG("render", schedule=None, start_date=START, params={"out": "not-a-bucket"}):
+        op = VertexTrainingOperator(task_id="t", spec=raw)
+    assert op.spec == raw  # not validated yet: it has templates
+    with pytest.raises(SpecError, match=r"after rendering:\n  spec\.base_output_directory: must be a Cloud"):
+        op.render_template_fields({"ds": "2024-01-02", "params": {"out": "not-a-bucket"}})  # type: ignore[arg-type]
+    op.spec = raw
+    op.render_template_fields({"ds": "2024-01-02", "params": {"out": "gs://b/runs/2024"}})  # type: ignore[arg-type]
+    assert isinstance(op.spec, DistributedTrainingJob)
+    assert op.spec.display_name == "train-2024-01-02"
+    assert op.spec.base_output_directory == "gs://b/runs/2024"
+
+
+# ---------------------------------------------------------------------------------------- runs
+
+
+def test_non_deferred_run_renders_the_spec_and_pushes_outputs(vertex_conn: Emulator) -> None:
+    the_spec = spec("print('hello')", workers=2, enable_web_access=True)
+    raw = the_spec.model_dump(mode="json", exclude_unset=True)
+    raw["display_name"] = "train-{{ dag_run.conf.get('tag', 'x') }}-{{ ds_nodash }}"
+    raw["primary"]["container"]["args"] = ["--day={{ ds }}"]
+    with DAG("train_sync", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=raw, deferrable=False, poll_interval=0.5)
+    when = datetime(2024, 3, 4, tzinfo=timezone.utc)
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "success"
+    [job] = jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_SUCCEEDED"
+    assert job["displayName"] == "train-x-20240304"
+    assert job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] == ["--day=2024-03-04"]
+    assert len(job["jobSpec"]["workerPoolSpecs"]) == 2
+    assert {k: job["labels"][k] for k in run_labels("train_sync", "train", dr.run_id)} == run_labels(
+        "train_sync", "train", dr.run_id
+    )
+    out = dag_xcom(dr, "train")
+    assert out == {
+        "name": job["name"],
+        "id": job["name"].rsplit("/", 1)[1],
+        "kind": "customJobs",
+        "display_name": "train-x-20240304",
+        "state": "JOB_STATE_SUCCEEDED",
+        "create_time": job["createTime"],
+        "start_time": job.get("startTime"),
+        "end_time": job["endTime"],
+        "console_url": f"{vertex_conn.rest_endpoint}/ui/{job['name']}",
+        "error": None,
+    }
+    assert dag_xcom(dr, "train", "vertex_job") == {"name": job["name"], "console_url": out["console_url"]}
+    assert dag_xcom(dr, "train", "_link_VertexJobLink") == out["console_url"]
+
+
+def test_a_failing_replica_fails_the_task(vertex_conn: Emulator) -> None:
+    with DAG("train_fail", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train", spec=spec("import sys; sys.exit(3)"), deferrable=False, poll_interval=0.5
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "failed"
+    [job] = jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_FAILED"
+    assert dag_xcom(dr, "train") is None
+
+
+def test_wait_false_submits_and_returns(vertex_conn: Emulator, tmp_path: Path) -> None:
+    with DAG("train_nowait", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec(pid_code(tmp_path / "pids")), wait=False)
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    [job] = jobs(vertex_conn)
+    out = dag_xcom(dr, "train")
+    assert out["name"] == job["name"]
+    assert out["state"] in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
+    assert job["state"] not in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED")
+
+
+def test_an_existing_job_of_the_run_is_found_by_its_labels(vertex_conn: Emulator) -> None:
+    """No task state to go by (as on Airflow < 3.3): the run labels alone find the job again."""
+    when = datetime(2024, 5, 6, tzinfo=timezone.utc)
+    with DAG("train_labels", schedule=None, start_date=START) as dag:
+        op = VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.5)
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.types import DagRunType
+
+    run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=when, run_after=when)
+    hook = VertexJobsHook()
+    body = op.validated_spec.to_api(location="us-central1")
+    earlier, created = hook.find_or_create(
+        "customJobs", body, labels=run_labels("train_labels", "train", run_id), if_exists="reattach"
+    )
+    assert created
+    poll(lambda: hook.get_job(earlier["name"])["state"] == "JOB_STATE_SUCCEEDED", what="first job done")
+    dr = run_dag(dag, logical_date=when)
+    assert dr.run_id == run_id
+    assert ti_state(dr, "train") == "success"
+    assert [j["name"] for j in jobs(vertex_conn)] == [earlier["name"]]
+    assert dag_xcom(dr, "train")["name"] == earlier["name"]
+
+
+def test_a_retry_after_the_first_try_died_reattaches(vertex_conn: Emulator, tmp_path: Path) -> None:
+    """Try 1 creates the job and dies (execution_timeout, cancel_on_kill=False leaves the job alone);
+    try 2 re-attaches to it: the emulator holds exactly one job."""
+    flag = tmp_path / "go"
+    code = f"import pathlib, time\nwhile not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.05)"
+    with DAG("train_retry", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train",
+            spec=spec(code),
+            deferrable=False,
+            poll_interval=0.5,
+            cancel_on_kill=False,
+            execution_timeout=timedelta(seconds=4),
+            retries=1,
+            retry_delay=timedelta(0),
+            on_retry_callback=lambda context: flag.write_text("go"),
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    [job] = jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_SUCCEEDED"
+    assert flag.exists()  # the first try did die
+    assert dag_xcom(dr, "train")["name"] == job["name"]
+
+
+def test_execution_timeout_cancels_the_job_and_leaves_no_replica(
+    vertex_conn: Emulator, tmp_path: Path
+) -> None:
+    pid_dir = tmp_path / "pids"
+    with DAG("train_timeout", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train",
+            spec=spec(pid_code(pid_dir), workers=1),
+            deferrable=False,
+            poll_interval=0.5,
+            execution_timeout=timedelta(seconds=4),
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "failed"
+    [job] = jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_CANCELLED"
+    assert len(pids(pid_dir)) == 2
+    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+
+
+@pytest.mark.parametrize(
+    ("state", "kwargs", "task_state"),
+    [
+        ("JOB_STATE_EXPIRED", {}, "failed"),
+        ("JOB_STATE_PAUSED", {"paused_grace": 1.0}, "failed"),
+        ("JOB_STATE_PARTIALLY_SUCCEEDED", {}, "failed"),
+        ("JOB_STATE_PARTIALLY_SUCCEEDED", {"partial_success": "succeed"}, "success"),
+    ],
+)
+def test_other_terminal_states_end_the_task_as_specified(
+    vertex_conn: Emulator,
+    set_state_when: Any,
+    tmp_path: Path,
+    state: str,
+    kwargs: dict[str, Any],
+    task_state: str,
+) -> None:
+    set_state_when(state)
+    with DAG("train_states", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train",
+            spec=spec(pid_code(tmp_path / "pids")),
+            deferrable=False,
+            poll_interval=0.5,
+            **kwargs,
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == task_state
+    [job] = jobs(vertex_conn)
+    assert job["state"] == state
+
+
+def test_job_verdict_messages_match_the_trigger() -> None:
+    name = f"{PARENT}/customJobs/1"
+    failed = {"name": name, "state": "JOB_STATE_FAILED", "error": {"code": 3, "message": "exit 3"}}
+    assert job_verdict(failed) == (False, f"job {name} failed: exit 3")
+    assert job_verdict({"name": name, "state": "JOB_STATE_EXPIRED"}) == (
+        False,
+        f"job {name} expired before it could run",
+    )
+    partial = {"name": name, "state": "JOB_STATE_PARTIALLY_SUCCEEDED"}
+    assert job_verdict(partial, partial_success="succeed") == (
+        True,
+        f"job {name} PARTIALLY_SUCCEEDED (accepted: partial_success='succeed')",
+    )
+    assert job_verdict(partial) == (
+        False,
+        f"job {name} PARTIALLY_SUCCEEDED (a failure: partial_success='fail')",
+    )
+    paused = {"name": name, "state": "JOB_STATE_PAUSED"}
+    assert job_verdict(paused, paused_for_s=5, paused_grace_s=10) is None
+    assert job_verdict(paused, paused_for_s=10, paused_grace_s=10) == (
+        False,
+        f"job {name} stayed PAUSED for 10s (grace 10s)",
+    )
+    assert job_verdict({"name": name, "state": "JOB_STATE_RUNNING"}) is None
+
+
+# ---------------------------------------------------------------------------------------- deferred
+
+
+def test_deferred_run_goes_through_the_trigger(vertex_conn: Emulator) -> None:
+    with DAG("train_deferred", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train",
+            spec=spec("import time; time.sleep(1)", workers=1),
+            deferrable=True,
+            poll_interval=0.3,
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    [job] = jobs(vertex_conn)
+    out = dag_xcom(dr, "train")
+    assert out["name"] == job["name"] and out["state"] == "JOB_STATE_SUCCEEDED"
+    assert out["end_time"] == job["endTime"]
+    assert out["console_url"] == f"{vertex_conn.rest_endpoint}/ui/{job['name']}"
+    assert dag_xcom(dr, "train", "_link_VertexJobLink") == out["console_url"]
+
+
+def test_deferred_failure_fails_the_task(vertex_conn: Emulator) -> None:
+    with DAG("train_deferred_fail", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train", spec=spec("import sys; sys.exit(4)"), deferrable=True, poll_interval=0.3
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "failed"
+    [job] = jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_FAILED"
+
+
+def test_deferred_execution_timeout_cancels_the_job_and_leaves_no_replica(
+    vertex_conn: Emulator, tmp_path: Path
+) -> None:
+    pid_dir = tmp_path / "pids"
+    with DAG("train_deferred_timeout", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train",
+            spec=spec(pid_code(pid_dir), workers=1),
+            deferrable=True,
+            poll_interval=0.3,
+            execution_timeout=timedelta(seconds=5),
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "failed"
+    [job] = jobs(vertex_conn)
+    poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
+    assert len(pids(pid_dir)) == 2
+    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+
+
+async def test_killing_a_deferred_task_cancels_the_job_and_leaves_no_replica(
+    vertex_conn: Emulator, tmp_path: Path
+) -> None:
+    """What the triggerer does when a user kills a deferred task (Airflow >= 3.3): it cancels the
+    trigger's run and awaits its on_kill. The trigger is the operator's, after the same round trip
+    through the Trigger row (classpath + encrypted kwargs) the triggerer reads it from."""
+    import asyncio
+
+    from airflow.models.trigger import Trigger
+    from airflow.sdk.module_loading import import_string
+
+    pid_dir = tmp_path / "pids"
+    op = VertexTrainingOperator(task_id="train", spec=spec(pid_code(pid_dir), workers=2), poll_interval=0.2)
+    job = await asyncio.to_thread(op.hook.create_custom_job, op.job_body())
+    row = Trigger.from_object(op.make_trigger(job["name"]))
+    trigger = import_string(row.classpath)(**row.kwargs)
+    run = asyncio.create_task(anext(trigger.run()))
+    await asyncio.to_thread(poll, lambda: len(pids(pid_dir)) == 3, what="3 replicas started")
+    assert not run.done()
+    run.cancel("user action")
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await trigger.on_kill()
+    state = vertex_conn.store.get(job["name"])["state"]
+    assert state in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+    await asyncio.to_thread(
+        poll, lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="cancelled"
+    )
+    await asyncio.to_thread(poll, lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replicas gone")
