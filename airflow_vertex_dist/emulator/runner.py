@@ -780,7 +780,13 @@ class Runner:
             return self._runs.get(name)
 
     def _kill_leftovers(self, name: str) -> None:
-        """SIGKILL process groups a dead emulator left, when /proc shows they are still the same."""
+        """SIGKILL what a dead emulator left of a job's replicas (Linux: read from /proc).
+
+        The parent-death signal killed each replica's first process; what it forked lives on in the
+        replica's process group and session (both numbered after that first process's pid). Those
+        processes are killed; when the recorded pid itself still runs, only if its command line is
+        the recorded argv (the pid was not reused).
+        """
         path = self.config.state_dir / "logs" / job_id_of(name) / "replicas.json"
         try:
             records = json.loads(path.read_text())
@@ -788,16 +794,39 @@ class Runner:
             return
         for record in records.values():
             pid, argv = record.get("pid"), record.get("argv")
-            if not isinstance(pid, int) or not isinstance(argv, list) or record.get("state") != "RUNNING":
+            if not isinstance(pid, int) or record.get("state") not in ("RUNNING", "RESTARTING"):
                 continue
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
-                pgrp = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
-            except (OSError, ValueError, IndexError):
-                continue
-            if pgrp == pid and [c.decode(errors="replace") for c in cmdline] == argv:
+            members = _group_members(pid)
+            if pid in members:
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+                except OSError:
+                    continue
+                if [c.decode(errors="replace") for c in cmdline] != argv:
+                    continue
+            for member in members:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
+                    os.kill(member, signal.SIGKILL)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) pids whose process group and session are both ``pgid`` (from /proc)."""
+    out: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after the command: state ppid pgrp session ...
+        if len(fields) > 3 and fields[0] != "Z" and fields[2] == str(pgid) and fields[3] == str(pgid):
+            out.append(int(entry))
+    return out
 
 
 def _recovered(state: str) -> Callable[[dict[str, Any]], None]:

@@ -6,6 +6,7 @@
 --say TEXT        print TEXT lines before exiting
 --fail-once PATH  exit 2 the first time (creating PATH), succeed afterwards
 --pidfile PATH    write "<pid> <pgid>" lines (self and grandchild) to PATH
+--sleep-once PATH sleep only the first time (creating PATH); later runs exit at once
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ p.add_argument("--exit", type=int, default=0)
 p.add_argument("--say", action="append", default=[])
 p.add_argument("--fail-once")
 p.add_argument("--pidfile")
+p.add_argument("--sleep-once")
 a, _unknown = p.parse_known_args()  # tuning trials append --<param>=<value> to every pool
 
 pids = [os.getpid()]
@@ -40,5 +42,10 @@ if a.fail_once:
         print("first run: failing on purpose", flush=True)
         sys.exit(2)
     print("second run: fine", flush=True)
+if a.sleep_once:
+    if os.path.exists(a.sleep_once):
+        print("run again: done at once", flush=True)
+        sys.exit(a.exit)
+    open(a.sleep_once, "w").close()
 time.sleep(a.sleep)
 sys.exit(a.exit)
