@@ -258,6 +258,52 @@ def test_single_replica_python_package_from_gcs_has_no_tf_config(env: Any, tmp_p
     assert out["model_dir"] is None  # no baseOutputDirectory, no AIP_* dirs
 
 
+def _sdist(path: Path) -> Path:
+    """A setuptools sdist of package ``sdtrainer`` (module ``sdtrainer.task``), built by hand."""
+    import io
+    import tarfile
+
+    sdist = path / "sdtrainer-0.1.tar.gz"
+    files = {
+        "setup.py": (
+            "from setuptools import setup\nsetup(name='sdtrainer', version='0.1', packages=['sdtrainer'])\n"
+        ),
+        "PKG-INFO": "Metadata-Version: 2.1\nName: sdtrainer\nVersion: 0.1\n",
+        "sdtrainer/__init__.py": "",
+        "sdtrainer/task.py": "import sys\nprint('sdist trainer', *sys.argv[1:], flush=True)\n",
+    }
+    with tarfile.open(sdist, "w:gz") as tf:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"sdtrainer-0.1/{rel}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return sdist
+
+
+def test_python_package_from_a_local_sdist(env: Any, tmp_path: Path) -> None:
+    store, config, runner = env
+    sdist = _sdist(tmp_path)
+    spec = {
+        "workerPoolSpecs": [
+            {
+                "replicaCount": "1",
+                "pythonPackageSpec": {
+                    "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-12.py310:latest",
+                    "packageUris": [str(sdist)],
+                    "pythonModule": "sdtrainer.task",
+                    "args": ["--lr=0.1"],
+                },
+            }
+        ]
+    }
+    name = create(store, runner, spec)
+    job = finished(store, name, timeout=90)
+    assert job["state"] == "JOB_STATE_SUCCEEDED", job.get("error")
+    view = runner.replica_view(name, "workerpool0-0")
+    assert view is not None and view["logTail"] == ["sdist trainer --lr=0.1"]
+
+
 def test_missing_package_and_unmapped_image_fail_clearly(env: Any) -> None:
     store, config, runner = env
     bad_pkg = {

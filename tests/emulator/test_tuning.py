@@ -171,6 +171,7 @@ def test_cancel_study_cancels_running_trials(env: Any, tmp_path: Path) -> None:
     rec.mkdir()
     body = _tuning_job(rec, algorithm="RANDOM_SEARCH", max_trials=4, parallel=2, extra=("--work", "60"))
     body["labels"] = {"emulator-seed": "5"}
+    body["trialJobSpec"]["enableWebAccess"] = True
     name = store.insert("hyperparameterTuningJobs", PARENT, body)["name"]
     runner.submit(name)
 
@@ -182,6 +183,12 @@ def test_cancel_study_cancels_running_trials(env: Any, tmp_path: Path) -> None:
         )
 
     customs = wait_for(two_running, what="two running trials")
+    uris = wait_for(
+        lambda: [t.get("webAccessUris") for t in store.get(name)["trials"] if t.get("webAccessUris")],
+        what="trial web access URIs",
+    )
+    assert sorted(uris[0]) == ["workerpool0-0", "workerpool1-0"]
+    assert any(u["workerpool0-0"].endswith(f"/web/{cj}/workerpool0-0") for u in uris for cj in customs)
     groups = set()
     for cj in customs:
         for key in ("workerpool0-0",):
