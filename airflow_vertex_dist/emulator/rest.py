@@ -69,6 +69,11 @@ _COLLECTION_RE = re.compile(rf"/v1/(?P<parent>projects/[^/]+/locations/[^/]+)/(?
 _ITEM_RE = re.compile(
     rf"/v1/(?P<name>projects/[^/]+/locations/[^/]+/(?P<kind>{_KIND_ALT})/[^/:]+)(?P<verb>:cancel)?"
 )
+#: the JobService's other collections: known to the API, not served here.
+_OTHER_JOBS_RE = re.compile(
+    r"/v1/projects/[^/]+/locations/[^/]+/(?:batchPredictionJobs|dataLabelingJobs|nasJobs|"
+    r"modelDeploymentMonitoringJobs)(?:/[^/]+)*(?::\w+)?"
+)
 _JOB_NAME = rf"projects/[^/]+/locations/[^/]+/(?:{_KIND_ALT})/[^/]+"
 _WEB_RE = re.compile(rf"/web/(?P<name>{_JOB_NAME})/(?P<key>[^/]+)")
 _UI_RE = re.compile(rf"/ui/(?P<name>{_JOB_NAME})")
@@ -222,6 +227,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif item and method == "DELETE" and not item["verb"]:
             info = _method(item["kind"], "delete")
             fields = {"name": item["name"]}
+        elif _OTHER_JOBS_RE.fullmatch(path):
+            raise ApiError(
+                "UNIMPLEMENTED",
+                f"{method} {path}: not implemented by the emulator "
+                "(it serves CustomJob and HyperparameterTuningJob Create/Get/List/Cancel/Delete)",
+            )
         else:
             raise ApiError(
                 "NOT_FOUND", f"{method} {path}: no such JobService method on the Vertex AI emulator"

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.emulator.faults import FaultInjector
 from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
-from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339, rfc3339_nanos
+from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339
 
 __all__ = [
     "ApiError",
@@ -49,6 +49,7 @@ __all__ = [
     "job_to_proto",
 ]
 
+_PROTO_CACHE_SIZE = 20_000
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 
@@ -220,6 +221,9 @@ class JobService:
         self.validator = validator
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        # (kind, name) -> (updateTime, serialized proto): JSON -> proto parsing is the slow part of
+        # Get/List, and a job's (name, updateTime) names one revision of it (the store bumps it).
+        self._protos: dict[tuple[str, str], tuple[str, bytes]] = {}
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -249,6 +253,20 @@ class JobService:
         return {"calls": self.call_counts(), "injected_faults": self.injector.injected_counts()}
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _proto(self, kind: JobKind, job: Mapping[str, Any]) -> Any:
+        msg_type = KINDS[kind].message_type()
+        key, stamp = (kind, str(job["name"])), str(job.get("updateTime", ""))
+        with self._lock:
+            hit = self._protos.get(key)
+        if hit is not None and hit[0] == stamp:
+            return msg_type.deserialize(hit[1])
+        message = job_to_proto(kind, job)
+        with self._lock:
+            if len(self._protos) >= _PROTO_CACHE_SIZE:
+                self._protos.clear()
+            self._protos[key] = (stamp, msg_type.serialize(message))
+        return message
 
     @staticmethod
     def _check_parent(parent: str) -> None:
@@ -294,10 +312,10 @@ class JobService:
             self.validator(info.kind, body, request.parent.split("/")[3])
         stored = self.store.insert(info.kind, request.parent, body)
         self.runner.submit(stored["name"])
-        return job_to_proto(info.kind, self.store.get(stored["name"]))
+        return self._proto(info.kind, self.store.get(stored["name"]))
 
     def _get(self, info: MethodInfo, request: Any) -> Any:
-        return job_to_proto(info.kind, self._load(info, request.name))
+        return self._proto(info.kind, self._load(info, request.name))
 
     def _list(self, info: MethodInfo, request: Any) -> Any:
         from google.cloud import aiplatform_v1
@@ -330,7 +348,7 @@ class JobService:
         page, rest = jobs[:page_size], jobs[page_size:]
         items = []
         for job in page:
-            item = job_to_proto(info.kind, job)
+            item = self._proto(info.kind, job)
             if mask is not None:
                 trimmed = msg_type.pb()()
                 mask.MergeMessage(msg_type.pb(item), trimmed)
@@ -383,21 +401,22 @@ class JobService:
         return op
 
 
-def _order_key(job: Mapping[str, Any]) -> tuple[int, str]:
-    return (rfc3339_nanos(job["createTime"]), str(job["name"]))
+def _order_key(job: Mapping[str, Any]) -> tuple[str, str]:
+    # The store writes every createTime in one fixed UTC format, so strings sort chronologically.
+    return (str(job["createTime"]), str(job["name"]))
 
 
 def _encode_token(job: Mapping[str, Any], parent: str, filter_text: str) -> str:
-    nanos, name = _order_key(job)
-    raw = json.dumps({"p": parent, "f": filter_text, "t": nanos, "n": name}, separators=(",", ":"))
+    created, name = _order_key(job)
+    raw = json.dumps({"p": parent, "f": filter_text, "t": created, "n": name}, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def _decode_token(token: str, parent: str, filter_text: str) -> tuple[int, str]:
+def _decode_token(token: str, parent: str, filter_text: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         data = json.loads(raw)
-        cursor = (int(data["t"]), str(data["n"]))
+        cursor = (str(data["t"]), str(data["n"]))
         token_parent, token_filter = data["p"], data["f"]
     except (binascii.Error, ValueError, KeyError, TypeError):
         raise ApiError("INVALID_ARGUMENT", "page_token: not a token this List method returned") from None

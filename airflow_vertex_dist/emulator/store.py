@@ -16,7 +16,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -95,6 +95,15 @@ def rfc3339_nanos(value: str) -> int:
     return int(whole.timestamp()) * 1_000_000_000 + nanos
 
 
+def _after(previous: str) -> str:
+    """Now, or one microsecond after ``previous`` if the clock has not moved past it."""
+    stamp = now_rfc3339()
+    if previous and stamp <= previous:
+        later = parse_rfc3339(previous).astimezone(timezone.utc) + timedelta(microseconds=1)
+        stamp = later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp
+
+
 class JobStore:
     """Thread-safe persistent store of CustomJobs and HyperparameterTuningJobs."""
 
@@ -137,15 +146,19 @@ class JobStore:
     def update(self, name: str, fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Atomically apply ``fn`` to the stored job (mutating it in place); bumps ``updateTime``.
 
+        ``updateTime`` strictly increases with every update of a job, so ``(name, updateTime)``
+        names one revision of it (readers may cache by it).
+
         Raises KeyError when there is no such job. ``name`` cannot be changed.
         """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 body = self._get_locked(name)
+                previous = str(body.get("updateTime", ""))
                 fn(body)
                 body["name"] = name
-                body["updateTime"] = now_rfc3339()
+                body["updateTime"] = _after(previous)
                 state = str(body.get("state", "JOB_STATE_UNSPECIFIED"))
                 self._db.execute(
                     "UPDATE jobs SET state = ?, body = ? WHERE name = ?",

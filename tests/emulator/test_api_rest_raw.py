@@ -84,7 +84,9 @@ def test_curl_style_crud(emulator: Emulator) -> None:
         ("GET", f"/v1/{PARENT}/customJobs?pageSize=-1", None, 400, "INVALID_ARGUMENT", "page_size"),
         ("GET", f"/v1/{PARENT}/customJobs?readMask=nope", None, 400, "INVALID_ARGUMENT", "read_mask"),
         ("GET", f"/v1/{PARENT}/customJobs/abc", None, 400, "INVALID_ARGUMENT", "NUMERIC_ID"),
-        ("GET", f"/v1/{PARENT}/nasJobs", None, 404, "NOT_FOUND", "no such"),
+        ("GET", f"/v1/{PARENT}/nasJobs", None, 501, "UNIMPLEMENTED", "not implemented by the emulator"),
+        ("POST", f"/v1/{PARENT}/batchPredictionJobs/1:cancel", {}, 501, "UNIMPLEMENTED", "CustomJob"),
+        ("GET", f"/v1/{PARENT}/trainingPipelines", None, 404, "NOT_FOUND", "no such"),
         ("PATCH", f"/v1/{PARENT}/customJobs/1", {}, 404, "NOT_FOUND", "no such"),
         ("GET", "/nowhere", None, 404, "NOT_FOUND", "no such resource"),
     ],
@@ -117,7 +119,7 @@ def test_web_access_page_and_job_page(emulator: Emulator) -> None:
     assert uris["workerpool1-0"] == f"{emulator.rest_endpoint}/web/{name}/workerpool1-0"
     assert view["replica"] == "workerpool1-0" and view["job_state"] == "JOB_STATE_RUNNING"
 
-    with urllib.request.urlopen(uris["workerpool0-0"], timeout=10) as response:
+    with urllib.request.urlopen(uris["workerpool1-0"], timeout=10) as response:
         page = response.read().decode()
         assert response.headers["Content-Type"].startswith("text/html")
     assert "hello-from-&lt;replica&gt;" in page  # the log tail, escaped

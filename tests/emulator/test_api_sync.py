@@ -175,6 +175,13 @@ def test_missing_jobs_and_bad_names(client: Any) -> None:
         client.get_custom_job(name=f"{PARENT}/customJobs/not-a-number")
 
 
+def test_other_job_service_methods_are_unimplemented(client: Any) -> None:
+    with pytest.raises(gexc.MethodNotImplemented, match="not implemented by the emulator"):
+        list(client.list_batch_prediction_jobs(parent=PARENT))
+    with pytest.raises(gexc.MethodNotImplemented):
+        client.get_nas_job(name=f"{PARENT}/nasJobs/1")
+
+
 def test_server_side_validation_rejects_what_the_service_would(client: Any) -> None:
     bad_primary = container_job("bad")
     bad_primary["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2"
