@@ -91,7 +91,7 @@ def test_grid_study_runs_trials_in_parallel_and_picks_the_best(env: Any, tmp_pat
     job = store.insert(
         "hyperparameterTuningJobs",
         PARENT,
-        _tuning_job(rec, algorithm="GRID_SEARCH", max_trials=5, parallel=2),
+        _tuning_job(rec, algorithm="GRID_SEARCH", max_trials=5, parallel=2, extra=("--work", "0.8")),
     )
     name = job["name"]
     runner.submit(name)
@@ -113,7 +113,7 @@ def test_grid_study_runs_trials_in_parallel_and_picks_the_best(env: Any, tmp_pat
         assert r["trial"] == str(i) and r["x"] == i
         assert r["cluster_spec"]["task"] == {"type": "workerpool0", "index": 0, "trial": str(i)}
         assert r["model_dir"] == f"{tmp_path / 'gcs' / 'bkt' / 'study' / str(i) / 'model'}/"
-        assert r["argv"] == [f"--x={i}"]
+        assert r["argv"] == ["--work", "0.8", f"--x={i}"]  # the parameter comes after the args
 
     by_x = {t["parameters"][0]["value"]: t for t in trials}
     assert by_x[2]["state"] == "INFEASIBLE" and "no final measurement" in by_x[2]["infeasibleReason"]
@@ -130,7 +130,11 @@ def test_grid_study_runs_trials_in_parallel_and_picks_the_best(env: Any, tmp_pat
         assert t["startTime"] <= t["endTime"]
         backing = store.get(t["customJob"])
         assert backing["state"] == "JOB_STATE_SUCCEEDED"
-        assert backing["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] == [f"--x={x}"]
+        assert backing["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] == [
+            "--work",
+            "0.8",
+            f"--x={x}",
+        ]
         assert backing["jobSpec"]["baseOutputDirectory"] == {"outputUriPrefix": f"gs://bkt/study/{t['id']}"}
     best = max(
         (t for t in trials if t["state"] == "SUCCEEDED"),
