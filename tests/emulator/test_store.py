@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator.store import JobStore, parse_rfc3339
+from airflow_vertex_dist.emulator.store import JobStore, _after, parse_rfc3339
 
 PARENT = "projects/p/locations/us-central1"
 
@@ -110,3 +110,16 @@ def test_parse_rfc3339_accepts_nanos_and_offsets_and_rejects_naive() -> None:
     assert a == b
     with pytest.raises(ValueError, match="no time zone"):
         parse_rfc3339("2026-01-02T03:04:05")
+
+
+def test_update_time_strictly_increases_per_job(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "jobs.sqlite3")
+    name = store.insert("customJobs", PARENT, {})["name"]
+    # Many updates within the clock's resolution still give distinct, increasing revisions.
+    stamps = [store.update(name, lambda b: None)["updateTime"] for _ in range(200)]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    store.update(name, lambda b: b.update(updateTime="2999-01-01T00:00:00.000000Z"))  # fn cannot set it
+    assert store.get(name)["updateTime"] < "2999"
+    # A clock that has not moved past the previous revision (or went back) still moves forward.
+    assert _after("2999-01-01T00:00:00.999999Z") == "2999-01-01T00:00:01.000000Z"
+    assert _after("2000-01-01T00:00:00.000000Z") > "2020"
