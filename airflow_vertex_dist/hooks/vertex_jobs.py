@@ -296,12 +296,13 @@ class VertexJobsHook(_VertexHookBase):
     def _create(self, kind: JobKind, body: dict[str, Any]) -> dict[str, Any]:
         from airflow_vertex_dist.hooks._clients import is_transient, job_from_dict, job_to_dict
 
-        labels = dict(body.get("labels") or {})
+        # A token from an earlier job's body (a copied job dict) must not make us "find" that job.
+        labels = {k: v for k, v in (body.get("labels") or {}).items() if k != CREATE_TOKEN_LABEL}
         validate_labels(labels, field="body.labels")
         token_labels: dict[str, str] | None = None
-        if len(labels) < MAX_LABELS and CREATE_TOKEN_LABEL not in labels:
+        if len(labels) < MAX_LABELS:
             token_labels = {CREATE_TOKEN_LABEL: "t" + uuid.uuid4().hex}
-            body = {**body, "labels": {**labels, **token_labels}}
+        body = {**body, "labels": {**labels, **(token_labels or {})}}
         message = job_from_dict(kind, body)
         rpc = _RPC[kind]
         method: Callable[..., Any] = getattr(self.get_conn(), rpc["create"])

@@ -7,6 +7,8 @@ to the triggers waiting on it. A registered job missing from the list has left i
 deleted, or is not ours: a job without the ``managed-by`` label is only ever polled by Get), so the
 poller makes one Get for each such job. N waiting jobs thus cost ``ceil(N / page_size)`` List calls
 plus one Get per job that changed to a terminal state (or is unmanaged), per interval -- not N Gets.
+A newly registered job costs one Get (up to ten per cycle; a larger burst, such as a triggerer
+starting with many deferred tasks, is served by one List without the create-time bound).
 
 Transient API errors never end a wait: the hook retries them with backoff, and a cycle that still
 fails is retried at the next interval with a growing delay. A job that no longer exists is reported
@@ -63,6 +65,8 @@ DEFAULT_PAGE_SIZE = 100
 MAX_BACKOFF_S = 60.0
 #: After a new waiter wakes the poller, wait this long so a burst of registrations shares one cycle.
 REGISTRATION_SETTLE_S = 0.05
+#: New waiters of one cycle fetched by Get; more than this and the cycle's List is not time-bounded.
+NEW_JOBS_BY_GET = 10
 #: Concurrent Get calls of one poll cycle.
 MAX_CONCURRENT_GETS = 10
 #: The retry policy of the poller's hook: short deadline, the poller itself retries at the next cycle.
@@ -266,10 +270,12 @@ class JobPoller:
             and self._known[name].managed
             and self._known[name].state not in TERMINAL_STATES
         ]
-        if unknown or live_managed:
-            # Without a create time for every registered job (new ones are not seen yet), no bound.
+        # A few new waiters are looked up by Get (learning their create time keeps the List bounded);
+        # a burst of them (a triggerer start) goes through one unbounded List instead.
+        burst = len(unknown) > NEW_JOBS_BY_GET
+        if burst or live_managed:
             oldest = None
-            if not unknown and all(k.create_time for k in live_managed):
+            if not burst and all(k.create_time for k in live_managed):
                 oldest = min((k.create_time for k in live_managed), key=rfc3339_key)
             jobs = await self.hook.list_jobs(
                 self.key.kind, filter=list_filter(oldest), page_size=self.page_size

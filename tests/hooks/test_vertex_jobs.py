@@ -233,3 +233,28 @@ def test_async_hook_makes_one_client_per_event_loop(em: Emulator, grpc_conn: str
     asyncio.run(two_calls())  # a new loop: the old loop's channel is not reused
     assert clients[0] is not clients[1]
     asyncio.run(hook.close())
+
+
+def test_a_copied_create_token_is_replaced(em: Emulator, grpc_conn: str) -> None:
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        old = hook.create_custom_job(testing.container_job("token-a", SLEEP))
+        copied = {**testing.container_job("token-b", SLEEP), "labels": dict(old["labels"])}
+        lost = []
+        original = em.service.call
+
+        def call(name: str, request: Any) -> Any:
+            response = original(name, request)
+            if name == "CreateCustomJob" and not lost:
+                lost.append(response.name)
+                raise ApiError("UNAVAILABLE", "injected fault: response lost")
+            return response
+
+        em.service.call = call  # type: ignore[method-assign]
+        try:
+            new = hook.create_custom_job(copied)
+        finally:
+            del em.service.call
+        assert new["name"] == lost[0] != old["name"]
+        assert new["labels"][CREATE_TOKEN_LABEL] != old["labels"][CREATE_TOKEN_LABEL]
+        hook.cancel_job(old["name"])
+        hook.cancel_job(new["name"])

@@ -175,3 +175,30 @@ async def test_watch_job_gives_the_full_job_on_every_poll(em: Emulator) -> None:
     assert seen[-1]["webAccessUris"] == {"workerpool0-0": "http://x"}
     assert "jobSpec" in seen[-1]  # the full job, not the compact one
     assert poller.active_pollers() == []
+
+
+async def test_a_few_new_waiters_cost_one_get_each(em: Emulator) -> None:
+    parent = "projects/poller-new/locations/us-central1"
+    late = insert_jobs(em, parent, 2)  # created before the others: outside the List's create-time bound
+    first = insert_jobs(em, parent, 3)
+    tasks = [asyncio.create_task(first_event(VertexJobTrigger(job_name=n, poll_interval=0.2))) for n in first]
+    try:
+        await eventually(lambda: len(poller.active_pollers()) == 1)
+        (shared,) = poller.active_pollers()
+        await eventually(lambda: len(shared._known) == 3)
+        await shared.next_cycle()
+        before = em.call_counts()
+        tasks += [
+            asyncio.create_task(first_event(VertexJobTrigger(job_name=n, poll_interval=0.2))) for n in late
+        ]
+        await eventually(lambda: len(shared._known) == 5)
+        # the bounded List misses them: one Get each (a new job inside the bound needs none)
+        assert delta(em.call_counts(), before) == {"ListCustomJobs": 1, "GetCustomJob": 2}
+        await shared.next_cycle()
+        before = em.call_counts()
+        await shared.next_cycle()
+        assert delta(em.call_counts(), before) == {"ListCustomJobs": 1}
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
