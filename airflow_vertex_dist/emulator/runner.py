@@ -8,8 +8,13 @@ CANCELLED (CANCELLING in between), with ``startTime``/``endTime``, exactly as th
   port on the emulator's host (``127.0.0.1``): ``CLUSTER_SPEC``/``TF_CONFIG`` hold ``host:port``
   addresses the replicas can really bind and connect to.
 - Every replica of every pool is a process in its own process group (procs.py); stdout and stderr
-  go to ``<state_dir>/logs/<job id>/<replica key>.log``; ``replicas.json`` beside them records each
-  replica's state, pid, exit code and restarts (it outlives the emulator).
+  go to ``<state_dir>/logs/<job id>/<replica key>.log`` (``PYTHONUNBUFFERED=1`` unless the
+  emulator's or the pool's environment says otherwise); its working directory is
+  ``<state_dir>/work/<job id>/<replica key>``. It inherits the emulator's environment minus any
+  ``CLUSTER_SPEC``/``TF_CONFIG``/``AIP_*``/``CLOUD_ML_*``, then gets the pool's ``env`` (with
+  ``$(VAR)`` expansion) and the service's variables (cluster.py), which win over both.
+  ``replicas.json`` beside the logs records each replica's state, pid, exit code and restarts
+  (it outlives the emulator).
 - Container specs run ``command + args`` on the host; a spec without ``command`` runs
   ``config.image_map[imageUri] + args`` (the image's entrypoint), and fails the job when the image
   is not mapped. Python package specs run ``<python> -m <pythonModule> <args>`` where ``<python>``
@@ -350,6 +355,9 @@ class CustomJobRun(JobDriver):
         logs = self.log_dir()
         logs.mkdir(parents=True, exist_ok=True)
         base_env = {k: v for k, v in os.environ.items() if not k.startswith(RESERVED_ENV_PREFIXES)}
+        # unbuffered Python output, so a replica's log (and a failed job's log tail) is complete even
+        # when the replica is killed; a pool's own env can still set it otherwise
+        base_env.setdefault("PYTHONUNBUFFERED", "1")
         base_uri = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
         try:
             for uri in output_dirs(base_uri).values():
