@@ -602,6 +602,11 @@ class PscInterfaceConfig(SpecModel):
     network_attachment: str | None = None
     dns_peering_configs: tuple[DnsPeeringConfig, ...] = ()
 
+    @field_validator("network_attachment")
+    @classmethod
+    def _attachment(cls, value: str | None) -> str | None:
+        return None if value is None else _nonblank("network_attachment", value)
+
     def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.network_attachment is not None:

@@ -335,6 +335,11 @@ class ConvexAutomatedStopping(SpecModel):
     use_elapsed_duration: bool = False
     update_all_stopped_trials: bool | None = None
 
+    @field_validator("learning_rate_parameter_name")
+    @classmethod
+    def _lr_name(cls, value: str | None) -> str | None:
+        return None if value is None else _check_id("learning_rate_parameter_name", value)
+
     @model_validator(mode="after")
     def _check(self) -> Self:
         lo, hi = self.min_step_count, self.max_step_count
@@ -472,7 +477,9 @@ class Study(SpecModel):
             if key in spec and spec[key] is not None:
                 stop = _api.as_dict(title, (*loc, name), spec[key])
                 data[name] = {
-                    _api.snake(k): _api.as_int(v) for k, v in stop.items() if v is not False and v != ""
+                    _api.snake(k): _api.as_int(v)
+                    for k, v in stop.items()
+                    if not (k == "useElapsedDuration" and v is False) and v != ""
                 }
         return data
 

@@ -1,0 +1,316 @@
+"""``from_api``: v1 JSON bodies back into the model, with the service's rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from airflow_vertex_dist.specs import (
+    DistributedTrainingJob,
+    HyperparameterTuningJob,
+    ReductionServer,
+    Scheduling,
+    error_lines,
+)
+from airflow_vertex_dist.specs.examples import (
+    A2_MEGAGPU_REDUCTION_SERVER,
+    EVALUATOR_EXAMPLE,
+    PARAMETER_SERVER_EXAMPLE,
+    SEED_REDUCTION_SERVER,
+    TUNING_EXAMPLE,
+)
+
+from ._helpers import canonical, parse_proto, pool, to_json_body
+
+FULL = DistributedTrainingJob.model_validate(
+    {
+        "display_name": "everything",
+        "location": "europe-west4",
+        "primary": {
+            "machine": {
+                "machine_type": "a2-highgpu-1g",
+                "accelerator_type": "NVIDIA_TESLA_A100",
+                "accelerator_count": 1,
+                "gpu_partition_size": "1g.5gb",
+                "reservation_affinity": {
+                    "reservation_affinity_type": "SPECIFIC_RESERVATION",
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["projects/p/zones/europe-west4-a/reservations/r"],
+                },
+            },
+            "disk": {"boot_disk_type": "pd-standard", "boot_disk_size_gb": 250},
+            "python_package": {
+                "executor_image_uri": "example.com/ml/executor:2.1",
+                "package_uris": ["gs://bucket/trainer-0.1.tar.gz"],
+                "python_module": "trainer.task",
+                "args": ["--epochs=2"],
+                "env": {"B": "2", "A": "$(B)"},
+            },
+            "nfs_mounts": [{"server": "10.0.0.2", "path": "/export", "mount_point": "data"}],
+            "lustre_mounts": [
+                {"instance_ip": "10.0.0.3", "volume_handle": "v", "filesystem": "fs", "mount_point": "lustre"}
+            ],
+        },
+        "workers": {
+            "machine": {
+                "machine_type": "a2-highgpu-1g",
+                "accelerator_type": "NVIDIA_TESLA_A100",
+                "accelerator_count": 1,
+            },
+            "replica_count": 3,
+            "container": {
+                "image_uri": "example.com/ml/trainer:1.0",
+                "command": ["python", "-m", "t"],
+                "args": ["-v"],
+            },
+        },
+        "reduction_server": {"replica_count": 3, "machine_type": "n2-highcpu-16"},
+        "evaluators": {
+            "machine": {"machine_type": "e2-standard-4"},
+            "container": {"image_uri": "example.com/e:1"},
+        },
+        "scheduling": {
+            "timeout": "5400s",
+            "restart_job_on_worker_restart": True,
+            "strategy": "FLEX_START",
+            "disable_retries": True,
+            "max_wait_duration": 1800.5,
+        },
+        "service_account": "trainer@p.iam.gserviceaccount.com",
+        "network": "projects/123/global/networks/vpc",
+        "reserved_ip_ranges": ["vertex-range"],
+        "psc_interface_config": {
+            "network_attachment": "projects/p/regions/europe-west4/networkAttachments/na",
+            "dns_peering_configs": [{"domain": "corp.", "target_project": "p", "target_network": "n"}],
+        },
+        "base_output_directory": "gs://bucket/out",
+        "protected_artifact_location_id": "europe-west1",
+        "tensorboard": "projects/p/locations/europe-west4/tensorboards/1",
+        "enable_web_access": True,
+        "enable_dashboard_access": True,
+        "persistent_resource_id": "pool-1",
+        "experiment": "projects/p/locations/europe-west4/metadataStores/default/contexts/exp",
+        "experiment_run": "projects/p/locations/europe-west4/metadataStores/default/contexts/exp-run1",
+        "models": ["projects/p/locations/europe-west4/models/m@2"],
+        "labels": {"team": "ml", "env": "prod"},
+        "encryption_key": "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k",
+    }
+)
+
+SPECS: dict[str, DistributedTrainingJob | HyperparameterTuningJob] = {
+    "seed": SEED_REDUCTION_SERVER,
+    "a2": A2_MEGAGPU_REDUCTION_SERVER,
+    "ps": PARAMETER_SERVER_EXAMPLE,
+    "evaluator": EVALUATOR_EXAMPLE,
+    "tuning": TUNING_EXAMPLE,
+    "full": FULL,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_round_trip(name: str) -> None:
+    spec = SPECS[name]
+    body = spec.to_api()
+    tuning = isinstance(spec, HyperparameterTuningJob)
+    parse_proto(body, tuning)
+    assert type(spec).from_api(body).to_api() == body
+    # The proto's own JSON (int64 as strings, enums as numbers or names, defaults written out).
+    for kwargs in ({}, {"use_integers_for_enums": False}):
+        assert canonical(type(spec).from_api(to_json_body(spec, **kwargs)).to_api()) == canonical(body)
+
+
+def test_full_spec_reaches_every_field() -> None:
+    body = FULL.to_api()
+    spec = body["jobSpec"]
+    assert set(spec) == {
+        "workerPoolSpecs",
+        "scheduling",
+        "serviceAccount",
+        "network",
+        "reservedIpRanges",
+        "pscInterfaceConfig",
+        "baseOutputDirectory",
+        "protectedArtifactLocationId",
+        "tensorboard",
+        "enableWebAccess",
+        "enableDashboardAccess",
+        "persistentResourceId",
+        "experiment",
+        "experimentRun",
+        "models",
+    }
+    assert spec["scheduling"] == {
+        "timeout": "5400s",
+        "restartJobOnWorkerRestart": True,
+        "strategy": "FLEX_START",
+        "disableRetries": True,
+        "maxWaitDuration": "1800.500000s",
+    }
+    assert spec["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] == [
+        {"name": "B", "value": "2"},
+        {"name": "A", "value": "$(B)"},
+    ]
+    assert spec["workerPoolSpecs"][2]["containerSpec"]["imageUri"].startswith("europe-docker.pkg.dev/")
+    assert body["encryptionSpec"] == {"kmsKeyName": FULL.encryption_key}
+    assert body["labels"] == {"team": "ml", "env": "prod"}
+
+
+def test_from_api_ignores_output_only_fields() -> None:
+    body = SEED_REDUCTION_SERVER.to_api()
+    body.update(
+        {
+            "name": "projects/1/locations/us-central1/customJobs/2",
+            "state": "JOB_STATE_RUNNING",
+            "createTime": "2026-01-01T00:00:00Z",
+            "webAccessUris": {"workerpool0-0": "https://x"},
+        }
+    )
+    assert DistributedTrainingJob.from_api(body).to_api() == SEED_REDUCTION_SERVER.to_api()
+
+
+def _lines(exc: pytest.ExceptionInfo[ValidationError]) -> str:
+    return "\n".join(error_lines(exc.value))
+
+
+def test_from_api_rejects_unknown_fields_with_their_path() -> None:
+    body = SEED_REDUCTION_SERVER.to_api()
+    body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["gpuCount"] = 8
+    with pytest.raises(ValidationError) as info:
+        DistributedTrainingJob.from_api(body)
+    assert "primary.machine.gpu_count: Extra inputs are not permitted" in _lines(info)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            lambda b: (
+                b["jobSpec"]["workerPoolSpecs"].append({"replicaCount": 1})
+                or b["jobSpec"]["workerPoolSpecs"].append({"replicaCount": 1})
+            ),
+            "worker_pool_specs: at most 4 pools",
+        ),
+        (
+            lambda b: b["jobSpec"].update(workerPoolSpecs=[]),
+            "worker_pool_specs: pool 0 (primary) is required",
+        ),
+        (
+            lambda b: b["jobSpec"].update(workerPoolSpecs=[{}, b["jobSpec"]["workerPoolSpecs"][1]]),
+            "pool 0 (primary) is required",
+        ),
+        (
+            lambda b: b["jobSpec"]["workerPoolSpecs"][2]["containerSpec"].update(args=["--fast"]),
+            "reduction_server: the Reduction Server image takes no command, args or env",
+        ),
+        (
+            lambda b: b["jobSpec"]["workerPoolSpecs"][2]["machineSpec"].update(
+                acceleratorType="NVIDIA_TESLA_T4", acceleratorCount=1
+            ),
+            "reduction_server: reducers must not have accelerators (got NVIDIA_TESLA_T4 x1)",
+        ),
+        (lambda b: b["jobSpec"]["workerPoolSpecs"][0].update(replicaCount="2"), "primary.replica_count"),
+        (
+            lambda b: b["jobSpec"]["workerPoolSpecs"][1]["containerSpec"].update(
+                imageUri="europe-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:v2"
+            ),
+            "workers.container.image_uri: the Reduction Server image runs only in worker pool 2",
+        ),
+        (lambda b: b.pop("displayName"), "display_name: Field required"),
+        (
+            lambda b: b["jobSpec"]["workerPoolSpecs"][0]["containerSpec"].update(
+                env=[{"name": "A"}, {"name": "A"}]
+            ),
+            "env: duplicate variable name 'A'",
+        ),
+        (lambda b: b["jobSpec"].update(workerPoolSpecs={"0": {}}), "worker_pool_specs: must be a JSON array"),
+        (
+            lambda b: b["jobSpec"]["workerPoolSpecs"][0]["machineSpec"].update(acceleratorType=99),
+            "primary.machine.accelerator_type: Input should be",
+        ),
+    ],
+)
+def test_from_api_refusals(edit: Any, expected: str) -> None:
+    body = copy.deepcopy(SEED_REDUCTION_SERVER.to_api())
+    edit(body)
+    with pytest.raises(ValidationError) as info:
+        DistributedTrainingJob.from_api(body)
+    assert expected in _lines(info)
+
+
+def test_from_api_rejects_non_object_body() -> None:
+    with pytest.raises(ValidationError):
+        DistributedTrainingJob.from_api([1, 2])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        HyperparameterTuningJob.from_api("x")  # type: ignore[arg-type]
+
+
+def test_server_side_accepts_undersized_reducers_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    body = SEED_REDUCTION_SERVER.to_api()
+    body["jobSpec"]["workerPoolSpecs"][2]["replicaCount"] = 4
+    with caplog.at_level(logging.WARNING, logger="airflow_vertex_dist.specs"):
+        spec = DistributedTrainingJob.from_api(body)
+    assert spec.reduction_server is not None and spec.reduction_server.allow_undersized
+    assert spec.to_api() == body
+    assert any(
+        "use 16 or more" in r.getMessage() and r.name == "airflow_vertex_dist.specs" for r in caplog.records
+    )
+
+
+def test_client_side_undersized_needs_explicit_override(caplog: pytest.LogCaptureFixture) -> None:
+    fields = {
+        "display_name": "x",
+        "primary": SEED_REDUCTION_SERVER.primary,
+        "workers": SEED_REDUCTION_SERVER.workers,
+    }
+    with pytest.raises(ValidationError, match="or set allow_undersized=True"):
+        DistributedTrainingJob(**fields, reduction_server=ReductionServer(replica_count=10))
+    with caplog.at_level(logging.WARNING, logger="airflow_vertex_dist.specs"):
+        spec = DistributedTrainingJob(
+            **fields, reduction_server=ReductionServer(replica_count=10, allow_undersized=True)
+        )
+    assert spec.reducer_count == 10
+    assert "10 x n1-highcpu-16 give 320 Gbps, below the 500 Gbps" in caplog.text
+
+
+def test_tuning_from_api_refusals() -> None:
+    body = TUNING_EXAMPLE.to_api()
+    body["studySpec"]["observationNoise"] = "HIGH"
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuningJob.from_api(body)
+    assert "study.observation_noise: Extra inputs are not permitted" in _lines(info)
+    body = TUNING_EXAMPLE.to_api()
+    child = body["studySpec"]["parameters"][2]["conditionalParameterSpecs"][0]
+    child["parentIntValues"] = {"values": [1]}
+    del child["parentCategoricalValues"]
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuningJob.from_api(body)
+    assert "parentCategoricalValues (got parentIntValues)" in _lines(info)
+    body = TUNING_EXAMPLE.to_api()
+    body["studySpec"]["parameters"][0]["doubleValueSpec"]["defaultValue"] = 0.01
+    with pytest.raises(ValidationError) as info:
+        HyperparameterTuningJob.from_api(body)
+    assert "default_value: Extra inputs are not permitted" in _lines(info)
+
+
+def test_durations_accept_seconds_strings_numbers_and_iso() -> None:
+    assert Scheduling(timeout="90s").to_api() == {"timeout": "90s"}
+    assert Scheduling.model_validate({"timeout": 1.25}).to_api() == {"timeout": "1.250000s"}
+    assert Scheduling.model_validate({"timeout": "PT2H"}).to_api() == {"timeout": "7200s"}
+    assert json.loads(Scheduling(timeout="3600s").model_dump_json())["timeout"] == "3600s"
+
+
+def test_tuning_display_name_defaults_to_trial_job() -> None:
+    spec = HyperparameterTuningJob(
+        trial_job=TUNING_EXAMPLE.trial_job, study=TUNING_EXAMPLE.study, max_trial_count=3
+    )
+    assert spec.to_api()["displayName"] == "tune-trainer-trial"
+    assert spec.to_api()["parallelTrialCount"] == 1 and "maxFailedTrialCount" not in spec.to_api()
+
+
+def test_pool_helper_builds_valid_pools() -> None:
+    assert pool(replicas=2).replica_count == 2
