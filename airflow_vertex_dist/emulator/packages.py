@@ -10,18 +10,27 @@ sdists build with the build backend (setuptools...) of that interpreter. The rep
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from airflow_vertex_dist.emulator.gcs import to_local_path
 
-__all__ = ["PackageInstallError", "install_packages", "resolve_package_uris"]
+__all__ = ["InstallInterrupted", "PackageInstallError", "install_packages", "resolve_package_uris"]
 
 
 class PackageInstallError(RuntimeError):
     """The packages of a pool could not be installed; the message says which and why."""
+
+
+class InstallInterrupted(PackageInstallError):
+    """The install was stopped because the job was cancelled or the emulator is closing."""
 
 
 def resolve_package_uris(uris: Sequence[str], gcs_root: Path, *, field: str) -> list[Path]:
@@ -49,6 +58,7 @@ def install_packages(
     field: str,
     python: str = sys.executable,
     timeout_s: float = 600.0,
+    stop: threading.Event | None = None,
 ) -> Path:
     """Install ``uris`` into ``target`` (created); pip's output goes to ``log_path``. Returns ``target``."""
     paths = resolve_package_uris(uris, gcs_root, field=field)
@@ -69,16 +79,31 @@ def install_packages(
         str(target),
         *(str(p) for p in paths),
     ]
+    deadline = time.monotonic() + timeout_s
     with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s
-            )
-        except subprocess.TimeoutExpired:
-            raise PackageInstallError(f"{field}: pip install took longer than {timeout_s:.0f}s") from None
-    if done.returncode != 0:
+            while True:  # wait for pip, but give up when the job is cancelled or the emulator closes
+                try:
+                    proc.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    if stop is not None and stop.is_set():
+                        raise InstallInterrupted(f"{field}: pip install interrupted") from None
+                    if time.monotonic() > deadline:
+                        raise PackageInstallError(
+                            f"{field}: pip install took longer than {timeout_s:.0f}s"
+                        ) from None
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    if proc.returncode != 0:
         tail = log_path.read_text(errors="replace").splitlines()[-10:]
         raise PackageInstallError(
-            f"{field}: pip install failed with exit code {done.returncode}:\n" + "\n".join(tail)
+            f"{field}: pip install failed with exit code {proc.returncode}:\n" + "\n".join(tail)
         )
     return target

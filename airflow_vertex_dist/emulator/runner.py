@@ -74,7 +74,7 @@ from airflow_vertex_dist.emulator.cluster import (
 )
 from airflow_vertex_dist.emulator.config import EmulatorConfig
 from airflow_vertex_dist.emulator.gcs import to_local_path
-from airflow_vertex_dist.emulator.packages import PackageInstallError, install_packages
+from airflow_vertex_dist.emulator.packages import InstallInterrupted, PackageInstallError, install_packages
 from airflow_vertex_dist.emulator.procs import free_ports, read_tail, spawn
 from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobStore, now_rfc3339
 
@@ -118,6 +118,10 @@ class _JobError(Exception):
         self.message = message
 
 
+class _Interrupted(Exception):
+    """Preparation stopped for a cancel or close request."""
+
+
 class JobDriver(threading.Thread):
     """A job's driver thread: the QUEUED/PENDING phases, cancel/close events, terminal updates."""
 
@@ -134,14 +138,18 @@ class JobDriver(threading.Thread):
         self.closing = False
         self.final_state: str | None = None
         self.done = threading.Event()
+        #: set with every cancel/close request, for work that cannot read the event queue (pip)
+        self.stop_requested = threading.Event()
 
     # -- requests from other threads ----------------------------------------------------------
 
     def request_cancel(self) -> None:
         self.events.put(("cancel",))
+        self.stop_requested.set()
 
     def request_close(self) -> None:
         self.events.put(("close",))
+        self.stop_requested.set()
 
     # -- helpers for subclasses ---------------------------------------------------------------
 
@@ -307,6 +315,10 @@ class CustomJobRun(JobDriver):
         try:
             self._prepare(spec)
             self._start_all()
+        except _Interrupted:  # a cancel or close is in the queue
+            while not self.handle_control(self.events.get()):
+                pass
+            return
         except _JobError as exc:
             self.finish("JOB_STATE_FAILED", exc.code, exc.message)
             return
@@ -322,9 +334,8 @@ class CustomJobRun(JobDriver):
             break
         uris: dict[str, str] = {}
         if spec.get("enableWebAccess"):
-            base = (self.config.web_base_url or f"http://{self.config.host}:{self.config.rest_port}").rstrip(
-                "/"
-            )
+            default = f"http://{self.config.host}:{self.config.rest_port}"
+            base = (self.config.web_base_url or default).rstrip("/")
             uris = {key: f"{base}/web/{self.job_name}/{key}" for key in self.slots}
         fields: dict[str, Any] = {"startTime": now_rfc3339()}
         if uris:
@@ -442,7 +453,10 @@ class CustomJobRun(JobDriver):
                         gcs_root=self.config.gcs_root,
                         log_path=self.log_dir() / f"install-workerpool{rep.pool}.log",
                         field=f"{pool_field}.pythonPackageSpec.packageUris",
+                        stop=self.stop_requested,
                     )
+                except InstallInterrupted:
+                    raise _Interrupted from None
                 except PackageInstallError as exc:
                     raise _JobError(3, str(exc)) from None
             executor = str(package.get("executorImageUri", ""))

@@ -258,16 +258,15 @@ def test_single_replica_python_package_from_gcs_has_no_tf_config(env: Any, tmp_p
     assert out["model_dir"] is None  # no baseOutputDirectory, no AIP_* dirs
 
 
-def _sdist(path: Path) -> Path:
+def _sdist(path: Path, setup_prelude: str = "") -> Path:
     """A setuptools sdist of package ``sdtrainer`` (module ``sdtrainer.task``), built by hand."""
     import io
     import tarfile
 
     sdist = path / "sdtrainer-0.1.tar.gz"
     files = {
-        "setup.py": (
-            "from setuptools import setup\nsetup(name='sdtrainer', version='0.1', packages=['sdtrainer'])\n"
-        ),
+        "setup.py": setup_prelude
+        + "from setuptools import setup\nsetup(name='sdtrainer', version='0.1', packages=['sdtrainer'])\n",
         "PKG-INFO": "Metadata-Version: 2.1\nName: sdtrainer\nVersion: 0.1\n",
         "sdtrainer/__init__.py": "",
         "sdtrainer/task.py": "import sys\nprint('sdist trainer', *sys.argv[1:], flush=True)\n",
@@ -302,6 +301,35 @@ def test_python_package_from_a_local_sdist(env: Any, tmp_path: Path) -> None:
     assert job["state"] == "JOB_STATE_SUCCEEDED", job.get("error")
     view = runner.replica_view(name, "workerpool0-0")
     assert view is not None and view["logTail"] == ["sdist trainer --lr=0.1"]
+
+
+def test_cancel_while_packages_install(env: Any, tmp_path: Path) -> None:
+    store, config, runner = env
+    started = tmp_path / "pip-started"
+    prelude = f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpgrp()))\ntime.sleep(60)\n"
+    sdist = _sdist(tmp_path, prelude)
+    spec = {
+        "workerPoolSpecs": [
+            {
+                "replicaCount": "1",
+                "pythonPackageSpec": {
+                    "executorImageUri": "x",
+                    "packageUris": [str(sdist)],
+                    "pythonModule": "m",
+                },
+            }
+        ]
+    }
+    name = create(store, runner, spec)
+    wait_for(lambda: started.exists() and started.read_text(), what="pip to run setup.py")
+    assert store.get(name)["state"] == "JOB_STATE_PENDING"  # packages install while PENDING
+    pip_group = int(started.read_text())
+    t0 = time.monotonic()
+    runner.cancel(name)
+    job = finished(store, name)
+    assert job["state"] == "JOB_STATE_CANCELLED" and time.monotonic() - t0 < 5
+    assert "startTime" not in job
+    wait_for(lambda: in_groups({pip_group}) == [], what="pip to be stopped")
 
 
 def test_missing_package_and_unmapped_image_fail_clearly(env: Any) -> None:
