@@ -252,20 +252,26 @@ class VertexJobsHook(_VertexHookBase):
         super().__init__(
             vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
         )
-        self._client: Any = None
+        self._clients: dict[str, Any] = {}
 
-    def get_conn(self) -> Any:
-        """The ``JobServiceClient`` (created on first use, then reused)."""
-        if self._client is None:
+    def get_conn(self, location: str | None = None) -> Any:
+        """The ``JobServiceClient`` for ``location`` (default: the hook's), created once and reused.
+
+        Vertex AI serves each region on its own endpoint, so a job is reached through its location's
+        client (the emulator serves every location on one endpoint).
+        """
+        where = location or self.location
+        client = self._clients.get(where)
+        if client is None:
             from airflow_vertex_dist.hooks._clients import build_sync_client
 
-            self._client = build_sync_client(self.connection, self.location)
-        return self._client
+            client = self._clients[where] = build_sync_client(self.connection, where)
+        return client
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.transport.close()
-            self._client = None
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            client.transport.close()
 
     def __enter__(self) -> VertexJobsHook:
         return self
@@ -273,10 +279,10 @@ class VertexJobsHook(_VertexHookBase):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, kind: JobKind, op: str, **kwargs: Any) -> Any:
+    def _call(self, kind: JobKind, op: str, location: str | None = None, **kwargs: Any) -> Any:
         from airflow_vertex_dist.hooks._clients import sync_retry
 
-        method = getattr(self.get_conn(), _RPC[kind][op])
+        method = getattr(self.get_conn(location), _RPC[kind][op])
         return method(
             **kwargs,
             retry=sync_retry(self.retry_policy, self._log_retry),
@@ -330,8 +336,8 @@ class VertexJobsHook(_VertexHookBase):
     def get_job(self, name: str) -> dict[str, Any]:
         from airflow_vertex_dist.hooks._clients import job_to_dict
 
-        kind = parse_job_name(name, field="name").kind
-        return job_to_dict(self._call(kind, "get", name=name))
+        job_name = parse_job_name(name, field="name")
+        return job_to_dict(self._call(job_name.kind, "get", job_name.location, name=name))
 
     def list_jobs(
         self,
@@ -351,13 +357,13 @@ class VertexJobsHook(_VertexHookBase):
 
     def cancel_job(self, name: str) -> None:
         """Ask the service to cancel (best effort; the job goes CANCELLING then CANCELLED)."""
-        kind = parse_job_name(name, field="name").kind
-        self._call(kind, "cancel", name=name)
+        job_name = parse_job_name(name, field="name")
+        self._call(job_name.kind, "cancel", job_name.location, name=name)
 
     def delete_job(self, name: str) -> None:
         """Send Delete (a long-running operation; its completion is not awaited)."""
-        kind = parse_job_name(name, field="name").kind
-        self._call(kind, "delete", name=name)
+        job_name = parse_job_name(name, field="name")
+        self._call(job_name.kind, "delete", job_name.location, name=name)
 
     def list_trials(self, name: str) -> list[dict[str, Any]]:
         """The trials of a tuning job (the JobService returns them inside the job)."""
@@ -434,7 +440,7 @@ class VertexJobsAsyncHook(_VertexHookBase):
         super().__init__(
             vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
         )
-        self._client: Any = None
+        self._clients: dict[str, Any] = {}
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._sync: VertexJobsHook | None = None
 
@@ -445,18 +451,21 @@ class VertexJobsAsyncHook(_VertexHookBase):
         assert self._conn is not None
         return self._conn
 
-    async def get_async_conn(self) -> Any:
-        """The ``JobServiceAsyncClient`` of the running event loop (gRPC transport)."""
+    async def get_async_conn(self, location: str | None = None) -> Any:
+        """The ``JobServiceAsyncClient`` for ``location`` (default: the hook's) in the running event loop
+        (gRPC transport); created once per loop and location, then reused."""
         conn = await self.aconnection()
         loop = asyncio.get_running_loop()
-        if self._client is not None and self._client_loop is not loop:
-            self._client = None  # made for another (now gone) loop; its channel cannot be reused here
-        if self._client is None:
+        if self._client_loop is not loop:
+            self._clients = {}  # made for another (now gone) loop; their channels cannot be reused here
+            self._client_loop = loop
+        where = location or self.location
+        client = self._clients.get(where)
+        if client is None:
             from airflow_vertex_dist.hooks._clients import build_async_client
 
-            self._client = build_async_client(conn, self.location)
-            self._client_loop = loop
-        return self._client
+            client = self._clients[where] = build_async_client(conn, where)
+        return client
 
     def _sync_hook(self) -> VertexJobsHook:
         if self._sync is None:
@@ -470,8 +479,8 @@ class VertexJobsAsyncHook(_VertexHookBase):
         return self._sync
 
     async def close(self) -> None:
-        client, self._client, self._client_loop = self._client, None, None
-        if client is not None:
+        clients, self._clients, self._client_loop = self._clients, {}, None
+        for client in clients.values():
             await client.transport.close()
         if self._sync is not None:
             sync, self._sync = self._sync, None
@@ -486,10 +495,10 @@ class VertexJobsAsyncHook(_VertexHookBase):
     async def _uses_rest(self) -> bool:
         return (await self.aconnection()).transport == "rest"
 
-    async def _call(self, kind: JobKind, op: str, **kwargs: Any) -> Any:
+    async def _call(self, kind: JobKind, op: str, location: str | None = None, **kwargs: Any) -> Any:
         from airflow_vertex_dist.hooks._clients import async_retry
 
-        client = await self.get_async_conn()
+        client = await self.get_async_conn(location)
         method = getattr(client, _RPC[kind][op])
         return await method(
             **kwargs,
@@ -500,10 +509,10 @@ class VertexJobsAsyncHook(_VertexHookBase):
     async def get_job(self, name: str) -> dict[str, Any]:
         from airflow_vertex_dist.hooks._clients import job_to_dict
 
-        kind = parse_job_name(name, field="name").kind
+        job_name = parse_job_name(name, field="name")
         if await self._uses_rest():
             return await asyncio.to_thread(self._sync_hook().get_job, name)
-        return job_to_dict(await self._call(kind, "get", name=name))
+        return job_to_dict(await self._call(job_name.kind, "get", job_name.location, name=name))
 
     async def get_job_or_none(self, name: str) -> dict[str, Any] | None:
         """The job, or ``None`` when it does not exist (deleted)."""
@@ -536,8 +545,8 @@ class VertexJobsAsyncHook(_VertexHookBase):
         return [job_to_dict(job) async for job in pager]
 
     async def cancel_job(self, name: str) -> None:
-        kind = parse_job_name(name, field="name").kind
+        job_name = parse_job_name(name, field="name")
         if await self._uses_rest():
             await asyncio.to_thread(self._sync_hook().cancel_job, name)
             return
-        await self._call(kind, "cancel", name=name)
+        await self._call(job_name.kind, "cancel", job_name.location, name=name)

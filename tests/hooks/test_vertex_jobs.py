@@ -205,15 +205,15 @@ async def test_async_hook(em: Emulator, transport: str) -> None:
     async with VertexJobsAsyncHook(retry_policy=FAST_RETRY) as hook:
         got = await hook.get_job(name)
         assert got["name"] == name
-        client = hook._client
+        client = hook._clients.get("us-central1")
         listed = await hook.list_jobs("customJobs", filter=f'display_name="async-{transport}"')
         assert [j["name"] for j in listed] == [name]
-        assert hook._client is client  # one client for the life of the loop
+        assert hook._clients.get("us-central1") is client  # one client for the life of the loop
         assert (transport == "grpc") == (client is not None)
         missing = name.rsplit("/", 1)[0] + "/42"
         assert await hook.get_job_or_none(missing) is None
         await hook.cancel_job(name)
-    assert hook._client is None
+    assert hook._clients == {}
     update_faults(em.config.faults, {"error_rate": {}})
     await asyncio.to_thread(testing.wait_for_state, em, name, ["JOB_STATE_CANCELLED"], 60.0)
     sync.close()
@@ -225,9 +225,9 @@ def test_async_hook_makes_one_client_per_event_loop(em: Emulator, grpc_conn: str
 
     async def two_calls() -> None:
         await hook.list_jobs("customJobs", page_size=1)
-        clients.append(hook._client)
+        clients.append(hook._clients["us-central1"])
         await hook.list_jobs("customJobs", page_size=1)
-        assert hook._client is clients[-1]
+        assert hook._clients["us-central1"] is clients[-1]
 
     asyncio.run(two_calls())
     asyncio.run(two_calls())  # a new loop: the old loop's channel is not reused
