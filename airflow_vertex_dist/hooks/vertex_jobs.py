@@ -107,6 +107,29 @@ def _newest_first(jobs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(jobs, key=lambda job: rfc3339_key(str(job.get("createTime", ""))), reverse=True)
 
 
+def _connection_form_widgets() -> dict[str, Any]:
+    # Imported by name: these UI packages exist only where the (pre-3.2) web server runs.
+    fieldwidgets = importlib.import_module("flask_appbuilder.fieldwidgets")
+    lazy_gettext = importlib.import_module("flask_babel").lazy_gettext
+    wtforms = importlib.import_module("wtforms")
+
+    widgets: dict[str, Any] = {}
+    for name, spec in connection_fields().items():
+        label = lazy_gettext(spec["label"])
+        if spec["schema"].get("format") == "password":
+            widgets[name] = wtforms.PasswordField(
+                label, widget=fieldwidgets.BS3PasswordFieldWidget(), description=spec["description"]
+            )
+        else:
+            widgets[name] = wtforms.StringField(
+                label,
+                widget=fieldwidgets.BS3TextFieldWidget(),
+                description=spec["description"],
+                default=spec["schema"].get("default"),
+            )
+    return widgets
+
+
 class _VertexHookBase(BaseHook):
     """Connection handling shared by the sync and async hooks. No network in ``__init__``."""
 
@@ -132,35 +155,6 @@ class _VertexHookBase(BaseHook):
         self._credentials_project: str | None = None
 
     # -- connection ------------------------------------------------------------------------------
-    @classmethod
-    def get_connection_form_widgets(cls) -> dict[str, Any]:
-        """wtforms widgets for the connection form (Airflow < 3.2; newer versions read
-        :func:`~airflow_vertex_dist.hooks.connection.connection_type_info` from the provider info)."""
-        # Imported by name: these UI packages exist only where the (pre-3.2) web server runs.
-        fieldwidgets = importlib.import_module("flask_appbuilder.fieldwidgets")
-        lazy_gettext = importlib.import_module("flask_babel").lazy_gettext
-        wtforms = importlib.import_module("wtforms")
-
-        widgets: dict[str, Any] = {}
-        for name, spec in connection_fields().items():
-            label = lazy_gettext(spec["label"])
-            if spec["schema"].get("format") == "password":
-                widgets[name] = wtforms.PasswordField(
-                    label, widget=fieldwidgets.BS3PasswordFieldWidget(), description=spec["description"]
-                )
-            else:
-                widgets[name] = wtforms.StringField(
-                    label,
-                    widget=fieldwidgets.BS3TextFieldWidget(),
-                    description=spec["description"],
-                    default=spec["schema"].get("default"),
-                )
-        return widgets
-
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return ui_field_behaviour()
-
     def _set_connection(self, conn: Connection) -> VertexConnection:
         self._conn = VertexConnection.from_extra(conn.extra_dejson, conn_id=self.vertex_dist_conn_id)
         return self._conn
@@ -253,6 +247,18 @@ class VertexJobsHook(_VertexHookBase):
             vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
         )
         self._clients: dict[str, Any] = {}
+
+    # Defined on this class itself: Airflow (< 3.2) only reads these from the connection type's own hook
+    # class, not from its bases. Airflow >= 3.2 reads the same form from the provider info instead
+    # (connection_type_info()).
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """wtforms widgets for the ``vertex_dist`` connection form (Airflow < 3.2)."""
+        return _connection_form_widgets()
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        return ui_field_behaviour()
 
     def get_conn(self, location: str | None = None) -> Any:
         """The ``JobServiceClient`` for ``location`` (default: the hook's), created once and reused.
