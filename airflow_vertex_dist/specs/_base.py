@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "LOGGER",
+    "SERVER_CONTEXT",
     "Duration",
     "SpecModel",
     "check_labels",
@@ -23,6 +24,9 @@ __all__ = [
 ]
 
 LOGGER = logging.getLogger("airflow_vertex_dist.specs")
+
+#: Validation context of ``from_api``: the rules the service applies, not the stricter client ones.
+SERVER_CONTEXT: dict[str, bool] = {"server": True}
 
 
 class SpecModel(BaseModel):

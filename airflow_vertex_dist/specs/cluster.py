@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from airflow_vertex_dist.specs._base import Duration, SpecModel, duration_to_api, fail
 
@@ -531,19 +531,22 @@ class Scheduling(SpecModel):
     """Queuing and scheduling options (v1 ``Scheduling``).
 
     ``strategy``: STANDARD, SPOT or FLEX_START (the deprecated ON_DEMAND and LOW_COST are
-    refused). ``max_wait_duration`` only applies to FLEX_START.
+    refused in specs, but accepted by ``from_api`` as the service does). ``max_wait_duration``
+    only applies to FLEX_START.
     """
 
     timeout: Duration | None = None
     restart_job_on_worker_restart: bool = False
-    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = None
+    strategy: Literal["STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST"] | None = None
     disable_retries: bool = False
     max_wait_duration: Duration | None = None
 
-    @field_validator("strategy", mode="before")
+    @field_validator("strategy")
     @classmethod
-    def _deprecated(cls, value: Any) -> Any:
-        if value in ("ON_DEMAND", "LOW_COST"):
+    def _deprecated(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # The service still takes the deprecated values (from_api validates with server=True).
+        server = isinstance(info.context, dict) and bool(info.context.get("server"))
+        if value in ("ON_DEMAND", "LOW_COST") and not server:
             fail(f"strategy: {value} is deprecated; use STANDARD or SPOT")
         return value
 

@@ -9,7 +9,7 @@ from typing import Any, Self
 from pydantic import Field, field_validator, model_validator
 
 from airflow_vertex_dist.specs import _api
-from airflow_vertex_dist.specs._base import LOGGER, SpecModel, check_labels, fail
+from airflow_vertex_dist.specs._base import LOGGER, SERVER_CONTEXT, SpecModel, check_labels, fail
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.cluster import (
     Machine,
@@ -396,7 +396,7 @@ class DistributedTrainingJob(SpecModel):
         if location is not None:
             data["location"] = location
         data.update(job_spec_from_api(title, ("job_spec",), body.get("jobSpec")))
-        return cls.model_validate(data)
+        return cls.model_validate(data, context=SERVER_CONTEXT)
 
 
 _CUSTOM_JOB_OUTPUT_ONLY = {

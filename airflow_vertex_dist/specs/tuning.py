@@ -7,7 +7,7 @@ from typing import Any, Self
 from pydantic import Field, field_validator, model_validator
 
 from airflow_vertex_dist.specs import _api
-from airflow_vertex_dist.specs._base import SpecModel, check_labels, fail
+from airflow_vertex_dist.specs._base import SERVER_CONTEXT, SpecModel, check_labels, fail
 from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key, job_spec_from_api
 from airflow_vertex_dist.specs.study import Study
 
@@ -150,4 +150,4 @@ class HyperparameterTuningJob(SpecModel):
             data["encryption_key"] = enc.get("kmsKeyName") or None
         if location is not None:
             data["location"] = location
-        return cls.model_validate(data)
+        return cls.model_validate(data, context=SERVER_CONTEXT)

@@ -314,3 +314,13 @@ def test_tuning_display_name_defaults_to_trial_job() -> None:
 
 def test_pool_helper_builds_valid_pools() -> None:
     assert pool(replicas=2).replica_count == 2
+
+
+def test_deprecated_strategy_refused_in_specs_but_accepted_from_the_api() -> None:
+    with pytest.raises(ValidationError, match="LOW_COST is deprecated"):
+        Scheduling(strategy="LOW_COST")
+    body = PARAMETER_SERVER_EXAMPLE.to_api()
+    body["jobSpec"]["scheduling"] = {"strategy": "ON_DEMAND"}
+    spec = DistributedTrainingJob.from_api(body)
+    assert spec.scheduling is not None and spec.scheduling.strategy == "ON_DEMAND"
+    assert spec.to_api() == body
