@@ -6,6 +6,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from airflow_vertex_dist.emulator.search import (
     Observation,
@@ -160,3 +162,33 @@ def test_default_algorithm_stand_in_improves_on_random() -> None:
         hist.append(Observation(p, (float(p["x"]) - 3.0) ** 2))
     best = min(h.objective for h in hist if h.objective is not None)
     assert best < 0.05  # converges near x = 3; 30 uniform draws on [-10, 10] rarely get this close
+
+
+@given(
+    low=st.floats(min_value=1e-6, max_value=1e3),
+    span=st.floats(min_value=0.0, max_value=1e3),
+    scale=st.sampled_from(["UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE", None]),
+    integer=st.booleans(),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+@settings(max_examples=200, deadline=None)
+def test_samples_stay_feasible(low: float, span: float, scale: str | None, integer: bool, seed: int) -> None:
+    high = low + span
+    if integer:
+        low, high = float(math.ceil(low)), float(math.ceil(low) + math.floor(span))
+        spec = {
+            "parameterId": "p",
+            "integerValueSpec": {"minValue": str(int(low)), "maxValue": str(int(high))},
+        }
+    else:
+        spec = {"parameterId": "p", "doubleValueSpec": {"minValue": low, "maxValue": high}}
+    if scale:
+        spec["scaleType"] = scale
+    (p,) = parse_parameters([spec])
+    rng = random.Random(seed)
+    for base in (None, {"p": low}, {"p": high}):
+        value = sample_point([p], rng, base)["p"]
+        assert low - 1e-9 * max(1.0, abs(low)) <= float(value) <= high + 1e-9 * max(1.0, abs(high))
+        assert isinstance(value, int) == integer
+    for u in (0.0, 0.25, 1.0):
+        assert math.isclose(p.to_unit(p.from_unit(u)), u, abs_tol=1e-6) or high == low
