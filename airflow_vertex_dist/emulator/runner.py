@@ -5,7 +5,7 @@ CANCELLED (CANCELLING in between), with ``startTime``/``endTime``, exactly as th
 
 - ``Faults.queued_s`` / ``pending_s`` hold the job in QUEUED / PENDING (a cancel still ends it).
 - While PENDING, python package specs are installed (see packages.py) and each replica gets a free
-  port on the emulator's host (``127.0.0.1``): ``CLUSTER_SPEC``/``TF_CONFIG`` hold ``host:port``
+  port on ``127.0.0.1`` (whatever address the API binds): ``CLUSTER_SPEC``/``TF_CONFIG`` hold ``host:port``
   addresses the replicas can really bind and connect to.
 - Every replica of every pool is a process in its own process group (procs.py); stdout and stderr
   go to ``<state_dir>/logs/<job id>/<replica key>.log`` (``PYTHONUNBUFFERED=1`` unless the
@@ -78,11 +78,13 @@ from airflow_vertex_dist.emulator.packages import InstallInterrupted, PackageIns
 from airflow_vertex_dist.emulator.procs import free_ports, read_tail, spawn
 from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobStore, now_rfc3339
 
-__all__ = ["JobDriver", "Runner", "job_id_of", "parse_duration"]
+__all__ = ["REPLICA_HOST", "CustomJobRun", "JobDriver", "Runner", "job_id_of", "parse_duration"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600.0
+#: replicas always get loopback addresses, whatever interface the API listens on
+REPLICA_HOST = "127.0.0.1"
 _WAKE_S = 0.25  # how often a running job re-reads the faults
 _REDUCER_CODE = (
     "import signal\n"
@@ -359,7 +361,7 @@ class CustomJobRun(JobDriver):
         self.restart_on_failure = bool(sched.get("restartJobOnWorkerRestart")) and not bool(
             sched.get("disableRetries")
         )
-        host = self.config.host
+        host = REPLICA_HOST
         ports = free_ports(len(replicas), host)
         addresses = {rep.key: f"{host}:{port}" for rep, port in zip(replicas, ports, strict=True)}
         job_dict = job_spec_as_dict(spec)
