@@ -32,7 +32,7 @@ SERVER_CONTEXT: dict[str, bool] = {"server": True}
 class SpecModel(BaseModel):
     """Base of every spec: immutable, unknown keys rejected, buildable from a plain dict."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
 
 
 def fail(rule: str) -> NoReturn:
