@@ -180,3 +180,20 @@ def test_legacy_form_methods_live_on_the_connection_hook_itself() -> None:
     else:  # pragma: no cover - only where the pre-3.2 UI packages are installed
         widgets = VertexJobsHook.get_connection_form_widgets()
         assert set(widgets) == set(connection_fields())
+
+
+def test_connection_type_info_fits_airflows_provider_info_schema() -> None:
+    import importlib.resources
+
+    import jsonschema
+
+    schema = json.loads(
+        importlib.resources.files("airflow").joinpath("provider_info.schema.json").read_text()
+    )
+    info = {
+        "package-name": "airflow-vertex-dist",
+        "name": "n",
+        "description": "d",
+        "connection-types": [connection_type_info()],
+    }
+    jsonschema.validators.validator_for(schema)(schema).validate(info)
