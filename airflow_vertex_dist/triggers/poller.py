@@ -237,6 +237,9 @@ class JobPoller:
                     continue
                 # Woken by new waiters: let a burst of registrations settle into one cycle.
                 await asyncio.sleep(REGISTRATION_SETTLE_S)
+        except Exception as exc:  # a bug, not an API error: never leave waiters hanging on a dead poller
+            log.exception("The %s poller stopped", self.key.kind)
+            self._broadcast(exc)
         finally:
             await self.hook.close()
 
