@@ -25,6 +25,7 @@ __all__ = [
     "alive",
     "connection_env",
     "dag_xcom",
+    "logged",
     "migrate_db",
     "poll",
     "register_dag",
@@ -126,6 +127,12 @@ def poll(check: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0
         if time.monotonic() >= deadline:
             raise TimeoutError(f"not reached within {timeout:g}s: {what or check}")
         time.sleep(interval)
+
+
+def logged(capfd: Any) -> str:
+    """Everything the run printed so far (dag.test() prints the task logs)."""
+    captured = capfd.readouterr()
+    return str(captured.out) + str(captured.err)
 
 
 def alive(pid: int) -> bool:

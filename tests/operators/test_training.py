@@ -19,7 +19,7 @@ from airflow_vertex_dist.operators.spec_field import SpecError
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 
-from .harness import PY, alive, dag_xcom, poll, run_dag, ti_state
+from .harness import PY, alive, dag_xcom, logged, poll, run_dag, ti_state
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
 
@@ -153,7 +153,7 @@ def test_non_deferred_run_renders_the_spec_and_pushes_outputs(vertex_conn: Emula
     assert dag_xcom(dr, "train", "_link_VertexJobLink") == out["console_url"]
 
 
-def test_a_failing_replica_fails_the_task(vertex_conn: Emulator) -> None:
+def test_a_failing_replica_fails_the_task(vertex_conn: Emulator, capfd: Any) -> None:
     with DAG("train_fail", schedule=None, start_date=START) as dag:
         VertexTrainingOperator(
             task_id="train", spec=spec("import sys; sys.exit(3)"), deferrable=False, poll_interval=0.5
@@ -163,6 +163,7 @@ def test_a_failing_replica_fails_the_task(vertex_conn: Emulator) -> None:
     [job] = jobs(vertex_conn)
     assert job["state"] == "JOB_STATE_FAILED"
     assert dag_xcom(dr, "train") is None
+    assert f"AirflowException: job {job['name']} failed: The replica workerpool0-0 exited" in logged(capfd)
 
 
 def test_wait_false_submits_and_returns(vertex_conn: Emulator, tmp_path: Path) -> None:
@@ -258,6 +259,7 @@ def test_other_terminal_states_end_the_task_as_specified(
     vertex_conn: Emulator,
     set_state_when: Any,
     tmp_path: Path,
+    capfd: Any,
     state: str,
     kwargs: dict[str, Any],
     task_state: str,
@@ -275,6 +277,17 @@ def test_other_terminal_states_end_the_task_as_specified(
     assert ti_state(dr, "train") == task_state
     [job] = jobs(vertex_conn)
     assert job["state"] == state
+    expected = {
+        "JOB_STATE_EXPIRED": f"AirflowException: job {job['name']} expired before it could run",
+        "JOB_STATE_PAUSED": f"AirflowException: job {job['name']} stayed PAUSED for 1s (grace 1s)",
+        "JOB_STATE_PARTIALLY_SUCCEEDED": f"job {job['name']} PARTIALLY_SUCCEEDED ("
+        + (
+            "accepted: partial_success='succeed')"
+            if task_state == "success"
+            else "a failure: partial_success='fail')"
+        ),
+    }[state]
+    assert expected in logged(capfd)
 
 
 def test_job_verdict_messages_match_the_trigger() -> None:

@@ -1,0 +1,94 @@
+"""VertexTuningOperator run for real: trials are processes reporting with cloudml-hypertune."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.operators.tuning import VertexTuningOperator
+from airflow_vertex_dist.specs import (
+    Container,
+    DistributedTrainingJob,
+    HyperparameterTuningJob,
+    IntegerParameter,
+    Machine,
+    Metric,
+    Study,
+    WorkerPool,
+)
+
+from .harness import PY, dag_xcom, run_dag, ti_state
+
+pytestmark = pytest.mark.usefixtures("airflow_db")
+
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+PARENT = "projects/test-project/locations/us-central1"
+
+#: loss = (x - 3)^2 + 0.5, minimized; x == 2 reports nothing, so its trial ends INFEASIBLE.
+TRAINER = (
+    "import argparse, hypertune\n"
+    "p = argparse.ArgumentParser(); p.add_argument('--x', type=int); a = p.parse_args()\n"
+    "if a.x != 2:\n"
+    "    hypertune.HyperTune().report_hyperparameter_tuning_metric("
+    "hyperparameter_metric_tag='loss', metric_value=(a.x - 3) ** 2 + 0.5, global_step=1)\n"
+)
+
+
+def tuning_spec(goal: str = "MINIMIZE", *, trials: int = 4) -> HyperparameterTuningJob:
+    return HyperparameterTuningJob(
+        display_name="tune",
+        trial_job=DistributedTrainingJob(
+            display_name="tune-trial",
+            primary=WorkerPool(
+                machine=Machine(machine_type="n1-standard-4"),
+                container=Container(image_uri="python:3.11", command=(PY, "-c", TRAINER)),
+            ),
+        ),
+        study=Study(
+            metrics=(Metric(metric_id="loss", goal=goal),),  # type: ignore[arg-type]
+            parameters=(IntegerParameter(parameter_id="x", min_value=1, max_value=4),),
+            algorithm="GRID_SEARCH",
+        ),
+        max_trial_count=trials,
+        parallel_trial_count=2,
+        max_failed_trial_count=trials,
+    )
+
+
+def tuning_jobs(em: Emulator) -> list[dict[str, Any]]:
+    return em.store.list("hyperparameterTuningJobs", PARENT)
+
+
+def check_outputs(em: Emulator, out: dict[str, Any], goal: str) -> None:
+    [job] = tuning_jobs(em)
+    assert job["state"] == "JOB_STATE_SUCCEEDED"
+    assert out["name"] == job["name"] and out["kind"] == "hyperparameterTuningJobs"
+    assert out["console_url"] == f"{em.rest_endpoint}/ui/{job['name']}"
+    assert out["trial_counts"] == {"total": 4, "done": 4, "succeeded": 3, "infeasible": 1, "active": 0}
+    by_x = {row["parameters"]["x"]: row for row in out["trials"]}
+    assert sorted(by_x) == [1, 2, 3, 4]
+    assert by_x[2]["state"] == "INFEASIBLE" and by_x[2]["metric_value"] is None
+    assert {x: by_x[x]["metric_value"] for x in (1, 3, 4)} == {1: 4.5, 3: 0.5, 4: 1.5}
+    best_x = 3 if goal == "MINIMIZE" else 1
+    assert out["best_trial"] == {
+        "id": by_x[best_x]["id"],
+        "parameters": {"x": best_x},
+        "metric_id": "loss",
+        "metric_value": by_x[best_x]["metric_value"],
+        "goal": goal,
+    }
+
+
+@pytest.mark.parametrize(("deferrable", "goal"), [(False, "MINIMIZE"), (True, "MAXIMIZE")])
+def test_tuning_runs_and_reports_the_best_trial(vertex_conn: Emulator, deferrable: bool, goal: str) -> None:
+    with DAG(f"tune_{goal.lower()}", schedule=None, start_date=START) as dag:
+        VertexTuningOperator(task_id="tune", spec=tuning_spec(goal), deferrable=deferrable, poll_interval=0.3)
+    dr = run_dag(dag)
+    assert ti_state(dr, "tune") == "success"
+    out = dag_xcom(dr, "tune")
+    check_outputs(vertex_conn, out, goal)
+    assert dag_xcom(dr, "tune", "_link_VertexJobLink") == out["console_url"]
