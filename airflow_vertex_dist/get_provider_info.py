@@ -16,8 +16,73 @@ def get_provider_info() -> dict[str, Any]:
         "versions": ["0.1.0"],
         "connection-types": [
             {
-                "hook-class-name": "airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook",
                 "connection-type": "vertex_dist",
+                "hook-class-name": "airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook",
+                "hook-name": "Vertex AI distributed training",
+                "conn-fields": {
+                    "project": {
+                        "label": "Project ID",
+                        "description": "Default Google Cloud project.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "location": {
+                        "label": "Location",
+                        "description": "Default Vertex AI region, e.g. us-central1.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "key_path": {
+                        "label": "Key file path",
+                        "description": "Path to a credentials JSON file. Empty (with no key "
+                        "JSON) means application default credentials.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "keyfile_dict": {
+                        "label": "Key JSON",
+                        "description": "Credentials JSON text (kept secret).",
+                        "schema": {"type": ["string", "null"], "format": "password"},
+                    },
+                    "impersonation_chain": {
+                        "label": "Impersonation chain",
+                        "description": "Service account to impersonate, or a "
+                        "comma-separated chain ending at the "
+                        "target.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "transport": {
+                        "label": "Transport",
+                        "description": "grpc (default) or rest.",
+                        "schema": {
+                            "type": ["string", "null"],
+                            "enum": ["grpc", "rest", None],
+                            "default": "grpc",
+                        },
+                    },
+                    "api_endpoint": {
+                        "label": "API endpoint (emulator)",
+                        "description": "Local emulator endpoint: host:port (gRPC) or "
+                        "http://host:port (REST). Uses anonymous "
+                        "credentials and an insecure channel. Empty for "
+                        "Vertex AI.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "web_endpoint": {
+                        "label": "Web endpoint (emulator)",
+                        "description": "The emulator's web base URL for job links, e.g. "
+                        "http://127.0.0.1:8780.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["host", "schema", "login", "password", "port", "extra"],
+                    "relabeling": {},
+                    "placeholders": {
+                        "project": "my-project",
+                        "location": "us-central1",
+                        "impersonation_chain": "sa@my-project.iam.gserviceaccount.com",
+                        "api_endpoint": "127.0.0.1:8781",
+                        "web_endpoint": "http://127.0.0.1:8780",
+                    },
+                },
             }
         ],
         "hooks": [

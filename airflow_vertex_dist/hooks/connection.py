@@ -213,7 +213,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     },
     "web_endpoint": {
         "label": "Web endpoint (emulator)",
-        "description": "The emulator's web base URL for job links, e.g. http://127.0.0.1:8081.",
+        "description": "The emulator's web base URL for job links, e.g. http://127.0.0.1:8780.",
     },
 }
 
@@ -242,8 +242,8 @@ def ui_field_behaviour() -> dict[str, Any]:
             "project": "my-project",
             "location": "us-central1",
             "impersonation_chain": "sa@my-project.iam.gserviceaccount.com",
-            "api_endpoint": "127.0.0.1:8500",
-            "web_endpoint": "http://127.0.0.1:8501",
+            "api_endpoint": "127.0.0.1:8781",
+            "web_endpoint": "http://127.0.0.1:8780",
         },
     }
 
