@@ -52,7 +52,7 @@ def parse_duration(value: Any) -> Any:
     if isinstance(value, bool):
         return value  # left for pydantic to reject
     if isinstance(value, int | float):
-        if not math.isfinite(value) or abs(value) > 10**10:
+        if abs(value) > 10**10 or (isinstance(value, float) and not math.isfinite(value)):
             fail(f"duration must be a finite number of seconds (got {value!r})")
         return timedelta(seconds=value)
     if isinstance(value, str):

@@ -38,6 +38,7 @@ _SCALE_TO_API = {
 }
 _SCALE_FROM_API = {v: k for k, v in _SCALE_TO_API.items()}
 _INT64 = 2**63 - 1
+Int64 = Annotated[int, Field(ge=-_INT64 - 1, le=_INT64)]
 _DISCRETE_EPSILON = 1e-10
 
 
@@ -86,7 +87,7 @@ class _ParameterBase(SpecModel):
 class ConditionalParameter(SpecModel):
     """A child parameter, active when its parent takes one of ``parent_values``."""
 
-    parent_values: tuple[int, ...] | tuple[str, ...] | tuple[FiniteFloat, ...]
+    parent_values: tuple[Int64, ...] | tuple[str, ...] | tuple[FiniteFloat, ...]
     parameter: Parameter
 
     @field_validator("parent_values")

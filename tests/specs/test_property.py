@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -382,3 +383,81 @@ def test_arbitrary_json_only_raises_validation_error(data: dict[str, Any]) -> No
         DistributedTrainingJob.from_api(data)
     except ValidationError:
         pass
+
+
+EXTREMES = [
+    10**400,
+    -(10**400),
+    2**63,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    1e308,
+    -1e308,
+    True,
+    "9" * 30,
+]
+
+
+@pytest.mark.parametrize("value", EXTREMES, ids=repr)
+@pytest.mark.parametrize(
+    "path",
+    [
+        "trial_job.scheduling.timeout",
+        "trial_job.primary.replica_count",
+        "trial_job.primary.machine.accelerator_count",
+        "trial_job.primary.disk.boot_disk_size_gb",
+        "trial_job.reduction_server.replica_count",
+        "study.parameters.0.min_value",
+        "study.parameters.1.values.0",
+        "study.parameters.1.conditional_parameters.0.parent_values.0",
+        "max_trial_count",
+    ],
+)
+def test_extreme_numbers_only_raise_validation_error(path: str, value: Any) -> None:
+    data: dict[str, Any] = {
+        "trial_job": {
+            "display_name": "t",
+            "primary": {
+                "machine": {
+                    "machine_type": "n1-standard-4",
+                    "accelerator_type": "NVIDIA_TESLA_T4",
+                    "accelerator_count": 1,
+                },
+                "container": {"image_uri": "trainer"},
+                "disk": {},
+            },
+            "reduction_server": {},
+            "scheduling": {},
+        },
+        "study": {
+            "metrics": [{"metric_id": "m", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"type": "double", "parameter_id": "a", "min_value": 0.1, "max_value": 1.0},
+                {
+                    "type": "discrete",
+                    "parameter_id": "b",
+                    "values": [1.0, 2.0],
+                    "conditional_parameters": [
+                        {
+                            "parent_values": [1.0],
+                            "parameter": {"type": "categorical", "parameter_id": "c", "values": ["x"]},
+                        }
+                    ],
+                },
+            ],
+        },
+        "max_trial_count": 3,
+    }
+    node: Any = data
+    parts = [int(p) if p.isdigit() else p for p in path.split(".")]
+    for part in parts[:-1]:
+        node = node[part]
+    node[parts[-1]] = value
+    try:
+        spec = HyperparameterTuningJob.model_validate(data)
+    except ValidationError:
+        return
+    body = spec.to_api()
+    parse_proto(body, tuning=True)
+    assert HyperparameterTuningJob.from_api(body).to_api() == body
