@@ -1,0 +1,58 @@
+"""A DAG file importing the operators, sensors and specs loads no google.cloud module."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+DAG_FILE = textwrap.dedent(
+    """
+    from datetime import datetime
+
+    from airflow.sdk import DAG
+
+    from airflow_vertex_dist.operators.cancel import VertexCancelJobOperator
+    from airflow_vertex_dist.operators.training import VertexTrainingOperator
+    from airflow_vertex_dist.operators.tuning import VertexTuningOperator
+    from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
+    from airflow_vertex_dist.specs.examples import TUNING_EXAMPLE
+
+    with DAG("parse_only", schedule=None, start_date=datetime(2024, 1, 1)) as dag:
+        train = VertexTrainingOperator(task_id="train", spec=TUNING_EXAMPLE.trial_job, deferrable=True)
+        tune = VertexTuningOperator(task_id="tune", spec=TUNING_EXAMPLE)
+        name = "{{ ti.xcom_pull('train')['name'] }}"
+        VertexJobSensor(task_id="job", job_name=name)
+        VertexReplicaSensor(task_id="replicas", job_name=name, replicas=["workerpool1-*"])
+        VertexTrialSensor(task_id="trials", job_name="{{ ti.xcom_pull('tune')['name'] }}", min_succeeded=2)
+        VertexCancelJobOperator(task_id="cancel", job_name=name)
+    """
+)
+
+PROBE = textwrap.dedent(
+    """
+    import json, runpy, sys
+    runpy.run_path(sys.argv[1])
+    # The bare ``google.cloud`` namespace package is created at interpreter start by the
+    # google-cloud-aiplatform nspkg .pth file, before any import: it holds no code. Anything below
+    # it (or google.api_core, grpc) would be a real load.
+    loaded = sorted(
+        m for m in sys.modules
+        if m.startswith(("google.cloud.", "google.api_core", "google.auth", "grpc")) or m == "grpc"
+    )
+    print(json.dumps(loaded))
+    """
+)
+
+
+def test_a_dag_file_loads_no_google_cloud_module(tmp_path: Path) -> None:
+    dag_file = tmp_path / "parse_only.py"
+    dag_file.write_text(DAG_FILE)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, str(dag_file)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded == []
