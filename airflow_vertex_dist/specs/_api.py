@@ -4,7 +4,7 @@ spec dicts, raising pydantic ``ValidationError`` for structural problems."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
@@ -125,11 +125,18 @@ def as_int(value: Any) -> Any:
     return value
 
 
-def unknown_keys(body: dict[str, Any], known: set[str], out: dict[str, Any]) -> None:
+def unknown_keys(
+    body: dict[str, Any], known: set[str], out: dict[str, Any], fields: Collection[str] = ()
+) -> None:
     """Copy keys the reader does not know into ``out`` in snake_case, so that the model's
-    ``extra="forbid"`` rejects them with their path. Fields left at their proto3 default (as
-    ``to_json`` writes every field) are the same as absent and are skipped."""
+    ``extra="forbid"`` rejects them with their path. A key whose snake_case form is one of the
+    target model's ``fields`` is renamed (``"<key> (unknown field)"``) so that it cannot pass for
+    that field. Fields left at their proto3 default (as ``to_json`` writes every field) are the
+    same as absent and are skipped."""
     for key, value in body.items():
         if key in known or is_unset(value) or value is False or (value == 0 and not isinstance(value, str)):
             continue  # a proto3 default: the same as absent
-        out[snake(key)] = value
+        name = snake(str(key))
+        if name in fields or name in out:
+            name = f"{key} (unknown field)"
+        out[name] = value

@@ -385,7 +385,7 @@ class DistributedTrainingJob(SpecModel):
         body = _api.as_dict(title, (), body)
         data: dict[str, Any] = {}
         known = {"displayName", "jobSpec", "labels", "encryptionSpec", *_CUSTOM_JOB_OUTPUT_ONLY}
-        _api.unknown_keys(body, known, data)
+        _api.unknown_keys(body, known, data, cls.model_fields)
         if "displayName" in body:
             data["display_name"] = body["displayName"]
         if not _api.is_unset(body.get("labels")):
@@ -489,7 +489,7 @@ def _pool_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str
         "nfsMounts",
         "lustreMounts",
     }
-    _api.unknown_keys(raw, known, pool)
+    _api.unknown_keys(raw, known, pool, WorkerPool.model_fields)
     if "machineSpec" in raw:
         pool["machine"] = _machine_from_api(title, (*loc, "machine_spec"), raw["machineSpec"])
     if "replicaCount" in raw:
@@ -546,7 +546,7 @@ def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[
     spec = _api.as_dict(title, loc, raw if raw is not None else {})
     data: dict[str, Any] = {}
     known = {*_SPEC_SIMPLE, "workerPoolSpecs", "scheduling", "pscInterfaceConfig", "baseOutputDirectory"}
-    _api.unknown_keys(spec, known, data)
+    _api.unknown_keys(spec, known, data, DistributedTrainingJob.model_fields)
     for key, name in _SPEC_SIMPLE.items():
         if key in spec and not _api.is_unset(spec[key]) and spec[key] is not False:
             data[name] = spec[key]

@@ -447,12 +447,12 @@ class Study(SpecModel):
             "decayCurveStoppingSpec",
             "convexAutomatedStoppingSpec",
         }
-        _api.unknown_keys(spec, known, data)
+        _api.unknown_keys(spec, known, data, cls.model_fields)
         metrics = []
         for i, m in enumerate(_api.as_list(title, (*loc, "metrics"), spec.get("metrics", []))):
             m = dict(_api.as_dict(title, (*loc, "metrics", i), m))
             item: dict[str, Any] = {}
-            _api.unknown_keys(m, {"metricId", "goal"}, item)
+            _api.unknown_keys(m, {"metricId", "goal"}, item, Metric.model_fields)
             if "metricId" in m:
                 item["metric_id"] = m["metricId"]
             goal = _api.enum_name(m.get("goal"), _api.GOAL_NUMBERS)
@@ -485,6 +485,14 @@ class Study(SpecModel):
         return data
 
 
+_PARAM_FIELDS = {
+    *DoubleParameter.model_fields,
+    *IntegerParameter.model_fields,
+    *CategoricalParameter.model_fields,
+    *DiscreteParameter.model_fields,
+}
+
+
 def _parameter_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
     spec = _api.as_dict(title, loc, raw)
     kinds = {
@@ -503,7 +511,9 @@ def _parameter_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dic
             spec,
         )
     data: dict[str, Any] = {"type": kinds[present[0]]}
-    _api.unknown_keys(spec, {*kinds, "parameterId", "scaleType", "conditionalParameterSpecs"}, data)
+    _api.unknown_keys(
+        spec, {*kinds, "parameterId", "scaleType", "conditionalParameterSpecs"}, data, _PARAM_FIELDS
+    )
     if "parameterId" in spec:
         data["parameter_id"] = spec["parameterId"]
     scale = _api.enum_name(spec.get("scaleType"), _api.SCALE_NUMBERS)
@@ -518,11 +528,15 @@ def _parameter_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dic
         else:
             data[_api.snake(key)] = raw_value
     children = []
-    for i, child in enumerate(spec.get("conditionalParameterSpecs") or []):
+    raw_children = spec.get("conditionalParameterSpecs")
+    raw_children = (
+        [] if raw_children is None else _api.as_list(title, (*loc, "conditional_parameters"), raw_children)
+    )
+    for i, child in enumerate(raw_children):
         child = _api.as_dict(title, (*loc, "conditional_parameters", i), child)
         item: dict[str, Any] = {}
         conditions = ("parentIntValues", "parentCategoricalValues", "parentDiscreteValues")
-        _api.unknown_keys(child, {"parameterSpec", *conditions}, item)
+        _api.unknown_keys(child, {"parameterSpec", *conditions}, item, ConditionalParameter.model_fields)
         expected = {"integer": "parentIntValues", "categorical": "parentCategoricalValues"}.get(
             data["type"], "parentDiscreteValues"
         )

@@ -128,7 +128,7 @@ class HyperparameterTuningJob(SpecModel):
             "encryptionSpec",
             *_OUTPUT_ONLY,
         }
-        _api.unknown_keys(body, known, data)
+        _api.unknown_keys(body, known, data, cls.model_fields)
         name = body.get("displayName")
         if not isinstance(name, str):
             _api.reject(title, ("display_name",), "display_name: required, a string", name)

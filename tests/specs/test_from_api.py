@@ -8,6 +8,8 @@ import logging
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from airflow_vertex_dist.specs import (
@@ -324,3 +326,69 @@ def test_deprecated_strategy_refused_in_specs_but_accepted_from_the_api() -> Non
     spec = DistributedTrainingJob.from_api(body)
     assert spec.scheduling is not None and spec.scheduling.strategy == "ON_DEMAND"
     assert spec.to_api() == body
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out += _paths(value, (*prefix, index))
+    return out
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=5,
+)
+
+
+@st.composite
+def _mutated_bodies(draw: st.DrawFn) -> tuple[type[Any], dict[str, Any]]:
+    spec = draw(st.sampled_from(sorted(SPECS.items())))[1]
+    body = spec.to_api()
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(body) if p]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent: Any = body
+        for part in path[:-1]:
+            parent = parent[part]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "replace":
+            parent[path[-1]] = draw(_JSON)
+        elif action == "delete" and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(["workers", "machine", "primary", "scheduling", "fooBar"]))] = draw(
+                _JSON
+            )
+    return type(spec), body
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(_mutated_bodies())
+def test_mutated_bodies_only_raise_validation_error(case: tuple[type[Any], dict[str, Any]]) -> None:
+    """What the emulator's Create sees: any body is a model or a ValidationError, never a crash."""
+    model, body = case
+    try:
+        spec = model.from_api(body)
+    except ValidationError as exc:
+        assert error_lines(exc)
+        return
+    parse_proto(spec.to_api(), tuning=model is HyperparameterTuningJob)
+
+
+def test_unknown_keys_cannot_pass_for_model_fields() -> None:
+    body = PARAMETER_SERVER_EXAMPLE.to_api()
+    body["workers"] = {"machine": {"machine_type": "n1-standard-4"}, "container": {"image_uri": "t"}}
+    body["jobSpec"]["workerPoolSpecs"][0]["disk"] = {"boot_disk_size_gb": 200}
+    with pytest.raises(ValidationError) as info:
+        DistributedTrainingJob.from_api(body)
+    text = _lines(info)
+    assert "workers (unknown field): Extra inputs are not permitted" in text
+    assert "primary.disk (unknown field): Extra inputs are not permitted" in text
