@@ -1,17 +1,38 @@
 """MkDocs hooks of this site (configured under ``hooks:`` in ``mkdocs.yml``).
 
-The code's docstrings use Sphinx roles (``:class:`~pkg.mod.Name```); mkdocstrings renders the
-backticked part as code and leaves the role name in front of it. This turns
-``:class:<code>~pkg.mod.Name</code>`` into ``<code>Name</code>`` (``~`` keeps the last part, as in
-Sphinx) so the API reference reads cleanly.
+- ``on_config``: the pages run their examples at build time (markdown-exec), some of which import
+  Airflow; give them a throw-away ``AIRFLOW_HOME`` (unless one is set) so a docs build never writes
+  an Airflow configuration into the user's home, and removes it after the build.
+- ``on_page_content``: the code's docstrings use Sphinx roles (``:class:`~pkg.mod.Name```);
+  mkdocstrings renders the backticked part as code and leaves the role name in front of it. This
+  turns ``:class:<code>~pkg.mod.Name</code>`` into ``<code>Name</code>`` (``~`` keeps the last part,
+  as in Sphinx), so the API reference reads cleanly.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 from typing import Any
 
 _ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):<code>(~?)([^<]*)</code>")
+_made_home: list[str] = []
+
+
+def on_config(config: Any, **kwargs: Any) -> Any:
+    if "AIRFLOW_HOME" not in os.environ:
+        home = tempfile.mkdtemp(prefix="docs-airflow-home-")
+        _made_home.append(home)
+        os.environ["AIRFLOW_HOME"] = home
+    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    return config
+
+
+def on_post_build(**kwargs: Any) -> None:
+    while _made_home:
+        shutil.rmtree(_made_home.pop(), ignore_errors=True)
 
 
 def _short(match: re.Match[str]) -> str:
