@@ -1,5 +1,7 @@
-"""sensors."""
+"""Sensors on a Vertex AI job, its replicas and its trials (poking or deferred)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
+
+__all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]

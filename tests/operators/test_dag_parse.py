@@ -14,11 +14,16 @@ DAG_FILE = textwrap.dedent(
 
     from airflow.sdk import DAG
 
-    from airflow_vertex_dist.operators.cancel import VertexCancelJobOperator
-    from airflow_vertex_dist.operators.training import VertexTrainingOperator
-    from airflow_vertex_dist.operators.tuning import VertexTuningOperator
-    from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
+    from airflow_vertex_dist.operators import (
+        VertexCancelJobOperator,
+        VertexTrainingOperator,
+        VertexTuningOperator,
+    )
+    from airflow_vertex_dist.sensors import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
+    from airflow_vertex_dist.specs import DistributedTrainingJob
     from airflow_vertex_dist.specs.examples import TUNING_EXAMPLE
+
+    assert isinstance(TUNING_EXAMPLE.trial_job, DistributedTrainingJob)
 
     with DAG("parse_only", schedule=None, start_date=datetime(2024, 1, 1)) as dag:
         train = VertexTrainingOperator(task_id="train", spec=TUNING_EXAMPLE.trial_job, deferrable=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.sdk import DAG
+from airflow.sdk import DAG, BaseOperator
 
 from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.labels import run_labels
@@ -178,30 +179,68 @@ def test_wait_false_submits_and_returns(vertex_conn: Emulator, tmp_path: Path) -
     assert job["state"] not in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED")
 
 
-def test_an_existing_job_of_the_run_is_found_by_its_labels(vertex_conn: Emulator) -> None:
-    """No task state to go by (as on Airflow < 3.3): the run labels alone find the job again."""
-    when = datetime(2024, 5, 6, tzinfo=timezone.utc)
-    with DAG("train_labels", schedule=None, start_date=START) as dag:
-        op = VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.5)
+def precreate(dag_id: str, when: datetime, code: str) -> dict[str, Any]:
+    """A job carrying the run labels of ``dag_id``'s task ``train`` in the manual run at ``when``."""
     from airflow.models.dagrun import DagRun
     from airflow.utils.types import DagRunType
 
     run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=when, run_after=when)
-    hook = VertexJobsHook()
-    body = op.validated_spec.to_api(location="us-central1")
-    earlier, created = hook.find_or_create(
-        "customJobs", body, labels=run_labels("train_labels", "train", run_id), if_exists="reattach"
+    body = spec(code).to_api(location="us-central1")
+    job, created = VertexJobsHook().find_or_create(
+        "customJobs", body, labels=run_labels(dag_id, "train", run_id), if_exists="reattach"
     )
     assert created
-    poll(lambda: hook.get_job(earlier["name"])["state"] == "JOB_STATE_SUCCEEDED", what="first job done")
+    return job
+
+
+def test_an_existing_job_of_the_run_is_found_by_its_labels(vertex_conn: Emulator, capfd: Any) -> None:
+    """No task state to go by (as on Airflow < 3.3): the run labels alone find the job again."""
+    when = datetime(2024, 5, 6, tzinfo=timezone.utc)
+    earlier = precreate("train_labels", when, "pass")
+    poll(
+        lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_SUCCEEDED",
+        what="first job done",
+    )
+    with DAG("train_labels", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.5)
     dr = run_dag(dag, logical_date=when)
-    assert dr.run_id == run_id
     assert ti_state(dr, "train") == "success"
     assert [j["name"] for j in jobs(vertex_conn)] == [earlier["name"]]
     assert dag_xcom(dr, "train")["name"] == earlier["name"]
+    assert f"Re-attaching to {earlier['name']} (SUCCEEDED), found by its run labels" in logged(capfd)
 
 
-def test_a_retry_after_the_first_try_died_reattaches(vertex_conn: Emulator, tmp_path: Path) -> None:
+def test_if_exists_fail_refuses_a_second_job(vertex_conn: Emulator, capfd: Any) -> None:
+    when = datetime(2024, 5, 7, tzinfo=timezone.utc)
+    earlier = precreate("train_exists", when, "import time; time.sleep(30)")
+    with DAG("train_exists", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), if_exists="fail", deferrable=False)
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "failed"
+    assert [j["name"] for j in jobs(vertex_conn)] == [earlier["name"]]
+    assert f"if_exists='fail': job {earlier['name']} for these labels already exists" in logged(capfd)
+
+
+def test_if_exists_recreate_cancels_the_old_job(vertex_conn: Emulator) -> None:
+    when = datetime(2024, 5, 8, tzinfo=timezone.utc)
+    earlier = precreate("train_recreate", when, "import time; time.sleep(30)")
+    with DAG("train_recreate", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train", spec=spec("pass"), if_exists="recreate", deferrable=False, poll_interval=0.3
+        )
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "success"
+    out = dag_xcom(dr, "train")
+    assert out["name"] != earlier["name"] and out["state"] == "JOB_STATE_SUCCEEDED"
+    poll(
+        lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_CANCELLED", what="old cancelled"
+    )
+    assert len(jobs(vertex_conn)) == 2
+
+
+def test_a_retry_after_the_first_try_died_reattaches(
+    vertex_conn: Emulator, tmp_path: Path, capfd: Any
+) -> None:
     """Try 1 creates the job and dies (execution_timeout, cancel_on_kill=False leaves the job alone);
     try 2 re-attaches to it: the emulator holds exactly one job."""
     flag = tmp_path / "go"
@@ -224,6 +263,9 @@ def test_a_retry_after_the_first_try_died_reattaches(vertex_conn: Emulator, tmp_
     assert job["state"] == "JOB_STATE_SUCCEEDED"
     assert flag.exists()  # the first try did die
     assert dag_xcom(dr, "train")["name"] == job["name"]
+    assert re.search(
+        rf"Re-attaching to {job['name']} \((RUNNING|SUCCEEDED)\), named in the task state", logged(capfd)
+    )
 
 
 def test_execution_timeout_cancels_the_job_and_leaves_no_replica(
@@ -397,3 +439,36 @@ async def test_killing_a_deferred_task_cancels_the_job_and_leaves_no_replica(
         poll, lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="cancelled"
     )
     await asyncio.to_thread(poll, lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replicas gone")
+
+
+class _DeferralTimeoutProbe(BaseOperator):
+    """Inside a real task: a training operator of this task instance creates its job, then resumes
+    the way Airflow resumes a deferral that its own timeout ended (next_method ``__fail__``)."""
+
+    def __init__(self, *, pid_dir: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pid_dir = pid_dir
+
+    def execute(self, context: Any) -> str:
+        from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
+        from airflow.sdk.exceptions import TaskDeferralTimeout
+
+        op = VertexTrainingOperator(task_id=self.task_id, spec=spec(pid_code(self.pid_dir), workers=1))
+        job = op.attach_or_create(context)
+        poll(lambda: len(pids(self.pid_dir)) == 2, what="replicas started")
+        try:
+            op.resume_execution(TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, context)
+        except TaskDeferralTimeout:
+            return str(job["name"])
+        raise AssertionError("resume_execution did not raise TaskDeferralTimeout")
+
+
+def test_airflow_deferral_timeout_cancels_the_job_on_resume(vertex_conn: Emulator, tmp_path: Path) -> None:
+    pid_dir = tmp_path / "pids"
+    with DAG("train_deferral_timeout", schedule=None, start_date=START) as dag:
+        _DeferralTimeoutProbe(task_id="train", pid_dir=pid_dir)
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    name = dag_xcom(dr, "train")
+    assert vertex_conn.store.get(name)["state"] == "JOB_STATE_CANCELLED"
+    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
