@@ -299,6 +299,8 @@ class VertexJobOperator(VertexBaseOperator):
             raise AirflowException(message or f"job {self._job_name} did not succeed: {event!r}")
         if not isinstance(job, dict) or not job.get("name"):
             raise AirflowException(f"event: a success event carries the job (got {event!r})")
+        for line in ProgressLog().update(job):  # the final state and, for a study, its trials
+            self.log.info("%s", line)
         self.log.info("%s", message or f"job {job['name']} succeeded")
         return self.job_outputs(job)
 

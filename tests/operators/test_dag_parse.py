@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -48,16 +49,33 @@ PROBE = textwrap.dedent(
         if m.startswith(("google.cloud.", "google.api_core", "google.auth", "grpc")) or m == "grpc"
     )
     print(json.dumps(loaded))
+    dag = runpy.run_path(sys.argv[1])["dag"]
+    print(json.dumps({t.task_id: getattr(t, "deferrable", False) for t in dag.tasks}))
     """
 )
 
 
 def test_a_dag_file_loads_no_google_cloud_module(tmp_path: Path) -> None:
+    """Also: ``deferrable`` defaults to ``[operators] default_deferrable`` (set here through the env)."""
     dag_file = tmp_path / "parse_only.py"
     dag_file.write_text(DAG_FILE)
+    env = {**os.environ, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True"}
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, str(dag_file)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", PROBE, str(dag_file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(result.stdout.strip().splitlines()[-1])
-    assert loaded == []
+    loaded_line, deferrable_line = result.stdout.strip().splitlines()[-2:]
+    assert json.loads(loaded_line) == []
+    assert json.loads(deferrable_line) == {
+        "train": True,
+        "tune": True,
+        "job": True,
+        "replicas": True,
+        "trials": True,
+        "cancel": False,  # the cancel operator does not wait in the triggerer
+    }
