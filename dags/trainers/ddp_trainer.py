@@ -234,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format=f"%(asctime)s {spec.key} %(levelname)s %(message)s", stream=sys.stdout
     )
+    log.info("ddp_trainer (from %s) starting as %s", Path(__file__).parent, spec.key)
     try:
         run(args, spec)
     except (ClusterSpecError, DatasetError) as exc:

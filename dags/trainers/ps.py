@@ -8,8 +8,8 @@ Protocol: one JSON object per line each way, on a connection a trainer keeps ope
   step ``s``. When every trainer's gradient for ``s`` is in, the server applies
   ``values -= lr * mean(grads)`` (summed in rank order, so a run is deterministic), and every waiting
   trainer gets the new ``{"values", "version"}``.
-- ``{"op": "done"}`` -- the primary says training is over; the server stops once the other trainers
-  have hung up (or after a grace period).
+- ``{"op": "done"}`` -- the primary says training is over: ``{"version": steps applied, "size": n}``;
+  the server stops once the other trainers have hung up (or after a grace period).
 
 A request that cannot be served gets ``{"error": "..."}`` and the client raises :class:`PsError`.
 Waiting for peers is bounded by ``timeout`` (a dead trainer does not hang the others forever).
@@ -135,7 +135,8 @@ class ShardServer:
             return self._step(request)
         if op == "done":
             self.done.set()
-            return {"ok": True}
+            with self._cond:
+                return {"ok": True, "version": self.version, "size": len(self.values or ())}
         raise PsError(f"op: must be init, pull, step or done (got {op!r})")
 
     def _init(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -266,8 +267,9 @@ class ShardClient:
         reply = self.call({"op": "step", "rank": rank, "step": step, "grad": list(grad), "lr": lr})
         return [float(v) for v in reply["values"]]
 
-    def done(self) -> None:
-        self.call({"op": "done"})
+    def done(self) -> dict[str, Any]:
+        """Tell the server training is over; its ``{"version", "size"}`` at that point."""
+        return self.call({"op": "done"})
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -212,13 +212,16 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
         "evaluator": evaluator,
         "trial": spec.trial,
     }
+    servers = []
+    for client in clients:
+        if spec.parameter_servers:  # each server's own count of the steps it applied
+            reply = client.done()
+            servers.append({"address": client.address, "steps": reply["version"], "size": reply["size"]})
+        client.close()
+    metrics["parameter_servers"] = servers
     _write_json(model_dir / "model.json", model)
     _write_json(model_dir / "metrics.json", metrics)
     log.info("model written to %s; %s = %.4f", model_dir, args.metric_id, scores[args.metric])
-    for client in clients:
-        if spec.parameter_servers:
-            client.done()
-        client.close()
     if own_server is not None:
         own_server.stop(wait_for_peers=10.0)
     return {"role": "primary", "model_dir": str(model_dir), **scores}
@@ -296,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format=f"%(asctime)s {spec.key} %(levelname)s %(message)s", stream=sys.stdout
     )
+    log.info("ps_trainer (from %s) starting as %s", Path(__file__).parent, spec.key)
     try:
         run(args, spec)
     except (ClusterSpecError, DatasetError, PsError, TimeoutError) as exc:

@@ -1,0 +1,224 @@
+"""The parameter-server trainer as real replica processes on the emulator: full PS layout, primary
+with workers and no parameter servers, a lone primary from a python package sdist, a tuning study."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trainer_harness as h
+from trainers import linear
+from trainers.data import load
+from trainers.local import PS_TRAINER_IMAGE, build_sdist
+from trainers.prep import prepare
+from trainers.ps import shard_bounds
+from trainers.ps_trainer import _batches
+
+from airflow_vertex_dist.specs import (
+    Container,
+    DiscreteParameter,
+    DistributedTrainingJob,
+    HyperparameterTuningJob,
+    Machine,
+    Metric,
+    PythonPackage,
+    Study,
+    WorkerPool,
+)
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 4
+ARGS = ("--learning_rate=0.5", f"--epochs={EPOCHS}", "--batch_size=32", "--rows=1500", "--seed=7")
+
+
+def pool(count: int = 1, args: tuple[str, ...] = ARGS) -> WorkerPool:
+    return WorkerPool(
+        machine=Machine(machine_type="n1-standard-4"),
+        replica_count=count,
+        container=Container(image_uri=PS_TRAINER_IMAGE, args=args),
+    )
+
+
+def reference_weights(
+    *, trainers: int, shards: int, lr: float, epochs: int, rows: int, seed: int
+) -> list[float]:
+    """Synchronous SGD computed in one process, with the servers' arithmetic (rank-order means)."""
+    train, _ = load(None, rows=rows, features=8, seed=seed)
+    weights = [0.0] * linear.size_for(train.width)
+    bounds = shard_bounds(len(weights), shards)
+    steps = max(1, math.ceil(math.ceil(len(train) / trainers) / 32))
+    for epoch in range(epochs):
+        batches = [_batches(train.shard(r, trainers), 32, steps, epoch) for r in range(trainers)]
+        for s in range(steps):
+            grads = [linear.gradient(weights, *batches[r][s]) for r in range(trainers)]
+            new: list[float] = []
+            for lo, hi in bounds:
+                shard = weights[lo:hi]
+                for i in range(hi - lo):
+                    total = 0.0
+                    for g in grads:
+                        total += g[lo + i]
+                    shard[i] -= lr * (total / trainers)
+                new.extend(shard)
+            weights = new
+    return weights
+
+
+def check_learned(metrics: dict[str, Any]) -> None:
+    """It learned: accurate, and the held-out log loss fell from the untrained ln 2."""
+    assert metrics["accuracy"] > 0.85, metrics
+    assert metrics["log_loss"] < 0.4 < math.log(2), metrics
+    losses = [h["log_loss"] for h in metrics["history"]]
+    assert len(losses) == EPOCHS and losses[-1] < losses[0], losses
+
+
+def test_parameter_server_layout(tmp_path: Path) -> None:
+    """1 primary + 2 workers + 2 parameter servers + 1 evaluator, all really exchanging over TCP."""
+    job = DistributedTrainingJob(
+        display_name="ps-layout",
+        primary=pool(),
+        workers=pool(2),
+        parameter_servers=pool(2),
+        evaluators=pool(1),
+        base_output_directory="gs://bkt/ps-run",
+    )
+    with h.emulator_and_client(tmp_path) as (em, client):
+        name = h.submit(client, job.to_api())
+        h.finish(em, name)
+        logs = h.job_logs(em, name)
+    out = em.config.gcs_root / "bkt" / "ps-run"
+    model = json.loads((out / "model" / "model.json").read_text())
+    metrics = json.loads((out / "model" / "metrics.json").read_text())
+    check_learned(metrics)
+    steps = metrics["steps"]
+    assert model["cluster"] == {"trainers": 3, "parameter_servers": 2}
+    assert model["hyperparameters"]["learning_rate"] == 0.5 and model["steps"] == steps
+    # exactly the synchronous-SGD result: every trainer's gradient went through both servers
+    expected = reference_weights(trainers=3, shards=2, lr=0.5, epochs=EPOCHS, rows=1500, seed=7)
+    assert [*model["weights"], model["bias"]] == expected
+    # both servers applied every step, each to its half of the 9 parameters
+    assert [(s["steps"], s["size"]) for s in metrics["parameter_servers"]] == [(steps, 4), (steps, 5)]
+    for ps in ("workerpool2-0", "workerpool2-1"):
+        assert f"{ps} serving a weight shard at 127.0.0.1:" in (logs / f"{ps}.log").read_text()
+    # the evaluator scored every checkpoint; its score of the final one is the primary's
+    ckpts = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.json"))
+    evals = sorted(p.name for p in (out / "checkpoints").glob("eval-*.json"))
+    assert len(ckpts) == len(evals) == EPOCHS
+    assert metrics["evaluator"]["evaluator"] == "workerpool3-0"
+    assert metrics["evaluator"]["step"] == steps
+    assert metrics["evaluator"]["accuracy"] == metrics["accuracy"]
+    # the hypertune file of the primary: one line per epoch, the library's format
+    lines = h.metric_lines(logs / "hypertune" / "workerpool0-0.metrics")
+    assert len(lines) == EPOCHS
+    assert set(lines[-1]) == {"timestamp", "trial", "accuracy", "global_step", "checkpoint_path"}
+    assert lines[-1]["accuracy"] == str(metrics["accuracy"]) and lines[-1]["global_step"] == str(steps)
+    assert lines[-1]["trial"] == "0"
+
+
+def test_primary_holds_the_weights_without_parameter_servers(tmp_path: Path) -> None:
+    """Primary + 1 worker, no PS: the workers pull and push at the primary's address; data from a prep dir."""
+    with h.emulator_and_client(tmp_path) as (em, client):
+        data = em.config.gcs_root / "bkt" / "data" / "2026-11-23"
+        manifest = prepare(data, rows=1200, seed=11, fmt="jsonl")
+        assert manifest["train_rows"] == 960 and (data / "train.jsonl").is_file()
+        args = (
+            "--data-dir=gs://bkt/data/2026-11-23",
+            f"--epochs={EPOCHS}",
+            "--metric-id=logloss",
+            "--metric=log_loss",
+        )
+        job = DistributedTrainingJob(
+            display_name="no-ps",
+            primary=pool(args=args),
+            workers=pool(1, args=args),
+            base_output_directory="gs://bkt/no-ps",
+        )
+        name = h.submit(client, job.to_api())
+        h.finish(em, name)
+        logs = h.job_logs(em, name)
+    metrics = json.loads((em.config.gcs_root / "bkt" / "no-ps" / "model" / "metrics.json").read_text())
+    check_learned(metrics)
+    assert metrics["train_rows"] == 960 and metrics["eval_rows"] == 240
+    assert metrics["value"] == metrics["log_loss"] and metrics["evaluator"] is None
+    assert "weights on 127.0.0.1" in (logs / "workerpool1-0.log").read_text()
+    line = h.metric_lines(logs / "hypertune" / "workerpool0-0.metrics")[-1]
+    assert float(line["logloss"]) == metrics["log_loss"]
+
+
+def test_lone_primary_from_a_python_package_sdist(tmp_path: Path) -> None:
+    """One replica shipped as a python package spec: an sdist under gs://, installed by the emulator."""
+    with h.emulator_and_client(tmp_path) as (em, client):
+        sdist = build_sdist(em.config.gcs_root / "bkt" / "packages")
+        assert build_sdist(tmp_path / "again").read_bytes() == sdist.read_bytes()  # deterministic
+        job = DistributedTrainingJob(
+            display_name="lone-primary",
+            primary=WorkerPool(
+                machine=Machine(machine_type="n1-standard-4"),
+                python_package=PythonPackage(
+                    executor_image_uri="example.com/ml/python:3.11",
+                    package_uris=(f"gs://bkt/packages/{sdist.name}",),
+                    python_module="trainers.ps_trainer",
+                    args=ARGS,
+                ),
+            ),
+            base_output_directory="gs://bkt/lone",
+        )
+        name = h.submit(client, job.to_api())
+        h.finish(em, name, timeout=120)
+        logs = h.job_logs(em, name)
+    metrics = json.loads((em.config.gcs_root / "bkt" / "lone" / "model" / "metrics.json").read_text())
+    check_learned(metrics)
+    model = json.loads((em.config.gcs_root / "bkt" / "lone" / "model" / "model.json").read_text())
+    assert model["cluster"] == {"trainers": 1, "parameter_servers": 0}
+    assert [*model["weights"], model["bias"]] == reference_weights(
+        trainers=1, shards=1, lr=0.5, epochs=EPOCHS, rows=1500, seed=7
+    )
+    # it ran from the package the emulator installed from the sdist, not from this checkout
+    installed = em.config.state_dir / "packages" / name.rsplit("/", 1)[-1] / "workerpool0" / "trainers"
+    assert (
+        f"ps_trainer (from {installed}) starting as workerpool0-0" in (logs / "workerpool0-0.log").read_text()
+    )
+
+
+def test_tuning_study_over_the_learning_rate(tmp_path: Path) -> None:
+    """A grid study of 3 trials, each a primary + 1 parameter server; the metric comes from hypertune."""
+    rates = (0.01, 0.5, 2.0)
+    tuning = HyperparameterTuningJob(
+        display_name="ps-tuning",
+        trial_job=DistributedTrainingJob(
+            display_name="ps-trial",
+            primary=pool(args=(f"--epochs={EPOCHS}", "--rows=1500", "--seed=7")),
+            parameter_servers=pool(1, args=(f"--epochs={EPOCHS}",)),
+            base_output_directory="gs://bkt/study",
+        ),
+        study=Study(
+            metrics=(Metric(metric_id="accuracy", goal="MAXIMIZE"),),
+            parameters=(DiscreteParameter(parameter_id="learning_rate", values=rates),),
+            algorithm="GRID_SEARCH",
+        ),
+        max_trial_count=3,
+        parallel_trial_count=2,
+    )
+    with h.emulator_and_client(tmp_path) as (em, client):
+        name = h.submit(client, tuning.to_api())
+        job = h.finish(em, name, timeout=120)
+    trials = job["trials"]
+    assert [t["state"] for t in trials] == ["SUCCEEDED"] * 3
+    seen = {}
+    for trial in trials:
+        rate = float(trial["parameters"][0]["value"])
+        metric = trial["finalMeasurement"]["metrics"][0]
+        assert metric["metricId"] == "accuracy"
+        out = em.config.gcs_root / "bkt" / "study" / trial["id"] / "model"
+        metrics = json.loads((out / "metrics.json").read_text())
+        hyper = json.loads((out / "model.json").read_text())["hyperparameters"]
+        assert hyper["learning_rate"] == rate and metrics["trial"] == trial["id"]
+        assert metric["value"] == pytest.approx(metrics["accuracy"])
+        seen[rate] = metrics["accuracy"]
+    assert sorted(seen) == sorted(rates)
+    assert max(seen.values()) > 0.85
+    assert seen[0.01] < seen[0.5]  # a learning rate that is too small learns less in the same steps
