@@ -102,7 +102,9 @@ class ShardServer:
         return port
 
     def start(self) -> ShardServer:
-        self._thread = threading.Thread(target=self._tcp.serve_forever, name=self.name, daemon=True)
+        self._thread = threading.Thread(
+            target=self._tcp.serve_forever, kwargs={"poll_interval": 0.05}, name=self.name, daemon=True
+        )
         self._thread.start()
         return self
 
