@@ -10,6 +10,9 @@ image's entrypoint does -- this interpreter, with the ``dags/`` directory of thi
 The other way, Vertex's prebuilt training containers with a python package spec, takes the package
 as an sdist in Cloud Storage: :func:`build_sdist` writes one (standard library only, deterministic
 bytes); the emulator installs it from its local ``gs://`` directory the same way.
+
+From a shell (with ``dags/`` on ``PYTHONPATH``): ``python -m trainers.local image-map`` prints the
+emulator's ``--image-map`` flags; ``python -m trainers.local sdist DEST`` writes the sdist.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import shlex
 import sys
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -32,6 +36,8 @@ __all__ = [
     "build_sdist",
     "command",
     "image_map",
+    "image_map_flags",
+    "main",
 ]
 
 TRAINERS_DIR = Path(__file__).resolve().parent
@@ -57,6 +63,14 @@ def command(module: str, python: str = sys.executable) -> list[str]:
 def image_map(python: str = sys.executable) -> dict[str, list[str]]:
     """``{image: command}`` for the emulator (``EmulatorConfig.image_map`` / ``--image-map``)."""
     return {image: command(module, python) for image, module in IMAGES.items()}
+
+
+def image_map_flags(python: str = sys.executable) -> list[str]:
+    """The emulator's ``--image-map IMAGE=COMMAND`` flags for :func:`image_map`, shell-quoted."""
+    return [
+        f"--image-map {shlex.quote(image + '=' + shlex.join(argv))}"
+        for image, argv in image_map(python).items()
+    ]
 
 
 def _pyproject(version: str) -> str:
@@ -103,3 +117,24 @@ def build_sdist(dest: Path | str, version: str = "0.1.0") -> Path:
             tar.addfile(info, io.BytesIO(files[name]))
     out.write_bytes(gzip.compress(buf.getvalue(), mtime=0))
     return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m trainers.local", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("image-map", help="print the emulator's --image-map flags for the example images")
+    sdist = sub.add_parser("sdist", help="write the trainers sdist into DEST and print its path")
+    sdist.add_argument("dest", type=Path)
+    sdist.add_argument("--version", default="0.1.0")
+    args = p.parse_args(argv)
+    if args.cmd == "image-map":
+        print(" ".join(image_map_flags()))
+    else:
+        print(build_sdist(args.dest, args.version))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -241,3 +241,34 @@ def test_the_fallback_writer_writes_what_cloudml_hypertune_writes(
     }
     line = (tmp_path / "ours" / "m").read_text().splitlines()[0]
     assert list(json.loads(line)) == sorted(json.loads(line))  # keys sorted, as the library writes them
+
+
+# -- shipping -----------------------------------------------------------------------------------
+
+
+def test_image_map_flags_parse_back_in_the_emulator_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    from trainers import local
+
+    from airflow_vertex_dist.emulator.cli import _image_map
+
+    flags = shlex.split(" ".join(local.image_map_flags()))
+    assert flags[::2] == ["--image-map"] * 2
+    assert dict(_image_map(value) for value in flags[1::2]) == local.image_map()
+    ps_command = local.image_map()[local.PS_TRAINER_IMAGE]
+    assert ps_command[0] == "env" and ps_command[1].startswith(f"PYTHONPATH={local.DAGS_DIR}")
+    assert ps_command[-2:] == ["-m", "trainers.ps_trainer"]
+    assert local.main(["sdist", str(tmp_path), "--version=1.2.3"]) == 0
+    sdist = Path(capsys.readouterr().out.strip())
+    assert sdist == tmp_path / "vertex_dist_example_trainers-1.2.3.tar.gz"
+
+    import tarfile
+
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+    base = "vertex_dist_example_trainers-1.2.3"
+    assert {f"{base}/pyproject.toml", f"{base}/PKG-INFO", f"{base}/trainers/ps_trainer.py"} <= set(names)
+    assert f"{base}/trainers/ddp_trainer.py" in names and names == sorted(names)
