@@ -40,7 +40,7 @@ DAG_FILE = textwrap.dedent(
 PROBE = textwrap.dedent(
     """
     import json, runpy, sys
-    runpy.run_path(sys.argv[1])
+    dag = runpy.run_path(sys.argv[1])["dag"]
     # The bare ``google.cloud`` namespace package is created at interpreter start by the
     # google-cloud-aiplatform nspkg .pth file, before any import: it holds no code. Anything below
     # it (or google.api_core, grpc) would be a real load.
@@ -49,7 +49,6 @@ PROBE = textwrap.dedent(
         if m.startswith(("google.cloud.", "google.api_core", "google.auth", "grpc")) or m == "grpc"
     )
     print(json.dumps(loaded))
-    dag = runpy.run_path(sys.argv[1])["dag"]
     print(json.dumps({t.task_id: getattr(t, "deferrable", False) for t in dag.tasks}))
     """
 )

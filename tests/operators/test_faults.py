@@ -13,6 +13,8 @@ from airflow.sdk import DAG
 from airflow_vertex_dist.emulator import testing
 from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.emulator.config import Faults
+from airflow_vertex_dist.hooks.connection import RetryPolicy
+from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 
@@ -23,6 +25,24 @@ from .test_tuning import tuning_spec
 pytestmark = pytest.mark.usefixtures("airflow_db")
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+FAST_RETRY = RetryPolicy(initial_s=0.05, maximum_s=0.5, multiplier=2.0, deadline_s=60.0, rpc_timeout_s=30.0)
+
+
+class FastRetryHook(VertexJobsHook):
+    """The hook with a shorter first backoff (1 s by default), to keep the test short."""
+
+    def __init__(self, conn_id: str, *, project_id: str | None = None, location: str | None = None) -> None:
+        super().__init__(conn_id, project_id=project_id, location=location, retry_policy=FAST_RETRY)
+
+
+class Training(VertexTrainingOperator):
+    hook_class = FastRetryHook
+
+
+class Tuning(VertexTuningOperator):
+    hook_class = FastRetryHook
 
 
 @pytest.fixture
@@ -36,12 +56,10 @@ def faulty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator
 @pytest.mark.parametrize("deferrable", [False, True])
 def test_training_and_tuning_succeed_through_transient_errors(faulty: Emulator, deferrable: bool) -> None:
     with DAG(f"faults_{deferrable}", schedule=None, start_date=START) as dag:
-        train = VertexTrainingOperator(
+        train = Training(
             task_id="train", spec=spec("print('ok')", workers=1), deferrable=deferrable, poll_interval=0.3
         )
-        tune = VertexTuningOperator(
-            task_id="tune", spec=tuning_spec(), deferrable=deferrable, poll_interval=0.3
-        )
+        tune = Tuning(task_id="tune", spec=tuning_spec(), deferrable=deferrable, poll_interval=0.3)
         train >> tune
     dr = run_dag(dag)
     assert (ti_state(dr, "train"), ti_state(dr, "tune")) == ("success", "success")
