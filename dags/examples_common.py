@@ -7,16 +7,11 @@ stays cheap.
 Where the jobs run is the business of the ``vertex_dist_default`` connection only: pointed at the
 local emulator, the same DAG files run on this machine; pointed at Vertex AI, in Google Cloud.
 
-- **Images.** :data:`PS_TRAINER_IMAGE` and :data:`DDP_TRAINER_IMAGE` are the images holding
-  ``dags/trainers`` (see ``dags/trainers/README.md``), with ``python -m trainers.ps_trainer`` /
-  ``python -m trainers.ddp_trainer`` as entrypoint. On Vertex AI, build and push them under these
-  names (or set ``VERTEX_DIST_PS_TRAINER_IMAGE`` / ``VERTEX_DIST_DDP_TRAINER_IMAGE``). The emulator
-  has no images: :func:`emulator_image_map` gives its ``--image-map`` entries, which run the same
-  modules from this folder::
-
-      airflow-vertex-dist emulator \\
-        --image-map "$PS_IMAGE=env PYTHONPATH=$PWD/dags python -m trainers.ps_trainer" ...
-
+- **Images.** ``PS_TRAINER_IMAGE`` and ``DDP_TRAINER_IMAGE`` (from ``trainers.local``) are the images
+  holding ``dags/trainers``, with ``python -m trainers.ps_trainer`` / ``python -m trainers.ddp_trainer``
+  as entrypoint (``dags/trainers/README.md`` has the Dockerfile): on Vertex AI, push them under your
+  registry and change the two names there. The emulator has no images: :func:`emulator_image_map`
+  gives its ``--image-map`` entries, which run the same modules from this folder on the host.
 - **Files.** :data:`BUCKET` (``VERTEX_DIST_EXAMPLES_BUCKET``, default ``gs://vertex-dist-examples``)
   holds datasets, job outputs and promoted models. Tasks that run in Airflow (data prep, promote)
   reach ``gs://`` through a local directory standing for it when ``GCS_MOUNT_ROOT`` is set
@@ -37,6 +32,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from trainers.local import DDP_TRAINER_IMAGE, PS_TRAINER_IMAGE, image_map
 
 __all__ = [
     "BUCKET",
@@ -61,15 +58,6 @@ CONN_ID = "vertex_dist_default"
 #: This folder: the trainers package lives in it.
 DAGS_DIR = Path(__file__).resolve().parent
 
-#: The parameter-server trainer's image (``python -m trainers.ps_trainer`` as entrypoint).
-PS_TRAINER_IMAGE = os.environ.get(
-    "VERTEX_DIST_PS_TRAINER_IMAGE", "us-docker.pkg.dev/vertex-dist-examples/trainers/ps-trainer:1.0"
-)
-#: The PyTorch DDP trainer's image (``python -m trainers.ddp_trainer`` as entrypoint).
-DDP_TRAINER_IMAGE = os.environ.get(
-    "VERTEX_DIST_DDP_TRAINER_IMAGE", "us-docker.pkg.dev/vertex-dist-examples/trainers/ddp-trainer:1.0"
-)
-
 #: Where the examples keep datasets, job outputs and promoted models (no trailing slash).
 BUCKET = os.environ.get("VERTEX_DIST_EXAMPLES_BUCKET", "gs://vertex-dist-examples").rstrip("/")
 
@@ -79,15 +67,10 @@ POLL_INTERVAL = float(os.environ.get("VERTEX_DIST_EXAMPLES_POLL_INTERVAL", "30")
 _GCS = "gs://"
 
 
-def emulator_image_map(python: str | None = None, dags_dir: Path | None = None) -> dict[str, list[str]]:
-    """The emulator's image map for the example images: each runs its trainer module from ``dags_dir``
-    (default: this folder) with ``python`` (default: this interpreter), as the image's entrypoint would."""
-    py = python or sys.executable
-    path = f"PYTHONPATH={dags_dir or DAGS_DIR}"
-    return {
-        PS_TRAINER_IMAGE: ["env", path, py, "-m", "trainers.ps_trainer"],
-        DDP_TRAINER_IMAGE: ["env", path, py, "-m", "trainers.ddp_trainer"],
-    }
+def emulator_image_map(python: str | None = None) -> dict[str, list[str]]:
+    """The emulator's image map for the example images: each runs its trainer module from this folder
+    with ``python`` (default: this interpreter), as the image's entrypoint would."""
+    return image_map(python or sys.executable)
 
 
 def join(base: str, *parts: str) -> str:

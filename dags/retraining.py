@@ -59,13 +59,12 @@ SPEC = DistributedTrainingJob(
 @task
 def snapshot_week(data_interval_start: Any = None, data_interval_end: Any = None) -> dict[str, Any]:
     """Write the week's rows (train/eval CSV + manifest) where the training job reads them."""
-    from trainers.data import split, synthesize, write_dataset
+    from trainers.prep import prepare
 
     start, end = data_interval_start.strftime("%Y%m%d"), data_interval_end.strftime("%Y%m%d")
     uri = join(ROOT, "data", f"{start}-{end}")
-    train, evaluation = split(synthesize(rows=ROWS, features=8, seed=int(start)), 0.2)
     with writable_dir(uri) as out:
-        manifest = write_dataset(out, train, evaluation, interval=[start, end])
+        manifest = prepare(out, rows=ROWS, seed=int(start), interval=[start, end])
     return {"uri": uri, **manifest}
 
 
