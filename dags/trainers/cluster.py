@@ -276,15 +276,24 @@ def gcs_mount_root(spec: ClusterSpec | None = None, env: Mapping[str, str] | Non
 
 
 def local_path(uri: str, spec: ClusterSpec | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """A ``gs://bucket/obj`` URI as a path under the Cloud Storage mount; other paths unchanged."""
+    """A ``gs://bucket/obj`` URI as a path under the Cloud Storage mount; other paths unchanged.
+
+    Raises ClusterSpecError when the mount is the default ``/gcs`` and it does not exist (not on
+    Vertex AI, and nothing said where ``gs://`` is): writing under a made-up ``/gcs`` would lose data.
+    """
     if not uri.startswith(_GCS):
         return Path(uri)
     rest = uri[len(_GCS) :]
     bucket, _, obj = rest.partition("/")
     if not bucket:
         raise ClusterSpecError(f"{uri!r}: a gs:// URI needs a bucket")
-    root = Path(gcs_mount_root(spec, env))
-    return root / bucket / obj if obj else root / bucket
+    root = gcs_mount_root(spec, env)
+    if root == _DEFAULT_GCS_MOUNT and not Path(root).is_dir():
+        raise ClusterSpecError(
+            f"{uri!r}: no Cloud Storage mount at {_DEFAULT_GCS_MOUNT} (as Vertex AI has); set GCS_MOUNT_ROOT "
+            "to the local directory standing for gs://, or give the job a base_output_directory"
+        )
+    return Path(root) / bucket / obj if obj else Path(root) / bucket
 
 
 def output_dir(

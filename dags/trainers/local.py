@@ -31,6 +31,7 @@ __all__ = [
     "DDP_TRAINER_IMAGE",
     "IMAGES",
     "PACKAGE_NAME",
+    "PREP_IMAGE",
     "PS_TRAINER_IMAGE",
     "TRAINERS_DIR",
     "build_sdist",
@@ -46,9 +47,11 @@ DAGS_DIR = TRAINERS_DIR.parent
 #: the example images: the entrypoint of each is ``python -m <module>``
 PS_TRAINER_IMAGE = "example.com/ml/ps-trainer:1.0"
 DDP_TRAINER_IMAGE = "example.com/ml/ddp-trainer:1.0"
+PREP_IMAGE = "example.com/ml/prep:1.0"
 IMAGES: Mapping[str, str] = {
     PS_TRAINER_IMAGE: "trainers.ps_trainer",
     DDP_TRAINER_IMAGE: "trainers.ddp_trainer",
+    PREP_IMAGE: "trainers.prep",
 }
 #: the distribution name of the sdist (the import package is ``trainers``)
 PACKAGE_NAME = "vertex-dist-example-trainers"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainers.cluster import local_path
+from trainers.cluster import ClusterSpec, ClusterSpecError, local_path
 from trainers.data import FORMATS, DatasetError, split, synthesize, write_dataset
 
 __all__ = ["main", "prepare"]
@@ -33,7 +34,8 @@ def prepare(
     **info: Any,
 ) -> dict[str, Any]:
     """Synthesize the dataset for ``seed`` and write it to ``out_dir``; returns the manifest."""
-    target = local_path(str(out_dir))
+    text = os.environ.get("CLUSTER_SPEC")  # inside a job: its output dirs tell where gs:// is
+    target = local_path(str(out_dir), ClusterSpec.parse(text) if text else None)
     train, evaluation = split(synthesize(rows, features, seed, noise), eval_fraction)
     return write_dataset(target, train, evaluation, fmt, seed=seed, noise=noise, **info)
 
@@ -58,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             eval_fraction=args.eval_fraction,
             fmt=args.fmt,
         )
-    except DatasetError as exc:
+    except (ClusterSpecError, DatasetError) as exc:
         print(f"prep: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(manifest, sort_keys=True))

@@ -157,13 +157,19 @@ def test_ipv6_addresses() -> None:
     assert split_address("[::1]:8470") == ("::1", 8470)
 
 
-def test_gs_uris_map_to_the_cloud_storage_mount() -> None:
-    assert local_path("gs://bkt/a/b", env={}) == Path("/gcs/bkt/a/b")
-    assert local_path("gs://bkt", env={}) == Path("/gcs/bkt")
+def test_gs_uris_map_to_the_cloud_storage_mount(tmp_path: Path) -> None:
+    assert gcs_mount_root(None, {}) == "/gcs"  # Vertex AI's Cloud Storage FUSE mount
+    mount = {"GCS_MOUNT_ROOT": f"{tmp_path}/"}
+    assert local_path("gs://bkt/a/b", env=mount) == tmp_path / "bkt" / "a" / "b"
+    assert local_path("gs://bkt", env=mount) == tmp_path / "bkt"
     assert local_path("relative/dir", env={}) == Path("relative/dir")
-    assert local_path("gs://bkt/x", env={"GCS_MOUNT_ROOT": "/mnt/gcs/"}) == Path("/mnt/gcs/bkt/x")
     with pytest.raises(ClusterSpecError, match="needs a bucket"):
-        local_path("gs:///x", env={})
+        local_path("gs:///x", env=mount)
+    if not Path("/gcs").is_dir():  # not on Vertex: a gs:// path with nowhere to go is an error
+        with pytest.raises(
+            ClusterSpecError, match=r"'gs://bkt/x': no Cloud Storage mount at /gcs .* GCS_MOUNT_ROOT"
+        ):
+            local_path("gs://bkt/x", env={})
 
 
 def test_mount_root_is_derived_from_a_local_model_dir(tmp_path: Path) -> None:
@@ -177,7 +183,7 @@ def test_mount_root_is_derived_from_a_local_model_dir(tmp_path: Path) -> None:
 
 
 def test_output_dir_flag_then_variable_then_default() -> None:
-    env = {"AIP_MODEL_DIR": "gs://b/run/model/"}
+    env = {"AIP_MODEL_DIR": "gs://b/run/model/", "GCS_MOUNT_ROOT": "/mnt/gcs"}
     assert output_dir("AIP_MODEL_DIR", "/flag", "model", env=env) == Path("/flag")
-    assert output_dir("AIP_MODEL_DIR", None, "model", env=env) == Path("/gcs/b/run/model")
+    assert output_dir("AIP_MODEL_DIR", None, "model", env=env) == Path("/mnt/gcs/b/run/model")
     assert output_dir("AIP_MODEL_DIR", None, "model", env={}) == Path("model")

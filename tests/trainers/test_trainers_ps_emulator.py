@@ -12,8 +12,7 @@ import pytest
 import trainer_harness as h
 from trainers import linear
 from trainers.data import load
-from trainers.local import PS_TRAINER_IMAGE, build_sdist
-from trainers.prep import prepare
+from trainers.local import PREP_IMAGE, PS_TRAINER_IMAGE, build_sdist
 from trainers.ps import shard_bounds
 from trainers.ps_trainer import _batches
 
@@ -119,32 +118,44 @@ def test_parameter_server_layout(tmp_path: Path) -> None:
     assert lines[-1]["trial"] == "0"
 
 
-def test_primary_holds_the_weights_without_parameter_servers(tmp_path: Path) -> None:
-    """Primary + 1 worker, no PS: the workers pull and push at the primary's address; data from a prep dir."""
+def test_prep_job_then_primary_holding_the_weights(tmp_path: Path) -> None:
+    """A prep job writes JSONL under gs://; then primary + 1 worker and no PS train on it: the worker
+    pulls and pushes at the primary's own address."""
+    data_uri = "gs://bkt/data/2026-11-23"
+    prep = DistributedTrainingJob(
+        display_name="prep",
+        primary=WorkerPool(
+            machine=Machine(machine_type="n1-standard-4"),
+            container=Container(
+                image_uri=PREP_IMAGE,
+                args=(f"--out-dir={data_uri}", "--rows=1200", "--seed=11", "--format=jsonl"),
+            ),
+        ),
+        base_output_directory="gs://bkt/prep-run",
+    )
+    args = (f"--data-dir={data_uri}", f"--epochs={EPOCHS}", "--metric-id=logloss", "--metric=log_loss")
+    train = DistributedTrainingJob(
+        display_name="no-ps",
+        primary=pool(args=args),
+        workers=pool(1, args=args),
+        base_output_directory="gs://bkt/no-ps",
+    )
     with h.emulator_and_client(tmp_path) as (em, client):
+        h.finish(em, h.submit(client, prep.to_api()))
         data = em.config.gcs_root / "bkt" / "data" / "2026-11-23"
-        manifest = prepare(data, rows=1200, seed=11, fmt="jsonl")
-        assert manifest["train_rows"] == 960 and (data / "train.jsonl").is_file()
-        args = (
-            "--data-dir=gs://bkt/data/2026-11-23",
-            f"--epochs={EPOCHS}",
-            "--metric-id=logloss",
-            "--metric=log_loss",
-        )
-        job = DistributedTrainingJob(
-            display_name="no-ps",
-            primary=pool(args=args),
-            workers=pool(1, args=args),
-            base_output_directory="gs://bkt/no-ps",
-        )
-        name = h.submit(client, job.to_api())
+        manifest = json.loads((data / "dataset.json").read_text())
+        assert manifest["train_rows"] == 960 and manifest["format"] == "jsonl" and manifest["seed"] == 11
+        assert (data / "train.jsonl").is_file() and (data / "eval.jsonl").is_file()
+        name = h.submit(client, train.to_api())
         h.finish(em, name)
         logs = h.job_logs(em, name)
     metrics = json.loads((em.config.gcs_root / "bkt" / "no-ps" / "model" / "metrics.json").read_text())
     check_learned(metrics)
     assert metrics["train_rows"] == 960 and metrics["eval_rows"] == 240
     assert metrics["value"] == metrics["log_loss"] and metrics["evaluator"] is None
-    assert "weights on 127.0.0.1" in (logs / "workerpool1-0.log").read_text()
+    assert metrics["parameter_servers"] == []
+    primary = json.loads((logs / "replicas.json").read_text())["workerpool0-0"]["address"]
+    assert f"weights on {primary}" in (logs / "workerpool1-0.log").read_text()
     line = h.metric_lines(logs / "hypertune" / "workerpool0-0.metrics")[-1]
     assert float(line["logloss"]) == metrics["log_loss"]
 
