@@ -35,9 +35,9 @@ from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
-from airflow_vertex_dist.operators.progress import ProgressLog
 from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
 from airflow_vertex_dist.triggers.jobs import PARTIAL_SUCCESS, VertexJobTrigger, job_event
+from airflow_vertex_dist.triggers.sensors import ProgressLog
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -9,6 +9,8 @@ the triggers below, the operators' progress log and their XCom outputs:
   lacks ``enableWebAccess`` or a name matches no replica of the job; fails when the job ends first.
 - :func:`trial_condition`: at least ``min_succeeded`` trials succeeded, or the best final metric
   crossed ``metric_threshold`` in the study's direction; fails when the job ends first.
+- :class:`ProgressLog`: the progress lines for the task log (state changes, replicas up k/n, trials
+  done k/N with the best so far).
 
 Each returns a :class:`Verdict` (``None`` while the condition is still pending).
 
@@ -32,6 +34,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 __all__ = [
     "FAILURE_STATES",
     "TERMINAL_STATES",
+    "ProgressLog",
     "Verdict",
     "VertexJobStateTrigger",
     "VertexReplicaTrigger",
@@ -399,6 +402,53 @@ def trial_condition(
     return None
 
 
+# ------------------------------------------------------------------------------------------ progress
+
+
+class ProgressLog:
+    """The progress lines of one job worth logging: what changed since the previous poll.
+
+    State changes (``job ...: QUEUED -> RUNNING``), replicas up k/n (from ``webAccessUris``, when the
+    job has ``enableWebAccess``) and, for a study, trials done k/N with the best metric so far. Fed
+    every job dict a wait sees (the operators' polls, the triggers' updates), so a long wait does not
+    flood the log.
+    """
+
+    def __init__(self) -> None:
+        self.state: str | None = None
+        self.replicas: tuple[int, int] | None = None
+        self.trials: tuple[int, int, str | None] | None = None
+
+    def update(self, job: dict[str, Any]) -> list[str]:
+        lines: list[str] = []
+        state = str(job.get("state", "JOB_STATE_UNSPECIFIED"))
+        if state != self.state:
+            before = "submitted" if self.state is None else _short(self.state)
+            lines.append(f"job {job.get('name', '?')}: {before} -> {_short(state)}")
+            self.state = state
+        if "jobSpec" in job and web_access_enabled(job):
+            expected = expected_replicas(job)
+            up = [key for key in expected if key in replicas_up(job)]
+            counts = (len(up), len(expected))
+            if counts != self.replicas:
+                lines.append(f"replicas up {counts[0]}/{counts[1]}" + (f": {', '.join(up)}" if up else ""))
+                self.replicas = counts
+        if "studySpec" in job:
+            summary = trial_summary(job)
+            best = summary["best"]
+            best_text = f"{best['metric_id']}={best['metric_value']:g} (trial {best['id']})" if best else None
+            key = (summary["done"], summary["total"], best_text)
+            if key != self.trials:
+                line = f"trials done {summary['done']}/{summary['total']}"
+                line += f" (succeeded {summary['succeeded']}, infeasible {summary['infeasible']}"
+                line += f", active {summary['active']})"
+                if best_text:
+                    line += f"; best {best_text}"
+                lines.append(line)
+                self.trials = key
+        return lines
+
+
 # ------------------------------------------------------------------------------------------ triggers
 
 _CLASSPATH = __name__
@@ -454,11 +504,14 @@ class _SensorTrigger(BaseTrigger):
             payload = {"status": status, "message": message, "job": compact_job(job) if job else None}
             return TriggerEvent(payload)  # type: ignore[no-untyped-call]
 
+        progress = ProgressLog()
         try:
             async with watch_job(
                 self.job_name, conn_id=self.conn_id, poll_interval=self.poll_interval
             ) as updates:
                 async for job in updates:
+                    for line in progress.update(job):
+                        self.log.info("%s", line)
                     verdict = self.evaluate(job)
                     if verdict is not None:
                         yield event(verdict.status, verdict.message, job)
