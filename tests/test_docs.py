@@ -61,7 +61,11 @@ def _blocks() -> Iterator[Block]:
 
 
 BLOCKS = list(_blocks())
-PLAIN_PYTHON = [b for b in BLOCKS if b.lang == "python" and 'exec="on"' not in b.options]
+#: blocks that show a file of the repository as it is (pymdownx.snippets), e.g. an example DAG
+INCLUDES = [b for b in BLOCKS if b.code.strip().startswith("--8<--")]
+PLAIN_PYTHON = [
+    b for b in BLOCKS if b.lang == "python" and 'exec="on"' not in b.options and b not in INCLUDES
+]
 SHELL = [b for b in BLOCKS if b.lang in ("bash", "sh", "console")]
 
 
@@ -120,7 +124,10 @@ def test_site_builds_strictly_and_shows_what_the_code_computed(tmp_path: Path) -
     assert "injected fault: GetCustomJob failed with UNAVAILABLE" in emulator
     assert "FailedPrecondition: Cannot delete CustomJob" in emulator
     # The retraining how-to rendered its templated spec for a real interval.
-    assert "gs://my-bucket/churn/20261123" in page("how-to/retraining")
+    assert "retraining/models/20261116-20261123" in page("how-to/retraining")
+    assert "prep_to_train/datasets/20261130" in page("how-to/prep-to-train")
+    # The example DAG files are shown as they are.
+    assert "vertex_dist_backfill_tuning" in page("how-to/backfill")
     # The API reference was generated from the docstrings.
     assert "find_or_create" in page("reference/hooks")
     assert "VertexTrialSensor" in page("reference/sensors")
@@ -135,8 +142,14 @@ def test_every_python_block_is_run_by_the_build_or_by_this_test() -> None:
     assert PLAIN_PYTHON, "no plain python block found: the block parser is broken"
     odd = [b.id for b in BLOCKS if b.lang in ("py", "python3", "pycon", "pyi")]
     assert not odd, f"python blocks neither the build nor this test runs: {odd}"
-    options = {b.options for b in BLOCKS if b.lang == "python"}
+    options = {b.options for b in BLOCKS if b.lang == "python" and b not in INCLUDES}
     assert all(not o or 'exec="on"' in o for o in options), options
+
+
+def test_included_files_exist() -> None:
+    for block in INCLUDES:
+        (path,) = re.findall(r'--8<-- "([^"]+)"', block.code)
+        assert (ROOT / path).is_file(), f"{block.id}: {path}"
 
 
 @pytest.mark.parametrize("block", PLAIN_PYTHON, ids=[b.id for b in PLAIN_PYTHON])
