@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import trainer_harness as h
 from trainers import metrics, ps_trainer
+from trainers.cluster import ClusterSpec, ClusterSpecError
 from trainers.data import DatasetError, read_dataset, split, synthesize, write_dataset
 from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds
 
@@ -210,8 +211,8 @@ def test_an_evaluator_needs_a_checkpoint_dir(monkeypatch: pytest.MonkeyPatch) ->
     spec = {"cluster": {"workerpool0": ["127.0.0.1:1"], "workerpool3": ["127.0.0.1:2"]}}
     monkeypatch.setenv("CLUSTER_SPEC", json.dumps({**spec, "task": {"type": "workerpool3", "index": 0}}))
     monkeypatch.delenv("AIP_CHECKPOINT_DIR", raising=False)
-    with pytest.raises(Exception, match="the evaluator needs AIP_CHECKPOINT_DIR"):
-        ps_trainer.run(ps_trainer.parse_args([]), ps_trainer.ClusterSpec.from_env())
+    with pytest.raises(ClusterSpecError, match="the evaluator needs AIP_CHECKPOINT_DIR"):
+        ps_trainer.run(ps_trainer.parse_args([]), ClusterSpec.from_env())
 
 
 # -- the metric file ----------------------------------------------------------------------------
