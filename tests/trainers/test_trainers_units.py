@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -195,6 +197,30 @@ def test_hyperparameters_are_checked(capsys: pytest.CaptureFixture[str]) -> None
     assert "--learning_rate: must be > 0 (got -1.0)" in err and "--epochs: must be >= 1 (got 0)" in err
     args = ps_trainer.parse_args(["--learning-rate=0.2", "--learning_rate=0.3", "--metric-id=log_loss"])
     assert args.learning_rate == 0.3 and args.metric == "log_loss"  # a tuning trial's value comes last
+
+
+def test_ddp_arguments_and_rendezvous_without_torch(capsys: pytest.CaptureFixture[str]) -> None:
+    from trainers import ddp_trainer
+    from trainers.cluster import DdpWorld
+
+    args = ddp_trainer.parse_args(["--learning_rate=0.2", "--metric-id=loss"])
+    assert args.bucket_cap_mb == 64 and args.backend == "auto" and args.metric == "accuracy"
+    with pytest.raises(SystemExit):
+        ddp_trainer.parse_args(["--bucket-cap-mb=0", "--hidden=0"])
+    err = capsys.readouterr().err
+    assert "--bucket-cap-mb: must be > 0 (got 0.0)" in err and "--hidden: must be >= 1 (got 0)" in err
+    assert ddp_trainer.init_method(DdpWorld(0, 3, "10.0.0.1", 2222)) == "tcp://10.0.0.1:2222"
+    assert ddp_trainer.init_method(DdpWorld(1, 3, "fd00::1", 2222)) == "tcp://[fd00::1]:2222"
+    # importing the trainers loads only the standard library (a DAG file may import them)
+    code = "import sys, trainers.ddp_trainer, trainers.local, trainers.ps_trainer; print(sorted(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={"PYTHONPATH": str(h.DAGS_DIR)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'trainers.ddp_trainer'" in out and "torch" not in out and "hypertune" not in out
 
 
 def test_a_bad_cluster_spec_stops_the_replica_with_the_field(
