@@ -124,9 +124,12 @@ class VertexJobOperator(VertexBaseOperator):
             raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
         if spec is None:
             raise ValueError("spec: required")
-        # Validate at DAG-parse time when nothing is left to render; otherwise after rendering.
+        # Validate at DAG-parse time when nothing is left to render; otherwise after rendering. The
+        # field holds JSON (a dict), so the UI shows the spec and the rendered spec as JSON.
+        self._spec: BaseModel | None = None
         if not has_jinja(spec):
-            spec = coerce_spec(spec, self.spec_model)
+            self._spec = coerce_spec(spec, self.spec_model)
+            spec = self._spec
         self.spec = spec_to_field(spec, self.spec_model)
         self.deferrable = deferrable
         self.wait = wait
@@ -141,11 +144,15 @@ class VertexJobOperator(VertexBaseOperator):
     # -- spec ----------------------------------------------------------------------------------
     def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
         super().render_template_fields(context, jinja_env)
-        self.spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
+        self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
+        self.spec = spec_to_field(self._spec, self.spec_model)
 
     @property
     def validated_spec(self) -> Any:
-        return coerce_spec(self.spec, self.spec_model)
+        """The spec model (validated after rendering, or at parse time when it had no Jinja)."""
+        if self._spec is None:
+            self._spec = coerce_spec(self.spec, self.spec_model)
+        return self._spec
 
     def job_body(self) -> dict[str, Any]:
         """The v1 JSON body of the job to create."""

@@ -1,9 +1,9 @@
 """A job spec held in a templated operator field: coercion, Jinja detection, re-validation.
 
-The field holds either a spec model or a plain dict (or, after rendering, a JSON/YAML string, e.g.
-``"{{ var.value.my_spec }}"``). Jinja in its string values is rendered by Airflow like any templated
-dict; the result is then validated again, and a bad rendered value fails with its field path:
-``spec.primary.container.args[1]: ...``.
+The field holds a spec's JSON dict (a spec model given to the operator is dumped to it), or a
+template rendering to a JSON/YAML string, e.g. ``"{{ var.value.my_spec }}"``. Jinja in its string
+values is rendered by Airflow like any templated dict; the result is then validated again, and a bad
+rendered value fails with its field path: ``spec.primary.container.args[1]: ...``.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
 
 
 def spec_to_field(value: Any, model: type[BaseModel]) -> Any:
-    """What the templated field holds: a model with Jinja inside becomes its dict, to be rendered."""
-    if isinstance(value, model) and has_jinja(value):
-        return value.model_dump(mode="json", exclude_unset=True)
+    """What the templated field holds: a model becomes its JSON dict (rendered, shown in the UI as
+    JSON, validated again into ``model``); a dict or a document string stays as it is."""
+    if isinstance(value, model):
+        return value.model_dump(mode="json")
     return value

@@ -111,9 +111,10 @@ def test_jinja_is_rendered_then_the_spec_is_validated_again() -> None:
         op.render_template_fields({"ds": "2024-01-02", "params": {"out": "not-a-bucket"}})  # type: ignore[arg-type]
     op.spec = raw
     op.render_template_fields({"ds": "2024-01-02", "params": {"out": "gs://b/runs/2024"}})  # type: ignore[arg-type]
-    assert isinstance(op.spec, DistributedTrainingJob)
-    assert op.spec.display_name == "train-2024-01-02"
-    assert op.spec.base_output_directory == "gs://b/runs/2024"
+    assert isinstance(op.validated_spec, DistributedTrainingJob)
+    assert op.validated_spec.display_name == "train-2024-01-02"
+    assert op.validated_spec.base_output_directory == "gs://b/runs/2024"
+    assert op.spec == op.validated_spec.model_dump(mode="json")  # JSON, for the rendered-fields view
 
 
 # ---------------------------------------------------------------------------------------- runs
