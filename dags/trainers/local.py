@@ -84,7 +84,7 @@ def _pyproject(version: str) -> str:
         "[project]\n"
         f'name = "{PACKAGE_NAME}"\n'
         f'version = "{version}"\n'
-        'description = "Example trainers for airflow-vertex-dist"\n'
+        'description = "Example trainers for distributed training on Vertex AI"\n'
         'requires-python = ">=3.10"\n'
         'dependencies = ["cloudml-hypertune"]\n\n'
         "[project.optional-dependencies]\n"
