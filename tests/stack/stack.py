@@ -162,6 +162,7 @@ class AirflowStack:
         extra_env: dict[str, str] | None = None,
         emulator_args: Iterable[str] = (),
         parallelism: int = 8,
+        conn_extra: dict[str, Any] | None = None,
     ) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="avd-stack-"))
         os.chmod(self.root, 0o755)  # the postgres user must reach its data dir below
@@ -170,6 +171,7 @@ class AirflowStack:
         self.extra_env = dict(extra_env or {})
         self.emulator_args = list(emulator_args)
         self.parallelism = parallelism
+        self.conn_extra = dict(conn_extra or {})
         self.procs: dict[str, Proc] = {}
         self.pg_port = free_port()
         self.api_port = free_port()
@@ -204,6 +206,7 @@ class AirflowStack:
             "api_endpoint": self.grpc_target,
             "web_endpoint": self.rest_endpoint,
             "transport": "grpc",
+            **self.conn_extra,
         }
         env = self.base_env()
         env.update(

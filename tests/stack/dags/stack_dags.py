@@ -43,6 +43,11 @@ for dag_id, deferrable in (("stack_deferred", True), ("stack_sync", False)):
         VertexTrainingOperator(task_id="train", spec=spec(), deferrable=deferrable, poll_interval=1.0)
     globals()[dag_id] = dag
 
+# No retry: a failed job must fail the task with the job's own error (the emulator-restart scenario).
+with DAG("stack_noretry", schedule=None, start_date=START, params=PARAMS, default_args={"retries": 0}) as dag:
+    VertexTrainingOperator(task_id="train", spec=spec(), deferrable=True, poll_interval=1.0)
+stack_noretry = dag
+
 # The canary of the security test comes from a Variable whose name marks it as sensitive; the job's
 # env carries it (as Vertex needs it) under a name that marks it as sensitive too.
 with DAG("stack_secret", schedule=None, start_date=START, params=PARAMS, default_args=DEFAULT_ARGS) as dag:

@@ -1,0 +1,40 @@
+"""Figures of the reliability runs, merged into one JSON file that ``docs/reliability.md`` is made from.
+
+Each test records its numbers under a section; the file keeps the latest value of every figure, with
+the time of the run, so a partial run updates only what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FIGURES_PATH", "Figures"]
+
+#: where the latest figures are kept (committed, with the docs page generated from them)
+FIGURES_PATH = Path(
+    os.environ.get("AVD_FIGURES", Path(__file__).resolve().parents[2] / "scripts" / "stack" / "figures.json")
+)
+
+
+class Figures:
+    @staticmethod
+    def load() -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(FIGURES_PATH.read_text())
+            return data
+        except (OSError, ValueError):
+            return {}
+
+    @classmethod
+    def record(cls, section: str, key: str, value: Any) -> None:
+        data = cls.load()
+        data.setdefault(section, {})[key] = value
+        data.setdefault("_updated", {})[section] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        FIGURES_PATH.parent.mkdir(parents=True, exist_ok=True)
+        tmp = FIGURES_PATH.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        tmp.replace(FIGURES_PATH)
