@@ -242,7 +242,9 @@ class AirflowStack:
                 "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "60",
                 "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
                 "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
-                "AIRFLOW_CONN_VERTEX_DIST_DEFAULT": json.dumps({"conn_type": "vertex_dist", "extra": conn_extra}),
+                "AIRFLOW_CONN_VERTEX_DIST_DEFAULT": json.dumps(
+                    {"conn_type": "vertex_dist", "extra": conn_extra}
+                ),
             }
         )
         env.update(self.extra_env)
@@ -441,7 +443,8 @@ class AirflowStack:
         return dict(self.api("GET", path))
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
-        path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}/logs/{try_number}"
+        run = quote(run_id, safe="")
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/{task_id}/logs/{try_number}"
         resp = self._http.get(
             f"{self.api_url}{path}",
             params={"full_content": "true"},

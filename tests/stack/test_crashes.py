@@ -42,7 +42,13 @@ def wait_job(stack: AirflowStack, dag_id: str, run_id: str, states: set[str], ti
 
 
 def attempt_log(stack: AirflowStack, dag_id: str, run_id: str, attempt: int) -> str:
-    path = stack.log_folder / f"dag_id={dag_id}" / f"run_id={run_id}" / "task_id=train" / f"attempt={attempt}.log"
+    path = (
+        stack.log_folder
+        / f"dag_id={dag_id}"
+        / f"run_id={run_id}"
+        / "task_id=train"
+        / f"attempt={attempt}.log"
+    )
     return path.read_text(errors="replace") if path.exists() else ""
 
 
@@ -61,7 +67,9 @@ def test_triggerer_kill9_then_restart(stack: AirflowStack) -> None:
     stack.start_service("triggerer")
     states = [stack.wait_run("stack_deferred", run_id, timeout=300) for run_id in runs]
     counts = [len(run_jobs(stack, "stack_deferred", run_id)) for run_id in runs]
-    Figures.record("crashes", "triggerer_kill9", {"runs": 3, "succeeded": states.count("success"), "jobs": counts})
+    Figures.record(
+        "crashes", "triggerer_kill9", {"runs": 3, "succeeded": states.count("success"), "jobs": counts}
+    )
     assert states == ["success"] * 3
     assert counts == [1, 1, 1]
 
@@ -69,16 +77,16 @@ def test_triggerer_kill9_then_restart(stack: AirflowStack) -> None:
 def test_task_process_kill9_retry_reattaches(stack: AirflowStack) -> None:
     """The task's process is SIGKILLed as soon as its job exists; try 2 finds the job and waits on it."""
     run_id = stack.trigger("stack_sync", {"code": SLEEP.format(s=12)})
-    job = wait_job(stack, "stack_sync", run_id, {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"})
+    job = wait_job(
+        stack, "stack_sync", run_id, {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"}
+    )
     ti = stack.wait_task_state("stack_sync", run_id, "train", {"running"})
     assert ti["pid"], ti
     os.kill(int(ti["pid"]), signal.SIGKILL)
     state = stack.wait_run("stack_sync", run_id, timeout=300)
     ti = stack.task_instance("stack_sync", run_id, "train")
     jobs = run_jobs(stack, "stack_sync", run_id)
-    Figures.record(
-        "crashes", "task_kill9", {"outcome": state, "tries": ti["try_number"], "jobs": len(jobs)}
-    )
+    Figures.record("crashes", "task_kill9", {"outcome": state, "tries": ti["try_number"], "jobs": len(jobs)})
     assert state == "success"
     assert ti["try_number"] >= 2
     assert [j["name"] for j in jobs] == [job["name"]]
@@ -124,7 +132,9 @@ def test_clear_cancels_the_job(stack: AirflowStack, dag_id: str) -> None:
     Figures.record("crashes", f"clear_{dag_id}", {"job_state": "JOB_STATE_CANCELLED", "replicas_left": 0})
 
     def all_ended() -> bool:
-        return all(j["state"] in ("JOB_STATE_CANCELLED", "JOB_STATE_FAILED") for j in run_jobs(stack, dag_id, run_id))
+        return all(
+            j["state"] in ("JOB_STATE_CANCELLED", "JOB_STATE_FAILED") for j in run_jobs(stack, dag_id, run_id)
+        )
 
     poll_until(all_ended, timeout=120, what="every job of the failed run ended")
 
@@ -143,7 +153,12 @@ def test_emulator_kill9_and_restart_fails_the_task_loudly(stack: AirflowStack) -
     Figures.record(
         "crashes",
         "emulator_restart",
-        {"outcome": state, "jobs": len(jobs), "job_state": jobs[0]["state"], "seconds": round(time.monotonic() - started)},
+        {
+            "outcome": state,
+            "jobs": len(jobs),
+            "job_state": jobs[0]["state"],
+            "seconds": round(time.monotonic() - started),
+        },
     )
     assert state == "failed"
     assert [j["name"] for j in jobs] == [job["name"]]
