@@ -123,9 +123,7 @@ def test_site_builds_strictly_and_shows_what_the_code_computed(tmp_path: Path) -
     assert "exited with a non-zero status of 3" in emulator
     assert "injected fault: GetCustomJob failed with UNAVAILABLE" in emulator
     assert "FailedPrecondition: Cannot delete CustomJob" in emulator
-    assert "the emulator restarted while the job was RUNNING" in emulator.replace(
-        "The emulator", "the emulator"
-    )
+    assert "JOB_STATE_FAILED code 13 - The emulator restarted while the job was RUNNING" in emulator
     # The retraining how-to rendered its templated spec for a real interval.
     assert "retraining/models/20261116-20261123" in page("how-to/retraining")
     assert "prep_to_train/datasets/20261130" in page("how-to/prep-to-train")
