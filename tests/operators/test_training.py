@@ -442,13 +442,15 @@ async def test_killing_a_deferred_task_cancels_the_job_and_leaves_no_replica(
     await asyncio.to_thread(poll, lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replicas gone")
 
 
-class _DeferralTimeoutProbe(BaseOperator):
-    """Inside a real task: a training operator of this task instance creates its job, then resumes
-    the way Airflow resumes a deferral that its own timeout ended (next_method ``__fail__``)."""
+class _KillProbe(BaseOperator):
+    """Inside a real task: a training operator of this task instance creates its job, then is ended
+    the way ``how`` says -- ``on_kill`` (what the task runner calls when the task is killed while
+    waiting on a worker) or a resume after Airflow's own deferral timeout (next_method ``__fail__``)."""
 
-    def __init__(self, *, pid_dir: Path, **kwargs: Any) -> None:
+    def __init__(self, *, pid_dir: Path, how: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.pid_dir = pid_dir
+        self.how = how
 
     def execute(self, context: Any) -> str:
         from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
@@ -457,6 +459,9 @@ class _DeferralTimeoutProbe(BaseOperator):
         op = VertexTrainingOperator(task_id=self.task_id, spec=spec(pid_code(self.pid_dir), workers=1))
         job = op.attach_or_create(context)
         poll(lambda: len(pids(self.pid_dir)) == 2, what="replicas started")
+        if self.how == "on_kill":
+            op.on_kill()
+            return str(job["name"])
         try:
             op.resume_execution(TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, context)
         except TaskDeferralTimeout:
@@ -464,10 +469,13 @@ class _DeferralTimeoutProbe(BaseOperator):
         raise AssertionError("resume_execution did not raise TaskDeferralTimeout")
 
 
-def test_airflow_deferral_timeout_cancels_the_job_on_resume(vertex_conn: Emulator, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["on_kill", "deferral_timeout"])
+def test_kill_and_airflow_deferral_timeout_cancel_the_job(
+    vertex_conn: Emulator, tmp_path: Path, how: str
+) -> None:
     pid_dir = tmp_path / "pids"
-    with DAG("train_deferral_timeout", schedule=None, start_date=START) as dag:
-        _DeferralTimeoutProbe(task_id="train", pid_dir=pid_dir)
+    with DAG(f"train_kill_{how}", schedule=None, start_date=START) as dag:
+        _KillProbe(task_id="train", pid_dir=pid_dir, how=how)
     dr = run_dag(dag)
     assert ti_state(dr, "train") == "success"
     name = dag_xcom(dr, "train")
