@@ -29,7 +29,7 @@ from typing import Any
 
 from trainers.cluster import split_address
 
-__all__ = ["PsError", "ShardClient", "ShardServer", "shard_bounds"]
+__all__ = ["PsError", "ShardClient", "ShardServer", "shard_bounds", "wait_closed"]
 
 log = logging.getLogger("trainers.ps")
 
@@ -108,11 +108,15 @@ class ShardServer:
         self._thread.start()
         return self
 
-    def stop(self, *, wait_for_peers: float = 0.0) -> None:
-        """Stop serving; first wait up to ``wait_for_peers`` seconds for open connections to close."""
-        deadline = time.monotonic() + wait_for_peers
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until no trainer is connected; True if none is."""
         with self._cond:
-            self._cond.wait_for(lambda: self._connections == 0, max(0.0, deadline - time.monotonic()))
+            return self._cond.wait_for(lambda: self._connections == 0, max(0.0, timeout))
+
+    def stop(self, *, wait_for_peers: float = 0.0) -> None:
+        """Stop serving (close the port); first wait up to ``wait_for_peers`` s for trainers to hang up."""
+        if wait_for_peers > 0:
+            self.wait_idle(wait_for_peers)
         self._tcp.shutdown()
         self._tcp.server_close()
         if self._thread is not None:
@@ -277,3 +281,19 @@ class ShardClient:
         with contextlib.suppress(OSError):
             self._rfile.close()
             self._sock.close()
+
+
+def wait_closed(address: str, timeout: float) -> bool:
+    """Wait until nothing listens at ``address`` any more (a server that was told ``done`` has
+    stopped); True if it stopped within ``timeout`` seconds."""
+    host, port = split_address(address, field="parameter server address")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                pass
+        except OSError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)

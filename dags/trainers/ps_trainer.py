@@ -39,7 +39,7 @@ from trainers.cluster import ClusterSpec, ClusterSpecError, local_path, output_d
 from trainers.data import Dataset, DatasetError, load
 from trainers.linear import evaluate, gradient, size_for
 from trainers.metrics import report_metric
-from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds
+from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds, wait_closed
 
 __all__ = ["main", "parse_args", "run"]
 
@@ -104,8 +104,9 @@ def run_parameter_server(spec: ClusterSpec, args: argparse.Namespace) -> dict[st
     server = ShardServer(spec.address, len(spec.trainers), timeout=args.step_timeout, name=spec.key).start()
     log.info("%s serving a weight shard at %s for %d trainers", spec.key, spec.address, len(spec.trainers))
     server.done.wait()
-    server.stop(wait_for_peers=10.0)
+    server.wait_idle(10.0)  # the trainers hang up after their last step
     log.info("%s done after %d steps", spec.key, server.version)
+    server.stop()  # the port closes: the primary sees this server has stopped
     return {"role": "parameter_server", "steps": server.version}
 
 
@@ -219,6 +220,9 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
             servers.append({"address": client.address, "steps": reply["version"], "size": reply["size"]})
         client.close()
     metrics["parameter_servers"] = servers
+    for address in spec.parameter_servers:  # let them exit on their own before the job ends
+        if not wait_closed(address, 10.0):
+            log.warning("parameter server %s still listens 10s after done", address)
     _write_json(model_dir / "model.json", model)
     _write_json(model_dir / "metrics.json", metrics)
     log.info("model written to %s; %s = %.4f", model_dir, args.metric_id, scores[args.metric])

@@ -101,8 +101,11 @@ def test_parameter_server_layout(tmp_path: Path) -> None:
     assert [*model["weights"], model["bias"]] == expected
     # both servers applied every step, each to its half of the 9 parameters
     assert [(s["steps"], s["size"]) for s in metrics["parameter_servers"]] == [(steps, 4), (steps, 5)]
-    for ps in ("workerpool2-0", "workerpool2-1"):
-        assert f"{ps} serving a weight shard at 127.0.0.1:" in (logs / f"{ps}.log").read_text()
+    for ps in ("workerpool2-0", "workerpool2-1"):  # they served, then stopped when the primary said done
+        text = (logs / f"{ps}.log").read_text()
+        assert (
+            f"{ps} serving a weight shard at 127.0.0.1:" in text and f"{ps} done after {steps} steps" in text
+        )
     # the evaluator scored every checkpoint; its score of the final one is the primary's
     ckpts = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.json"))
     evals = sorted(p.name for p in (out / "checkpoints").glob("eval-*.json"))

@@ -15,7 +15,7 @@ import trainer_harness as h
 from trainers import metrics, ps_trainer
 from trainers.cluster import ClusterSpec, ClusterSpecError
 from trainers.data import DatasetError, read_dataset, split, synthesize, write_dataset
-from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds
+from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds, wait_closed
 
 # -- dataset ----------------------------------------------------------------------------------
 
@@ -185,6 +185,30 @@ def test_clients_retry_until_the_server_is_up_and_give_up_at_the_deadline() -> N
         late.stop()
     with pytest.raises(PsError, match=r"could not connect within 0.2s"):
         ShardClient(_address(), connect_timeout=0.2)
+
+
+def test_a_parameter_server_replica_stops_when_the_primary_says_done() -> None:
+    addr = _address()
+    spec = ClusterSpec.parse(
+        {
+            "cluster": {"workerpool0": ["127.0.0.1:1"], "workerpool2": [addr]},
+            "task": {"type": "workerpool2", "index": 0},
+        }
+    )
+    result: dict[str, Any] = {}
+    replica = threading.Thread(
+        target=lambda: result.update(ps_trainer.run_parameter_server(spec, ps_trainer.parse_args([])))
+    )
+    replica.start()
+    primary = ShardClient(addr, connect_timeout=20)
+    primary.init([0.0, 0.0])
+    assert primary.step(0, 0, [1.0, -1.0], 0.5) == [-0.5, 0.5]
+    assert primary.done()["version"] == 1
+    assert not wait_closed(addr, 0.1)  # still up while the primary is connected
+    primary.close()
+    assert wait_closed(addr, 20)
+    replica.join(timeout=20)
+    assert result == {"role": "parameter_server", "steps": 1}
 
 
 # -- the trainer's arguments and roles ----------------------------------------------------------
