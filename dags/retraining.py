@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, CronDataIntervalTimetable, task
 from examples_common import BUCKET, CONN_ID, POLL_INTERVAL, PS_TRAINER_IMAGE, join, writable_dir
 
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
@@ -70,7 +70,9 @@ def snapshot_week(data_interval_start: Any = None, data_interval_end: Any = None
 
 with DAG(
     DAG_ID,
-    schedule="@weekly",
+    # A data-interval timetable: each run covers [previous Sunday, this Sunday). (A bare "@weekly"
+    # gives zero-length intervals on Airflow 3 unless [scheduler] create_cron_data_intervals is set.)
+    schedule=CronDataIntervalTimetable("@weekly", timezone="UTC"),
     start_date=datetime(2026, 1, 4, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
