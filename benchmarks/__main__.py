@@ -1,0 +1,170 @@
+"""``python -m benchmarks``: run every benchmark, write the report (see ``docs/benchmarks.md``).
+
+``make bench`` runs the full set against the anchor's virtualenv; ``--quick`` runs tiny counts only to
+keep the benchmarks working (CI), never to judge time. Nothing here fails on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchmarks.runner import BENCH_DIR
+
+DEFAULT_ANCHOR = BENCH_DIR / ".venv-anchor" / "bin" / "python"
+
+FULL = {"parse_runs": 7, "wait_sizes": "100,300,1000", "interval": 4.0, "backfill_runs": 200,
+        "threads": 32, "launches": 5, "gets": 500}  # fmt: skip
+QUICK = {"parse_runs": 1, "wait_sizes": "10", "interval": 0.5, "backfill_runs": 10,
+         "threads": 4, "launches": 1, "gets": 20}  # fmt: skip
+SECTIONS = ("parse", "wait", "backfill", "emulator")
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="tiny counts (CI keeps the benchmarks working)")
+    p.add_argument(
+        "--anchor-python", help=f"the anchor venv's interpreter (default: {DEFAULT_ANCHOR}, if present)"
+    )
+    p.add_argument("--no-anchor", action="store_true", help="measure ours only (no ratios)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="the report (default: docs/benchmarks.md; quick: benchmarks/results/quick.md)",
+    )
+    p.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma-separated subset of {', '.join(SECTIONS)}"
+    )
+    p.add_argument("--parse-runs", type=int)
+    p.add_argument("--wait-sizes", help="comma-separated numbers of waiting jobs")
+    p.add_argument("--interval", type=float, help="poll interval of the waiting triggers, seconds")
+    p.add_argument("--backfill-runs", type=int)
+    p.add_argument("--threads", type=int, help="backfill submitter threads")
+    p.add_argument("--launches", type=int, help="emulator create -> running launches")
+    p.add_argument("--gets", type=int, help="Get calls per latency series")
+    p.add_argument("--keep-work", action="store_true", help="keep the temporary work directory")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    settings: dict[str, Any] = dict(QUICK if args.quick else FULL)
+    for key in settings:
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    sizes = [int(s) for s in str(settings["wait_sizes"]).split(",") if s.strip()]
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = only - set(SECTIONS)
+    if unknown:
+        _parser().error(
+            f"--only: unknown section(s) {', '.join(sorted(unknown))} (choose from {', '.join(SECTIONS)})"
+        )
+    project_python = os.path.abspath(sys.executable)
+    anchor: str | None = None
+    if not args.no_anchor:
+        candidate = Path(args.anchor_python) if args.anchor_python else DEFAULT_ANCHOR
+        if candidate.exists():
+            anchor = os.path.abspath(candidate)
+        elif args.anchor_python:
+            _parser().error(
+                f"--anchor-python: {candidate} does not exist (run `make bench` to create the anchor venv)"
+            )
+    out = args.out or (
+        BENCH_DIR / "results" / "quick.md" if args.quick else BENCH_DIR.parent / "docs" / "benchmarks.md"
+    )
+
+    work = Path(tempfile.mkdtemp(prefix="avd-bench-"))
+    # This process hosts the emulators and our hooks: give Airflow an isolated, throwaway home.
+    os.environ["AIRFLOW_HOME"] = str(work / "airflow-home")
+    os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+
+    from benchmarks.backfill import measure_backfill
+    from benchmarks.emulator_bench import measure_emulator
+    from benchmarks.machine import machine_info, versions_of
+    from benchmarks.parse_cost import measure_parse_cost
+    from benchmarks.report import RunInfo, render
+    from benchmarks.waiting import measure_waiting
+
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    notes = []
+    if anchor is None:
+        notes.append("The anchor was not measured in this run (no anchor venv, or `--no-anchor`): no ratios.")
+    try:
+        versions = {"project": versions_of(project_python)}
+        if anchor:
+            versions["anchor"] = versions_of(anchor)
+        parse = waiting = backfill = []
+        emulator = None
+        if "parse" in only:
+            _log(f"1. DAG parse cost: {settings['parse_runs']} runs")
+            parse = measure_parse_cost(
+                project_python, anchor, int(settings["parse_runs"]), work, _log, warmup=not args.quick
+            )
+        if "wait" in only:
+            _log(f"2. waiting at scale: {sizes} jobs, interval {settings['interval']} s")
+            waiting = measure_waiting(project_python, anchor, sizes, float(settings["interval"]), work, _log)
+        if "backfill" in only:
+            _log(f"3. backfill: {settings['backfill_runs']} runs x 2 waves")
+            backfill = measure_backfill(
+                project_python, anchor, int(settings["backfill_runs"]), int(settings["threads"]), work, _log
+            )
+        if "emulator" in only:
+            _log(f"4. emulator: {settings['launches']} launches, {settings['gets']} Gets per series")
+            emulator = measure_emulator(
+                project_python, anchor, int(settings["launches"]), int(settings["gets"]), work, _log
+            )
+        info = RunInfo(
+            mode="quick" if args.quick else "full",
+            started=started.strftime("%Y-%m-%d %H:%M UTC"),
+            duration_s=time.monotonic() - t0,
+            machine=machine_info(),
+            versions=versions,
+            settings={
+                "DAG parse runs": settings["parse_runs"],
+                "waiting jobs": "/".join(f"{n:,}" for n in sizes),
+                "poll interval": f"{settings['interval']:g} s",
+                "window intervals": 3,
+                "backfill runs": settings["backfill_runs"],
+                "backfill threads": settings["threads"],
+                "emulator launches": settings["launches"],
+                "Gets per series": settings["gets"],
+            },
+            notes=notes,
+        )
+        text = render(info, parse, waiting, backfill, emulator)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+        raw = {
+            "info": dataclasses.asdict(info),
+            "parse": [dataclasses.asdict(v) | {"dag_file": str(v.dag_file)} for v in parse],
+            "waiting": [dataclasses.asdict(w) for w in waiting],
+            "backfill": [dataclasses.asdict(b) for b in backfill],
+            "emulator": dataclasses.asdict(emulator) if emulator else None,
+        }
+        out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
+        _log(f"wrote {out} ({time.monotonic() - t0:.0f} s)")
+    finally:
+        if args.keep_work:
+            _log(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""3. Backfill submission: R runs of a training task submitted at once, then again (every task retried):
+API calls per submission, wall time per wave, and duplicate jobs (more than one job for one run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.runner import BENCH_DIR, ChildError, child_env
+from benchmarks.waiting import _delta, _read
+
+__all__ = ["BackfillResult", "measure_backfill"]
+
+LOCATION = "us-central1"
+
+
+@dataclass
+class BackfillResult:
+    impl: str
+    runs: int
+    threads: int
+    wall_s: list[float] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)
+    calls: list[dict[str, int]] = field(default_factory=list)
+    jobs: int = 0
+    duplicates: int = 0
+    error: str | None = None
+
+    def calls_per_submission(self, wave: int) -> float:
+        return sum(self.calls[wave].values()) / self.runs if wave < len(self.calls) else float("nan")
+
+
+def _body() -> dict[str, Any]:
+    from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
+
+    body: dict[str, Any] = SEED_REDUCTION_SERVER.to_api()
+    return body
+
+
+def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path) -> BackfillResult:
+    result = BackfillResult(impl=impl, runs=runs, threads=threads)
+    project = f"bench-backfill-{impl}-{runs}"
+    body_file = work / "backfill-body.json"
+    body_file.write_text(json.dumps(_body()))
+    home = work / "backfill-airflow-home"
+    home.mkdir(parents=True, exist_ok=True)
+    argv = [
+        python, str(BENCH_DIR / "backfill_child.py"), "--impl", impl, "--target", em.grpc_target,
+        "--project", project, "--location", LOCATION, "--body-file", str(body_file),
+        "--runs", str(runs), "--threads", str(threads),
+    ]  # fmt: skip
+    with open(work / f"backfill-{impl}.stderr", "w") as stderr:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(home), cwd=home
+        )
+        deadline = time.monotonic() + 600
+        try:
+            for _wave in range(2):
+                _read(proc, "wave_start", deadline)
+                before = em.call_counts()
+                _read(proc, "wave_end", deadline)
+                result.calls.append(_delta(em.call_counts(), before))
+            done = _read(proc, "done", deadline)
+            proc.wait(timeout=60)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    result.wall_s = [w["wall_s"] for w in done["waves"]]
+    result.created = [w["created"] for w in done["waves"]]
+    jobs = em.store.list("customJobs", f"projects/{project}/locations/{LOCATION}")
+    per_run: dict[str, int] = {}
+    for job in jobs:
+        run = (job.get("labels") or {}).get("airflow-run", "?")
+        per_run[run] = per_run.get(run, 0) + 1
+    result.jobs = len(jobs) - 1  # less the child's warm-up run
+    result.duplicates = sum(count - 1 for count in per_run.values())
+    return result
+
+
+def measure_backfill(
+    project_python: str, anchor_python: str | None, runs: int, threads: int, work: Path, log: Any = print
+) -> list[BackfillResult]:
+    from airflow_vertex_dist.emulator.app import Emulator
+    from airflow_vertex_dist.emulator.config import Faults
+    from airflow_vertex_dist.emulator.testing import make_config
+
+    # Jobs stay QUEUED (as a backfill's jobs would, waiting for quota): no replica processes start.
+    config = make_config(work / "backfill-emulator", faults=Faults(queued_s=3600.0))
+    impls = [("ours", project_python)] + ([("provider", anchor_python)] if anchor_python else [])
+    results = []
+    with Emulator(config) as em:
+        for impl, python in impls:
+            assert python is not None
+            try:
+                res = run_one(em, impl, python, runs, threads, work)
+            except ChildError as exc:
+                res = BackfillResult(impl=impl, runs=runs, threads=threads, error=str(exc)[-500:])
+            results.append(res)
+            log(
+                f"  backfill {impl:8s}: waves {[round(w, 2) for w in res.wall_s]} s, "
+                f"calls/submission {[round(res.calls_per_submission(w), 2) for w in range(len(res.calls))]}, "
+                f"jobs {res.jobs}, duplicates {res.duplicates}"
+                + (f"  ERROR {res.error}" if res.error else "")
+            )
+    return results

@@ -1,0 +1,102 @@
+"""Child of the backfill benchmark: R runs of one training task submitted at once from T threads, then
+the same R again (every task retried), each submission as its own task would make it.
+
+``ours``: ``VertexJobsHook.find_or_create`` with the run's labels (one hook per submission, as each
+task process has its own). ``provider``: the Google provider's ``CustomJobHook.create_custom_job`` (what
+its ``CreateCustomJobOperator`` does on every try), with only its client factory patched to reach the
+emulator without credentials. Stdlib only at module level; prints one JSON object per line:
+``wave_start`` / ``wave_end`` (the parent counts API calls between them) per wave, then ``done``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+
+def _say(**payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def _ours(
+    target: str, project: str, location: str, body: dict[str, Any]
+) -> Callable[[int], tuple[str, bool]]:
+    extra = {"project": project, "location": location, "api_endpoint": target}
+    os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps({"conn_type": "vertex_dist", "extra": extra})
+    from airflow_vertex_dist.hooks.labels import run_labels
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+    def submit(i: int) -> tuple[str, bool]:
+        labels = run_labels("bench_backfill", "train", f"backfill__2026-01-01T00:00:00+00:00__{i:04d}")
+        with VertexJobsHook() as hook:
+            job, created = hook.find_or_create("customJobs", body, labels=labels)
+        return str(job["name"]), created
+
+    return submit
+
+
+def _provider(
+    target: str, project: str, location: str, body: dict[str, Any]
+) -> Callable[[int], tuple[str, bool]]:
+    # The hook reads its connection when built; the credentials it names are never used (see below).
+    os.environ["AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT"] = json.dumps({"conn_type": "google_cloud_platform"})
+    import grpc
+    from airflow.providers.google.cloud.hooks.vertex_ai.custom_job import CustomJobHook
+    from airflow.providers.google.common.consts import CLIENT_INFO
+    from google.cloud.aiplatform_v1 import CustomJob, JobServiceClient
+    from google.cloud.aiplatform_v1.services.job_service.transports.grpc import JobServiceGrpcTransport
+
+    def get_job_service_client(self: Any, region: str | None = None) -> Any:
+        # The provider builds JobServiceClient(credentials=..., client_options=<region endpoint>).
+        channel = grpc.insecure_channel(target)
+        return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel), client_info=CLIENT_INFO)
+
+    CustomJobHook.get_job_service_client = get_job_service_client
+
+    def submit(i: int) -> tuple[str, bool]:
+        job_body = dict(body)
+        job_body["labels"] = {**body.get("labels", {}), "airflow-run": f"r{i:04d}"}
+        custom_job = CustomJob.from_json(json.dumps(job_body))
+        job = CustomJobHook().create_custom_job(project_id=project, region=location, custom_job=custom_job)
+        return str(job.name), True
+
+    return submit
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--impl", choices=("ours", "provider"), required=True)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--location", required=True)
+    parser.add_argument("--body-file", required=True)
+    parser.add_argument("--runs", type=int, required=True)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--waves", type=int, default=2)
+    args = parser.parse_args()
+    body = json.loads(Path(args.body_file).read_text())
+    make = _ours if args.impl == "ours" else _provider
+    submit = make(args.target, args.project, args.location, body)
+    submit(args.runs)  # warm-up (imports, connection, first channel): one more run, not timed
+    waves = []
+    with ThreadPoolExecutor(max_workers=args.threads) as pool:
+        for wave in range(args.waves):
+            _say(phase="wave_start", wave=wave)
+            start = time.perf_counter()
+            outcomes = list(pool.map(submit, range(args.runs)))
+            elapsed = time.perf_counter() - start
+            _say(phase="wave_end", wave=wave)
+            waves.append({"wall_s": elapsed, "created": sum(1 for _, c in outcomes if c)})
+    _say(phase="done", waves=waves)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""4. The emulator: create -> every replica RUNNING for the seed's 1 + 4 + 16 Reduction Server layout,
+and Get latency over gRPC and REST (stock ``JobServiceClient``), plus Get through each hook."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.runner import BENCH_DIR, ChildError, child_env, run_json
+
+__all__ = ["EmulatorResult", "measure_emulator"]
+
+PARENT = "projects/bench-emulator/locations/us-central1"
+
+#: Each trainer replica (primary and workers) records when its code started, then idles until stopped.
+_TRAINER = """
+import json, os, pathlib, time
+task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+pathlib.Path({markers!r}, task["type"] + "-" + str(task["index"])).write_text(repr(time.time()))
+time.sleep(3600)
+"""
+
+
+@dataclass
+class EmulatorResult:
+    replicas: int = 0
+    to_job_running_s: list[float] = field(default_factory=list)
+    to_all_replicas_running_s: list[float] = field(default_factory=list)
+    to_trainer_code_s: list[float] = field(default_factory=list)
+    cancel_s: list[float] = field(default_factory=list)
+    get_latency_s: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def _seed_body() -> dict[str, Any]:
+    from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
+
+    body: dict[str, Any] = SEED_REDUCTION_SERVER.to_api()
+    return body
+
+
+def _replica_keys(body: dict[str, Any]) -> list[str]:
+    keys = []
+    for pool, spec in enumerate(body["jobSpec"]["workerPoolSpecs"]):
+        keys += [f"workerpool{pool}-{i}" for i in range(int(spec.get("replicaCount", 0) or 0))]
+    return keys
+
+
+def _one_launch(em: Any, client: Any, body: dict[str, Any], markers: Path, result: EmulatorResult) -> None:
+    from google.cloud.aiplatform_v1 import CustomJob
+
+    from airflow_vertex_dist.emulator.testing import wait_for_state
+
+    for old in markers.glob("*"):
+        old.unlink()
+    keys = _replica_keys(body)
+    trainers = sum(1 for k in keys if not k.startswith("workerpool2-"))
+    result.replicas = len(keys)
+    message = CustomJob.from_json(json.dumps(body))
+    start = time.time()
+    name = client.create_custom_job(parent=PARENT, custom_job=message).name
+    job_running = replicas_running = code_running = None
+    deadline = time.monotonic() + 120
+    while (
+        job_running is None or replicas_running is None or code_running is None
+    ) and time.monotonic() < deadline:
+        now = time.time()
+        if job_running is None and em.store.get(name).get("state") == "JOB_STATE_RUNNING":
+            job_running = now - start
+        if replicas_running is None:
+            views = [em.runner.replica_view(name, key) for key in keys]
+            if all(v is not None and v.get("state") == "RUNNING" for v in views):
+                replicas_running = now - start
+        if code_running is None:
+            stamps = [float(p.read_text() or "nan") for p in markers.glob("*") if p.read_text()]
+            if len(stamps) == trainers:
+                code_running = max(stamps) - start
+        time.sleep(0.005)
+    if job_running is None or replicas_running is None or code_running is None:
+        state = em.store.get(name).get("state")
+        result.errors.append(f"{name}: not every replica running within 120 s (job {state})")
+    else:
+        result.to_job_running_s.append(job_running)
+        result.to_all_replicas_running_s.append(replicas_running)
+        result.to_trainer_code_s.append(code_running)
+    cancel_start = time.time()
+    client.cancel_custom_job(name=name)
+    wait_for_state(em, name, ["JOB_STATE_CANCELLED", "JOB_STATE_FAILED"], timeout=60, interval=0.01)
+    result.cancel_s.append(time.time() - cancel_start)
+
+
+def _gets(get: Any, count: int) -> list[float]:
+    for _ in range(5):
+        get()
+    out = []
+    for _ in range(count):
+        start = time.perf_counter()
+        get()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def measure_emulator(
+    project_python: str, anchor_python: str | None, launches: int, gets: int, work: Path, log: Any = print
+) -> EmulatorResult:
+    from airflow_vertex_dist.emulator import testing
+    from airflow_vertex_dist.emulator.app import Emulator
+    from airflow_vertex_dist.specs.examples import TRAINER_IMAGE
+
+    markers = work / "emulator-markers"
+    markers.mkdir(parents=True, exist_ok=True)
+    image_map = {TRAINER_IMAGE: [sys.executable, "-c", _TRAINER.format(markers=str(markers))]}
+    config = testing.make_config(work / "emulator-bench", image_map=image_map, stop_grace_s=2.0)
+    result = EmulatorResult()
+    body = _seed_body()
+    with Emulator(config) as em:
+        grpc_client = testing.grpc_client(em)
+        rest_client = testing.rest_client(em)
+        for i in range(launches):
+            _one_launch(em, grpc_client, body, markers, result)
+            log(
+                f"  emulator launch {i + 1}/{launches}: replicas running after "
+                f"{(result.to_all_replicas_running_s or [float('nan')])[-1]:.3f}s"
+            )
+        # A RUNNING job (its state straight in the store) for the Get latencies.
+        job = em.store.insert("customJobs", PARENT, body)
+        em.store.update(job["name"], lambda b: b.update(state="JOB_STATE_RUNNING", startTime=b["updateTime"]))
+        name = str(job["name"])
+        result.get_latency_s["grpc"] = _gets(lambda: grpc_client.get_custom_job(name=name), gets)
+        result.get_latency_s["rest"] = _gets(lambda: rest_client.get_custom_job(name=name), gets)
+        home = work / "get-airflow-home"
+        home.mkdir(parents=True, exist_ok=True)
+        impls = [("hook_ours", "ours", project_python)]
+        if anchor_python:
+            impls.append(("hook_provider", "provider", anchor_python))
+        for key, impl, python in impls:
+            argv = [python, str(BENCH_DIR / "get_child.py"), "--impl", impl, "--target", em.grpc_target,
+                    "--name", name, "--count", str(gets)]  # fmt: skip
+            try:
+                result.get_latency_s[key] = run_json(argv, env=child_env(home), timeout=600, cwd=home)[
+                    "latencies_s"
+                ]
+            except ChildError as exc:
+                result.errors.append(f"{key}: {exc}"[-500:])
+        grpc_client.transport.close()
+        rest_client.transport.close()
+    return result

@@ -1,0 +1,110 @@
+"""1. DAG parse cost: import a DAG file in a fresh interpreter, for our operators, the provider's, and
+the floor (``airflow.sdk`` only). Each run is its own process; variants are interleaved run by run so
+that a noisy neighbour hits all of them alike."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.runner import BENCH_DIR, child_env, run_json
+from benchmarks.stats import Summary, summarize
+
+__all__ = ["PROBE", "ParseVariant", "measure_parse_cost"]
+
+#: Runs in the child: time ``runpy.run_path(dag_file)`` (what a DAG processor does with a file, minus
+#: its bookkeeping), then report peak RSS and whether any ``google.cloud`` module got loaded.
+PROBE = """
+import json, resource, sys, time
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+c0, t0 = cpu(), time.perf_counter()
+import runpy
+namespace = runpy.run_path(sys.argv[1])
+elapsed, cpu_s = time.perf_counter() - t0, cpu() - c0
+dag = namespace["dag"]
+print(json.dumps({
+    "import_s": elapsed,
+    "cpu_s": cpu_s,
+    "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    "tasks": len(dag.tasks),
+    "modules": len(sys.modules),
+    "google_cloud_modules": sum(1 for m in sys.modules if m.startswith("google.cloud.")),
+}))
+"""
+
+
+@dataclass
+class ParseVariant:
+    key: str
+    label: str
+    python: str
+    dag_file: Path
+    import_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    process_s: list[float] = field(default_factory=list)
+    peak_rss_mib: list[float] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Summary]:
+        return {
+            "import_s": summarize(self.import_s),
+            "cpu_s": summarize(self.cpu_s),
+            "process_s": summarize(self.process_s),
+            "peak_rss_mib": summarize(self.peak_rss_mib),
+        }
+
+
+def _once(variant: ParseVariant, home: Path) -> dict[str, Any]:
+    start = time.perf_counter()
+    out: dict[str, Any] = run_json(
+        [variant.python, "-c", PROBE, str(variant.dag_file)], env=child_env(home), timeout=300, cwd=home
+    )
+    out["process_s"] = time.perf_counter() - start
+    return out
+
+
+def measure_parse_cost(
+    project_python: str,
+    anchor_python: str | None,
+    runs: int,
+    work: Path,
+    log: Any = print,
+    warmup: bool = True,
+) -> list[ParseVariant]:
+    """``runs`` measured rounds (after one warm-up round) of every variant; the anchor's are skipped
+    when there is no anchor interpreter."""
+    dags = BENCH_DIR / "dags"
+    variants = [
+        ParseVariant("floor", "floor (`airflow.sdk` only), project venv", project_python, dags / "floor.py"),
+        ParseVariant("ours", "airflow-vertex-dist operators", project_python, dags / "ours.py"),
+    ]
+    if anchor_python:
+        variants += [
+            ParseVariant(
+                "floor_anchor", "floor (`airflow.sdk` only), anchor venv", anchor_python, dags / "floor.py"
+            ),
+            ParseVariant(
+                "provider", "apache-airflow-providers-google operators", anchor_python, dags / "provider.py"
+            ),
+        ]
+    home = work / "parse-airflow-home"
+    home.mkdir(parents=True, exist_ok=True)
+    for variant in variants if warmup else ():  # byte-compile, fill the page cache, write airflow.cfg
+        variant.info = _once(variant, home)
+    for i in range(runs):
+        for variant in variants:
+            out = _once(variant, home)
+            variant.import_s.append(out["import_s"])
+            variant.cpu_s.append(out["cpu_s"])
+            variant.process_s.append(out["process_s"])
+            variant.peak_rss_mib.append(out["peak_rss_kib"] / 1024)
+            variant.info = {k: out[k] for k in ("tasks", "modules", "google_cloud_modules")}
+        log(
+            f"  parse round {i + 1}/{runs}: "
+            + ", ".join(f"{v.key} {v.import_s[-1] * 1000:.0f} ms" for v in variants)
+        )
+    return variants

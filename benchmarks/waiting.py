@@ -1,0 +1,187 @@
+"""2. Waiting at scale: N jobs waiting at once in one triggerer-like event loop (a child process, see
+``wait_child.py``) against the emulator running here. The jobs are put RUNNING straight into the
+emulator's store (the real peer's state: every API call sees them exactly as it would see a running
+job), then all ended at once; the emulator counts the API calls."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.runner import BENCH_DIR, ChildError, child_env
+from benchmarks.stats import percentile
+
+__all__ = ["WaitResult", "measure_waiting"]
+
+LOCATION = "us-central1"
+
+
+@dataclass
+class WaitResult:
+    impl: str
+    jobs: int
+    interval_s: float
+    calls_per_interval: float = 0.0
+    calls_by_method: dict[str, float] = field(default_factory=dict)
+    #: marginal: RSS growth from N/2 to N waiting jobs, per job (one-time costs excluded)
+    rss_per_job_kib: float = 0.0
+    #: RSS growth from one warm trigger to N waiting jobs, per job (lazy imports, first pages... included)
+    rss_per_job_all_kib: float = 0.0
+    rss_base_mib: float = 0.0
+    rss_steady_mib: float = 0.0
+    cpu_per_interval_s: float = 0.0
+    delays_s: list[float] = field(default_factory=list)
+    non_success: int = 0
+    missing: int = 0
+    error: str | None = None
+
+    def delay(self, q: float) -> float:
+        return percentile(self.delays_s, q)
+
+
+def _running(body: dict[str, Any]) -> None:
+    body["state"] = "JOB_STATE_RUNNING"
+    body["startTime"] = body["updateTime"]
+
+
+def _insert_running(em: Any, parent: str, n: int, labels: dict[str, str]) -> list[str]:
+    from airflow_vertex_dist.emulator import testing
+
+    names = []
+    for i in range(n):
+        job = em.store.insert("customJobs", parent, testing.container_job(f"wait-{i}", labels=labels))
+        em.store.update(job["name"], _running)
+        names.append(str(job["name"]))
+    return names
+
+
+def _end_all(em: Any, names: list[str], spread_s: float) -> dict[str, float]:
+    """End every job, spread evenly over ``spread_s`` (so the delays sample every phase of a poll)."""
+    from airflow_vertex_dist.emulator.store import now_rfc3339
+
+    ended: dict[str, float] = {}
+    start = time.monotonic()
+
+    def succeed(body: dict[str, Any]) -> None:
+        body["state"] = "JOB_STATE_SUCCEEDED"
+        body["endTime"] = now_rfc3339()
+
+    for i, name in enumerate(names):
+        pause = start + spread_s * i / len(names) - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        ended[name] = time.time()
+        em.store.update(name, succeed)
+    return ended
+
+
+def _read(proc: subprocess.Popen[str], phase: str, deadline: float) -> dict[str, Any]:
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise ChildError(f"the waiting child exited (rc={proc.wait()}) before {phase!r}")
+        try:
+            msg: dict[str, Any] = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("phase") == phase:
+            return msg
+        if time.monotonic() > deadline:
+            raise ChildError(f"no {phase!r} from the waiting child in time")
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+
+
+def run_one(
+    em: Any, impl: str, python: str, n: int, interval: float, work: Path, window_intervals: int = 3
+) -> WaitResult:
+    from airflow_vertex_dist.hooks.labels import run_labels
+
+    result = WaitResult(impl=impl, jobs=n, interval_s=interval)
+    parent = f"projects/bench-wait-{impl}-{n}/locations/{LOCATION}"
+    names = _insert_running(em, parent, n + 1, run_labels("bench_wait", f"{impl}_{n}", "scheduled__1"))
+    jobs_file = work / f"wait-{impl}-{n}.json"
+    jobs_file.write_text(json.dumps(names))
+    home = work / "wait-airflow-home"
+    home.mkdir(parents=True, exist_ok=True)
+    settle = 2 * interval + 1.0
+    argv = [
+        python, str(BENCH_DIR / "wait_child.py"), "--impl", impl, "--target", em.grpc_target,
+        "--rest", em.rest_endpoint, "--jobs-file", str(jobs_file), "--interval", str(interval),
+        "--settle", str(settle), "--window-intervals", str(window_intervals),
+        "--timeout", str(max(60.0, 10 * interval + n / 20)),
+    ]  # fmt: skip
+    stderr_path = work / f"wait-{impl}-{n}.stderr"
+    with open(stderr_path, "w") as stderr:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(home), cwd=home
+        )
+        deadline = time.monotonic() + 600
+        try:
+            base = _read(proc, "base", deadline)
+            half = _read(proc, "half", deadline)
+            steady = _read(proc, "steady", deadline)
+            _read(proc, "window_start", deadline)
+            before = em.call_counts()
+            end = _read(proc, "window_end", deadline)
+            calls = _delta(em.call_counts(), before)
+            ended = _end_all(em, names, interval)
+            done = _read(proc, "done", deadline)
+            proc.wait(timeout=60)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    result.rss_base_mib = base["rss_kib"] / 1024
+    result.rss_steady_mib = steady["rss_kib"] / 1024
+    result.rss_per_job_kib = (steady["rss_kib"] - half["rss_kib"]) / max(1, n - half["jobs"])
+    result.rss_per_job_all_kib = (steady["rss_kib"] - base["rss_kib"]) / n
+    result.calls_by_method = {k: v / window_intervals for k, v in sorted(calls.items())}
+    result.calls_per_interval = sum(calls.values()) / window_intervals
+    result.cpu_per_interval_s = end["cpu_s"] / window_intervals
+    events: dict[str, list[Any]] = done["events"]
+    for name in names:
+        if name in events:
+            fired_at, status = events[name]
+            result.delays_s.append(max(0.0, fired_at - ended[name]))
+            if status != "success":
+                result.non_success += 1
+    result.missing = int(done["missing"]) + (len(names) - len(events))
+    return result
+
+
+def measure_waiting(
+    project_python: str,
+    anchor_python: str | None,
+    sizes: list[int],
+    interval: float,
+    work: Path,
+    log: Any = print,
+) -> list[WaitResult]:
+    from airflow_vertex_dist.emulator.app import Emulator
+    from airflow_vertex_dist.emulator.testing import make_config
+
+    impls = [("ours", project_python)] + ([("provider", anchor_python)] if anchor_python else [])
+    results: list[WaitResult] = []
+    with Emulator(make_config(work / "wait-emulator")) as em:
+        for n in sizes:
+            for impl, python in impls:
+                assert python is not None
+                try:
+                    res = run_one(em, impl, python, n, interval, work)
+                except ChildError as exc:
+                    res = WaitResult(impl=impl, jobs=n, interval_s=interval, error=str(exc)[-500:])
+                results.append(res)
+                log(
+                    f"  wait {impl:8s} n={n:5d}: {res.calls_per_interval:7.1f} calls/interval, "
+                    f"{res.rss_per_job_kib:7.1f} KiB/job, delay p50 {res.delay(50):.2f}s"
+                    + (f"  ERROR {res.error}" if res.error else "")
+                )
+    return results
