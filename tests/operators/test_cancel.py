@@ -16,7 +16,7 @@ from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
 from .test_training import pid_code, pids, spec
 
-pytestmark = pytest.mark.usefixtures("airflow_db")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 JOB_NAME = "{{ ti.xcom_pull(task_ids='submit')['name'] }}"

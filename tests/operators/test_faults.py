@@ -22,7 +22,7 @@ from .harness import CONN_ENV, connection_env, dag_xcom, run_dag, ti_state
 from .test_training import PARENT, spec
 from .test_tuning import tuning_spec
 
-pytestmark = pytest.mark.usefixtures("airflow_db")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

@@ -15,14 +15,12 @@ from airflow.sdk import DAG, BaseOperator
 from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
-from airflow_vertex_dist.operators.job import job_verdict
-from airflow_vertex_dist.operators.spec_field import SpecError
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 
 from .harness import PY, alive, dag_xcom, logged, poll, run_dag, ti_state
 
-pytestmark = pytest.mark.usefixtures("airflow_db")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 PARENT = "projects/test-project/locations/us-central1"
@@ -86,35 +84,6 @@ def set_state_when(vertex_conn: Emulator) -> Iterator[Any]:
     yield start
     for thread in threads:
         thread.join(timeout=30)
-
-
-# ---------------------------------------------------------------------------------------- parse time
-
-
-def test_spec_is_validated_at_parse_time_when_it_has_no_jinja() -> None:
-    bad = spec("pass").model_dump(mode="json")
-    bad["primary"]["replica_count"] = 2
-    with pytest.raises(SpecError, match=r"spec\.primary\.replica_count: worker pool 0 holds exactly 1"):
-        VertexTrainingOperator(task_id="t", spec=bad)
-    with pytest.raises(ValueError, match="if_exists: must be one of reattach, fail, recreate"):
-        VertexTrainingOperator(task_id="t", spec=spec("pass"), if_exists="replace")  # type: ignore[arg-type]
-
-
-def test_jinja_is_rendered_then_the_spec_is_validated_again() -> None:
-    raw = spec("pass").model_dump(mode="json")
-    raw["display_name"] = "train-{{ ds }}"
-    raw["base_output_directory"] = "{{ params.out }}"
-    with DAG("render", schedule=None, start_date=START, params={"out": "not-a-bucket"}):
-        op = VertexTrainingOperator(task_id="t", spec=raw)
-    assert op.spec == raw  # not validated yet: it has templates
-    with pytest.raises(SpecError, match=r"after rendering:\n  spec\.base_output_directory: must be a Cloud"):
-        op.render_template_fields({"ds": "2024-01-02", "params": {"out": "not-a-bucket"}})  # type: ignore[arg-type]
-    op.spec = raw
-    op.render_template_fields({"ds": "2024-01-02", "params": {"out": "gs://b/runs/2024"}})  # type: ignore[arg-type]
-    assert isinstance(op.validated_spec, DistributedTrainingJob)
-    assert op.validated_spec.display_name == "train-2024-01-02"
-    assert op.validated_spec.base_output_directory == "gs://b/runs/2024"
-    assert op.spec == op.validated_spec.model_dump(mode="json")  # JSON, for the rendered-fields view
 
 
 # ---------------------------------------------------------------------------------------- runs
@@ -331,32 +300,6 @@ def test_other_terminal_states_end_the_task_as_specified(
         ),
     }[state]
     assert expected in logged(capfd)
-
-
-def test_job_verdict_messages_match_the_trigger() -> None:
-    name = f"{PARENT}/customJobs/1"
-    failed = {"name": name, "state": "JOB_STATE_FAILED", "error": {"code": 3, "message": "exit 3"}}
-    assert job_verdict(failed) == (False, f"job {name} failed: exit 3")
-    assert job_verdict({"name": name, "state": "JOB_STATE_EXPIRED"}) == (
-        False,
-        f"job {name} expired before it could run",
-    )
-    partial = {"name": name, "state": "JOB_STATE_PARTIALLY_SUCCEEDED"}
-    assert job_verdict(partial, partial_success="succeed") == (
-        True,
-        f"job {name} PARTIALLY_SUCCEEDED (accepted: partial_success='succeed')",
-    )
-    assert job_verdict(partial) == (
-        False,
-        f"job {name} PARTIALLY_SUCCEEDED (a failure: partial_success='fail')",
-    )
-    paused = {"name": name, "state": "JOB_STATE_PAUSED"}
-    assert job_verdict(paused, paused_for_s=5, paused_grace_s=10) is None
-    assert job_verdict(paused, paused_for_s=10, paused_grace_s=10) == (
-        False,
-        f"job {name} stayed PAUSED for 10s (grace 10s)",
-    )
-    assert job_verdict({"name": name, "state": "JOB_STATE_RUNNING"}) is None
 
 
 # ---------------------------------------------------------------------------------------- deferred

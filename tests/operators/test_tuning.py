@@ -23,7 +23,7 @@ from airflow_vertex_dist.specs import (
 
 from .harness import PY, dag_xcom, run_dag, ti_state
 
-pytestmark = pytest.mark.usefixtures("airflow_db")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 PARENT = "projects/test-project/locations/us-central1"

@@ -20,7 +20,7 @@ from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 
-pytestmark = pytest.mark.usefixtures("airflow_db")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 PARENT = "projects/test-project/locations/us-central1"
