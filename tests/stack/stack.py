@@ -470,11 +470,17 @@ class AirflowStack:
         """Every job of the stack's project (all pages), read over the emulator's REST API."""
         jobs: list[dict[str, Any]] = []
         token = ""
+        url = f"{self.rest_endpoint}/v1/projects/stack-project/locations/us-central1/{kind}"
         while True:
             params = {"filter": filter_, "pageSize": "100", "pageToken": token}
-            resp = self._http.get(
-                f"{self.rest_endpoint}/v1/projects/stack-project/locations/us-central1/{kind}", params=params
-            )
+
+            def page() -> httpx.Response | None:
+                resp = self._http.get(url, params=params)
+                if resp.status_code in (429, 500, 503, 504):  # an injected fault: ask again
+                    return None
+                return resp
+
+            resp = poll_until(page, timeout=60, interval=0.1, what=f"List {kind} without a fault")
             resp.raise_for_status()
             data = resp.json()
             jobs.extend(data.get(kind, []))

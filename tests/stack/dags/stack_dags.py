@@ -64,6 +64,7 @@ with DAG(
     "stack_backfill",
     schedule="@daily",
     start_date=START,
+    end_date=START + timedelta(days=49),
     catchup=False,
     max_active_runs=50,
     is_paused_upon_creation=True,
