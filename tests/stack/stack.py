@@ -474,7 +474,7 @@ class AirflowStack:
         while True:
             params = {"filter": filter_, "pageSize": "100", "pageToken": token}
 
-            def page() -> httpx.Response | None:
+            def page(params: dict[str, str] = params) -> httpx.Response | None:
                 resp = self._http.get(url, params=params)
                 if resp.status_code in (429, 500, 503, 504):  # an injected fault: ask again
                     return None

@@ -1,4 +1,4 @@
-"""A canary secret never leaks through Airflow: task logs, XCom, rendered templates, trigger rows, emulator log.
+"""A canary secret never leaks: task logs, XCom, rendered templates, trigger rows, the emulator's log.
 
 The canary is in two places: the connection's key JSON (``keyfile_dict``: the hook ignores credentials
 when the connection points at the emulator, but Airflow still loads the connection into the task) and
