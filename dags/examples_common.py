@@ -11,7 +11,14 @@ local emulator, the same DAG files run on this machine; pointed at Vertex AI, in
   holding ``dags/trainers``, with ``python -m trainers.ps_trainer`` / ``python -m trainers.ddp_trainer``
   as entrypoint (``dags/trainers/README.md`` has the Dockerfile): on Vertex AI, push them under your
   registry and change the two names there. The emulator has no images: :func:`emulator_image_map`
-  gives its ``--image-map`` entries, which run the same modules from this folder on the host.
+  gives its ``--image-map`` entries, which run the same modules from this folder on the host. By
+  hand, from the checkout's root::
+
+      airflow-vertex-dist emulator --gcs-root gcs \
+        --image-map "example.com/ml/ps-trainer:1.0=env PYTHONPATH=$PWD/dags python -m trainers.ps_trainer" \
+        --image-map "example.com/ml/ddp-trainer:1.0=env PYTHONPATH=$PWD/dags python -m trainers.ddp_trainer"
+      export GCS_MOUNT_ROOT=$PWD/gcs   # for the Airflow processes: prep and promote tasks
+
 - **Files.** :data:`BUCKET` (``VERTEX_DIST_EXAMPLES_BUCKET``, default ``gs://vertex-dist-examples``)
   holds datasets, job outputs and promoted models. Tasks that run in Airflow (data prep, promote)
   reach ``gs://`` through a local directory standing for it when ``GCS_MOUNT_ROOT`` is set

@@ -18,6 +18,9 @@ PARENT = "projects/test-project/locations/us-central1"
 
 def test_a_weekly_run_trains_on_its_interval(examples: Emulator, load_dags: Any) -> None:
     dag = load_dags("retraining.py")["vertex_dist_retraining"]
+    # catch-up safe: no pile of runs after a pause, one run at a time, weekly data intervals
+    assert dag.catchup is False and dag.max_active_runs == 1
+    assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
     when = datetime(2026, 11, 22, tzinfo=timezone.utc)  # a Sunday: the week 15-22 Nov
     dr = run_dag(dag, logical_date=when)
     start = dr.data_interval_start.strftime("%Y%m%d")
