@@ -56,7 +56,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--launches", type=int, help="emulator create -> running launches")
     p.add_argument("--gets", type=int, help="Get calls per latency series")
     p.add_argument("--keep-work", action="store_true", help="keep the temporary work directory")
+    p.add_argument("--from-json", type=Path, help="only render the report again from a run's raw results")
     return p
+
+
+def _rerender(raw_path: Path, out: Path) -> None:
+    """Render the report again from the raw results a run wrote beside it (no measuring)."""
+    from benchmarks.backfill import BackfillResult
+    from benchmarks.emulator_bench import EmulatorResult
+    from benchmarks.parse_cost import ParseVariant
+    from benchmarks.report import RunInfo, render
+    from benchmarks.waiting import WaitResult
+
+    raw = json.loads(raw_path.read_text())
+    text = render(
+        RunInfo(**raw["info"]),
+        [ParseVariant(**{**v, "dag_file": Path(v["dag_file"])}) for v in raw["parse"]],
+        [WaitResult(**w) for w in raw["waiting"]],
+        [BackfillResult(**b) for b in raw["backfill"]],
+        EmulatorResult(**raw["emulator"]) if raw["emulator"] else None,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
+    _log(f"wrote {out} (from {raw_path})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (
         BENCH_DIR / "results" / "quick.md" if args.quick else BENCH_DIR.parent / "docs" / "benchmarks.md"
     )
+
+    if args.from_json:
+        _rerender(args.from_json, out)
+        return 0
 
     work = Path(tempfile.mkdtemp(prefix="avd-bench-"))
     # This process hosts the emulators and our hooks: give Airflow an isolated, throwaway home.
