@@ -2,9 +2,10 @@
 
 Trigger it with the range to (re)build, e.g. ``{"first_day": "2026-11-01", "last_day": "2026-11-07"}``:
 
-- ``days_to_tune`` lists the days; everything after it is mapped over them, so every day is its own
-  task instance and so its own Vertex AI job (the run labels carry the map index: a retry of one
-  day re-attaches to that day's job and never bills a second one);
+- ``days_to_tune`` lists the days; the task group ``day`` is mapped over them, so every day has
+  its own task instances and so its own Vertex AI job (the run labels carry the map index: a retry
+  of one day re-attaches to that day's job and never bills a second one), and its own gate: a day
+  that fails its gate is not promoted, the other days are;
 - ``prepare_day`` writes the day's dataset to ``<bucket>/backfill_tuning/<day>/data/`` and builds
   the day's study: a grid over the learning rate, :data:`TRIALS` trials of the parameter-server
   trainer, each trial's outputs under ``<bucket>/backfill_tuning/<day>/trials/<trial id>/``;
@@ -14,7 +15,7 @@ Trigger it with the range to (re)build, e.g. ``{"first_day": "2026-11-01", "last
 - ``promote`` copies the best trial's model to ``<bucket>/backfill_tuning/<day>/promoted/`` with a
   ``promotion.json`` naming the trial, its parameters and its metric.
 
-Days run :data:`MAX_PARALLEL_DAYS` at a time (``max_active_tis_per_dagrun``).
+Days run :data:`MAX_PARALLEL_DAYS` at a time (``max_active_tis_per_dagrun`` of each task).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Param, task, task_group
 from examples_common import BUCKET, CONN_ID, POLL_INTERVAL, PS_TRAINER_IMAGE, copy_tree, join, writable_dir
 
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
@@ -92,12 +93,11 @@ def prepare_day(day: str) -> dict[str, Any]:
 
 
 @task(max_active_tis_per_dagrun=MAX_PARALLEL_DAYS)
-def promote(gate: dict[str, Any]) -> dict[str, Any]:
+def promote(day: str, gate: dict[str, Any]) -> dict[str, Any]:
     """Copy the best trial's model to the day's ``promoted/`` directory."""
     import json
 
     best = gate["best_trial"]
-    day = _day_of(gate["display_name"])
     source = join(ROOT, day, "trials", str(best["id"]), "model")
     target = join(ROOT, day, "promoted")
     files = copy_tree(source, target)
@@ -117,13 +117,34 @@ def promote(gate: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _day_of(display_name: str) -> str:
-    compact = display_name.rsplit("-", 1)[-1]
-    return f"{compact[:4]}-{compact[4:6]}-{compact[6:8]}"
+#: The day's spec and job, pulled from this day's (this map index's) task instances.
+SPEC_OF_THE_DAY = "{{ ti.xcom_pull(task_ids='day.prepare_day', map_indexes=ti.map_index) | tojson }}"
+JOB_OF_THE_DAY = "{{ ti.xcom_pull(task_ids='day.tune', map_indexes=ti.map_index)['name'] }}"
 
 
-def _job_name(output: dict[str, Any]) -> str:
-    return str(output["name"])
+@task_group(group_id="day")
+def tune_day(day: str) -> None:
+    """Prepare, tune, gate and promote one day."""
+    tune = VertexTuningOperator(
+        task_id="tune",
+        spec=SPEC_OF_THE_DAY,
+        vertex_dist_conn_id=CONN_ID,
+        deferrable=True,
+        poll_interval=POLL_INTERVAL,
+        execution_timeout=timedelta(hours=4),
+        max_active_tis_per_dagrun=MAX_PARALLEL_DAYS,
+    )
+    gate = VertexTrialSensor(
+        task_id="quality_gate",
+        job_name=JOB_OF_THE_DAY,
+        vertex_dist_conn_id=CONN_ID,
+        metric_threshold=MIN_ACCURACY,
+        deferrable=True,
+        poke_interval=POLL_INTERVAL,
+        timeout=3600,
+    )
+    prepare_day(day) >> tune >> gate
+    promote(day, gate.output)
 
 
 with DAG(
@@ -138,21 +159,4 @@ with DAG(
     tags=["vertex-dist", "example"],
     doc_md=__doc__,
 ) as dag:
-    specs = prepare_day.expand(day=days_to_tune())
-    tune = VertexTuningOperator.partial(
-        task_id="tune",
-        vertex_dist_conn_id=CONN_ID,
-        deferrable=True,
-        poll_interval=POLL_INTERVAL,
-        execution_timeout=timedelta(hours=4),
-        max_active_tis_per_dagrun=MAX_PARALLEL_DAYS,
-    ).expand(spec=specs)
-    gate = VertexTrialSensor.partial(
-        task_id="quality_gate",
-        vertex_dist_conn_id=CONN_ID,
-        metric_threshold=MIN_ACCURACY,
-        deferrable=True,
-        poke_interval=POLL_INTERVAL,
-        timeout=3600,
-    ).expand(job_name=tune.output.map(_job_name))
-    promote.expand(gate=gate.output)
+    tune_day.expand(day=days_to_tune())

@@ -45,13 +45,13 @@ def test_each_day_gets_its_own_tuning_job_and_the_best_trial_is_promoted(
     when = datetime(2026, 11, 29, tzinfo=timezone.utc)
     days = ["2026-11-01", "2026-11-02"]
     dr = dag.test(logical_date=when, run_after=when, run_conf={"first_day": days[0], "last_day": days[1]})
-    for task_id in ("prepare_day", "tune", "quality_gate", "promote"):
+    for task_id in ("day.prepare_day", "day.tune", "day.quality_gate", "day.promote"):
         assert states(dr, task_id) == {0: "success", 1: "success"}, task_id
 
     jobs = sorted(examples.store.list("hyperparameterTuningJobs", PARENT), key=lambda j: j["displayName"])
     assert [j["displayName"] for j in jobs] == ["tune-20261101", "tune-20261102"]
-    tuned = mapped_xcoms(dr, "tune")
-    promoted = mapped_xcoms(dr, "promote")
+    tuned = mapped_xcoms(dr, "day.tune")
+    promoted = mapped_xcoms(dr, "day.promote")
     bucket = examples.config.gcs_root / "vertex-dist-examples" / "backfill_tuning"
     for index, (day, job) in enumerate(zip(days, jobs, strict=True)):
         assert job["state"] == "JOB_STATE_SUCCEEDED"
@@ -74,3 +74,19 @@ def test_each_day_gets_its_own_tuning_job_and_the_best_trial_is_promoted(
         assert json.loads((bucket / day / "promoted" / "promotion.json").read_text()) == record
         assert (bucket / day / "data" / "train.csv").is_file()
         assert index in tuned
+
+
+def test_a_day_below_the_bar_is_tuned_but_not_promoted(examples: Emulator, load_dags: Any) -> None:
+    dag = load_dags("backfill_tuning.py")["vertex_dist_backfill_tuning"]
+    dag.get_task("day.quality_gate").metric_threshold = 0.9999  # a bar no trial reaches
+    register_dag(dag)
+    when = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
+    day = {"first_day": "2026-11-05", "last_day": "2026-11-05"}
+    dr = dag.test(logical_date=when, run_after=when, run_conf=day)
+    assert states(dr, "day.tune") == {0: "success"}
+    assert states(dr, "day.quality_gate") == {0: "failed"}
+    assert states(dr, "day.promote") == {0: "upstream_failed"}
+    [job] = examples.store.list("hyperparameterTuningJobs", PARENT)
+    assert job["state"] == "JOB_STATE_SUCCEEDED" and len(job["trials"]) == 3
+    day_dir = examples.config.gcs_root / "vertex-dist-examples" / "backfill_tuning" / "2026-11-05"
+    assert (day_dir / "trials").is_dir() and not (day_dir / "promoted").exists()
