@@ -208,6 +208,10 @@ class VertexReplicaSensor(_VertexJobWaitSensor):
     def __init__(self, *, replicas: Sequence[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.replicas = check_replica_names(replicas)
+        if not _is_template(self.job_name) and parse_job_name(self.job_name).kind != "customJobs":
+            raise ValueError(
+                f"job_name: {self.job_name!r} is a tuning job; its replicas belong to its trials' CustomJobs"
+            )
 
     def condition(self, job: dict[str, Any]) -> Verdict | None:
         return replica_condition(job, self.replicas)

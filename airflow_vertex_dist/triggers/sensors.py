@@ -214,6 +214,12 @@ def resolve_replicas(job: dict[str, Any], replicas: Sequence[str], *, field: str
 def replica_condition(job: dict[str, Any], replicas: Sequence[str]) -> Verdict | None:
     """Success once every wanted replica is up; error when the job cannot show it or ended first."""
     name = job.get("name", "?")
+    if "/hyperparameterTuningJobs/" in str(name):
+        return Verdict(
+            "error",
+            f"job {name} is a tuning job: its replicas belong to its trials; wait on a trial's "
+            "CustomJob (trials[].customJob) instead",
+        )
     if not web_access_enabled(job):
         return Verdict(
             "error",

@@ -112,6 +112,9 @@ def test_replica_condition() -> None:
     assert done is not None and done.ok and "2/2" in done.message
     no_web = replica_condition(custom_job(web=False), ["workerpool0-0"])
     assert no_web is not None and not no_web.ok and "enableWebAccess" in no_web.message
+    tuning = {**custom_job(), "name": "projects/p/locations/l/hyperparameterTuningJobs/7"}
+    refused = replica_condition(tuning, ["workerpool0-0"])
+    assert refused is not None and not refused.ok and "is a tuning job" in refused.message
     ended = replica_condition(custom_job("JOB_STATE_SUCCEEDED", up=["workerpool0-0"]), ["workerpool1-1"])
     assert ended is not None and not ended.ok and "before replicas workerpool1-1" in ended.message
 

@@ -201,6 +201,15 @@ def test_trial_sensor_fails_when_the_job_ends_first(
     assert f"job {study['name']} ended SUCCEEDED with 3 succeeded trials; best loss=0.5" in logged(capfd)
 
 
+def test_replica_sensor_arguments_are_checked_at_parse_time() -> None:
+    with pytest.raises(ValueError, match=r"replicas\[0\]: 'chief' is not a replica name"):
+        VertexReplicaSensor(task_id="s", job_name=f"{PARENT}/customJobs/1", replicas=["chief"])
+    with pytest.raises(ValueError, match="is a tuning job; its replicas belong to its trials"):
+        VertexReplicaSensor(
+            task_id="s", job_name=f"{PARENT}/hyperparameterTuningJobs/1", replicas=["workerpool0-0"]
+        )
+
+
 def test_trial_sensor_arguments_are_checked_at_parse_time() -> None:
     with pytest.raises(ValueError, match="min_succeeded, metric_threshold: set at least one"):
         VertexTrialSensor(task_id="s", job_name=f"{PARENT}/hyperparameterTuningJobs/1")
