@@ -24,7 +24,7 @@ LINK_XCOM_KEY = "vertex_job"
 
 
 class VertexJobLink(BaseOperatorLink):
-    """"Vertex AI job": the job in the Vertex AI console (or the emulator's job page)."""
+    """The "Vertex AI job" button: the job in the Vertex AI console (or the emulator's job page)."""
 
     name = "Vertex AI job"
 
