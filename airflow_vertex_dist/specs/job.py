@@ -147,7 +147,12 @@ class DistributedTrainingJob(SpecModel):
     @field_validator("base_output_directory")
     @classmethod
     def _output(cls, value: str | None) -> str | None:
-        if value is not None and (not value.startswith("gs://") or len(value) <= 5 or " " in value):
+        # Object names may hold any character (a space, a Jinja expression to render); the bucket
+        # name may not hold white space.
+        if value is None:
+            return value
+        bucket = value[5:].split("/", 1)[0]
+        if not value.startswith("gs://") or not bucket or bucket != "".join(bucket.split()):
             fail(f"base_output_directory: must be a Cloud Storage URI 'gs://bucket/...' (got {value!r})")
         return value
 

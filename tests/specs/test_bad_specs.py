@@ -310,6 +310,8 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("network-format", J(("network", "my-vpc")), "network", "projects/{project}/global/networks/{network}"),
     ("output-not-gcs", J(("base_output_directory", "/tmp/out")), "base_output_directory", "gs://bucket"),
+    ("output-bucket-blank", J(("base_output_directory", "gs://my bucket/out")), "base_output_directory", "gs://bucket"),
+    ("output-no-bucket", J(("base_output_directory", "gs:///out")), "base_output_directory", "gs://bucket"),
     ("kms-format", J(("encryption_key", "my-key")), "encryption_key", "keyRings"),
     ("service-account", J(("service_account", "robot")), "service_account", "e-mail address"),
     ("tensorboard-format", J(("tensorboard", "tb-1")), "tensorboard", "tensorboards"),
