@@ -110,7 +110,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Vertex AI distributed training",
-                "python-modules": ["airflow_vertex_dist.triggers.jobs"],
+                "python-modules": [
+                    "airflow_vertex_dist.triggers.jobs",
+                    "airflow_vertex_dist.triggers.sensors",
+                ],
             }
         ],
         "extra-links": [

@@ -19,9 +19,11 @@ __all__ = [
     "JobKind",
     "JobName",
     "compact_job",
+    "error_suffix",
     "job_state",
     "parse_job_name",
     "rfc3339_key",
+    "short_state",
 ]
 
 JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
@@ -29,7 +31,7 @@ CUSTOM_JOBS: JobKind = "customJobs"
 TUNING_JOBS: JobKind = "hyperparameterTuningJobs"
 JOB_KINDS: tuple[JobKind, ...] = (CUSTOM_JOBS, TUNING_JOBS)
 
-#: States a job leaves by itself (PAUSED is listed here: it is not terminal, but it does not progress).
+#: Every state a job has not ended in. PAUSED is one: not terminal, though it does not progress by itself.
 ACTIVE_STATES = frozenset(
     {
         "JOB_STATE_QUEUED",
@@ -117,6 +119,19 @@ def rfc3339_key(value: str) -> tuple[str, int]:
 def job_state(job: dict[str, Any]) -> str:
     state = job.get("state")
     return state if isinstance(state, str) else "JOB_STATE_UNSPECIFIED"
+
+
+def short_state(state: str) -> str:
+    """``JOB_STATE_RUNNING`` -> ``RUNNING``, for messages."""
+    return state.removeprefix("JOB_STATE_")
+
+
+def error_suffix(job: dict[str, Any]) -> str:
+    """``": <the job's error message>"``, or ``""`` when the job carries none."""
+    error = job.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return f": {error['message']}"
+    return ""
 
 
 _COMPACT_KEYS = (

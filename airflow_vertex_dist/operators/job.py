@@ -12,7 +12,8 @@ A try of the task:
    (``deferrable=True``) or polls with backoff, logging state changes, replicas up and trials done;
 5. ends on every terminal state explicitly: SUCCEEDED succeeds; FAILED, CANCELLED, EXPIRED and PAUSED
    past its grace fail the task with the job's message; PARTIALLY_SUCCEEDED follows
-   ``partial_success``.
+   ``partial_success``. A job PAUSED past its grace is cancelled first (``cancel_on_kill``): it is
+   billed for nothing, and once CANCELLED a retry creates a new job instead of re-attaching to it.
 
 A killed task (``on_kill``) and an ``execution_timeout`` cancel the job (``cancel_on_kill``). While
 deferred, the trigger does it: its ``on_kill`` (Airflow >= 3.3) when the task is killed, and its
@@ -30,14 +31,20 @@ from airflow.sdk import conf
 from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout
 from pydantic import BaseModel
 
-from airflow_vertex_dist.hooks.job_dicts import REATTACHABLE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.hooks.job_dicts import (
+    REATTACHABLE_STATES,
+    TERMINAL_STATES,
+    JobKind,
+    job_state,
+    short_state,
+)
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
 from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
-from airflow_vertex_dist.triggers.jobs import PARTIAL_SUCCESS, VertexJobTrigger, job_event
-from airflow_vertex_dist.triggers.sensors import ProgressLog
+from airflow_vertex_dist.triggers.conditions import ProgressLog
+from airflow_vertex_dist.triggers.jobs import PARTIAL_SUCCESS, VertexJobTrigger, cancel_outcome, job_event
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -47,10 +54,6 @@ __all__ = ["IF_EXISTS", "PARTIAL_SUCCESS", "VertexJobOperator", "job_verdict"]
 IF_EXISTS = ("reattach", "fail", "recreate")
 #: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
 STATE_KEY = "vertex_job_name"
-
-
-def _short(state: str) -> str:
-    return state.removeprefix("JOB_STATE_")
 
 
 def job_verdict(
@@ -191,10 +194,11 @@ class VertexJobOperator(VertexBaseOperator):
         except NotFound:
             self.log.warning("Job %s from the task state no longer exists", name)
             return None
-        if job.get("state") in REATTACHABLE_STATES:
-            self.log.info("Re-attaching to %s (%s), named in the task state", name, _short(job["state"]))
+        state = job_state(job)
+        if state in REATTACHABLE_STATES:
+            self.log.info("Re-attaching to %s (%s), named in the task state", name, short_state(state))
             return job
-        self.log.info("Job %s from the task state ended %s: not re-attaching", name, job.get("state"))
+        self.log.info("Job %s from the task state is %s: not re-attaching", name, short_state(state))
         return None
 
     def attach_or_create(self, context: Context) -> dict[str, Any]:
@@ -207,9 +211,8 @@ class VertexJobOperator(VertexBaseOperator):
             if created:
                 self.log.info("Created %s\n%s", job["name"], self.pools_table())
             else:
-                self.log.info(
-                    "Re-attaching to %s (%s), found by its run labels", job["name"], _short(job["state"])
-                )
+                state = short_state(job_state(job))
+                self.log.info("Re-attaching to %s (%s), found by its run labels", job["name"], state)
         store = context.get("task_state_store")
         if store is not None:
             store.set(STATE_KEY, job["name"])
@@ -223,7 +226,7 @@ class VertexJobOperator(VertexBaseOperator):
     def execute(self, context: Context) -> Any:
         job = self.attach_or_create(context)
         if not self.wait:
-            self.log.info("wait=False: not waiting for %s (%s)", job["name"], _short(job["state"]))
+            self.log.info("wait=False: not waiting for %s (%s)", job["name"], short_state(job_state(job)))
             return self.job_outputs(job)
         verdict = job_verdict(job, partial_success=self.partial_success)
         if verdict is not None:
@@ -266,7 +269,7 @@ class VertexJobOperator(VertexBaseOperator):
                 for line in progress.update(job):
                     self.log.info("%s", line)
                 now = time.monotonic()
-                if job.get("state") == "JOB_STATE_PAUSED":
+                if job_state(job) == "JOB_STATE_PAUSED":
                     paused_since = now if paused_since is None else paused_since
                 else:
                     paused_since = None
@@ -277,12 +280,16 @@ class VertexJobOperator(VertexBaseOperator):
                     paused_grace_s=self.paused_grace,
                 )
                 if verdict is not None:
+                    if not verdict[0] and job_state(job) == "JOB_STATE_PAUSED":  # past its grace
+                        cancelled = self._cancel(name, reason="PAUSED past its grace")
+                        outcome = cancel_outcome(self.cancel_on_kill, cancelled, left="PAUSED")
+                        verdict = (False, verdict[1] + outcome)
                     return job, verdict
                 time.sleep(delay)
                 delay = min(delay * 1.5, self.poll_interval)
-                previous = job.get("state")
+                previous = job_state(job)
                 job = self.hook.get_job(name)
-                if job.get("state") != previous:
+                if job_state(job) != previous:
                     delay = min(1.0, self.poll_interval)
         except AirflowTaskTimeout:
             self.log.error("execution_timeout reached while waiting for %s", name)
@@ -322,24 +329,31 @@ class VertexJobOperator(VertexBaseOperator):
             raise
 
     # -- kill ----------------------------------------------------------------------------------
-    def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> None:
-        if not self.cancel_on_kill or self._cancelled:
-            return
+    def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:
+        """Cancel the job (once, if ``cancel_on_kill``) and wait up to ``wait_s`` for it to end.
+
+        ``True`` when the cancel was requested (now or by an earlier call).
+        """
+        if not self.cancel_on_kill:
+            return False
+        if self._cancelled:
+            return True
         self._cancelled = True
         self.log.warning("Cancelling %s (%s)", name, reason)
         try:
             self.hook.cancel_job(name)
         except Exception:
             self.log.exception("Cancel of %s failed", name)
-            return
+            return False
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            state = self.hook.get_job(name).get("state")
+            state = job_state(self.hook.get_job(name))
             if state in TERMINAL_STATES:
-                self.log.info("Job %s is %s", name, _short(str(state)))
-                return
+                self.log.info("Job %s is %s", name, short_state(state))
+                return True
             time.sleep(0.5)
         self.log.warning("Job %s still not cancelled after %.0fs", name, wait_s)
+        return True
 
     def on_kill(self) -> None:
         if self._job_name:

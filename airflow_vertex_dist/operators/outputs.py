@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_vertex_dist.links import LINK_XCOM_KEY
-from airflow_vertex_dist.triggers.sensors import trial_summary
+from airflow_vertex_dist.triggers.conditions import trial_summary
 
 __all__ = ["LINK_XCOM_KEY", "job_output", "tuning_output"]
 

@@ -27,7 +27,7 @@ from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
 from airflow_vertex_dist.operators.outputs import job_output, tuning_output
-from airflow_vertex_dist.triggers.sensors import (
+from airflow_vertex_dist.triggers.conditions import (
     ProgressLog,
     Verdict,
     check_replica_names,

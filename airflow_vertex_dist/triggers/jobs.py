@@ -12,10 +12,19 @@ It fires exactly one event, ``{"status": "success" | "error", "message": str, "j
 SUCCEEDED                    success
 FAILED, CANCELLED, EXPIRED   error, with the job's error message
 PARTIALLY_SUCCEEDED          success if ``partial_success="succeed"``, else error
-PAUSED                       keeps waiting for ``paused_grace`` seconds, then error
+PAUSED                       keeps waiting for ``paused_grace`` seconds, then the job is
+                             cancelled (``cancel_on_kill``) and error
 job deleted / API error      error (transient errors are retried, never end the wait)
 deadline reached             the job is cancelled (``cancel_on_kill``), then error
 ===========================  ==============================================================
+
+Every update is fed to a :class:`~airflow_vertex_dist.triggers.conditions.ProgressLog`: the
+triggerer's log (which reaches the task log) shows each state change, replicas up k/n and trials
+done k/N with the best metric so far.
+
+A PAUSED job past its grace is billed for nothing and would block the run: with ``cancel_on_kill`` it
+is cancelled, so it ends CANCELLED and a retry's find-or-create creates a new job instead of
+re-attaching to it.
 
 The deadline is the task's trigger timeout (``execution_timeout``), which the triggerer gives the
 trigger as ``timeout_after``; ``timeout`` (seconds from the start of :meth:`run`) is the fallback when
@@ -38,10 +47,17 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, compact_job, job_state, parse_job_name
+from airflow_vertex_dist.hooks.job_dicts import (
+    TERMINAL_STATES,
+    compact_job,
+    error_suffix,
+    job_state,
+    parse_job_name,
+)
+from airflow_vertex_dist.triggers.conditions import ProgressLog
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
-__all__ = ["PARTIAL_SUCCESS", "VertexJobTrigger", "job_event"]
+__all__ = ["PARTIAL_SUCCESS", "VertexJobTrigger", "cancel_outcome", "job_event"]
 
 PARTIAL_SUCCESS = ("fail", "succeed")
 #: Fire this many seconds before the deadline (the scheduler fails a timed-out trigger on its own).
@@ -53,10 +69,6 @@ ON_KILL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_t
 _RFC3339 = re.compile(
     r"^(?P<seconds>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d\d:\d\d)$"
 )
-
-
-def _short(state: str) -> str:
-    return state.removeprefix("JOB_STATE_")
 
 
 def _event(payload: dict[str, Any]) -> TriggerEvent:
@@ -86,8 +98,7 @@ def job_event(
     """The event payload for a job in a final (for the task) state, ``None`` while it should wait."""
     name = job.get("name", "?")
     state = job_state(job)
-    error = job.get("error") or {}
-    detail = f": {error['message']}" if error.get("message") else ""
+    detail = error_suffix(job)
     if state == "JOB_STATE_SUCCEEDED":
         return {"status": "success", "message": f"job {name} succeeded", "job": compact_job(job)}
     if state == "JOB_STATE_FAILED":
@@ -111,6 +122,13 @@ def job_event(
     else:
         return None
     return {"status": "error", "message": message, "job": compact_job(job)}
+
+
+def cancel_outcome(cancel_on_kill: bool, cancelled: bool, *, left: str = "running") -> str:
+    """What became of the job when a task gave up on it, appended to the task's failure message."""
+    if not cancel_on_kill:
+        return f"; the job was left {left} (cancel_on_kill=False)"
+    return "; the job was cancelled" if cancelled else "; cancelling the job failed"
 
 
 class VertexJobTrigger(BaseTrigger):
@@ -203,7 +221,7 @@ class VertexJobTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         started = time.monotonic()
         deadline = self._deadline(started)
-        last_state: str | None = None
+        progress = ProgressLog()
         paused_since: float | None = None
         try:
             async with watch_job(
@@ -221,10 +239,9 @@ class VertexJobTrigger(BaseTrigger):
                         job = await asyncio.wait_for(updates.next(), timeout=remaining)
                     except TimeoutError:
                         continue
+                    for line in progress.update(job):
+                        self.log.info("%s", line)
                     state = job_state(job)
-                    if state != last_state:
-                        self.log.info("Job %s is %s", self.job_name, _short(state))
-                        last_state = state
                     paused_for: float | None = None
                     if state == "JOB_STATE_PAUSED":
                         # Paused since we first saw it, or since the job's last update (which survives
@@ -242,6 +259,8 @@ class VertexJobTrigger(BaseTrigger):
                         paused_grace=self.paused_grace,
                     )
                     if event is not None:
+                        if state == "JOB_STATE_PAUSED":  # past its grace
+                            event = await self._give_up(str(event["message"]), job, left="PAUSED")
                         yield _event(event)
                         return
         except JobNotFoundError as exc:
@@ -254,13 +273,15 @@ class VertexJobTrigger(BaseTrigger):
 
     async def _timed_out(self, started: float) -> dict[str, Any]:
         waited = time.monotonic() - started
-        message = f"job {self.job_name}: the task timed out after waiting {waited:.0f}s"
-        job: dict[str, Any] | None = None
-        if self.cancel_on_kill:
-            job = await self._cancel()
-            message += "; the job was cancelled" if job is not None else "; cancelling the job failed"
-        else:
-            message += "; the job was left running (cancel_on_kill=False)"
+        return await self._give_up(f"job {self.job_name}: the task timed out after waiting {waited:.0f}s")
+
+    async def _give_up(
+        self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
+    ) -> dict[str, Any]:
+        """The error event of a task that stops waiting: cancel the job first if ``cancel_on_kill``."""
+        cancelled = await self._cancel() if self.cancel_on_kill else None
+        message += cancel_outcome(self.cancel_on_kill, cancelled is not None, left=left)
+        job = cancelled or job
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
     async def _cancel(self) -> dict[str, Any] | None:

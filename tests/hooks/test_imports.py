@@ -12,8 +12,10 @@ MODULES = [
     "airflow_vertex_dist.hooks.connection",
     "airflow_vertex_dist.hooks.job_dicts",
     "airflow_vertex_dist.hooks.vertex_jobs",
+    "airflow_vertex_dist.triggers.conditions",
     "airflow_vertex_dist.triggers.jobs",
     "airflow_vertex_dist.triggers.poller",
+    "airflow_vertex_dist.triggers.sensors",
     "airflow_vertex_dist._compat",
 ]
 
@@ -35,6 +37,7 @@ def test_pure_modules_import_neither_airflow_nor_google() -> None:
     code = (
         "import json, sys\n"
         "import airflow_vertex_dist.hooks.labels, airflow_vertex_dist.hooks.job_dicts\n"
+        "import airflow_vertex_dist.triggers.conditions\n"
         "heavy = ('airflow', 'grpc', 'proto')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
     )

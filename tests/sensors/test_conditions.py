@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.triggers.sensors import (
+from airflow_vertex_dist.triggers.conditions import (
     best_trial,
     check_replica_names,
     check_trial_condition,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from airflow.triggers.base import TriggerEvent
+from structlog.testing import capture_logs
 
 from airflow_vertex_dist.emulator import testing
 from airflow_vertex_dist.emulator.app import Emulator
@@ -134,12 +137,74 @@ async def test_paused_within_grace_then_resumes(em: Emulator) -> None:
     assert (await task)["status"] == "success"
 
 
-async def test_paused_past_grace(em: Emulator) -> None:
-    name = stored_job(em, "JOB_STATE_PAUSED")
+async def test_paused_past_grace_cancels_and_a_retry_creates_a_new_job(em: Emulator) -> None:
+    """A paused job is billed for nothing: past its grace it is cancelled, so a retry does not re-attach."""
+    labels = run_labels("trigger_tests", "paused", "manual__1", -1)  # this test's own task instance
+    name = stored_job(em, "JOB_STATE_PAUSED", labels=labels)
     event = await run_to_end(trigger(name, paused_grace=0.3))
     assert event["status"] == "error"
     assert event["message"].startswith(f"job {name} stayed PAUSED for ")
-    assert "(grace 0.3s)" in event["message"]
+    assert event["message"].endswith("(grace 0.3s); the job was cancelled")
+    assert em.store.get(name)["state"] == "JOB_STATE_CANCELLED"  # type: ignore[index]
+    assert event["job"]["state"] == "JOB_STATE_CANCELLED"
+    hook = VertexJobsHook(retry_policy=FAST)
+    try:
+        body = testing.container_job("retry", "print('again')")
+        retried, created = await asyncio.to_thread(hook.find_or_create, "customJobs", body, labels=labels)
+    finally:
+        hook.close()
+    assert created and retried["name"] != name
+
+
+async def test_paused_past_grace_without_cancel_on_kill_stays_paused(em: Emulator) -> None:
+    name = stored_job(em, "JOB_STATE_PAUSED")
+    event = await run_to_end(trigger(name, paused_grace=0.3, cancel_on_kill=False))
+    assert event["status"] == "error"
+    assert event["message"].endswith("(grace 0.3s); the job was left PAUSED (cancel_on_kill=False)")
+    assert em.store.get(name)["state"] == "JOB_STATE_PAUSED"  # type: ignore[index]
+
+
+def logged(logs: list[dict[str, Any]]) -> list[str]:
+    return [str(entry.get("event")) for entry in logs]
+
+
+async def test_progress_while_deferred_shows_replicas_up(em: Emulator, tmp_path: Path) -> None:
+    """The triggerer's log (the task log in Airflow 3) shows state changes and replicas up k/n."""
+    go = tmp_path / "go"
+    code = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
+    body = testing.container_job("progress", code, workers=1, labels=MANAGED, enableWebAccess=True)
+    job = await create(body)
+    with capture_logs() as logs:
+        task = asyncio.create_task(run_to_end(trigger(job["name"])))
+        deadline = time.monotonic() + 60
+        while "replicas up 2/2: workerpool0-0, workerpool1-0" not in logged(logs):
+            assert time.monotonic() < deadline, logged(logs)
+            assert not task.done(), logged(logs)
+            await asyncio.sleep(0.05)
+        go.write_text("")
+        event = await task
+    assert event["status"] == "success", event["message"]
+    lines = logged(logs)
+    assert any(line.startswith(f"job {job['name']}: submitted -> ") for line in lines), lines
+    assert f"job {job['name']}: RUNNING -> SUCCEEDED" in lines
+    ups = [line for line in lines if line.startswith("replicas up ")]
+    assert len(ups) == len(set(ups)), ups  # only changes are logged
+
+
+async def test_progress_while_deferred_shows_trials_done(em: Emulator) -> None:
+    code = "import hypertune; hypertune.HyperTune().report_hyperparameter_tuning_metric('score', 0.5)"
+    job = await create(
+        testing.tuning_job("tune", code, max_trials=2, labels=MANAGED), "hyperparameterTuningJobs"
+    )
+    with capture_logs() as logs:
+        event = await run_to_end(trigger(job["name"]))
+    assert event["status"] == "success", event["message"]
+    lines = logged(logs)
+    done = [line for line in lines if line.startswith("trials done ")]
+    assert done, lines
+    final = "trials done 2/2 (succeeded 2, infeasible 0, active 0); best score=0.5 (trial "
+    assert done[-1].startswith(final), done
+    assert f"job {job['name']}: RUNNING -> SUCCEEDED" in lines
 
 
 @pytest.mark.parametrize(("setting", "status"), [("fail", "error"), ("succeed", "success")])
