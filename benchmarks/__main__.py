@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--launches", type=int, help="emulator create -> running launches")
     p.add_argument("--gets", type=int, help="Get calls per latency series")
     p.add_argument("--keep-work", action="store_true", help="keep the temporary work directory")
+    p.add_argument("--raw", type=Path, help="raw results as JSON (default: benchmarks/results/<report>.json)")
     p.add_argument("--from-json", type=Path, help="only render the report again from a run's raw results")
     return p
 
@@ -182,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
             "backfill": [dataclasses.asdict(b) for b in backfill],
             "emulator": dataclasses.asdict(emulator) if emulator else None,
         }
-        out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
-        _log(f"wrote {out} ({time.monotonic() - t0:.0f} s)")
+        raw_path = args.raw or BENCH_DIR / "results" / f"{out.stem}.json"
+        raw_path.parent.mkdir(parents=True, exist_ok=True)
+        raw_path.write_text(json.dumps(raw, indent=1, default=str) + "\n")
+        _log(f"wrote {out} and {raw_path} ({time.monotonic() - t0:.0f} s)")
     finally:
         if args.keep_work:
             _log(f"work directory kept: {work}")

@@ -46,6 +46,14 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _cycles() -> int | None:
+    """Poll cycles completed by our shared pollers in this loop (``None`` for the provider's triggers)."""
+    poller = sys.modules.get("airflow_vertex_dist.triggers.poller")
+    if poller is None:
+        return None
+    return sum(p.cycles for p in poller.active_pollers())
+
+
 def _ours(target: str, rest: str) -> Callable[[str, float], Any]:
     project, location = "unused", "unused"
     extra = {"project": project, "location": location, "api_endpoint": target, "web_endpoint": rest}
@@ -127,9 +135,9 @@ async def _main(args: argparse.Namespace, make: Callable[[str, float], Any]) -> 
     _say(phase="steady", rss_kib=_rss_kib(), running=sum(1 for t in tasks if not t.done()))
     await asyncio.sleep(interval)
     cpu0 = _cpu_s()
-    _say(phase="window_start", t=time.time())
+    _say(phase="window_start", t=time.time(), cycles=_cycles())
     await asyncio.sleep(interval * args.window_intervals)
-    _say(phase="window_end", t=time.time(), cpu_s=_cpu_s() - cpu0)
+    _say(phase="window_end", t=time.time(), cpu_s=_cpu_s() - cpu0, cycles=_cycles())
     done, pending = await asyncio.wait(tasks, timeout=args.timeout)
     for task in pending:
         task.cancel()

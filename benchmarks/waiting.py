@@ -34,10 +34,17 @@ class WaitResult:
     rss_base_mib: float = 0.0
     rss_steady_mib: float = 0.0
     cpu_per_interval_s: float = 0.0
+    #: our shared poller's cycles in the window (a cycle takes its poll time plus the interval)
+    cycles: int | None = None
+    #: API calls in the whole window
+    window_calls: int = 0
     delays_s: list[float] = field(default_factory=list)
     non_success: int = 0
     missing: int = 0
     error: str | None = None
+
+    def calls_per_cycle(self) -> float:
+        return self.window_calls / self.cycles if self.cycles else float("nan")
 
     def delay(self, q: float) -> float:
         return percentile(self.delays_s, q)
@@ -128,7 +135,7 @@ def run_one(
             base = _read(proc, "base", deadline)
             half = _read(proc, "half", deadline)
             steady = _read(proc, "steady", deadline)
-            _read(proc, "window_start", deadline)
+            start = _read(proc, "window_start", deadline)
             before = em.call_counts()
             end = _read(proc, "window_end", deadline)
             calls = _delta(em.call_counts(), before)
@@ -145,7 +152,10 @@ def run_one(
     result.rss_per_job_all_kib = (steady["rss_kib"] - base["rss_kib"]) / n
     result.calls_by_method = {k: v / window_intervals for k, v in sorted(calls.items())}
     result.calls_per_interval = sum(calls.values()) / window_intervals
+    result.window_calls = sum(calls.values())
     result.cpu_per_interval_s = end["cpu_s"] / window_intervals
+    if start.get("cycles") is not None and end.get("cycles") is not None:
+        result.cycles = int(end["cycles"]) - int(start["cycles"])
     events: dict[str, list[Any]] = done["events"]
     for name in names:
         if name in events:

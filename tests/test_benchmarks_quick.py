@@ -45,7 +45,8 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
     out = tmp_path / "report.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     argv = [
-        sys.executable, "-m", "benchmarks", "--quick", "--no-anchor", "--out", str(out),
+        sys.executable, "-m", "benchmarks", "--quick", "--no-anchor",
+        "--out", str(out), "--raw", str(tmp_path / "raw.json"),
         "--parse-runs", "1", "--wait-sizes", "4", "--interval", "0.3", "--backfill-runs", "4",
         "--threads", "2", "--launches", "1", "--gets", "5",
     ]  # fmt: skip
@@ -68,7 +69,7 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
         for row in rows:
             assert len(row) == len(header), (header, row)
 
-    raw = json.loads(out.with_suffix(".json").read_text())
+    raw = json.loads((tmp_path / "raw.json").read_text())
     assert {v["key"] for v in raw["parse"]} == {"floor", "ours"}
     ours_parse = next(v for v in raw["parse"] if v["key"] == "ours")
     assert ours_parse["info"]["tasks"] == 2
