@@ -63,26 +63,24 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TRANSIENT_ERRORS)
 
 
+def _retry_settings(policy: RetryPolicy, on_error: Callable[[Exception], None] | None) -> dict[str, Any]:
+    """The one retry configuration of both clients: transient errors only, the policy's backoff."""
+    return {
+        "predicate": if_exception_type(*TRANSIENT_ERRORS),
+        "initial": policy.initial_s,
+        "maximum": policy.maximum_s,
+        "multiplier": policy.multiplier,
+        "timeout": policy.deadline_s,
+        "on_error": on_error,
+    }
+
+
 def sync_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | None = None) -> Retry:
-    return Retry(
-        predicate=if_exception_type(*TRANSIENT_ERRORS),
-        initial=policy.initial_s,
-        maximum=policy.maximum_s,
-        multiplier=policy.multiplier,
-        timeout=policy.deadline_s,
-        on_error=on_error,
-    )
+    return Retry(**_retry_settings(policy, on_error))
 
 
 def async_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | None = None) -> AsyncRetry:
-    return AsyncRetry(
-        predicate=if_exception_type(*TRANSIENT_ERRORS),
-        initial=policy.initial_s,
-        maximum=policy.maximum_s,
-        multiplier=policy.multiplier,
-        timeout=policy.deadline_s,
-        on_error=on_error,
-    )
+    return AsyncRetry(**_retry_settings(policy, on_error))
 
 
 def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credentials, str | None]:

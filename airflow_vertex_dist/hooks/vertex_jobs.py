@@ -153,6 +153,7 @@ class _VertexHookBase(BaseHook):
         self.retry_policy = retry_policy or RetryPolicy()
         self._conn: VertexConnection | None = None
         self._credentials_project: str | None = None
+        self._clients: dict[str, Any] = {}  # JobService clients by location, made on first use
 
     # -- connection ------------------------------------------------------------------------------
     def _set_connection(self, conn: Connection) -> VertexConnection:
@@ -234,19 +235,6 @@ class VertexJobsHook(_VertexHookBase):
     :param location: overrides the connection's location.
     :param retry_policy: backoff and deadline for transient errors.
     """
-
-    def __init__(
-        self,
-        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
-        *,
-        project_id: str | None = None,
-        location: str | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(
-            vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
-        )
-        self._clients: dict[str, Any] = {}
 
     # Defined on this class itself: Airflow (< 3.2) only reads these from the connection type's own hook
     # class, not from its bases. Airflow >= 3.2 reads the same form from the provider info instead
@@ -435,20 +423,8 @@ class VertexJobsAsyncHook(_VertexHookBase):
     asyncio client without extra dependencies) calls run the sync REST client in a worker thread.
     """
 
-    def __init__(
-        self,
-        vertex_dist_conn_id: str = DEFAULT_CONN_ID,
-        *,
-        project_id: str | None = None,
-        location: str | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(
-            vertex_dist_conn_id, project_id=project_id, location=location, retry_policy=retry_policy
-        )
-        self._clients: dict[str, Any] = {}
-        self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._sync: VertexJobsHook | None = None
+    _client_loop: asyncio.AbstractEventLoop | None = None  # the loop ``_clients`` were made in
+    _sync: VertexJobsHook | None = None  # the REST transport's sync hook, made on first use
 
     async def aconnection(self) -> VertexConnection:
         """The parsed connection, fetched without blocking the event loop."""
