@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit demo clean
+.PHONY: install test lint typecheck unit demo clean test-stack
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ unit: $(STAMP)
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 test: lint typecheck unit
+
+# The reliability suite (tests marked `stack`): a real Airflow stack on PostgreSQL, crash scenarios,
+# the fault matrix and a backfill under crashes; then docs/reliability.md from the run's figures.
+test-stack: $(STAMP)
+	@$(PY) -m pytest -m stack --timeout 1800 tests/stack/test_fault_matrix.py tests/stack/test_crashes.py \
+		tests/stack/test_canary.py tests/stack/test_backfill.py $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no stack tests: failing" >&2; exit 1; fi; \
+	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
 demo: $(STAMP)
 	$(VENV)/bin/airflow-vertex-dist demo
