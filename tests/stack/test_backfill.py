@@ -18,7 +18,7 @@ import pytest
 from .figures import Figures
 from .stack import AirflowStack, poll_until
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
 DAG_ID = "stack_backfill"
 RUNS = 50

@@ -24,7 +24,7 @@ from .conftest import CANARY
 from .figures import Figures
 from .stack import AirflowStack
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
 CODE = "import os, time; assert os.environ['TRAINING_API_TOKEN']; print('token present'); time.sleep(6)"
 

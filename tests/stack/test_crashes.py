@@ -23,7 +23,7 @@ from airflow_vertex_dist.hooks.labels import run_labels
 from .figures import Figures
 from .stack import AirflowStack, poll_until
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
 SLEEP = "import time; time.sleep({s})"
 
