@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LINK_XCOM_KEY", "VertexJobLink"]
 
-#: Same value as ``airflow_vertex_dist.operators.outputs.LINK_XCOM_KEY`` (kept here: links sit below
-#: the operators).
+#: The XCom key of ``{"name", "console_url"}`` (defined here, below the operators, which re-export it
+#: from ``airflow_vertex_dist.operators.outputs``).
 LINK_XCOM_KEY = "vertex_job"
 
 

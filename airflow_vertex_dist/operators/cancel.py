@@ -12,6 +12,7 @@ from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import job_output
+from airflow_vertex_dist.operators.spec_field import has_jinja
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -49,7 +50,7 @@ class VertexCancelJobOperator(VertexBaseOperator):
         super().__init__(**kwargs)
         if not job_name:
             raise ValueError("job_name: required")
-        if "{{" not in job_name and "{%" not in job_name:
+        if not has_jinja(job_name):
             parse_job_name(job_name)
         if not cancel_timeout > 0:
             raise ValueError(f"cancel_timeout: must be a positive number of seconds (got {cancel_timeout!r})")

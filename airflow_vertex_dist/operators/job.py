@@ -43,8 +43,14 @@ from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
 from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
-from airflow_vertex_dist.triggers.conditions import ProgressLog
-from airflow_vertex_dist.triggers.jobs import PARTIAL_SUCCESS, VertexJobTrigger, cancel_outcome, job_event
+from airflow_vertex_dist.triggers.conditions import ProgressLog, read_event
+from airflow_vertex_dist.triggers.jobs import (
+    PARTIAL_SUCCESS,
+    VertexJobTrigger,
+    cancel_outcome,
+    check_wait_settings,
+    job_event,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -117,14 +123,7 @@ class VertexJobOperator(VertexBaseOperator):
         super().__init__(**kwargs)
         if if_exists not in IF_EXISTS:
             raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {if_exists!r})")
-        if partial_success not in PARTIAL_SUCCESS:
-            raise ValueError(
-                f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
-            )
-        if not poll_interval > 0:
-            raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
-        if paused_grace < 0:
-            raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
+        check_wait_settings(partial_success, poll_interval, paused_grace)
         if spec is None:
             raise ValueError("spec: required")
         # Validate at DAG-parse time when nothing is left to render; otherwise after rendering. The
@@ -305,17 +304,15 @@ class VertexJobOperator(VertexBaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger fired: success returns the outputs, an error raises its message."""
-        if not isinstance(event, dict) or event.get("status") not in ("success", "error"):
-            raise AirflowException(f"event: expected {{'status': 'success'|'error', ...}} (got {event!r})")
-        job = event.get("job")
-        message = str(event.get("message") or "")
-        if event["status"] == "error":
-            raise AirflowException(message or f"job {self._job_name} did not succeed: {event!r}")
-        if not isinstance(job, dict) or not job.get("name"):
-            raise AirflowException(f"event: a success event carries the job (got {event!r})")
+        try:
+            verdict, job = read_event(event)
+        except ValueError as exc:
+            raise AirflowException(str(exc)) from None
+        if not verdict.ok or job is None:
+            raise AirflowException(verdict.message or f"job {self._job_name} did not succeed: {event!r}")
         for line in ProgressLog().update(job):  # the final state and, for a study, its trials
             self.log.info("%s", line)
-        self.log.info("%s", message or f"job {job['name']} succeeded")
+        self.log.info("%s", verdict.message or f"job {job['name']} succeeded")
         return self.job_outputs(job)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:

@@ -27,6 +27,7 @@ from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
 from airflow_vertex_dist.operators.outputs import job_output, tuning_output
+from airflow_vertex_dist.operators.spec_field import has_jinja
 from airflow_vertex_dist.triggers.conditions import (
     ProgressLog,
     Verdict,
@@ -34,6 +35,7 @@ from airflow_vertex_dist.triggers.conditions import (
     check_trial_condition,
     job_condition,
     normalize_state,
+    read_event,
     replica_condition,
     trial_condition,
 )
@@ -43,10 +45,6 @@ if TYPE_CHECKING:
     from airflow.triggers.base import BaseTrigger
 
 __all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]
-
-
-def _is_template(value: str) -> bool:
-    return "{{" in value or "{%" in value
 
 
 class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
@@ -69,7 +67,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         super().__init__(**kwargs)
         if not job_name:
             raise ValueError("job_name: required")
-        if not _is_template(job_name):
+        if not has_jinja(job_name):
             parse_job_name(job_name)
         self.job_name = job_name
         self.vertex_dist_conn_id = vertex_dist_conn_id
@@ -141,14 +139,13 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger fired: success returns the outputs, an error fails the task."""
-        if not isinstance(event, dict) or event.get("status") not in ("success", "error"):
-            raise AirflowException(f"event: expected {{'status': 'success'|'error', ...}} (got {event!r})")
-        job = event.get("job")
-        if event["status"] == "error":
-            raise AirflowFailException(str(event.get("message") or f"waiting on {self.job_name} failed"))
-        if not isinstance(job, dict) or "name" not in job:
-            raise AirflowException(f"event: a success event carries the job (got {event!r})")
-        self.log.info("%s", event.get("message", ""))
+        try:
+            verdict, job = read_event(event)
+        except ValueError as exc:
+            raise AirflowException(str(exc)) from None
+        if not verdict.ok or job is None:
+            raise AirflowFailException(verdict.message or f"waiting on {self.job_name} failed")
+        self.log.info("%s", verdict.message)
         return self.outputs(job)
 
 
@@ -208,7 +205,7 @@ class VertexReplicaSensor(_VertexJobWaitSensor):
     def __init__(self, *, replicas: Sequence[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.replicas = check_replica_names(replicas)
-        if not _is_template(self.job_name) and parse_job_name(self.job_name).kind != "customJobs":
+        if not has_jinja(self.job_name) and parse_job_name(self.job_name).kind != "customJobs":
             raise ValueError(
                 f"job_name: {self.job_name!r} is a tuning job; its replicas belong to its trials' CustomJobs"
             )
@@ -237,7 +234,7 @@ class VertexTrialSensor(_VertexJobWaitSensor):
         super().__init__(**kwargs)
         check_trial_condition(min_succeeded, metric_threshold)
         if (
-            not _is_template(self.job_name)
+            not has_jinja(self.job_name)
             and parse_job_name(self.job_name).kind != "hyperparameterTuningJobs"
         ):
             raise ValueError(f"job_name: {self.job_name!r} is not a hyperparameterTuningJobs name")

@@ -42,6 +42,7 @@ __all__ = [
     "expected_replicas",
     "job_condition",
     "normalize_state",
+    "read_event",
     "replica_condition",
     "replicas_up",
     "resolve_replicas",
@@ -66,6 +67,21 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return self.status == "success"
+
+
+def read_event(event: Any) -> tuple[Verdict, dict[str, Any] | None]:
+    """Check a trigger event's payload as a resumed task gets it: ``(verdict, compact job or None)``.
+
+    ``ValueError`` when it is not ``{"status": "success" | "error", "message", "job"}`` or a success
+    event does not carry the job.
+    """
+    if not isinstance(event, dict) or event.get("status") not in ("success", "error"):
+        raise ValueError(f"event: expected {{'status': 'success'|'error', ...}} (got {event!r})")
+    job = event.get("job")
+    if event["status"] == "success" and not (isinstance(job, dict) and job.get("name")):
+        raise ValueError(f"event: a success event carries the job (got {event!r})")
+    verdict = Verdict(event["status"], str(event.get("message") or ""))
+    return verdict, job if isinstance(job, dict) else None
 
 
 def normalize_state(state: str, *, field: str = "target_states") -> str:

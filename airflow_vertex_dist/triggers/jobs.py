@@ -57,7 +57,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
 from airflow_vertex_dist.triggers.conditions import ProgressLog
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
-__all__ = ["PARTIAL_SUCCESS", "VertexJobTrigger", "cancel_outcome", "job_event"]
+__all__ = ["PARTIAL_SUCCESS", "VertexJobTrigger", "cancel_outcome", "check_wait_settings", "job_event"]
 
 PARTIAL_SUCCESS = ("fail", "succeed")
 #: Fire this many seconds before the deadline (the scheduler fails a timed-out trigger on its own).
@@ -124,6 +124,18 @@ def job_event(
     return {"status": "error", "message": message, "job": compact_job(job)}
 
 
+def check_wait_settings(partial_success: str, poll_interval: float, paused_grace: float) -> None:
+    """The wait settings the operators and the trigger share; ``ValueError`` naming the bad one."""
+    if partial_success not in PARTIAL_SUCCESS:
+        raise ValueError(
+            f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
+        )
+    if not float(poll_interval) > 0:
+        raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
+    if float(paused_grace) < 0:
+        raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
+
+
 def cancel_outcome(cancel_on_kill: bool, cancelled: bool, *, left: str = "running") -> str:
     """What became of the job when a task gave up on it, appended to the task's failure message."""
     if not cancel_on_kill:
@@ -163,14 +175,7 @@ class VertexJobTrigger(BaseTrigger):
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         parse_job_name(job_name)
-        if partial_success not in PARTIAL_SUCCESS:
-            raise ValueError(
-                f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
-            )
-        if not float(poll_interval) > 0:
-            raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
-        if float(paused_grace) < 0:
-            raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
+        check_wait_settings(partial_success, poll_interval, paused_grace)
         if timeout is not None and not float(timeout) > 0:
             raise ValueError(f"timeout: must be a positive number of seconds or None (got {timeout!r})")
         if int(page_size) < 1:

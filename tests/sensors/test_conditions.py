@@ -13,6 +13,7 @@ from airflow_vertex_dist.triggers.conditions import (
     expected_replicas,
     job_condition,
     normalize_state,
+    read_event,
     replica_condition,
     resolve_replicas,
     trial_condition,
@@ -158,3 +159,20 @@ def test_trial_condition() -> None:
     assert trial_condition(maximize, metric_threshold=0.6) is None
     ended = trial_condition({**job, "state": "JOB_STATE_SUCCEEDED"}, min_succeeded=2)
     assert ended is not None and not ended.ok and "1 succeeded trials" in ended.message
+
+
+# ------------------------------------------------------------------------------------- trigger events
+
+
+def test_read_event_checks_the_payload_a_resumed_task_gets() -> None:
+    job = {"name": NAME, "state": "JOB_STATE_SUCCEEDED"}
+    verdict, got = read_event({"status": "success", "message": "done", "job": job})
+    assert verdict.ok and verdict.message == "done" and got == job
+    verdict, got = read_event({"status": "error", "message": "job x failed: boom", "job": None})
+    assert not verdict.ok and verdict.message == "job x failed: boom" and got is None
+    for bad in (None, "success", {"status": "done"}, {"message": "no status"}):
+        with pytest.raises(ValueError, match=r"^event: expected \{'status': 'success'\|'error', \.\.\.\}"):
+            read_event(bad)
+    for job_field in (None, {}, {"state": "JOB_STATE_SUCCEEDED"}):
+        with pytest.raises(ValueError, match="^event: a success event carries the job"):
+            read_event({"status": "success", "message": "", "job": job_field})
