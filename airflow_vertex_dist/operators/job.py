@@ -46,6 +46,7 @@ from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spe
 from airflow_vertex_dist.triggers.conditions import ProgressLog, read_event
 from airflow_vertex_dist.triggers.jobs import (
     PARTIAL_SUCCESS,
+    PausedClock,
     VertexJobTrigger,
     cancel_outcome,
     check_wait_settings,
@@ -262,20 +263,15 @@ class VertexJobOperator(VertexBaseOperator):
         name = str(job["name"])
         progress = ProgressLog()
         delay = min(1.0, self.poll_interval)
-        paused_since: float | None = None
+        paused = PausedClock()
         try:
             while True:
                 for line in progress.update(job):
                     self.log.info("%s", line)
-                now = time.monotonic()
-                if job_state(job) == "JOB_STATE_PAUSED":
-                    paused_since = now if paused_since is None else paused_since
-                else:
-                    paused_since = None
                 verdict = job_verdict(
                     job,
                     partial_success=self.partial_success,
-                    paused_for_s=None if paused_since is None else now - paused_since,
+                    paused_for_s=paused.paused_for(job),
                     paused_grace_s=self.paused_grace,
                 )
                 if verdict is not None:

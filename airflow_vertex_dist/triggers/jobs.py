@@ -57,7 +57,14 @@ from airflow_vertex_dist.hooks.job_dicts import (
 from airflow_vertex_dist.triggers.conditions import ProgressLog
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
-__all__ = ["PARTIAL_SUCCESS", "VertexJobTrigger", "cancel_outcome", "check_wait_settings", "job_event"]
+__all__ = [
+    "PARTIAL_SUCCESS",
+    "PausedClock",
+    "VertexJobTrigger",
+    "cancel_outcome",
+    "check_wait_settings",
+    "job_event",
+]
 
 PARTIAL_SUCCESS = ("fail", "succeed")
 #: Fire this many seconds before the deadline (the scheduler fails a timed-out trigger on its own).
@@ -122,6 +129,26 @@ def job_event(
     else:
         return None
     return {"status": "error", "message": message, "job": compact_job(job)}
+
+
+class PausedClock:
+    """How long a job has been PAUSED, for the grace check of a wait (trigger or polling operator).
+
+    The longer of: since this wait first saw it paused, and since the job's last update (which
+    survives a triggerer restart or a retried task re-attaching to a job paused long ago).
+    """
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+
+    def paused_for(self, job: dict[str, Any]) -> float | None:
+        """Seconds the job has been paused, or ``None`` when it is not PAUSED."""
+        if job_state(job) != "JOB_STATE_PAUSED":
+            self._since = None
+            return None
+        now = time.monotonic()
+        self._since = now if self._since is None else self._since
+        return max(now - self._since, _seconds_since(job.get("updateTime")) or 0.0)
 
 
 def check_wait_settings(partial_success: str, poll_interval: float, paused_grace: float) -> None:
@@ -227,7 +254,7 @@ class VertexJobTrigger(BaseTrigger):
         started = time.monotonic()
         deadline = self._deadline(started)
         progress = ProgressLog()
-        paused_since: float | None = None
+        paused = PausedClock()
         try:
             async with watch_job(
                 self.job_name,
@@ -246,25 +273,14 @@ class VertexJobTrigger(BaseTrigger):
                         continue
                     for line in progress.update(job):
                         self.log.info("%s", line)
-                    state = job_state(job)
-                    paused_for: float | None = None
-                    if state == "JOB_STATE_PAUSED":
-                        # Paused since we first saw it, or since the job's last update (which survives
-                        # a triggerer restart): whichever is longer.
-                        paused_since = time.monotonic() if paused_since is None else paused_since
-                        paused_for = max(
-                            time.monotonic() - paused_since, _seconds_since(job.get("updateTime")) or 0
-                        )
-                    else:
-                        paused_since = None
                     event = job_event(
                         job,
                         partial_success=self.partial_success,
-                        paused_for_s=paused_for,
+                        paused_for_s=paused.paused_for(job),
                         paused_grace=self.paused_grace,
                     )
                     if event is not None:
-                        if state == "JOB_STATE_PAUSED":  # past its grace
+                        if job_state(job) == "JOB_STATE_PAUSED":  # past its grace
                             event = await self._give_up(str(event["message"]), job, left="PAUSED")
                         yield _event(event)
                         return
