@@ -110,6 +110,9 @@ def _table(rows: list[tuple[str, Any]]) -> str:
     return f"<table>{cells}</table>"
 
 
+#: the largest request body read (the service refuses large payloads the same way).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
@@ -139,7 +142,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, {"error": {"code": status, "message": message, "status": code}})
 
     def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
+        raw_length = self.headers.get("Content-Length") or "0"
+        try:
+            length = int(raw_length)
+        except ValueError:
+            self.close_connection = True
+            message = f"Content-Length must be a number (got {raw_length!r})"
+            raise ApiError("INVALID_ARGUMENT", message) from None
+        if length > MAX_BODY_BYTES:
+            # Refuse before reading: the unread body stays on the socket, so this connection ends here.
+            self.close_connection = True
+            raise ApiError(
+                "INVALID_ARGUMENT",
+                f"Request payload size exceeds the limit: {length} bytes > {MAX_BODY_BYTES} bytes.",
+            )
         return self.rfile.read(length) if length > 0 else b""
 
     def _json_body(self) -> dict[str, Any]:

@@ -68,6 +68,26 @@ def spec_error(exc: ValidationError, *, root: str = "spec", when: str = "") -> S
     return SpecError("\n".join([head, *("  " + line for line in lines)]))
 
 
+def _parse_document(text: str | bytes, when: str) -> Any:
+    """A JSON document as JSON (YAML would mangle its surrogate-pair escapes and refuse some control
+    characters JSON allows), anything else as YAML; every failure is a :class:`SpecError`."""
+    import json
+
+    import yaml
+
+    try:
+        if text.lstrip()[:1] in ("{", "[", b"{", b"["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass  # not JSON after all: YAML's flow style, say
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"spec: not a JSON or YAML document{when}: {exc}") from exc
+    except RecursionError:
+        raise SpecError(f"spec: the document{when} is nested too deeply") from None
+
+
 def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
     """Validate ``value`` (a model, a dict, or a JSON/YAML document string) into ``model``."""
     if isinstance(value, model):
@@ -75,12 +95,7 @@ def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
     if isinstance(value, BaseModel):
         raise SpecError(f"spec: expected a {model.__name__} or a dict, got a {type(value).__name__}")
     if isinstance(value, str | bytes):
-        import yaml
-
-        try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise SpecError(f"spec: not a JSON or YAML document{when}: {exc}") from exc
+        value = _parse_document(value, when)
     if not isinstance(value, Mapping):
         raise SpecError(f"spec: expected a {model.__name__} or a dict{when}, got {type(value).__name__}")
     try:
