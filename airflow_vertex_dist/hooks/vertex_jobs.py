@@ -37,6 +37,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     CUSTOM_JOBS,
     JOB_KINDS,
     REATTACHABLE_STATES,
+    TERMINAL_STATES,
     JobKind,
     job_state,
     parse_job_name,
@@ -366,6 +367,15 @@ class VertexJobsHook(_VertexHookBase):
             raise ValueError(f"name: {name!r} is not a hyperparameterTuningJobs name (only they have trials)")
         trials = self.get_job(name).get("trials", [])
         return list(trials)
+
+    def wait_until_ended(self, name: str, *, timeout_s: float, poll_s: float = 0.5) -> dict[str, Any]:
+        """Poll the job until it is in a terminal state or ``timeout_s`` passed; the last job seen."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.get_job(name)
+            if job_state(job) in TERMINAL_STATES or time.monotonic() >= deadline:
+                return job
+            time.sleep(poll_s)
 
     # -- find by labels ------------------------------------------------------------------------------
     def find_jobs(self, kind: str, labels: dict[str, str]) -> list[dict[str, Any]]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, parse_job_name
+from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, job_state, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import job_output
@@ -66,22 +65,18 @@ class VertexCancelJobOperator(VertexBaseOperator):
         console = self.hook.console_url(name)
         context["ti"].xcom_push(key=LINK_XCOM_KEY, value={"name": name, "console_url": console})
         job = self.hook.get_job(name)
-        if job.get("state") in TERMINAL_STATES:
-            self.log.info("Job %s already ended %s: nothing to cancel", name, job.get("state"))
+        if job_state(job) in TERMINAL_STATES:
+            self.log.info("Job %s already ended %s: nothing to cancel", name, job_state(job))
             return job_output(job, console)
-        self.log.info("Cancelling %s (%s)", name, job.get("state"))
+        self.log.info("Cancelling %s (%s)", name, job_state(job))
         self.hook.cancel_job(name)
         if not self.wait_for_cancel:
             return job_output(self.hook.get_job(name), console)
-        deadline = time.monotonic() + self.cancel_timeout
-        while True:
-            job = self.hook.get_job(name)
-            state = job.get("state")
-            if state in TERMINAL_STATES:
-                self.log.info("Job %s is %s", name, state)
-                return job_output(job, console)
-            if time.monotonic() >= deadline:
-                raise AirflowException(
-                    f"job {name} still {state} {self.cancel_timeout:g}s after the cancel request"
-                )
-            time.sleep(self.poll_interval)
+        job = self.hook.wait_until_ended(name, timeout_s=self.cancel_timeout, poll_s=self.poll_interval)
+        state = job_state(job)
+        if state not in TERMINAL_STATES:
+            raise AirflowException(
+                f"job {name} still {state} {self.cancel_timeout:g}s after the cancel request"
+            )
+        self.log.info("Job %s is %s", name, state)
+        return job_output(job, console)

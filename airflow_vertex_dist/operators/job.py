@@ -338,14 +338,13 @@ class VertexJobOperator(VertexBaseOperator):
         except Exception:
             self.log.exception("Cancel of %s failed", name)
             return False
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            state = job_state(self.hook.get_job(name))
-            if state in TERMINAL_STATES:
-                self.log.info("Job %s is %s", name, short_state(state))
-                return True
-            time.sleep(0.5)
-        self.log.warning("Job %s still not cancelled after %.0fs", name, wait_s)
+        state = job_state(self.hook.wait_until_ended(name, timeout_s=wait_s))
+        if state in TERMINAL_STATES:
+            self.log.info("Job %s is %s", name, short_state(state))
+        else:
+            self.log.warning(
+                "Job %s still %s %.0fs after the cancel request", name, short_state(state), wait_s
+            )
         return True
 
     def on_kill(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.emulator.faults import update_faults
 from airflow_vertex_dist.emulator.service import ApiError
 from airflow_vertex_dist.hooks.connection import RetryPolicy
+from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES
 from airflow_vertex_dist.hooks.labels import label_filter, run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import (
     CREATE_TOKEN_LABEL,
@@ -258,3 +260,17 @@ def test_a_copied_create_token_is_replaced(em: Emulator, grpc_conn: str) -> None
         assert new["labels"][CREATE_TOKEN_LABEL] != old["labels"][CREATE_TOKEN_LABEL]
         hook.cancel_job(old["name"])
         hook.cancel_job(new["name"])
+
+
+def test_wait_until_ended_returns_the_ended_job_or_the_last_seen_at_its_deadline(
+    em: Emulator, grpc_conn: str
+) -> None:
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        job = hook.create_custom_job(testing.container_job("wait-until-ended", SLEEP))
+        started = time.monotonic()
+        still = hook.wait_until_ended(job["name"], timeout_s=0.3, poll_s=0.05)
+        assert time.monotonic() - started < 10
+        assert still["state"] not in TERMINAL_STATES  # the deadline, not an end, stopped the wait
+        hook.cancel_job(job["name"])
+        ended = hook.wait_until_ended(job["name"], timeout_s=60, poll_s=0.05)
+        assert ended["state"] == "JOB_STATE_CANCELLED"
