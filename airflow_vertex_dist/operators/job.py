@@ -228,10 +228,10 @@ class VertexJobOperator(VertexBaseOperator):
         if not self.wait:
             self.log.info("wait=False: not waiting for %s (%s)", job["name"], short_state(job_state(job)))
             return self.job_outputs(job)
-        verdict = job_verdict(job, partial_success=self.partial_success)
-        if verdict is not None:
-            return self._finish(job, verdict)
         if self.deferrable:
+            verdict = job_verdict(job, partial_success=self.partial_success)
+            if verdict is not None:  # already ended (a re-attached job): nothing to wait for
+                return self._finish(job, verdict)
             self._defer(job)
         return self._finish(*self._poll(job))
 
@@ -317,7 +317,7 @@ class VertexJobOperator(VertexBaseOperator):
         except TaskDeferralTimeout:
             # The trigger was killed by Airflow's deferral timeout (execution_timeout): cancel the job.
             job = self.hook.find_job(self.job_kind, self._labels(context))
-            if job is not None:
+            if job is not None and job_state(job) not in TERMINAL_STATES:
                 self._cancel(str(job["name"]), reason="execution_timeout")
             raise
 

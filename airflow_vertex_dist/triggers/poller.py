@@ -41,6 +41,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
     TERMINAL_STATES,
     JobKind,
+    job_state,
     parse_job_name,
     rfc3339_key,
 )
@@ -254,7 +255,7 @@ class JobPoller:
             self._known[name] = _Known(
                 managed=labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE,
                 create_time=str(value.get("createTime", "")),
-                state=str(value.get("state", "JOB_STATE_UNSPECIFIED")),
+                state=job_state(value),
             )
         for sub in list(self._subs.get(name, ())):
             sub.deliver(value)
