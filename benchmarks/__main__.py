@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
+    load_at_start = os.getloadavg()[0]
     notes = []
     if anchor is None:
         notes.append("The anchor was not measured in this run (no anchor venv, or `--no-anchor`): no ratios.")
@@ -159,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             mode="quick" if args.quick else "full",
             started=started.strftime("%Y-%m-%d %H:%M UTC"),
             duration_s=time.monotonic() - t0,
-            machine=machine_info(),
+            machine=machine_info()
+            | {"load_start": round(load_at_start, 2), "load_end": round(os.getloadavg()[0], 2)},
             versions=versions,
             settings={
                 "DAG parse runs": settings["parse_runs"],

@@ -92,6 +92,11 @@ def render(
         f"- CPU: {m.get('cpu')}; cores available: {m.get('cores')}; "
         f"memory: {m.get('memory_gib')} GiB; {m.get('os')}"
     )
+    if "load_start" in m:
+        add(
+            f"- Load average (1 min), shared with other work: {m['load_start']} at the start, "
+            f"{m['load_end']} at the end"
+        )
     add("")
     rows = []
     names = sorted({k for v in info.versions.values() for k in v})

@@ -51,7 +51,7 @@ def _cycles() -> int | None:
     poller = sys.modules.get("airflow_vertex_dist.triggers.poller")
     if poller is None:
         return None
-    return sum(p.cycles for p in poller.active_pollers())
+    return int(sum(p.cycles for p in poller.active_pollers()))
 
 
 def _ours(target: str, rest: str) -> Callable[[str, float], Any]:
