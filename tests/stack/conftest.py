@@ -17,7 +17,7 @@ CANARY = "avd-canary-7f3e9b1c5d2a"
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[AirflowStack]:
+def stack(request: pytest.FixtureRequest) -> Iterator[AirflowStack]:
     key_json = '{"type": "service_account", "private_key": "' + CANARY + '-key", "client_email": "x@y.z"}'
     st = AirflowStack(
         DAGS, extra_env={CANARY_VAR: CANARY}, parallelism=8, conn_extra={"keyfile_dict": key_json}
@@ -29,5 +29,8 @@ def stack() -> Iterator[AirflowStack]:
     finally:
         left = st.stop()
         Figures.record("stack", "leftover_processes", len(left))
-        st.cleanup()
+        if request.session.testsfailed:  # keep the logs of a failed run
+            print(f"\nstack logs kept in {st.root}")
+        else:
+            st.cleanup()
         assert left == [], f"processes left after teardown: {left}"

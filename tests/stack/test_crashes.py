@@ -123,13 +123,16 @@ def test_clear_cancels_the_job(stack: AirflowStack, dag_id: str) -> None:
         jobs = {j["name"]: j for j in run_jobs(stack, dag_id, run_id)}
         return jobs[job["name"]]["state"] == "JOB_STATE_CANCELLED"
 
-    poll_until(cancelled, timeout=120, what=f"{job['name']} cancelled after the clear")
-    poll_until(lambda: job_replicas_gone(stack, job), timeout=60, what="replicas of the cleared job gone")
-    # The cleared task runs again and (its job being cancelled) submits a fresh one; end the run.
-    stack.api(
-        "PATCH", f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}", json_body={"state": "failed"}
-    )
-    Figures.record("crashes", f"clear_{dag_id}", {"job_state": "JOB_STATE_CANCELLED", "replicas_left": 0})
+    try:
+        poll_until(cancelled, timeout=120, what=f"{job['name']} cancelled after the clear")
+        poll_until(lambda: job_replicas_gone(stack, job), timeout=60, what="replicas of the cleared job gone")
+        Figures.record("crashes", f"clear_{dag_id}", {"job_state": "JOB_STATE_CANCELLED", "replicas_left": 0})
+    finally:
+        # The cleared task runs again (a cancelled job is not re-attached to: it submits a fresh one);
+        # end the run, which cancels whatever job it is waiting on.
+        stack.api(
+            "PATCH", f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}", json_body={"state": "failed"}
+        )
 
     def all_ended() -> bool:
         return all(
