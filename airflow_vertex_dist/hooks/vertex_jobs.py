@@ -20,7 +20,7 @@ import importlib
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from airflow_vertex_dist._compat import BaseHook
 from airflow_vertex_dist.hooks.connection import (
@@ -50,17 +50,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CREATE_TOKEN_LABEL",
+    "IF_EXISTS",
     "IfExists",
     "JobAlreadyExistsError",
     "VertexJobsAsyncHook",
     "VertexJobsHook",
+    "check_if_exists",
 ]
 
 #: Label carrying a random token per Create call, so a Create whose response was lost can be found.
 CREATE_TOKEN_LABEL = "create-token"
 
 IfExists = Literal["reattach", "fail", "recreate"]
-_IF_EXISTS = ("reattach", "fail", "recreate")
+IF_EXISTS: tuple[IfExists, ...] = get_args(IfExists)
+
+
+def check_if_exists(value: str) -> IfExists:
+    """``if_exists``, checked: what find-or-create does with this run's live or succeeded job."""
+    if value not in IF_EXISTS:
+        raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {value!r})")
+    return value
 
 _CONSOLE = (
     "https://console.cloud.google.com/vertex-ai/locations/{location}/training/{job_id}/cpu?project={project}"
@@ -404,8 +413,7 @@ class VertexJobsHook(_VertexHookBase):
         Jobs that failed, were cancelled, expired or partially succeeded never block a new one.
         """
         job_kind = _check_kind(kind)
-        if if_exists not in _IF_EXISTS:
-            raise ValueError(f"if_exists: must be one of {', '.join(_IF_EXISTS)} (got {if_exists!r})")
+        check_if_exists(if_exists)
         merged = merge_labels(body.get("labels"), labels, field="body.labels")
         live = [job for job in self.find_jobs(job_kind, labels) if job_state(job) in REATTACHABLE_STATES]
         if live:

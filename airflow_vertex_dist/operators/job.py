@@ -39,6 +39,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     short_state,
 )
 from airflow_vertex_dist.hooks.labels import run_labels
+from airflow_vertex_dist.hooks.vertex_jobs import IF_EXISTS, IfExists, check_if_exists
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IF_EXISTS", "PARTIAL_SUCCESS", "VertexJobOperator", "job_verdict"]
 
-IF_EXISTS = ("reattach", "fail", "recreate")
 #: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
 STATE_KEY = "vertex_job_name"
 
@@ -114,7 +114,7 @@ class VertexJobOperator(VertexBaseOperator):
         spec: Any,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         wait: bool = True,
-        if_exists: Literal["reattach", "fail", "recreate"] = "reattach",
+        if_exists: IfExists = "reattach",
         cancel_on_kill: bool = True,
         poll_interval: float = 10.0,
         partial_success: Literal["fail", "succeed"] = "fail",
@@ -122,8 +122,7 @@ class VertexJobOperator(VertexBaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if if_exists not in IF_EXISTS:
-            raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {if_exists!r})")
+        check_if_exists(if_exists)
         check_wait_settings(partial_success, poll_interval, paused_grace)
         if spec is None:
             raise ValueError("spec: required")
