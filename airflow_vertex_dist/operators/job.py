@@ -44,18 +44,20 @@ from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
 from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
-from airflow_vertex_dist.triggers.conditions import ProgressLog, read_event
-from airflow_vertex_dist.triggers.jobs import (
+from airflow_vertex_dist.triggers.conditions import (
     PARTIAL_SUCCESS,
     PausedClock,
-    VertexJobTrigger,
+    ProgressLog,
     cancel_outcome,
     check_wait_settings,
     job_event,
+    read_event,
 )
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
 __all__ = ["IF_EXISTS", "PARTIAL_SUCCESS", "VertexJobOperator", "job_verdict"]
 
@@ -72,7 +74,7 @@ def job_verdict(
 ) -> tuple[bool, str] | None:
     """``(succeeded, message)`` once the job ended for the task, ``None`` while it should wait.
 
-    The same rules and messages as the trigger's (:func:`~airflow_vertex_dist.triggers.jobs.job_event`),
+    The same rules and messages as the trigger's (:func:`~airflow_vertex_dist.triggers.conditions.job_event`),
     so a deferred and a non-deferred wait end a task alike.
     """
     event = job_event(
@@ -237,6 +239,9 @@ class VertexJobOperator(VertexBaseOperator):
     def make_trigger(self, job_name: str) -> VertexJobTrigger:
         """The trigger a deferred wait hands to the triggerer (JSON kwargs only)."""
         timeout = self.execution_timeout
+        # Imported here: a DAG file that only builds the task never pays for the trigger machinery.
+        from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+
         return VertexJobTrigger(
             job_name=job_name,
             conn_id=self.vertex_dist_conn_id,

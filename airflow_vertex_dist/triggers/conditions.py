@@ -18,9 +18,11 @@ sets live in :mod:`airflow_vertex_dist.hooks.job_dicts`.
 
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import math
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,18 +30,24 @@ from typing import Any, Literal
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
     TERMINAL_STATES,
+    compact_job,
     error_suffix,
     job_state,
     short_state,
 )
 
 __all__ = [
+    "PARTIAL_SUCCESS",
+    "PausedClock",
     "ProgressLog",
     "Verdict",
     "best_trial",
+    "cancel_outcome",
     "check_replica_names",
     "check_trial_condition",
+    "check_wait_settings",
     "expected_replicas",
+    "job_event",
     "job_condition",
     "normalize_state",
     "read_event",
@@ -433,3 +441,104 @@ class ProgressLog:
                 lines.append(line)
                 self.trials = key
         return lines
+
+
+# ------------------------------------------------- the wait rules shared by the trigger and operators
+
+#: what a PARTIALLY_SUCCEEDED job means for the task.
+PARTIAL_SUCCESS = ("fail", "succeed")
+
+
+_RFC3339 = re.compile(
+    r"^(?P<seconds>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d\d:\d\d)$"
+)
+
+
+
+
+def _seconds_since(rfc3339: object) -> float | None:
+    """Seconds from an API time (``2026-01-02T03:04:05.123456789Z``) to now, or ``None``."""
+    if not isinstance(rfc3339, str):
+        return None
+    match = _RFC3339.match(rfc3339)
+    if match is None:
+        return None
+    fraction = (match["fraction"] or "")[:6].ljust(6, "0")
+    offset = "+00:00" if match["offset"] in ("Z", "z") else match["offset"]
+    when = datetime.datetime.fromisoformat(f"{match['seconds']}.{fraction}{offset}")
+    return (datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()
+
+
+def job_event(
+    job: dict[str, Any],
+    *,
+    partial_success: str = "fail",
+    paused_for_s: float | None = None,
+    paused_grace: float = 0.0,
+) -> dict[str, Any] | None:
+    """The event payload for a job in a final (for the task) state, ``None`` while it should wait."""
+    name = job.get("name", "?")
+    state = job_state(job)
+    detail = error_suffix(job)
+    if state == "JOB_STATE_SUCCEEDED":
+        return {"status": "success", "message": f"job {name} succeeded", "job": compact_job(job)}
+    if state == "JOB_STATE_FAILED":
+        message = f"job {name} failed{detail or ' (no error message)'}"
+    elif state == "JOB_STATE_CANCELLED":
+        message = f"job {name} was cancelled{detail}"
+    elif state == "JOB_STATE_EXPIRED":
+        message = f"job {name} expired before it could run{detail}"
+    elif state == "JOB_STATE_PARTIALLY_SUCCEEDED":
+        ok = partial_success == "succeed"
+        how = "accepted: partial_success='succeed'" if ok else "a failure: partial_success='fail'"
+        return {
+            "status": "success" if ok else "error",
+            "message": f"job {name} PARTIALLY_SUCCEEDED ({how}){detail}",
+            "job": compact_job(job),
+        }
+    elif state == "JOB_STATE_PAUSED" and paused_for_s is not None and paused_for_s >= paused_grace:
+        message = f"job {name} stayed PAUSED for {paused_for_s:.0f}s (grace {paused_grace:g}s)"
+    elif state in TERMINAL_STATES:  # pragma: no cover - every terminal state is listed above
+        message = f"job {name} ended in {state}{detail}"
+    else:
+        return None
+    return {"status": "error", "message": message, "job": compact_job(job)}
+
+
+class PausedClock:
+    """How long a job has been PAUSED, for the grace check of a wait (trigger or polling operator).
+
+    The longer of: since this wait first saw it paused, and since the job's last update (which
+    survives a triggerer restart or a retried task re-attaching to a job paused long ago).
+    """
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+
+    def paused_for(self, job: dict[str, Any]) -> float | None:
+        """Seconds the job has been paused, or ``None`` when it is not PAUSED."""
+        if job_state(job) != "JOB_STATE_PAUSED":
+            self._since = None
+            return None
+        now = time.monotonic()
+        self._since = now if self._since is None else self._since
+        return max(now - self._since, _seconds_since(job.get("updateTime")) or 0.0)
+
+
+def check_wait_settings(partial_success: str, poll_interval: float, paused_grace: float) -> None:
+    """The wait settings the operators and the trigger share; ``ValueError`` naming the bad one."""
+    if partial_success not in PARTIAL_SUCCESS:
+        raise ValueError(
+            f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
+        )
+    if not float(poll_interval) > 0:
+        raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
+    if float(paused_grace) < 0:
+        raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
+
+
+def cancel_outcome(cancel_on_kill: bool, cancelled: bool, *, left: str = "running") -> str:
+    """What became of the job when a task gave up on it, appended to the task's failure message."""
+    if not cancel_on_kill:
+        return f"; the job was left {left} (cancel_on_kill=False)"
+    return "; the job was cancelled" if cancelled else "; cancelling the job failed"
