@@ -36,6 +36,7 @@ from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.emulator.faults import FaultInjector
 from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
 from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339
+from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
 
 __all__ = [
     "ApiError",
@@ -90,32 +91,20 @@ class KindInfo:
         return getattr(aiplatform_v1, self.resource)
 
 
-_COMMON_OUTPUT_ONLY = {
-    "name",
-    "state",
-    "createTime",
-    "startTime",
-    "endTime",
-    "updateTime",
-    "error",
-    "satisfiesPzs",
-    "satisfiesPzi",
-}
-
 KINDS: dict[JobKind, KindInfo] = {
     "customJobs": KindInfo(
         "customJobs",
         "CustomJob",
         "custom_job",
         "custom_jobs",
-        frozenset(_COMMON_OUTPUT_ONLY | {"webAccessUris"}),
+        CUSTOM_JOB_OUTPUT_ONLY,
     ),
     "hyperparameterTuningJobs": KindInfo(
         "hyperparameterTuningJobs",
         "HyperparameterTuningJob",
         "hyperparameter_tuning_job",
         "hyperparameter_tuning_jobs",
-        frozenset(_COMMON_OUTPUT_ONLY | {"trials"}),
+        TUNING_JOB_OUTPUT_ONLY,
     ),
 }
 

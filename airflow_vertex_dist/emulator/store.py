@@ -20,6 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES
+
 __all__ = [
     "JOB_KINDS",
     "TERMINAL_STATES",
@@ -33,16 +35,6 @@ __all__ = [
 JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
 JOB_KINDS: tuple[JobKind, ...] = ("customJobs", "hyperparameterTuningJobs")
 
-#: States a job never leaves. PAUSED is not here: it does not progress by itself, but it is not over.
-TERMINAL_STATES = frozenset(
-    {
-        "JOB_STATE_SUCCEEDED",
-        "JOB_STATE_FAILED",
-        "JOB_STATE_CANCELLED",
-        "JOB_STATE_EXPIRED",
-        "JOB_STATE_PARTIALLY_SUCCEEDED",
-    }
-)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

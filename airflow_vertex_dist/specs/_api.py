@@ -12,6 +12,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 __all__ = [
     "ACCELERATOR_NUMBERS",
+    "CUSTOM_JOB_OUTPUT_ONLY",
+    "OUTPUT_ONLY",
+    "TUNING_JOB_OUTPUT_ONLY",
     "as_dict",
     "as_int",
     "as_list",
@@ -44,6 +47,23 @@ ACCELERATOR_NUMBERS: dict[int, str] = {
     17: "NVIDIA_GB200",
     18: "NVIDIA_RTX_PRO_6000",
 }
+#: Output-only fields of both job resources (v1 JSON names): a Create ignores them.
+OUTPUT_ONLY = frozenset(
+    {
+        "name",
+        "state",
+        "createTime",
+        "startTime",
+        "endTime",
+        "updateTime",
+        "error",
+        "satisfiesPzs",
+        "satisfiesPzi",
+    }
+)
+CUSTOM_JOB_OUTPUT_ONLY = OUTPUT_ONLY | {"webAccessUris"}
+TUNING_JOB_OUTPUT_ONLY = OUTPUT_ONLY | {"trials"}
+
 STRATEGY_NUMBERS = {
     0: "STRATEGY_UNSPECIFIED",
     1: "ON_DEMAND",

@@ -389,7 +389,7 @@ class DistributedTrainingJob(SpecModel):
         title = cls.__name__
         body = _api.as_dict(title, (), body)
         data: dict[str, Any] = {}
-        known = {"displayName", "jobSpec", "labels", "encryptionSpec", *_CUSTOM_JOB_OUTPUT_ONLY}
+        known = {"displayName", "jobSpec", "labels", "encryptionSpec", *_api.CUSTOM_JOB_OUTPUT_ONLY}
         _api.unknown_keys(body, known, data, cls.model_fields)
         if "displayName" in body:
             data["display_name"] = body["displayName"]
@@ -403,19 +403,6 @@ class DistributedTrainingJob(SpecModel):
         data.update(job_spec_from_api(title, ("job_spec",), body.get("jobSpec")))
         return cls.model_validate(data, context=SERVER_CONTEXT)
 
-
-_CUSTOM_JOB_OUTPUT_ONLY = {
-    "name",
-    "state",
-    "createTime",
-    "startTime",
-    "endTime",
-    "updateTime",
-    "error",
-    "webAccessUris",
-    "satisfiesPzs",
-    "satisfiesPzi",
-}
 
 _SPEC_SIMPLE = {
     "serviceAccount": "service_account",

@@ -13,18 +13,6 @@ from airflow_vertex_dist.specs.study import Study
 
 __all__ = ["HyperparameterTuningJob"]
 
-_OUTPUT_ONLY = {
-    "name",
-    "state",
-    "createTime",
-    "startTime",
-    "endTime",
-    "updateTime",
-    "error",
-    "trials",
-    "satisfiesPzs",
-    "satisfiesPzi",
-}
 _INT32 = 2**31 - 1
 
 
@@ -126,7 +114,7 @@ class HyperparameterTuningJob(SpecModel):
             "trialJobSpec",
             "labels",
             "encryptionSpec",
-            *_OUTPUT_ONLY,
+            *_api.TUNING_JOB_OUTPUT_ONLY,
         }
         _api.unknown_keys(body, known, data, cls.model_fields)
         name = body.get("displayName")
