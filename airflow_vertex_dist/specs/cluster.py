@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -33,26 +33,6 @@ __all__ = [
     "reduction_server_image",
 ]
 
-GPU_TYPES: tuple[str, ...] = (
-    "NVIDIA_TESLA_K80",
-    "NVIDIA_TESLA_P100",
-    "NVIDIA_TESLA_V100",
-    "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",
-    "NVIDIA_TESLA_A100",
-    "NVIDIA_A100_80GB",
-    "NVIDIA_L4",
-    "NVIDIA_H100_80GB",
-    "NVIDIA_H100_MEGA_80GB",
-    "NVIDIA_H200_141GB",
-    "NVIDIA_B200",
-    "NVIDIA_GB200",
-    "NVIDIA_RTX_PRO_6000",
-)
-TPU_TYPES: tuple[str, ...] = ("TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD")
-#: Every ``AcceleratorType`` name of the v1 proto except ACCELERATOR_TYPE_UNSPECIFIED.
-ACCELERATOR_TYPES: tuple[str, ...] = GPU_TYPES + TPU_TYPES
-
 AcceleratorType = Literal[
     "NVIDIA_TESLA_K80",
     "NVIDIA_TESLA_P100",
@@ -73,6 +53,10 @@ AcceleratorType = Literal[
     "TPU_V4_POD",
     "TPU_V5_LITEPOD",
 ]
+#: Every ``AcceleratorType`` name of the v1 proto except ACCELERATOR_TYPE_UNSPECIFIED.
+ACCELERATOR_TYPES: tuple[str, ...] = get_args(AcceleratorType)
+GPU_TYPES: tuple[str, ...] = tuple(t for t in ACCELERATOR_TYPES if t.startswith("NVIDIA_"))
+TPU_TYPES: tuple[str, ...] = tuple(t for t in ACCELERATOR_TYPES if t.startswith("TPU_"))
 
 #: The Reduction Server images, by multi-region.
 REDUCTION_SERVER_IMAGES: dict[str, str] = {
