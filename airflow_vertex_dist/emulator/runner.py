@@ -155,6 +155,28 @@ class JobDriver(threading.Thread):
 
     # -- helpers for subclasses ---------------------------------------------------------------
 
+    def schedule(self) -> dict[str, Any] | None:
+        """Load the job and take it through QUEUED and PENDING (with the scheduling faults' delays).
+
+        The job dict, ready to start; ``None`` when it is gone, already over, or a cancel or close
+        came during the wait.
+        """
+        try:
+            job = self.store.get(self.job_name)
+        except KeyError:
+            return None
+        if job.get("state") in TERMINAL_STATES:
+            return None
+        faults = self.config.faults
+        with faults.lock:
+            queued_s, pending_s = faults.queued_s, faults.pending_s
+        if job.get("state") == "JOB_STATE_QUEUED" and self.wait_phase(queued_s):
+            return None
+        self.set_state("JOB_STATE_PENDING")
+        if self.wait_phase(pending_s):
+            return None
+        return job
+
     def wait_phase(self, seconds: float) -> bool:
         """Stay in the current phase for ``seconds``; True when a cancel or close ended the job."""
         deadline = time.monotonic() + max(0.0, seconds)
@@ -299,21 +321,10 @@ class CustomJobRun(JobDriver):
                     log.exception("on_done callback failed for %s", self.job_name)
 
     def _run(self) -> None:
-        try:
-            job = self.store.get(self.job_name)
-        except KeyError:
-            return
-        if job.get("state") in TERMINAL_STATES:
+        job = self.schedule()
+        if job is None:
             return
         spec: dict[str, Any] = job.get("jobSpec") or {}
-        faults = self.config.faults
-        with faults.lock:
-            queued_s, pending_s = faults.queued_s, faults.pending_s
-        if job.get("state") == "JOB_STATE_QUEUED" and self.wait_phase(queued_s):
-            return
-        self.set_state("JOB_STATE_PENDING")
-        if self.wait_phase(pending_s):
-            return
         try:
             self._prepare(spec)
             self._start_all()

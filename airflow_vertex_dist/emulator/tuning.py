@@ -47,7 +47,7 @@ from airflow_vertex_dist.emulator.cluster import is_reduction_server
 from airflow_vertex_dist.emulator.gcs import join_uri
 from airflow_vertex_dist.emulator.runner import CustomJobRun, JobDriver
 from airflow_vertex_dist.emulator.search import Observation, ParamSpec, Search, Value, format_value
-from airflow_vertex_dist.emulator.store import TERMINAL_STATES, now_rfc3339
+from airflow_vertex_dist.emulator.store import now_rfc3339
 
 if TYPE_CHECKING:
     from airflow_vertex_dist.emulator.runner import Runner
@@ -204,19 +204,8 @@ class TuningRun(JobDriver):
     # -- the study loop -----------------------------------------------------------------------
 
     def _run(self) -> None:
-        try:
-            job = self.store.get(self.job_name)
-        except KeyError:
-            return
-        if job.get("state") in TERMINAL_STATES:
-            return
-        faults = self.config.faults
-        with faults.lock:
-            queued_s, pending_s = faults.queued_s, faults.pending_s
-        if job.get("state") == "JOB_STATE_QUEUED" and self.wait_phase(queued_s):
-            return
-        self.set_state("JOB_STATE_PENDING")
-        if self.wait_phase(pending_s):
+        job = self.schedule()
+        if job is None:
             return
         study: dict[str, Any] = job.get("studySpec") or {}
         max_trials = int(job.get("maxTrialCount") or 0)
