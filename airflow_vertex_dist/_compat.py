@@ -12,6 +12,11 @@ version flag here (not in place) when a real branch becomes necessary.
   task (mark failed / clear / mark success), never on a triggerer restart or redistribution. Before
   3.3 it is never called, so ``VertexJobTrigger.on_kill`` (which cancels the job) cannot fire on a
   triggerer deploy; the operator's own ``on_kill`` still covers non-deferred waits.
+- Even on 3.3 the triggerer only calls ``on_kill`` for a trigger it had started: a deferred task
+  marked by hand in the second or two before the triggerer's next loop loses its trigger unstarted.
+  The package's listener (``listeners.py``, an ``airflow.plugins`` entry point) covers that: the REST
+  API fires ``on_task_instance_failed``/``_success`` with ``previous_state=None`` for a state set by
+  hand (3.3 does; the stack suite checks it), and the listener cancels the job the try owns.
 """
 
 from __future__ import annotations

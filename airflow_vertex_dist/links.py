@@ -16,11 +16,15 @@ if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
 
-__all__ = ["LINK_XCOM_KEY", "VertexJobLink"]
+__all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "VertexJobLink"]
 
 #: The XCom key of ``{"name", "console_url"}`` (defined here, below the operators, which re-export it
 #: from ``airflow_vertex_dist.operators.outputs``).
 LINK_XCOM_KEY = "vertex_job"
+#: The XCom key of ``{"name", "conn_id"}``: pushed by an operator that owns its job and cancels it when
+#: killed (``cancel_on_kill``); :mod:`airflow_vertex_dist.listeners` cancels that job when a user marks
+#: the task failed or successful by hand.
+OWNER_XCOM_KEY = "vertex_job_owner"
 
 
 class VertexJobLink(BaseOperatorLink):

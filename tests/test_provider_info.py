@@ -51,3 +51,16 @@ def test_providers_manager_sees_the_connection_type() -> None:
     hooks = ProvidersManagerTaskRuntime().hooks
     assert "vertex_dist" in hooks
     assert hooks["vertex_dist"].hook_class_name == "airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook"
+
+
+def test_airflows_plugin_manager_loads_the_listener_plugin() -> None:
+    """The package's entry-point plugin reaches Airflow's listener manager (what the API server fires)."""
+    from airflow.listeners.listener import get_listener_manager
+    from airflow.plugins_manager import _get_plugins
+
+    from airflow_vertex_dist.listeners import ManualStateListener
+
+    plugins, errors = _get_plugins()
+    assert not {k: v for k, v in errors.items() if "airflow_vertex_dist" in k}, errors
+    assert "airflow_vertex_dist" in [p.name for p in plugins]
+    assert any(isinstance(p, ManualStateListener) for p in get_listener_manager().pm.get_plugins())

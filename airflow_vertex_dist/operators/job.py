@@ -6,8 +6,14 @@ A try of the task:
 2. finds this run's job again, first in Airflow's task state (``task_state_store``, Airflow >= 3.3:
    the store ``ResumableJobMixin`` keeps the external id in) and then by the run labels
    (``airflow-dag``/``airflow-task``/``airflow-run``/``managed-by``); it re-attaches to a queued,
-   running, paused or succeeded job and only creates one when there is none (``if_exists``);
-3. logs the pools as a table at submit, pushes the job's name and console link to XCom;
+   running, paused or succeeded job and only creates one when there is none (``if_exists``).
+   A retry always re-attaches. A fresh try -- the first of its retry budget: the first try, or the
+   first after a clear -- cancels a job an earlier try left unfinished and starts its own
+   (``cancel_on_kill``; without it, it re-attaches), so a clear means "run it again" whether or not the
+   triggerer had started the cleared task's trigger;
+3. logs the pools as a table at submit, pushes the job's name and console link to XCom, and (when it
+   waits with ``cancel_on_kill``) the job's owner record, which the provider's listener
+   (:mod:`airflow_vertex_dist.listeners`) cancels when a user marks the task failed or successful;
 4. returns at once (``wait=False``), defers to :class:`~airflow_vertex_dist.triggers.jobs.VertexJobTrigger`
    (``deferrable=True``) or polls with backoff, logging state changes, replicas up and trials done;
 5. ends on every terminal state explicitly: SUCCEEDED succeeds; FAILED, CANCELLED, EXPIRED and PAUSED
@@ -16,7 +22,8 @@ A try of the task:
    billed for nothing, and once CANCELLED a retry creates a new job instead of re-attaching to it.
 
 A killed task (``on_kill``) and an ``execution_timeout`` cancel the job (``cancel_on_kill``). While
-deferred, the trigger does it: its ``on_kill`` (Airflow >= 3.3) when the task is killed, and its
+deferred, the trigger does it: its ``on_kill`` (Airflow >= 3.3) when the task is killed (and the
+listener, should the task be marked before the triggerer ran its trigger), and its
 deadline (the ``execution_timeout``) just before Airflow's own deferral timeout; if Airflow's timeout
 still ends the deferral first, the resumed task cancels the job before failing.
 """
@@ -32,6 +39,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDef
 from pydantic import BaseModel
 
 from airflow_vertex_dist.hooks.job_dicts import (
+    ACTIVE_STATES,
     REATTACHABLE_STATES,
     TERMINAL_STATES,
     JobKind,
@@ -40,7 +48,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
 )
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import IF_EXISTS, IfExists, check_if_exists
-from airflow_vertex_dist.links import VertexJobLink
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
 from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
@@ -202,9 +210,47 @@ class VertexJobOperator(VertexBaseOperator):
         self.log.info("Job %s from the task state is %s: not re-attaching", name, short_state(state))
         return None
 
+    def _fresh_try(self, context: Context) -> bool:
+        """Whether this is the first try of its retry budget: the task's first try, or the first after a
+        clear (which gives the task ``retries`` more tries). Airflow reckons the same way for a sensor's
+        first reschedule: ``first try = max_tries - retries + 1``. A retry is not fresh."""
+        ti = context["ti"]
+        try_number, max_tries = getattr(ti, "try_number", None), getattr(ti, "max_tries", None)
+        if not isinstance(try_number, int) or not isinstance(max_tries, int):
+            return False
+        return try_number == max_tries - int(self.retries or 0) + 1
+
+    def _cancel_earlier_tries(self, labels: dict[str, str]) -> None:
+        """A fresh try's clean slate: cancel this task instance's jobs that earlier tries left unfinished.
+
+        A clear (or a DAG run re-run) is a user asking for the task to run again. While the task waited
+        in the triggerer, Airflow cancels the trigger and its ``on_kill`` cancels the job; but a task
+        cleared before the triggerer started its trigger leaves the job running, and a try that
+        re-attached to it would not run the task again (and could see it cancelled under it). So a
+        fresh try cancels what is still running and starts its own job, whichever way the race went.
+        A succeeded job is still re-attached to (nothing to stop, nothing billed twice).
+        """
+        for job in self.hook.find_jobs(self.job_kind, labels):
+            state = job_state(job)
+            if state in ACTIVE_STATES and state != "JOB_STATE_CANCELLING":
+                self.log.warning(
+                    "Cancelling %s (%s): an earlier try left it running, and a cleared task starts afresh",
+                    job["name"],
+                    short_state(state),
+                )
+                self.hook.cancel_job(str(job["name"]))
+
     def attach_or_create(self, context: Context) -> dict[str, Any]:
         labels = self._labels(context)
-        job = self._from_task_state(context)
+        # if_exists="reattach" with cancel_on_kill: a fresh try does not re-attach to a running job of an
+        # earlier try (see _cancel_earlier_tries). With cancel_on_kill=False it re-attaches: it must not
+        # cancel, and a second job would bill twice.
+        fresh = self.if_exists == "reattach" and self.cancel_on_kill and self._fresh_try(context)
+        if fresh:
+            self._cancel_earlier_tries(labels)
+            job = None
+        else:
+            job = self._from_task_state(context)
         if job is None:
             job, created = self.hook.find_or_create(
                 self.job_kind, self.job_body(), labels=labels, if_exists=self.if_exists
@@ -220,12 +266,51 @@ class VertexJobOperator(VertexBaseOperator):
         self._job_name = str(job["name"])
         console = self.hook.console_url(self._job_name)
         self.log.info("Job page: %s", console)
-        context["ti"].xcom_push(key=LINK_XCOM_KEY, value={"name": self._job_name, "console_url": console})
+        ti = context["ti"]
+        ti.xcom_push(key=LINK_XCOM_KEY, value={"name": self._job_name, "console_url": console})
+        if self.cancel_on_kill and self.wait:  # what the listener cancels if the task is marked by hand
+            owner = {"name": self._job_name, "conn_id": self.vertex_dist_conn_id}
+            ti.xcom_push(key=OWNER_XCOM_KEY, value=owner)
         return job
 
     # -- execute -------------------------------------------------------------------------------
+    def _state_now(self, context: Context) -> str | None:
+        """This task instance's state in the metadata DB now (Task SDK ``get_task_states``), or
+        ``None`` when it cannot be read."""
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        map_index = -1 if map_index is None else int(map_index)
+        try:
+            states = ti.get_task_states(
+                dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id], map_index=map_index
+            )
+        except Exception as exc:
+            self.log.warning("Could not read the task instance's state: %s", exc)
+            return None
+        key = ti.task_id if map_index < 0 else f"{ti.task_id}_{map_index}"
+        state = states.get(ti.run_id, {}).get(key)
+        return None if state is None else str(getattr(state, "value", state))
+
+    def _check_still_running(self, context: Context, job: dict[str, Any]) -> None:
+        """Between the task's start and its owner record, a user's mark (or clear) has no job to
+        cancel: the listener finds none. So once the record is pushed, look again: a task instance
+        no longer running gets its new job cancelled here (a mark after this point is the
+        listener's). Without this, the try would defer (and Airflow reject it) or wait, and leave the
+        job running for nobody."""
+        state = self._state_now(context)
+        if state in (None, "running"):
+            return
+        name = str(job["name"])
+        message = f"the task instance was set to {state} while it started job {name}"
+        if job_state(job) in TERMINAL_STATES:
+            raise AirflowException(f"{message}; the job had already ended ({short_state(job_state(job))})")
+        cancelled = self._cancel(name, reason=f"task set to {state}")
+        raise AirflowException(message + cancel_outcome(True, cancelled))
+
     def execute(self, context: Context) -> Any:
         job = self.attach_or_create(context)
+        if self.wait and self.cancel_on_kill:
+            self._check_still_running(context, job)
         if not self.wait:
             self.log.info("wait=False: not waiting for %s (%s)", job["name"], short_state(job_state(job)))
             return self.job_outputs(job)

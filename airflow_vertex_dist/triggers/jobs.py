@@ -32,7 +32,9 @@ it runs elsewhere. The trigger fires just before the deadline so that it, not th
 check (which would drop the trigger without cancelling anything), ends the task.
 
 ``on_kill`` (Airflow >= 3.3 calls it when a user kills the deferred task; see ``_compat``) cancels the
-job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running.
+job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running. A task
+marked by hand before the triggerer started this trigger is covered by
+:mod:`airflow_vertex_dist.listeners`; one cleared then, by the next try (``operators/job.py``).
 """
 
 from __future__ import annotations

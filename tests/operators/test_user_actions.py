@@ -1,0 +1,191 @@
+"""What a user's hand on a task does to its job: marked failed/success, or cleared.
+
+* Marked failed or successful (REST API / UI): Airflow fires the task-instance listeners with
+  ``previous_state=None``; the provider's listener cancels the job the try owns (``cancel_on_kill``),
+  even when the triggerer never got to run the task's trigger.
+* Cleared: the next try is a fresh one (first of its retry budget); it cancels a job an earlier try
+  left running and starts its own, unless ``cancel_on_kill=False`` (then it re-attaches).
+* A retry is not fresh: it re-attaches (``test_worker_death``, ``test_training``).
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.links import OWNER_XCOM_KEY
+from airflow_vertex_dist.listeners import owned_job
+from airflow_vertex_dist.operators.training import VertexTrainingOperator
+
+from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
+from .test_training import jobs, pid_code, pids, precreate, spec
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def orm_ti(dag_id: str, task_id: str = "train") -> Any:
+    """The task instance row, as the API server hands it to the listeners."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        ti = session.scalars(
+            select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id)
+        ).one()
+        session.expunge(ti)
+    return ti
+
+
+def fire(hook: str, ti: Any, previous_state: Any = None) -> None:
+    """Fire a task-instance listener hook through Airflow's listener manager (plugins included)."""
+    from airflow.listeners.listener import get_listener_manager
+
+    kwargs: dict[str, Any] = {"previous_state": previous_state, "task_instance": ti}
+    if hook == "on_task_instance_failed":
+        kwargs["error"] = "TaskInstance's state was manually set to `failed`."
+    getattr(get_listener_manager().hook, hook)(**kwargs)
+
+
+@pytest.mark.parametrize("hook", ["on_task_instance_failed", "on_task_instance_success"])
+def test_marking_a_waiting_task_by_hand_cancels_its_job(
+    vertex_conn: Emulator, tmp_path: Path, hook: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pid_dir = tmp_path / "pids"
+    dag_id = f"mark_{hook}"
+    with DAG(dag_id, schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train", spec=spec(pid_code(pid_dir), workers=1), deferrable=False, poll_interval=0.3
+        )
+    seen: dict[str, Any] = {}
+
+    def user() -> None:  # dag.test() must run in the main thread: the user's hand comes from this one
+        seen["job"] = poll(
+            lambda: next((j for j in jobs(vertex_conn) if j["state"] == "JOB_STATE_RUNNING"), None),
+            timeout=60,
+            what="the task's job RUNNING",
+        )
+        poll(lambda: len(pids(pid_dir)) == 2, timeout=60, what="both replicas up")
+        poll(lambda: owned_job(orm_ti(dag_id)), timeout=60, what="the try's owner record")
+        # As the API server applies it: the listeners fire with previous_state=None.
+        fire(hook, orm_ti(dag_id))
+
+    hand = threading.Thread(target=user, daemon=True)
+    hand.start()
+    dr = run_dag(dag)
+    hand.join(timeout=60)
+    job = seen["job"]
+    poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
+    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+    assert ti_state(dr, "train") == "failed"  # the waiting try saw its job cancelled
+    assert f"cancelling job {job['name']} (JOB_STATE_RUNNING)" in caplog.text
+
+
+def test_listener_ignores_a_tasks_own_end_and_tasks_without_a_job(vertex_conn: Emulator) -> None:
+    """previous_state=RUNNING is the task ending by itself: a retry must still find its job running.
+    ``wait=False`` hands the job over (no owner record): marking that task later cancels nothing."""
+    with DAG("mark_ignored", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("import time; time.sleep(60)"), wait=False)
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    [job] = jobs(vertex_conn)
+    assert dag_xcom(dr, "train", key=OWNER_XCOM_KEY) is None
+    ti = orm_ti("mark_ignored")
+    fire("on_task_instance_failed", ti, previous_state="running")
+    fire("on_task_instance_failed", ti)
+    fire("on_task_instance_success", ti)
+    assert vertex_conn.store.get(job["name"])["state"] in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING")
+
+
+def test_the_owner_record_names_the_job_and_the_connection(vertex_conn: Emulator) -> None:
+    with DAG("owner_record", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3)
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    [job] = jobs(vertex_conn)
+    assert dag_xcom(dr, "train", key=OWNER_XCOM_KEY) == {
+        "name": job["name"],
+        "conn_id": "vertex_dist_default",
+    }
+
+
+def test_a_cleared_task_cancels_the_job_an_earlier_try_left_running(
+    vertex_conn: Emulator, capfd: Any
+) -> None:
+    """A first try (as after a clear) finds a RUNNING job of its run: it cancels it and starts afresh."""
+    when = datetime(2024, 7, 1, tzinfo=timezone.utc)
+    earlier = precreate("cleared", when, "import time; time.sleep(60)")
+    poll(lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_RUNNING", what="earlier runs")
+    with DAG("cleared", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3)
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "success"
+    out = dag_xcom(dr, "train")
+    assert out["name"] != earlier["name"] and out["state"] == "JOB_STATE_SUCCEEDED"
+    poll(
+        lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_CANCELLED", what="old cancelled"
+    )
+    assert f"Cancelling {earlier['name']} (RUNNING): an earlier try left it running" in logged(capfd)
+    assert len(jobs(vertex_conn)) == 2
+
+
+def test_with_cancel_on_kill_false_a_cleared_task_reattaches(vertex_conn: Emulator, capfd: Any) -> None:
+    """cancel_on_kill=False: never cancel, and a second job would bill twice: re-attach instead."""
+    when = datetime(2024, 7, 2, tzinfo=timezone.utc)
+    earlier = precreate("cleared_keep", when, "import time; time.sleep(2)")
+    poll(lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_RUNNING", what="earlier runs")
+    with DAG("cleared_keep", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(
+            task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3, cancel_on_kill=False
+        )
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "success"
+    assert [j["name"] for j in jobs(vertex_conn)] == [earlier["name"]]
+    assert f"Re-attaching to {earlier['name']} (RUNNING), found by its run labels" in logged(capfd)
+
+
+class MarkedWhileStarting(VertexTrainingOperator):
+    """The user's mark lands after the try's job exists but before the try waits on it (the listener
+    has no owner record to go by yet): the metadata DB row is set as the REST API sets it."""
+
+    def attach_or_create(self, context: Any) -> dict[str, Any]:
+        job = super().attach_or_create(context)
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+        from sqlalchemy import update
+
+        ti = context["ti"]
+        with create_session() as session:
+            session.execute(
+                update(TaskInstance)
+                .where(TaskInstance.id == ti.id)
+                .values(state="failed")
+                .execution_options(synchronize_session=False)
+            )
+        return job
+
+
+@pytest.mark.parametrize("deferrable", [False, True])
+def test_a_task_marked_while_it_starts_its_job_cancels_it(
+    vertex_conn: Emulator, tmp_path: Path, deferrable: bool, capfd: Any
+) -> None:
+    pid_dir = tmp_path / "pids"
+    dag_id = f"marked_starting_{deferrable}"
+    with DAG(dag_id, schedule=None, start_date=START) as dag:
+        MarkedWhileStarting(
+            task_id="train", spec=spec(pid_code(pid_dir)), deferrable=deferrable, poll_interval=0.3
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "failed"
+    [job] = jobs(vertex_conn)
+    poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
+    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+    assert f"the task instance was set to failed while it started job {job['name']}" in logged(capfd)
