@@ -5,8 +5,9 @@ Pure: no Google or Airflow imports.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
+
+from airflow_vertex_dist._regex import LazyRegex
 
 __all__ = [
     "ACTIVE_STATES",
@@ -64,7 +65,7 @@ REATTACHABLE_STATES = frozenset(
     }
 )
 
-_NAME_RE = re.compile(
+_NAME_RE = LazyRegex(
     r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
     r"(?P<kind>customJobs|hyperparameterTuningJobs)/(?P<job_id>[^/]+)$"
 )

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
+
+from airflow_vertex_dist._regex import LazyRegex
 
 __all__ = [
     "DAG_LABEL",
@@ -44,9 +45,9 @@ RUN_LABEL = "airflow-run"
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 63
 
-_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_INVALID_CHARS = re.compile(r"[^a-z0-9_-]+")
+_KEY_RE = LazyRegex(r"^[a-z][a-z0-9_-]{0,62}$")
+_VALUE_RE = LazyRegex(r"^[a-z0-9_-]{0,63}$")
+_INVALID_CHARS = LazyRegex(r"[^a-z0-9_-]+")
 _HASH_LEN = 8
 
 

@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from airflow_vertex_dist._regex import LazyRegex
+
 __all__ = ["SpecError", "coerce_spec", "has_jinja", "spec_error", "spec_to_field"]
 
 M = TypeVar("M", bound=BaseModel)
 
-_RULE_PATH = re.compile(r"^(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+|\[\d+\])*): (?P<rule>.+)$", re.S)
+_RULE_PATH = LazyRegex(r"^(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+|\[\d+\])*): (?P<rule>.+)$", re.S)
 
 _JINJA_MARKERS = ("{{", "{%", "{#")
 

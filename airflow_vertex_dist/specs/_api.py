@@ -10,6 +10,8 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from airflow_vertex_dist._regex import LazyRegex
+
 __all__ = [
     "ACCELERATOR_NUMBERS",
     "CUSTOM_JOB_OUTPUT_ONLY",
@@ -101,7 +103,7 @@ def enum_name(value: Any, numbers: dict[int, str]) -> Any:
     return value
 
 
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_CAMEL = LazyRegex(r"(?<!^)(?=[A-Z])")
 
 
 def snake(name: str) -> str:

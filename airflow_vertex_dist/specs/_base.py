@@ -11,6 +11,8 @@ from typing import Annotated, Any, NoReturn
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
 from pydantic_core import PydanticCustomError
 
+from airflow_vertex_dist._regex import LazyRegex
+
 __all__ = [
     "LOGGER",
     "SERVER_CONTEXT",
@@ -44,7 +46,7 @@ def fail(rule: str) -> NoReturn:
     raise PydanticCustomError("vertex_spec_rule", "{rule}", {"rule": rule})
 
 
-_DURATION_RE = re.compile(r"^(-?\d+)(?:\.(\d{1,9}))?s$")
+_DURATION_RE = LazyRegex(r"^(-?\d+)(?:\.(\d{1,9}))?s$")
 
 
 def parse_duration(value: Any) -> Any:
@@ -109,7 +111,7 @@ def check_labels(field: str, labels: dict[str, str]) -> None:
             )
 
 
-_PATH_PREFIX = re.compile(r"^([A-Za-z_][\w]*(?:[./][\w\[\]]+)*): ")
+_PATH_PREFIX = LazyRegex(r"^([A-Za-z_][\w]*(?:[./][\w\[\]]+)*): ")
 
 
 def error_lines(exc: ValidationError) -> list[str]:

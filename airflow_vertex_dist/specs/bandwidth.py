@@ -27,7 +27,7 @@ Machine types not covered return ``None``: the sizing check then cannot run, and
 
 from __future__ import annotations
 
-import re
+from airflow_vertex_dist._regex import LazyRegex
 
 __all__ = ["GPU_ATTACHED_GBPS", "MACHINE_GBPS", "egress_gbps", "vcpus"]
 
@@ -75,7 +75,7 @@ MACHINE_GBPS: dict[str, float] = {
     "c2-standard-8": 16,
 }
 
-_PREDEFINED = re.compile(r"^(n1|n2|n2d|e2|c2)-(standard|highmem|highcpu)-(\d+)$")
+_PREDEFINED = LazyRegex(r"^(n1|n2|n2d|e2|c2)-(standard|highmem|highcpu)-(\d+)$")
 
 
 def vcpus(machine_type: str) -> int | None:

@@ -10,6 +10,7 @@ from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.specs._base import Duration, SpecModel, duration_to_api, fail
 
 __all__ = [
@@ -63,15 +64,15 @@ REDUCTION_SERVER_IMAGES: dict[str, str] = {
     region: f"{region}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
     for region in ("us", "europe", "asia")
 }
-_RS_IMAGE_RE = re.compile(
+_RS_IMAGE_RE = LazyRegex(
     r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai-restricted/training/reductionserver(:[\w][\w.-]{0,127}"
     r"|@sha256:[0-9a-f]{64})$"
 )
-_MACHINE_TYPE_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
-_TPU_MACHINE_RE = re.compile(r"^(ct\d|tpu)")
-_TOPOLOGY_RE = re.compile(r"^\d+x\d+(x\d+)?$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_MACHINE_TYPE_RE = LazyRegex(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
+_TPU_MACHINE_RE = LazyRegex(r"^(ct\d|tpu)")
+_TOPOLOGY_RE = LazyRegex(r"^\d+x\d+(x\d+)?$")
+_ENV_NAME_RE = LazyRegex(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_RE = LazyRegex(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _GPU_MACHINE_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import LOGGER, SERVER_CONTEXT, SpecModel, check_labels, fail
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
@@ -32,15 +32,15 @@ __all__ = [
 #: Role of each ``workerPoolSpecs`` position.
 POOL_ROLES: tuple[str, ...] = ("primary", "workers", "parameter_servers", "evaluators")
 
-_LOCATION_RE = re.compile(r"^[a-z]+(-[a-z]+)*\d*$")
-_SERVICE_ACCOUNT_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_NETWORK_RE = re.compile(r"^projects/[^/\s]+/global/networks/[^/\s]+$")
-_TENSORBOARD_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/tensorboards/[^/\s]+$")
-_KMS_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+$")
-_EXPERIMENT_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/metadataStores/[^/\s]+/contexts/[^/\s]+$")
-_MODEL_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+$")
-_RESOURCE_ID_RE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
-_IP_RANGE_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_LOCATION_RE = LazyRegex(r"^[a-z]+(-[a-z]+)*\d*$")
+_SERVICE_ACCOUNT_RE = LazyRegex(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_NETWORK_RE = LazyRegex(r"^projects/[^/\s]+/global/networks/[^/\s]+$")
+_TENSORBOARD_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/tensorboards/[^/\s]+$")
+_KMS_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+$")
+_EXPERIMENT_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/metadataStores/[^/\s]+/contexts/[^/\s]+$")
+_MODEL_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+$")
+_RESOURCE_ID_RE = LazyRegex(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+_IP_RANGE_RE = LazyRegex(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def check_kms_key(value: str | None) -> str | None:

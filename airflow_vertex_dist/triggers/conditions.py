@@ -21,12 +21,12 @@ from __future__ import annotations
 import datetime
 import fnmatch
 import math
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
     TERMINAL_STATES,
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 _ALL_STATES = ACTIVE_STATES | TERMINAL_STATES
-_REPLICA_RE = re.compile(r"^workerpool([0-3])-(\d+|\*)$")
+_REPLICA_RE = LazyRegex(r"^workerpool([0-3])-(\d+|\*)$")
 
 
 @dataclass(frozen=True)
@@ -449,11 +449,9 @@ class ProgressLog:
 PARTIAL_SUCCESS = ("fail", "succeed")
 
 
-_RFC3339 = re.compile(
+_RFC3339 = LazyRegex(
     r"^(?P<seconds>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d\d:\d\d)$"
 )
-
-
 
 
 def _seconds_since(rfc3339: object) -> float | None:
