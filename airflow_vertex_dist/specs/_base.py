@@ -8,8 +8,8 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, NoReturn
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic_core import PydanticCustomError, core_schema
 
 from airflow_vertex_dist._regex import LazyRegex
 
@@ -79,11 +79,25 @@ def duration_to_api(value: timedelta) -> str:
     return f"{seconds}.{micros:06d}s"
 
 
-Duration = Annotated[
-    timedelta,
-    BeforeValidator(parse_duration),
-    PlainSerializer(duration_to_api, return_type=str, when_used="json"),
-]
+class _DurationSchema:
+    """A duration: read by :func:`parse_duration` first, serialized as proto JSON (``"3600s"``) in JSON
+    mode and kept a ``timedelta`` in Python mode. The same schema as ``BeforeValidator(parse_duration)``
+    plus ``PlainSerializer(duration_to_api, return_type=str, when_used="json")``, written against
+    pydantic-core so that importing the specs does not load ``pydantic.functional_serializers``."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(
+            parse_duration,
+            handler(source),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                duration_to_api, info_arg=False, return_schema=core_schema.str_schema(), when_used="json"
+            ),
+        )
+
+
+Duration = Annotated[timedelta, _DurationSchema()]
 
 
 def _label_char_ok(ch: str) -> bool:

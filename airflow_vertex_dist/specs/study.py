@@ -297,7 +297,8 @@ Parameter = Annotated[
     DoubleParameter | IntegerParameter | CategoricalParameter | DiscreteParameter,
     Field(discriminator="type"),
 ]
-ConditionalParameter.model_rebuild()
+# ConditionalParameter's ``parameter: Parameter`` is resolved when its schema is first built (the specs
+# defer that to first use), by then from this module's namespace: no model_rebuild() at import.
 
 
 def _walk(params: tuple[Any, ...], depth: int = 0) -> Iterator[tuple[int, Any]]:
