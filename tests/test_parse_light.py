@@ -19,14 +19,29 @@ VertexTuningOperator(task_id="tune", spec=TUNING_EXAMPLE)
 print(json.dumps(sorted(sys.modules)))
 """
 
+#: Only the cancel operator and the sensors: none of them imports a hook module to be built.
+PROBE_HOOKLESS = """
+import json, sys
+from airflow_vertex_dist.operators import VertexCancelJobOperator
+from airflow_vertex_dist.sensors import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
+name = "projects/p/locations/us-central1/customJobs/1"
+study = "projects/p/locations/us-central1/hyperparameterTuningJobs/2"
+VertexCancelJobOperator(task_id="cancel", job_name=name)
+VertexJobSensor(task_id="job", job_name=name)
+VertexReplicaSensor(task_id="replicas", job_name=name, replicas=["workerpool0-0"])
+VertexTrialSensor(task_id="trials", job_name=study, min_succeeded=1)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+def _modules_after(probe: str, tmp_path: Path) -> set[str]:
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
 
 def test_building_tasks_loads_no_trigger_and_no_client(tmp_path: Path) -> None:
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    modules = set(json.loads(proc.stdout.strip().splitlines()[-1]))
+    modules = _modules_after(PROBE, tmp_path)
     heavy = {
         "airflow_vertex_dist.triggers.jobs",
         "airflow_vertex_dist.triggers.poller",
@@ -36,3 +51,11 @@ def test_building_tasks_loads_no_trigger_and_no_client(tmp_path: Path) -> None:
     }
     assert not heavy & modules, sorted(heavy & modules)
     assert not [m for m in modules if m.startswith("google.cloud.")], "a google.cloud submodule was imported"
+
+
+def test_cancel_and_sensor_tasks_load_no_hook_module(tmp_path: Path) -> None:
+    # The hook class is looked up when a task first uses its hook, not when the task is built.
+    modules = _modules_after(PROBE_HOOKLESS, tmp_path)
+    hooks = {"airflow_vertex_dist.hooks.vertex_jobs", "airflow_vertex_dist.hooks.connection"}
+    assert not hooks & modules, sorted(hooks & modules)
+

@@ -36,6 +36,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from airflow_vertex_dist.hooks import CONN_TYPE, DEFAULT_CONN_ID, HOOK_NAME
+
 __all__ = [
     "CONN_TYPE",
     "DEFAULT_CONN_ID",
@@ -46,10 +48,6 @@ __all__ = [
     "connection_type_info",
     "ui_field_behaviour",
 ]
-
-CONN_TYPE = "vertex_dist"
-DEFAULT_CONN_ID = "vertex_dist_default"
-HOOK_NAME = "Vertex AI distributed training"
 
 _PREFIX = f"extra__{CONN_TYPE}__"
 
@@ -70,7 +68,9 @@ class RetryPolicy:
 class VertexConnection(BaseModel):
     """The parsed extras of a ``vertex_dist`` connection."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: the validator is built when a hook first parses a connection, not when a DAG file
+    # that imports the operators is parsed.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     project: str | None = None
     location: str | None = None

@@ -5,7 +5,7 @@ Pure: no Google or Airflow imports.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from airflow_vertex_dist._regex import LazyRegex
 
@@ -13,12 +13,15 @@ __all__ = [
     "ACTIVE_STATES",
     "CUSTOM_JOBS",
     "FAILURE_STATES",
+    "IF_EXISTS",
     "JOB_KINDS",
     "REATTACHABLE_STATES",
     "TERMINAL_STATES",
     "TUNING_JOBS",
+    "IfExists",
     "JobKind",
     "JobName",
+    "check_if_exists",
     "compact_job",
     "error_suffix",
     "job_state",
@@ -31,6 +34,18 @@ JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
 CUSTOM_JOBS: JobKind = "customJobs"
 TUNING_JOBS: JobKind = "hyperparameterTuningJobs"
 JOB_KINDS: tuple[JobKind, ...] = (CUSTOM_JOBS, TUNING_JOBS)
+
+#: What find-or-create does with this run's live or succeeded job (the hooks' and operators' ``if_exists``).
+IfExists = Literal["reattach", "fail", "recreate"]
+IF_EXISTS: tuple[IfExists, ...] = get_args(IfExists)
+
+
+def check_if_exists(value: str) -> IfExists:
+    """``if_exists``, checked: what find-or-create does with this run's live or succeeded job."""
+    if value not in IF_EXISTS:
+        raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {value!r})")
+    return value
+
 
 #: Every state a job has not ended in. PAUSED is one: not terminal, though it does not progress by itself.
 ACTIVE_STATES = frozenset(

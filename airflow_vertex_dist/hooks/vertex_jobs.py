@@ -20,7 +20,7 @@ import importlib
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import BaseHook
 from airflow_vertex_dist.hooks.connection import (
@@ -35,10 +35,13 @@ from airflow_vertex_dist.hooks.connection import (
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
     CUSTOM_JOBS,
+    IF_EXISTS,
     JOB_KINDS,
     REATTACHABLE_STATES,
     TERMINAL_STATES,
+    IfExists,
     JobKind,
+    check_if_exists,
     job_state,
     parse_job_name,
     rfc3339_key,
@@ -60,16 +63,6 @@ __all__ = [
 
 #: Label carrying a random token per Create call, so a Create whose response was lost can be found.
 CREATE_TOKEN_LABEL = "create-token"
-
-IfExists = Literal["reattach", "fail", "recreate"]
-IF_EXISTS: tuple[IfExists, ...] = get_args(IfExists)
-
-
-def check_if_exists(value: str) -> IfExists:
-    """``if_exists``, checked: what find-or-create does with this run's live or succeeded job."""
-    if value not in IF_EXISTS:
-        raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {value!r})")
-    return value
 
 _CONSOLE = (
     "https://console.cloud.google.com/vertex-ai/locations/{location}/training/{job_id}/cpu?project={project}"

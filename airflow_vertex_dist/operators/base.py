@@ -2,28 +2,44 @@
 
 As in the Amazon provider's ``base_aws``: the hook class is a class attribute, the hook a
 ``functools.cached_property`` built on first use, so nothing touches the network (or imports a
-``google.cloud`` module) when a DAG file is parsed.
+``google.cloud`` module) when a DAG file is parsed. The default ``hook_class`` is looked up on first
+use too: building a task does not import the hooks module.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
-from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
-from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 
 __all__ = ["VertexBaseOperator", "VertexHookMixin"]
+
+
+class _DefaultHookClass:
+    """The default ``hook_class``: :class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook`,
+    imported when first read. A subclass that sets its own ``hook_class`` simply shadows it."""
+
+    def __get__(self, instance: object, owner: type | None = None) -> type[VertexJobsHook]:
+        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+        return VertexJobsHook
 
 
 class VertexHookMixin:
     """``hook_class`` and the cached ``hook``; the class sets ``vertex_dist_conn_id``, ``project_id``
     and ``location`` in its ``__init__`` (shared by :class:`VertexBaseOperator` and the sensors)."""
 
-    hook_class: ClassVar[type[VertexJobsHook]] = VertexJobsHook
+    if TYPE_CHECKING:
+        hook_class: ClassVar[type[VertexJobsHook]]
+    else:
+        hook_class = _DefaultHookClass()
     vertex_dist_conn_id: str
     project_id: str | None
     location: str | None

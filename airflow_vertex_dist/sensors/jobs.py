@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
