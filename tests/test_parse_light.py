@@ -33,6 +33,17 @@ VertexTrialSensor(task_id="trials", job_name=study, min_succeeded=1)
 print(json.dumps(sorted(sys.modules)))
 """
 
+#: The benchmark's shape: specs built in the DAG file, a training and a tuning task.
+PROBE_TRAINING_ONLY = """
+import json, sys
+from airflow_vertex_dist.operators import VertexTrainingOperator, VertexTuningOperator
+from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER, TUNING_EXAMPLE
+VertexTrainingOperator(task_id="train", spec=SEED_REDUCTION_SERVER)
+VertexTuningOperator(task_id="tune", spec=TUNING_EXAMPLE)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
 def _modules_after(probe: str, tmp_path: Path) -> set[str]:
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
@@ -59,3 +70,12 @@ def test_cancel_and_sensor_tasks_load_no_hook_module(tmp_path: Path) -> None:
     hooks = {"airflow_vertex_dist.hooks.vertex_jobs", "airflow_vertex_dist.hooks.connection"}
     assert not hooks & modules, sorted(hooks & modules)
 
+
+def test_a_training_dag_loads_only_what_it_uses(tmp_path: Path) -> None:
+    modules = _modules_after(PROBE_TRAINING_ONLY, tmp_path)
+    unused = {
+        "airflow_vertex_dist.operators.cancel",  # operators are imported by name, on first use
+        "airflow_vertex_dist.sensors",
+        "pydantic.functional_serializers",  # the specs' durations serialize without it
+    }
+    assert not unused & modules, sorted(unused & modules)
