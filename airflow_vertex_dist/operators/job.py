@@ -40,14 +40,16 @@ from pydantic import BaseModel
 
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
+    IF_EXISTS,
     REATTACHABLE_STATES,
     TERMINAL_STATES,
+    IfExists,
     JobKind,
+    check_if_exists,
     job_state,
     short_state,
 )
 from airflow_vertex_dist.hooks.labels import run_labels
-from airflow_vertex_dist.hooks.vertex_jobs import IF_EXISTS, IfExists, check_if_exists
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
