@@ -45,6 +45,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     job_state,
     parse_job_name,
     rfc3339_key,
+    short_state,
 )
 from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, merge_labels, validate_labels
 
@@ -396,6 +397,7 @@ class VertexJobsHook(_VertexHookBase):
         *,
         labels: dict[str, str],
         if_exists: IfExists = "reattach",
+        cancel_unfinished: str | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Return ``(job, created)``: this run's live or succeeded job, or a new one.
 
@@ -404,11 +406,17 @@ class VertexJobsHook(_VertexHookBase):
         paused, updating or succeeded): ``reattach`` returns it, ``fail`` raises
         :class:`JobAlreadyExistsError`, ``recreate`` cancels the unfinished ones and creates a new job.
         Jobs that failed, were cancelled, expired or partially succeeded never block a new one.
+
+        ``cancel_unfinished`` (the reason, for the log) first cancels the unfinished ones, so only a
+        succeeded job is left to re-attach to: what a cleared task's fresh try does.
         """
         job_kind = _check_kind(kind)
         check_if_exists(if_exists)
         merged = merge_labels(body.get("labels"), labels, field="body.labels")
         live = [job for job in self.find_jobs(job_kind, labels) if job_state(job) in REATTACHABLE_STATES]
+        if cancel_unfinished:
+            self._cancel_active(live, cancel_unfinished)
+            live = [job for job in live if job_state(job) not in ACTIVE_STATES]
         if live:
             if len(live) > 1:
                 self.log.warning(
@@ -419,11 +427,14 @@ class VertexJobsHook(_VertexHookBase):
                 return live[0], False
             if if_exists == "fail":
                 raise JobAlreadyExistsError(live[0])
-            for job in live:
-                if job_state(job) in ACTIVE_STATES:
-                    self.log.info("if_exists='recreate': cancelling %s", job["name"])
-                    self.cancel_job(job["name"])
+            self._cancel_active(live, "if_exists='recreate'")
         return self._create(job_kind, {**body, "labels": merged}), True
+
+    def _cancel_active(self, jobs: list[dict[str, Any]], reason: str) -> None:
+        for job in jobs:
+            if job_state(job) in ACTIVE_STATES:
+                self.log.warning("Cancelling %s (%s): %s", job["name"], short_state(job_state(job)), reason)
+                self.cancel_job(job["name"])
 
 
 class VertexJobsAsyncHook(_VertexHookBase):

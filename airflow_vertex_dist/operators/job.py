@@ -39,7 +39,6 @@ from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDef
 from pydantic import BaseModel
 
 from airflow_vertex_dist.hooks.job_dicts import (
-    ACTIVE_STATES,
     IF_EXISTS,
     REATTACHABLE_STATES,
     TERMINAL_STATES,
@@ -222,40 +221,30 @@ class VertexJobOperator(VertexBaseOperator):
             return False
         return try_number == max_tries - int(self.retries or 0) + 1
 
-    def _cancel_earlier_tries(self, labels: dict[str, str]) -> None:
-        """A fresh try's clean slate: cancel this task instance's jobs that earlier tries left unfinished.
-
-        A clear (or a DAG run re-run) is a user asking for the task to run again. While the task waited
-        in the triggerer, Airflow cancels the trigger and its ``on_kill`` cancels the job; but a task
-        cleared before the triggerer started its trigger leaves the job running, and a try that
-        re-attached to it would not run the task again (and could see it cancelled under it). So a
-        fresh try cancels what is still running and starts its own job, whichever way the race went.
-        A succeeded job is still re-attached to (nothing to stop, nothing billed twice).
-        """
-        for job in self.hook.find_jobs(self.job_kind, labels):
-            state = job_state(job)
-            if state in ACTIVE_STATES and state != "JOB_STATE_CANCELLING":
-                self.log.warning(
-                    "Cancelling %s (%s): an earlier try left it running, and a cleared task starts afresh",
-                    job["name"],
-                    short_state(state),
-                )
-                self.hook.cancel_job(str(job["name"]))
-
     def attach_or_create(self, context: Context) -> dict[str, Any]:
+        """Re-attach to this task instance's job or create it (see the module doc).
+
+        A fresh try (a clear, or a DAG run re-run) is a user asking for the task to run again. While
+        the task waited in the triggerer, Airflow cancels the trigger and its ``on_kill`` cancels the
+        job; but a task cleared before the triggerer started its trigger leaves the job running, and a
+        try that re-attached to it would not run the task again (and could see it cancelled under it).
+        So with ``if_exists="reattach"`` and ``cancel_on_kill`` a fresh try cancels a job an earlier try
+        left unfinished and starts its own, whichever way that race went; a succeeded job is still
+        re-attached to. With ``cancel_on_kill=False`` it re-attaches: it must not cancel, and a second
+        job would bill twice.
+        """
         labels = self._labels(context)
-        # if_exists="reattach" with cancel_on_kill: a fresh try does not re-attach to a running job of an
-        # earlier try (see _cancel_earlier_tries). With cancel_on_kill=False it re-attaches: it must not
-        # cancel, and a second job would bill twice.
         fresh = self.if_exists == "reattach" and self.cancel_on_kill and self._fresh_try(context)
-        if fresh:
-            self._cancel_earlier_tries(labels)
-            job = None
-        else:
-            job = self._from_task_state(context)
+        job = None if fresh else self._from_task_state(context)
         if job is None:
             job, created = self.hook.find_or_create(
-                self.job_kind, self.job_body(), labels=labels, if_exists=self.if_exists
+                self.job_kind,
+                self.job_body(),
+                labels=labels,
+                if_exists=self.if_exists,
+                cancel_unfinished="an earlier try left it running, and a cleared task starts afresh"
+                if fresh
+                else None,
             )
             if created:
                 self.log.info("Created %s\n%s", job["name"], self.pools_table())
