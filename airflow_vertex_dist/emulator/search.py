@@ -71,11 +71,18 @@ class ParamSpec:
             return float(min(self.values)), float(max(self.values))
         return self.low, self.high
 
+    def _log_scaled(self, lo: float, hi: float) -> bool:
+        """A log scale, over a range whose logs differ (a range a few ulps wide can have equal logs:
+        it is mapped linearly, as a log scale that narrow is linear to the last bit anyway)."""
+        return self.scale in ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE") and math.log(hi) != math.log(lo)
+
     def from_unit(self, u: float) -> float:
         lo, hi = self._bounds()
         u = min(1.0, max(0.0, u))
         if hi == lo:
             return lo
+        if not self._log_scaled(lo, hi):
+            return lo + u * (hi - lo)
         if self.scale == "UNIT_LOG_SCALE":
             return math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
         if self.scale == "UNIT_REVERSE_LOG_SCALE":
@@ -86,6 +93,8 @@ class ParamSpec:
         lo, hi = self._bounds()
         if hi == lo:
             return 0.0
+        if not self._log_scaled(lo, hi):
+            return (v - lo) / (hi - lo)
         if self.scale == "UNIT_LOG_SCALE":
             return (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
         if self.scale == "UNIT_REVERSE_LOG_SCALE":
