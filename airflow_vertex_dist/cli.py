@@ -1,4 +1,5 @@
-"""``airflow-vertex-dist``: render specs, run the local emulator, run the demo."""
+"""``airflow-vertex-dist``: render specs, run the local emulator, run the demo, write the spec schema
+cache."""
 
 from __future__ import annotations
 
@@ -43,6 +44,21 @@ def _demo(args: argparse.Namespace) -> int:
     return int(run_demo())
 
 
+def _warm_schema_cache(args: argparse.Namespace) -> int:
+    from airflow_vertex_dist.specs._schema_cache import ENV_VAR, warm
+
+    try:
+        path = warm()
+    except OSError as exc:
+        print(f"cannot write the spec schema cache: {exc}", file=sys.stderr)
+        return 1
+    if path is None:
+        print(f"the spec schema cache is off ({ENV_VAR})", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["emulator"]:
@@ -57,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("emulator", help="run the local Vertex AI JobService emulator (see --help)")
     demo = sub.add_parser("demo", help="run the demo end to end")
     demo.set_defaults(func=_demo)
+    warm = sub.add_parser(
+        "warm-schema-cache",
+        help="build every spec model's pydantic schema and store it for later processes (DAG parses)",
+    )
+    warm.set_defaults(func=_warm_schema_cache)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.specs._schema_cache import ENV_VAR as SCHEMA_CACHE_ENV
 from benchmarks.runner import BENCH_DIR, child_env, run_json
 from benchmarks.stats import Summary, summarize
 
@@ -46,6 +47,8 @@ class ParseVariant:
     label: str
     python: str
     dag_file: Path
+    #: extra environment of this variant's children
+    env: dict[str, str] = field(default_factory=dict)
     import_s: list[float] = field(default_factory=list)
     cpu_s: list[float] = field(default_factory=list)
     #: paired: the DAG file run right after the floor's in one process (wall, CPU)
@@ -67,7 +70,7 @@ class ParseVariant:
 def _once(variant: ParseVariant, home: Path, after: Path | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     argv = [variant.python, "-c", PROBE, str(variant.dag_file)] + ([str(after)] if after else [])
-    out: dict[str, Any] = run_json(argv, env=child_env(home), timeout=300, cwd=home)
+    out: dict[str, Any] = run_json(argv, env=child_env(home, variant.env), timeout=300, cwd=home)
     out["process_s"] = time.perf_counter() - start
     return out
 
@@ -83,9 +86,23 @@ def measure_parse_cost(
     """``runs`` measured rounds (after one warm-up round) of every variant; the anchor's are skipped
     when there is no anchor interpreter."""
     dags = BENCH_DIR / "dags"
+    cache_dir = work / "spec-schema-cache"
     variants = [
         ParseVariant("floor", "floor (`airflow.sdk` only), project venv", project_python, dags / "floor.py"),
-        ParseVariant("ours", "airflow-vertex-dist operators", project_python, dags / "ours.py"),
+        ParseVariant(
+            "ours",
+            "airflow-vertex-dist operators",
+            project_python,
+            dags / "ours.py",
+            env={SCHEMA_CACHE_ENV: str(cache_dir)},
+        ),
+        ParseVariant(
+            "ours_cold",
+            "airflow-vertex-dist operators, spec schema cache off",
+            project_python,
+            dags / "ours.py",
+            env={SCHEMA_CACHE_ENV: "off"},
+        ),
     ]
     if anchor_python:
         variants += [
@@ -98,7 +115,8 @@ def measure_parse_cost(
         ]
     home = work / "parse-airflow-home"
     home.mkdir(parents=True, exist_ok=True)
-    for variant in variants if warmup else ():  # byte-compile, fill the page cache, write airflow.cfg
+    # warm-up: byte-compile, fill the page cache, write airflow.cfg and the spec schema cache
+    for variant in variants if warmup else ():
         variant.info = _once(variant, home)
     for i in range(runs):
         for variant in variants:
@@ -108,7 +126,7 @@ def measure_parse_cost(
             variant.process_s.append(out["process_s"])
             variant.peak_rss_mib.append(out["peak_rss_kib"] / 1024)
             variant.info = {k: out[k] for k in ("tasks", "modules", "google_cloud_modules")}
-            if variant.key in ("ours", "provider"):
+            if variant.key in ("ours", "ours_cold", "provider"):
                 paired = _once(variant, home, after=dags / "floor.py")
                 variant.over_floor_s.append(paired["import_s"])
                 variant.over_floor_cpu_s.append(paired["cpu_s"])

@@ -1,12 +1,29 @@
-"""Test-wide settings: an isolated AIRFLOW_HOME and no example DAGs, set before Airflow loads."""
+"""Test-wide settings, set before Airflow or the specs load: an isolated AIRFLOW_HOME, no example DAGs,
+and a spec schema cache of the session's own, written first by another process so that every test
+here validates specs with schemas read from the cache, as a DAG processor's parses do."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
-_home = tempfile.mkdtemp(prefix="avd-airflow-home-")
+_session = tempfile.mkdtemp(prefix="avd-tests-")
+atexit.register(shutil.rmtree, _session, ignore_errors=True)
+_home = os.path.join(_session, "airflow-home")
+os.makedirs(_home)
 os.environ.setdefault("AIRFLOW_HOME", _home)
+os.environ.setdefault("AIRFLOW_VERTEX_DIST_SCHEMA_CACHE", os.path.join(_session, "spec-schema-cache"))
+subprocess.run(
+    [sys.executable, "-m", "airflow_vertex_dist.cli", "warm-schema-cache"],
+    cwd=Path(__file__).resolve().parents[1],
+    check=True,
+    stdout=subprocess.DEVNULL,
+)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 

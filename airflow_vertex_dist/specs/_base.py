@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationErro
 from pydantic_core import PydanticCustomError, core_schema
 
 from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.specs import _schema_cache
 
 __all__ = [
     "LOGGER",
@@ -35,6 +36,18 @@ class SpecModel(BaseModel):
     """Base of every spec: immutable, unknown keys rejected, buildable from a plain dict."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[BaseModel], handler: GetCoreSchemaHandler, /
+    ) -> core_schema.CoreSchema:
+        """The schema stored by an earlier process (see ``_schema_cache``), else pydantic's own."""
+        cached = _schema_cache.lookup(cls) if source is cls else None
+        return cached if cached is not None else handler(source)
+
+    @classmethod
+    def __pydantic_on_complete__(cls) -> None:
+        _schema_cache.completed(cls)
 
 
 def fail(rule: str) -> NoReturn:

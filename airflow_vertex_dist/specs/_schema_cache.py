@@ -1,0 +1,213 @@
+"""The spec models' pydantic core schemas, kept across processes beside the package's bytecode.
+
+Why: a DAG processor parses a DAG file in a fresh process every time. The first spec of each model class
+a DAG file builds makes pydantic generate that class's core schema, in Python, walking every field and
+nested model: for a Reduction Server training task and a tuning task that is about 20 ms per parse, every
+parse, for a result that only changes when this package or pydantic does.
+
+What: the first process that builds a spec model's schema while no valid cache exists builds the core
+schema of every spec model and writes them to one file; later processes hand pydantic the stored schema
+through the model's ``__get_pydantic_core_schema__`` hook (documented pydantic API). Pydantic then
+cleans it and builds the validator and serializer from it (in Rust) exactly as it does when a model's
+schema embeds an already-built model's schema, so validation, errors, serialization and JSON schemas
+are the same as without the cache (``tests/specs/test_schema_cache.py`` compares every model both ways).
+
+Where: ``spec-schemas-<key>.pickle`` in the specs package's ``__pycache__`` directory (honouring
+``PYTHONPYCACHEPREFIX``), written only when Python writes bytecode (not under
+``PYTHONDONTWRITEBYTECODE``), like a ``.pyc``. The key hashes the Python, pydantic and pydantic-core
+versions and the size and modification time of every spec module's source (what a ``.pyc`` is checked
+against), so an upgrade or an edit makes a new file; older ones are removed when it is written.
+``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` overrides the place: ``off`` turns the cache off, a directory path
+keeps it there (always written). ``airflow-vertex-dist warm-schema-cache`` writes it ahead, e.g. while
+building an image whose site-packages is read-only at run time.
+
+Trust: the file is a pickle, loaded with the same trust Python gives the ``.pyc`` files beside it (both
+are code run on import); a directory others can write is as unsafe for one as for the other. Any file
+that does not load (truncated, from another layout) is ignored and the schema is built as usual.
+Writers write a temporary file and rename it, so concurrent parses never read a half-written cache.
+
+Hand-written: pydantic has no cross-process schema cache of its own (its pickling support for a
+``SchemaValidator`` is what this relies on); this module is the glue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pydantic_core import CoreSchema
+
+__all__ = ["ENV_VAR", "cache_file", "completed", "lookup", "warm"]
+
+ENV_VAR = "AIRFLOW_VERTEX_DIST_SCHEMA_CACHE"
+_OFF = {"off", "0", "false", "no", "none", ""}
+_PREFIX = "spec-schemas-"
+#: the modules that define spec models (every one is hashed into the key and imported by ``warm``)
+_MODEL_MODULES = ("_base", "cluster", "job", "study", "tuning")
+_PACKAGE = __name__.rpartition(".")[0]
+
+
+class _State:
+    """Per-process state: the loaded file's entries and whether this process should write one."""
+
+    loaded = False
+    path: Path | None = None
+    writable = False
+    entries: dict[str, bytes] = {}
+    #: the loaded file was missing, stale or unreadable: the first schema built here writes a new one
+    cold = False
+    writing = False
+
+
+def _settings() -> tuple[Path | None, bool]:
+    """(directory, whether to write there), or (None, False) when the cache is off."""
+    raw = os.environ.get(ENV_VAR)
+    if raw is not None:
+        if raw.strip().lower() in _OFF:
+            return None, False
+        return Path(raw).expanduser(), True
+    base = Path(__file__).with_name("_base.py")
+    return Path(importlib.util.cache_from_source(str(base))).parent, not sys.dont_write_bytecode
+
+
+def _key() -> str | None:
+    import pydantic
+    import pydantic_core
+
+    digest = hashlib.sha256()
+    for part in (sys.version, sys.implementation.cache_tag, pydantic.VERSION, pydantic_core.__version__):
+        digest.update(str(part).encode() + b"\0")
+    here = Path(__file__).parent
+    try:
+        for name in sorted(os.listdir(here)):
+            if name.endswith(".py"):  # size and mtime, as a .pyc is checked against its source
+                stat = os.stat(here / name)
+                digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    except OSError:
+        return None  # no sources to key on (an unusual install): no cache
+    return digest.hexdigest()[:24]
+
+
+def cache_file() -> Path | None:
+    """This process's cache file (existing or not), or None when the cache is off."""
+    directory, _ = _settings()
+    key = _key() if directory is not None else None
+    return None if directory is None or key is None else directory / f"{_PREFIX}{key}.pickle"
+
+
+def _load() -> None:
+    _State.loaded = True
+    path = cache_file()
+    if path is None:
+        return
+    _State.path = path
+    _State.writable = _settings()[1]
+    try:
+        with path.open("rb") as fh:
+            entries = pickle.load(fh)
+        if not isinstance(entries, dict):
+            raise TypeError("not a dict")
+        _State.entries = entries
+    except Exception:  # missing, truncated, or not ours: build as usual, and write a fresh one
+        _State.entries = {}
+        _State.cold = True
+
+
+def _name(cls: type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def lookup(cls: type[BaseModel]) -> CoreSchema | None:
+    """The stored core schema of spec model ``cls``, as a fresh object, or None (build it as usual)."""
+    if not _State.loaded:
+        _load()
+    entry = _State.entries.get(_name(cls))
+    if entry is None:
+        return None
+    try:
+        schema: CoreSchema = pickle.loads(entry)  # a fresh copy each time: pydantic edits it in place
+    except Exception:
+        _State.entries = {}
+        _State.cold = True
+        return None
+    return schema
+
+
+def _spec_models() -> list[type[BaseModel]] | None:
+    """Every spec model class, or None while a spec module is still being imported."""
+    from airflow_vertex_dist.specs._base import SpecModel
+
+    for short in _MODEL_MODULES:
+        module = sys.modules.get(f"{_PACKAGE}.{short}")
+        spec = getattr(module, "__spec__", None)
+        if module is None or getattr(spec, "_initializing", False):
+            return None
+    found: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [SpecModel]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith(f"{_PACKAGE}.") and sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+
+def _write(path: Path, models: list[type[BaseModel]]) -> None:
+    entries = {}
+    for cls in models:
+        if not cls.__pydantic_complete__:
+            cls.model_rebuild()
+        entries[_name(cls)] = pickle.dumps(cls.__pydantic_core_schema__, protocol=pickle.HIGHEST_PROTOCOL)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_PREFIX}", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    for old in path.parent.glob(f"{_PREFIX}*.pickle"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    _State.entries = entries
+    _State.cold = False
+
+
+def completed(cls: type[BaseModel]) -> None:
+    """Called when a spec model's schema is built: on a cold cache, build all and write the file."""
+    if not (_State.cold and _State.writable) or _State.writing or _State.path is None:
+        return
+    models = _spec_models()
+    if models is None:
+        return
+    _State.writing = True
+    try:
+        _write(_State.path, models)
+    except Exception:  # best effort, like writing a .pyc: a read-only place just means no cache
+        _State.cold = False
+    finally:
+        _State.writing = False
+
+
+def warm() -> Path | None:
+    """Build every spec model's schema and write the cache now; the file written, or None when off."""
+    for short in _MODEL_MODULES:
+        importlib.import_module(f"{_PACKAGE}.{short}")
+    path = cache_file()
+    models = _spec_models()
+    if path is None or models is None:
+        return None
+    _State.loaded, _State.path = True, path
+    _write(path, models)
+    return path
