@@ -12,11 +12,12 @@ cleans it and builds the validator and serializer from it (in Rust) exactly as i
 schema embeds an already-built model's schema, so validation, errors, serialization and JSON schemas
 are the same as without the cache (``tests/specs/test_schema_cache.py`` compares every model both ways).
 
-Where: ``spec-schemas-<key>.pickle`` in the specs package's ``__pycache__`` directory (honouring
+Where: ``spec-schemas-<versions>-<hash>.pickle`` in the specs package's ``__pycache__`` directory (honouring
 ``PYTHONPYCACHEPREFIX``), written only when Python writes bytecode (not under
 ``PYTHONDONTWRITEBYTECODE``), like a ``.pyc``. The key hashes the Python, pydantic and pydantic-core
 versions and the size and modification time of every spec module's source (what a ``.pyc`` is checked
-against), so an upgrade or an edit makes a new file; older ones are removed when it is written.
+against), so an upgrade or an edit makes a new file (an edit's older file, for the same interpreter and
+pydantic, is removed when the new one is written).
 ``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` overrides the place: ``off`` turns the cache off, a directory path
 keeps it there (always written). ``airflow-vertex-dist warm-schema-cache`` writes it ahead, e.g. while
 building an image whose site-packages is read-only at run time.
@@ -79,13 +80,17 @@ def _settings() -> tuple[Path | None, bool]:
     return Path(importlib.util.cache_from_source(str(base))).parent, not sys.dont_write_bytecode
 
 
-def _key() -> str | None:
+def _versions() -> str:
+    """The part of the file name that differs between interpreters and pydantic versions, so that two
+    of them sharing a cache directory keep one file each instead of replacing each other's."""
     import pydantic
     import pydantic_core
 
-    digest = hashlib.sha256()
-    for part in (sys.version, sys.implementation.cache_tag, pydantic.VERSION, pydantic_core.__version__):
-        digest.update(str(part).encode() + b"\0")
+    return f"{sys.implementation.cache_tag}-pydantic{pydantic.VERSION}-core{pydantic_core.__version__}"
+
+
+def _key() -> str | None:
+    digest = hashlib.sha256(sys.version.encode() + b"\0")
     here = Path(__file__).parent
     try:
         for name in sorted(os.listdir(here)):
@@ -94,7 +99,7 @@ def _key() -> str | None:
                 digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     except OSError:
         return None  # no sources to key on (an unusual install): no cache
-    return digest.hexdigest()[:24]
+    return f"{_versions()}-{digest.hexdigest()[:16]}"
 
 
 def cache_file() -> Path | None:
@@ -177,8 +182,8 @@ def _write(path: Path, models: list[type[BaseModel]]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    for old in path.parent.glob(f"{_PREFIX}*.pickle"):
-        if old != path:
+    for old in path.parent.glob(f"{_PREFIX}{_versions()}-*.pickle"):
+        if old != path:  # the same interpreter and pydantic, older sources
             old.unlink(missing_ok=True)
     _State.entries = entries
     _State.cold = False

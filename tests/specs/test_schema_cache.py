@@ -123,11 +123,15 @@ def test_the_default_place_is_beside_the_bytecode_and_follows_its_rules(tmp_path
 def test_a_stale_or_broken_file_is_ignored_and_replaced(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
-    stale = cache / "spec-schemas-000000000000000000000000.pickle"
-    stale.write_bytes(b"from another version")
+    other_python = cache / "spec-schemas-cpython-39-pydantic2.0-core2.0-0123456789abcdef.pickle"
+    other_python.write_bytes(b"another interpreter's")
     first = _probe({ENV_VAR: str(cache)})
     current = Path(first["cache_file"])
-    assert _cache_files(cache) == [current], "the stale file is removed when the new one is written"
+    assert _cache_files(cache) == sorted([current, other_python]), "another interpreter's file is kept"
+    stale = current.with_name(current.name[: -len("0123456789abcdef.pickle")] + "0123456789abcdef.pickle")
+    current.rename(stale)  # as if written before an edit of the specs
+    assert _probe({ENV_VAR: str(cache)})["generated"]
+    assert _cache_files(cache) == sorted([current, other_python]), "the stale file is replaced"
 
     current.write_bytes(current.read_bytes()[:100])  # truncated, as by a full disk
     broken = _probe({ENV_VAR: str(cache)})
