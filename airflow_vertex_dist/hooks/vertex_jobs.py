@@ -90,6 +90,10 @@ _RPC: dict[str, dict[str, str]] = {
 }
 
 
+#: ``cancel_unless_ended`` sends nothing to a job in these: it ended, or a cancel is already under way.
+_NO_CANCEL_STATES = TERMINAL_STATES | {"JOB_STATE_CANCELLING"}
+
+
 class JobAlreadyExistsError(RuntimeError):
     """``find_or_create(if_exists="fail")`` found a live or succeeded job for these labels."""
 
@@ -358,6 +362,15 @@ class VertexJobsHook(_VertexHookBase):
         job_name = parse_job_name(name, field="name")
         self._call(job_name.kind, "cancel", job_name.location, name=name)
 
+    def cancel_unless_ended(self, name: str) -> tuple[dict[str, Any], bool]:
+        """Get the job and send Cancel unless it already ended or is being cancelled: (the job as
+        read, whether Cancel was sent). A job that does not exist raises ``NotFound``."""
+        job = self.get_job(name)
+        if job_state(job) in _NO_CANCEL_STATES:
+            return job, False
+        self.cancel_job(name)
+        return job, True
+
     def delete_job(self, name: str) -> None:
         """Send Delete (a long-running operation; its completion is not awaited)."""
         job_name = parse_job_name(name, field="name")
@@ -554,3 +567,11 @@ class VertexJobsAsyncHook(_VertexHookBase):
             await asyncio.to_thread(self._sync_hook().cancel_job, name)
             return
         await self._call(job_name.kind, "cancel", job_name.location, name=name)
+
+    async def cancel_unless_ended(self, name: str) -> tuple[dict[str, Any], bool]:
+        """:meth:`VertexJobsHook.cancel_unless_ended`, awaited."""
+        job = await self.get_job(name)
+        if job_state(job) in _NO_CANCEL_STATES:
+            return job, False
+        await self.cancel_job(name)
+        return job, True

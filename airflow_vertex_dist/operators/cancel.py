@@ -64,12 +64,11 @@ class VertexCancelJobOperator(VertexBaseOperator):
         name = str(parse_job_name(str(self.job_name).strip()))
         console = self.hook.console_url(name)
         context["ti"].xcom_push(key=LINK_XCOM_KEY, value={"name": name, "console_url": console})
-        job = self.hook.get_job(name)
-        if job_state(job) in TERMINAL_STATES:
+        job, sent = self.hook.cancel_unless_ended(name)
+        if not sent:
             self.log.info("Job %s already ended %s: nothing to cancel", name, job_state(job))
             return job_output(job, console)
-        self.log.info("Cancelling %s (%s)", name, job_state(job))
-        self.hook.cancel_job(name)
+        self.log.info("Cancelled %s (was %s)", name, job_state(job))
         if not self.wait_for_cancel:
             return job_output(self.hook.get_job(name), console)
         job = self.hook.wait_until_ended(name, timeout_s=self.cancel_timeout, poll_s=self.poll_interval)

@@ -49,7 +49,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import (
-    TERMINAL_STATES,
     compact_job,
     job_state,
     parse_job_name,
@@ -227,14 +226,11 @@ class VertexJobTrigger(BaseTrigger):
             async with VertexJobsAsyncHook(
                 self.conn_id, project_id=name.project, location=name.location, retry_policy=ON_KILL_RETRY
             ) as hook:
-                job = await hook.get_job_or_none(self.job_name)
-                if job is None:
-                    return None
-                if job_state(job) in TERMINAL_STATES:
+                job, sent = await hook.cancel_unless_ended(self.job_name)
+                if not sent:
                     self.log.info("Job %s already ended (%s): not cancelling", self.job_name, job_state(job))
                     return job
-                self.log.info("Cancelling job %s", self.job_name)
-                await hook.cancel_job(self.job_name)
+                self.log.info("Cancelled job %s (was %s)", self.job_name, job_state(job))
                 return await hook.get_job(self.job_name)
         except Exception as exc:
             self.log.warning("Cancelling job %s failed: %s", self.job_name, exc)

@@ -274,3 +274,40 @@ def test_wait_until_ended_returns_the_ended_job_or_the_last_seen_at_its_deadline
         hook.cancel_job(job["name"])
         ended = hook.wait_until_ended(job["name"], timeout_s=60, poll_s=0.05)
         assert ended["state"] == "JOB_STATE_CANCELLED"
+
+
+def test_cancel_unless_ended(em: Emulator, transport: str) -> None:
+    """Cancel is sent to a running job only: an ended job is read and left alone."""
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        running = hook.create_custom_job(testing.container_job(f"cue-run-{transport}", SLEEP))["name"]
+        done = hook.create_custom_job(testing.container_job(f"cue-done-{transport}", "print('ok')"))["name"]
+        testing.wait_for_state(em, done, ["JOB_STATE_SUCCEEDED"], timeout=60)
+
+        cancels = em.call_counts().get("CancelCustomJob", 0)
+        job, sent = hook.cancel_unless_ended(done)
+        assert (job["state"], sent) == ("JOB_STATE_SUCCEEDED", False)
+        assert em.call_counts().get("CancelCustomJob", 0) == cancels
+
+        job, sent = hook.cancel_unless_ended(running)
+        assert sent and job["state"] not in TERMINAL_STATES  # the job as read before the cancel
+        assert em.call_counts()["CancelCustomJob"] == cancels + 1
+        testing.wait_for_state(em, running, ["JOB_STATE_CANCELLED"], timeout=60)
+        assert hook.cancel_unless_ended(running)[1] is False
+        with pytest.raises(exceptions.NotFound):
+            hook.cancel_unless_ended(running.rsplit("/", 1)[0] + "/42")
+
+
+async def test_async_cancel_unless_ended(em: Emulator, transport: str) -> None:
+    sync = VertexJobsHook(retry_policy=FAST_RETRY)
+    name = (
+        await asyncio.to_thread(sync.create_custom_job, testing.container_job(f"acue-{transport}", SLEEP))
+    )["name"]
+    async with VertexJobsAsyncHook(retry_policy=FAST_RETRY) as hook:
+        job, sent = await hook.cancel_unless_ended(name)
+        assert sent and job["state"] not in TERMINAL_STATES
+        await asyncio.to_thread(testing.wait_for_state, em, name, ["JOB_STATE_CANCELLED"], 60.0)
+        job, sent = await hook.cancel_unless_ended(name)
+        assert (job["state"], sent) == ("JOB_STATE_CANCELLED", False)
+        with pytest.raises(exceptions.NotFound):
+            await hook.cancel_unless_ended(name.rsplit("/", 1)[0] + "/42")
+    sync.close()
