@@ -1,24 +1,31 @@
-"""Cancel a task's job when a user marks the task failed or successful by hand.
+"""Cancel a task's job when a user ends the task (or its run) by hand, rather than the task itself.
 
 A deferred task waits in the triggerer, and Airflow (>= 3.3) calls the trigger's ``on_kill`` -- which
 cancels the job -- when a user ends the task. But the triggerer only starts a trigger on its next loop
 after the task deferred: a task marked failed or successful in that window (a second or two, more on
 a busy triggerer) loses its trigger before it ever ran, so nothing would cancel its job, and it would
-run on, billed, with no task waiting for it.
+run on, billed, with no task waiting for it. Before Airflow 3.3 no trigger is told at all.
 
-This listener closes that window from the other side. Airflow's REST API (and so the UI) fires
-``on_task_instance_failed`` / ``on_task_instance_success`` with ``previous_state=None`` for a state
-set by hand, in the API server's process. For a task of ours that owns a job with
-``cancel_on_kill=True`` -- it pushed ``{"name", "conn_id"}`` under :data:`OWNER_XCOM_KEY` -- the
-listener cancels that job unless it already ended. A cancel of a job the trigger cancels too is
-harmless: the second one finds the job ended (or is a no-op at the service).
+This listener closes that gap from the other side. For a task of ours that owns a job with
+``cancel_on_kill=True`` -- it pushed ``{"name", "conn_id"}`` under :data:`OWNER_XCOM_KEY` -- it
+cancels that job unless it already ended or is being cancelled:
+
+* Airflow's REST API (and so the UI) fires ``on_task_instance_failed`` / ``on_task_instance_success``
+  with ``previous_state=None`` for a task's state set by hand, in the API server's process (3.1 and
+  later; from 3.3 also for each task a run marked by hand ends).
+* Marking a whole run by hand fires ``on_dag_run_failed`` / ``on_dag_run_success`` (before 3.3 only
+  these, with ``msg=""``); so does a ``dagrun_timeout``, in the scheduler. For every run end but the
+  ones its tasks made by ending themselves (:data:`RUN_ENDED_BY_ITS_TASKS`), the jobs every task of
+  the run owns are cancelled unless ended.
 
 The listeners a task's own end fires (``previous_state=RUNNING``, in the worker or the scheduler)
 are ignored: there the operator (or the trigger) has already dealt with its job, and a retry that
-should re-attach must find the job still running.
+should re-attach must find the job still running. A job the trigger cancels too is harmless: the
+second look finds it cancelling or ended and sends nothing.
 
-The cancel runs in the request, bounded by :data:`CANCEL_RETRY` (15 s at most): the user's click
-returns once the cancel is sent. The plugin is registered through the provider info (``plugins``).
+Each cancel runs in the caller (the user's request, or the scheduler for a timed-out run), bounded by
+:data:`CANCEL_RETRY` (15 s at most per job). The plugin is registered through the ``airflow.plugins``
+entry point (a provider-info ``plugins`` entry is only read with lazy provider discovery off).
 """
 
 from __future__ import annotations
@@ -32,7 +39,16 @@ from airflow.plugins_manager import AirflowPlugin
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.links import OWNER_XCOM_KEY
 
-__all__ = ["CANCEL_RETRY", "OWNER_XCOM_KEY", "ManualStateListener", "VertexDistPlugin", "owned_job"]
+__all__ = [
+    "CANCEL_RETRY",
+    "OWNER_XCOM_KEY",
+    "RUN_ENDED_BY_ITS_TASKS",
+    "ManualStateListener",
+    "VertexDistPlugin",
+    "cancel_owned_job",
+    "cancel_run_jobs",
+    "owned_job",
+]
 
 log = logging.getLogger(__name__)
 
@@ -40,52 +56,88 @@ log = logging.getLogger(__name__)
 CANCEL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_timeout_s=10.0)
 
 
-def owned_job(task_instance: Any) -> dict[str, str] | None:
-    """The ``{"name", "conn_id"}`` record the task instance's try pushed, or ``None``."""
+def _owner_records(dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1) -> list[Any]:
+    """The owner records (XCom values) of one task instance, or of every task of a run."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
-    map_index = getattr(task_instance, "map_index", -1)
+    query: dict[str, Any] = {"run_id": run_id, "key": OWNER_XCOM_KEY, "dag_ids": dag_id}
+    if task_id is not None:
+        query.update(task_ids=task_id, map_indexes=map_index, limit=1)
     with create_session() as session:
-        row = session.scalars(
-            XComModel.get_many(
-                run_id=task_instance.run_id,
-                key=OWNER_XCOM_KEY,
-                dag_ids=task_instance.dag_id,
-                task_ids=task_instance.task_id,
-                map_indexes=-1 if map_index is None else map_index,
-                limit=1,
-            )
-        ).first()
-        value = XComModel.deserialize_value(row) if row is not None else None
+        return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]
+
+
+def _as_owner(value: Any) -> dict[str, str] | None:
     if isinstance(value, dict) and all(isinstance(value.get(k), str) for k in ("name", "conn_id")):
         return {"name": value["name"], "conn_id": value["conn_id"]}
     return None
 
 
-def cancel_owned_job(task_instance: Any, action: str) -> str | None:
-    """Cancel the job the task instance owns unless it ended; the job's name when a cancel was sent."""
-    owned = owned_job(task_instance)
-    if owned is None:
-        return None
-    from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, job_state, parse_job_name
+def owned_job(task_instance: Any) -> dict[str, str] | None:
+    """The ``{"name", "conn_id"}`` record the task instance's try pushed, or ``None``."""
+    map_index = getattr(task_instance, "map_index", -1)
+    ti = task_instance
+    records = _owner_records(ti.dag_id, ti.run_id, ti.task_id, -1 if map_index is None else map_index)
+    return _as_owner(records[0]) if records else None
+
+
+def _cancel(owned: dict[str, str], action: str) -> str | None:
+    """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent."""
+    from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 
     name = parse_job_name(owned["name"])
     with VertexJobsHook(
         owned["conn_id"], project_id=name.project, location=name.location, retry_policy=CANCEL_RETRY
     ) as hook:
-        state = job_state(hook.get_job(owned["name"]))
-        if state in TERMINAL_STATES:
-            log.info("%s: job %s already ended (%s): not cancelling", action, owned["name"], state)
-            return None
-        log.warning("%s: cancelling job %s (%s)", action, owned["name"], state)
-        hook.cancel_job(owned["name"])
+        job, sent = hook.cancel_unless_ended(owned["name"])
+    if not sent:
+        log.info("%s: job %s is %s: not cancelling", action, owned["name"], job_state(job))
+        return None
+    log.warning("%s: cancelled job %s (was %s)", action, owned["name"], job_state(job))
     return owned["name"]
 
 
+def cancel_owned_job(task_instance: Any, action: str) -> str | None:
+    """Cancel the job the task instance owns unless it ended; the job's name when a cancel was sent."""
+    owned = owned_job(task_instance)
+    return None if owned is None else _cancel(owned, action)
+
+
+def cancel_run_jobs(dag_run: Any, action: str) -> list[str]:
+    """Cancel every job a task of the run owns, unless it ended; the names of the jobs cancelled.
+    One failing cancel does not stop the others (it is logged)."""
+    cancelled = []
+    for value in _owner_records(dag_run.dag_id, dag_run.run_id):
+        owned = _as_owner(value)
+        if owned is None:
+            continue
+        try:
+            name = _cancel(owned, action)
+        except Exception:
+            log.exception("%s: cancelling job %s failed", action, owned["name"])
+            continue
+        if name is not None:
+            cancelled.append(name)
+    return cancelled
+
+
+#: The scheduler's reasons for ending a run whose tasks all ended by themselves: nothing can be left
+#: running. Any other end -- a state set by hand (``msg=""`` before Airflow 3.3), ``timed_out``
+#: (``dagrun_timeout``; ``""`` on 3.1), ``task_failure`` (with ``fail_fast``, running siblings are
+#: stopped) -- may leave a deferred task's job running with no trigger left to cancel it.
+RUN_ENDED_BY_ITS_TASKS = frozenset({"success", "all_tasks_deadlocked"})
+
+
 class ManualStateListener:
-    """``on_task_instance_failed`` / ``_success`` for states set by hand (``previous_state=None``)."""
+    """Cancels the jobs of tasks ended by a user's hand (or by their run's end), not by themselves.
+
+    * ``on_task_instance_failed`` / ``_success`` with ``previous_state=None``: one task's state set by
+      hand (and, on Airflow >= 3.3, each task a run marked by hand ended).
+    * ``on_dag_run_failed`` / ``_success`` for a run not ended by its tasks (see
+      :data:`RUN_ENDED_BY_ITS_TASKS`): before Airflow 3.3, marking a run by hand fires only these.
+    """
 
     @hookimpl
     def on_task_instance_failed(self, previous_state: Any, task_instance: Any, error: Any) -> None:
@@ -97,6 +149,16 @@ class ManualStateListener:
         if previous_state is None:
             self._cancel(task_instance, "task marked success")
 
+    @hookimpl
+    def on_dag_run_failed(self, dag_run: Any, msg: str) -> None:
+        if msg not in RUN_ENDED_BY_ITS_TASKS:
+            self._cancel_run(dag_run, "failed", msg)
+
+    @hookimpl
+    def on_dag_run_success(self, dag_run: Any, msg: str) -> None:
+        if msg not in RUN_ENDED_BY_ITS_TASKS:
+            self._cancel_run(dag_run, "success", msg)
+
     @staticmethod
     def _cancel(task_instance: Any, action: str) -> None:
         ti = f"{task_instance.dag_id}.{task_instance.task_id} run {task_instance.run_id}"
@@ -105,9 +167,17 @@ class ManualStateListener:
         except Exception:  # a listener must never break the user's request
             log.exception("%s: %s, but cancelling its job failed", ti, action)
 
+    @staticmethod
+    def _cancel_run(dag_run: Any, state: str, msg: str) -> None:
+        action = f"{dag_run.dag_id} run {dag_run.run_id}: run {state} ({msg or 'set by hand'})"
+        try:
+            cancel_run_jobs(dag_run, action)
+        except Exception:  # nor the scheduler's loop
+            log.exception("%s, but cancelling its jobs failed", action)
+
 
 class VertexDistPlugin(AirflowPlugin):
-    """Registers :class:`ManualStateListener` (the provider info names this class under ``plugins``)."""
+    """Registers :class:`ManualStateListener` (the ``airflow.plugins`` entry point names this class)."""
 
     name = "airflow_vertex_dist"
     listeners = [ManualStateListener()]

@@ -3,6 +3,9 @@
 * Marked failed or successful (REST API / UI): Airflow fires the task-instance listeners with
   ``previous_state=None``; the provider's listener cancels the job the try owns (``cancel_on_kill``),
   even when the triggerer never got to run the task's trigger.
+* A whole run marked failed/success by hand (before Airflow 3.3 only the run's listeners fire, with
+  ``msg=""``) or timed out: the listener cancels the jobs its tasks own; a run its tasks ended by
+  themselves (``msg="success"``) is left alone.
 * Cleared: the next try is a fresh one (first of its retry budget); it cancels a job an earlier try
   left running and starts its own, unless ``cancel_on_kill=False`` (then it re-attaches).
 * A retry is not fresh: it re-attaches (``test_worker_death``, ``test_training``).
@@ -11,6 +14,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,18 @@ def orm_ti(dag_id: str, task_id: str = "train") -> Any:
     return ti
 
 
+def orm_dag_run(dag_id: str) -> Any:
+    """The run row, as the API server (or the scheduler) hands it to the listeners."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        dr = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id)).one()
+        session.expunge(dr)
+    return dr
+
+
 def fire(hook: str, ti: Any, previous_state: Any = None) -> None:
     """Fire a task-instance listener hook through Airflow's listener manager (plugins included)."""
     from airflow.listeners.listener import get_listener_manager
@@ -55,19 +71,20 @@ def fire(hook: str, ti: Any, previous_state: Any = None) -> None:
     getattr(get_listener_manager().hook, hook)(**kwargs)
 
 
-@pytest.mark.parametrize("hook", ["on_task_instance_failed", "on_task_instance_success"])
-def test_marking_a_waiting_task_by_hand_cancels_its_job(
-    vertex_conn: Emulator, tmp_path: Path, hook: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def hand_on_a_waiting_task(
+    vertex_conn: Emulator, tmp_path: Path, dag_id: str, act: Callable[[dict[str, Any]], None]
+) -> tuple[Any, dict[str, Any]]:
+    """Run a DAG whose task waits on a two-replica job; once the job runs and the try has pushed its
+    owner record, ``act(job)`` plays the user's hand (from another thread: ``dag.test()`` must run in
+    the main one). Returns the run and the job, once the job is cancelled and its processes gone."""
     pid_dir = tmp_path / "pids"
-    dag_id = f"mark_{hook}"
     with DAG(dag_id, schedule=None, start_date=START) as dag:
         VertexTrainingOperator(
             task_id="train", spec=spec(pid_code(pid_dir), workers=1), deferrable=False, poll_interval=0.3
         )
     seen: dict[str, Any] = {}
 
-    def user() -> None:  # dag.test() must run in the main thread: the user's hand comes from this one
+    def user() -> None:
         seen["job"] = poll(
             lambda: next((j for j in jobs(vertex_conn) if j["state"] == "JOB_STATE_RUNNING"), None),
             timeout=60,
@@ -75,8 +92,7 @@ def test_marking_a_waiting_task_by_hand_cancels_its_job(
         )
         poll(lambda: len(pids(pid_dir)) == 2, timeout=60, what="both replicas up")
         poll(lambda: owned_job(orm_ti(dag_id)), timeout=60, what="the try's owner record")
-        # As the API server applies it: the listeners fire with previous_state=None.
-        fire(hook, orm_ti(dag_id))
+        act(seen["job"])
 
     hand = threading.Thread(target=user, daemon=True)
     hand.start()
@@ -85,8 +101,48 @@ def test_marking_a_waiting_task_by_hand_cancels_its_job(
     job = seen["job"]
     poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
     poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+    return dr, job
+
+
+@pytest.mark.parametrize("hook", ["on_task_instance_failed", "on_task_instance_success"])
+def test_marking_a_waiting_task_by_hand_cancels_its_job(
+    vertex_conn: Emulator, tmp_path: Path, hook: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    dag_id = f"mark_{hook}"
+    # As the API server applies it: the listeners fire with previous_state=None.
+    dr, job = hand_on_a_waiting_task(vertex_conn, tmp_path, dag_id, lambda job: fire(hook, orm_ti(dag_id)))
     assert ti_state(dr, "train") == "failed"  # the waiting try saw its job cancelled
-    assert f"cancelling job {job['name']} (JOB_STATE_RUNNING)" in caplog.text
+    assert f"cancelled job {job['name']} (was JOB_STATE_RUNNING)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("hook", "msg"),
+    [
+        ("on_dag_run_failed", ""),  # Airflow < 3.3 marking the run failed (and 3.1's dagrun_timeout)
+        ("on_dag_run_success", "Dag Run's state was manually set to `success`."),  # Airflow 3.3
+    ],
+)
+def test_marking_the_run_by_hand_cancels_its_tasks_jobs(
+    vertex_conn: Emulator, tmp_path: Path, hook: str, msg: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from airflow.listeners.listener import get_listener_manager
+
+    dag_id = f"mark_run_{hook}"
+    states: list[str] = []
+
+    def user(job: dict[str, Any]) -> None:
+        manager = get_listener_manager().hook
+        # The scheduler's own ends of a run whose tasks all ended leave a job alone (none would run).
+        getattr(manager, hook)(dag_run=orm_dag_run(dag_id), msg="success")
+        manager.on_dag_run_failed(dag_run=orm_dag_run(dag_id), msg="all_tasks_deadlocked")
+        states.append(vertex_conn.store.get(job["name"])["state"])
+        getattr(manager, hook)(dag_run=orm_dag_run(dag_id), msg=msg)
+
+    dr, job = hand_on_a_waiting_task(vertex_conn, tmp_path, dag_id, user)
+    assert states == ["JOB_STATE_RUNNING"]
+    assert ti_state(dr, "train") == "failed"
+    state = hook.rsplit("_", 1)[1]
+    assert f"run {state} ({msg or 'set by hand'}): cancelled job {job['name']}" in caplog.text
 
 
 def test_listener_ignores_a_tasks_own_end_and_tasks_without_a_job(vertex_conn: Emulator) -> None:
