@@ -16,8 +16,10 @@ Where: ``spec-schemas-<versions>-<hash>.pickle`` in the specs package's ``__pyca
 ``PYTHONPYCACHEPREFIX``), written only when Python writes bytecode (not under
 ``PYTHONDONTWRITEBYTECODE``), like a ``.pyc``. The key hashes the Python, pydantic and pydantic-core
 versions and the size and modification time of every spec module's source (what a ``.pyc`` is checked
-against), so an upgrade or an edit makes a new file (an edit's older file, for the same interpreter and
-pydantic, is removed when the new one is written).
+against), so an upgrade or an edit makes a new file. Beside the bytecode, where one source tree lives, writing
+it removes the files of older sources (same interpreter and pydantic); a directory set by
+``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` may be shared by several trees or environments, so nothing is
+removed there (each keeps its own file instead of replacing the others' on every parse).
 ``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` overrides the place: ``off`` turns the cache off, a directory path
 keeps it there (always written). ``airflow-vertex-dist warm-schema-cache`` writes it ahead, e.g. while
 building an image whose site-packages is read-only at run time.
@@ -182,9 +184,10 @@ def _write(path: Path, models: list[type[BaseModel]]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    for old in path.parent.glob(f"{_PREFIX}{_versions()}-*.pickle"):
-        if old != path:  # the same interpreter and pydantic, older sources
-            old.unlink(missing_ok=True)
+    if os.environ.get(ENV_VAR) is None:  # beside the bytecode: one source tree, so older files are stale
+        for old in path.parent.glob(f"{_PREFIX}{_versions()}-*.pickle"):
+            if old != path:
+                old.unlink(missing_ok=True)
     _State.entries = entries
     _State.cold = False
 

@@ -121,23 +121,33 @@ def test_the_default_place_is_beside_the_bytecode_and_follows_its_rules(tmp_path
 
 
 def test_a_stale_or_broken_file_is_ignored_and_replaced(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    other_python = cache / "spec-schemas-cpython-39-pydantic2.0-core2.0-0123456789abcdef.pickle"
-    other_python.write_bytes(b"another interpreter's")
-    first = _probe({ENV_VAR: str(cache)})
+    prefix = tmp_path / "pycache"  # the default place, beside the bytecode
+    beside = {ENV_VAR: None, "PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE": None}
+    first = _probe(beside)
     current = Path(first["cache_file"])
-    assert _cache_files(cache) == sorted([current, other_python]), "another interpreter's file is kept"
+    other_python = current.with_name("spec-schemas-cpython-39-pydantic2.0-core2.0-0123456789abcdef.pickle")
+    other_python.write_bytes(b"another interpreter's")
     stale = current.with_name(current.name[: -len("0123456789abcdef.pickle")] + "0123456789abcdef.pickle")
     current.rename(stale)  # as if written before an edit of the specs
-    assert _probe({ENV_VAR: str(cache)})["generated"]
-    assert _cache_files(cache) == sorted([current, other_python]), "the stale file is replaced"
+    assert _probe(beside)["generated"]
+    assert _cache_files(prefix) == sorted([current, other_python]), "older sources' file removed, not others"
 
     current.write_bytes(current.read_bytes()[:100])  # truncated, as by a full disk
-    broken = _probe({ENV_VAR: str(cache)})
+    broken = _probe(beside)
     assert broken["generated"], "a file that does not load is ignored"
     assert broken["outcomes"] == first["outcomes"]
-    assert _probe({ENV_VAR: str(cache)})["generated"] == [], "and rewritten whole"
+    assert _probe(beside)["generated"] == [], "and rewritten whole"
+
+
+def test_a_shared_directory_keeps_every_trees_file(tmp_path: Path) -> None:
+    """Two source trees (or environments) pointed at one directory must not evict each other."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    other_tree = cache / "spec-schemas-x-0123456789abcdef.pickle"
+    other_tree.write_bytes(b"another tree's")
+    current = Path(_probe({ENV_VAR: str(cache)})["cache_file"])
+    assert _cache_files(cache) == sorted([current, other_tree])
+    assert _probe({ENV_VAR: str(cache)})["generated"] == []
 
 
 def test_off_writes_nothing(tmp_path: Path) -> None:
