@@ -81,3 +81,26 @@ def test_a_training_dag_loads_only_what_it_uses(tmp_path: Path) -> None:
         "airflow_vertex_dist.hooks.connection",
     }
     assert not unused & modules, sorted(unused & modules)
+
+
+def test_spec_model_annotations_are_objects_not_strings() -> None:
+    """The modules that define spec models do without ``from __future__ import annotations``: string
+    annotations would make pydantic compile and evaluate each one on every parse (see their header)."""
+    import __future__
+    import importlib
+
+    from airflow_vertex_dist.specs import _schema_cache
+    from airflow_vertex_dist.specs._base import SpecModel
+
+    for short in ("cluster", "job", "study", "tuning"):
+        module = importlib.import_module(f"airflow_vertex_dist.specs.{short}")
+        assert getattr(module, "annotations", None) is not __future__.annotations, module.__name__
+    models = _schema_cache._spec_models()
+    assert models and all(issubclass(m, SpecModel) for m in models)
+    strings = {
+        f"{m.__name__}.{field}": hint
+        for m in models
+        for field, hint in m.__dict__.get("__annotations__", {}).items()
+        if isinstance(hint, str)
+    }
+    assert strings == {"ConditionalParameter.parameter": "Parameter"}, strings  # the one recursive type

@@ -23,8 +23,7 @@ import fnmatch
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.hooks.job_dicts import (
@@ -65,9 +64,12 @@ _ALL_STATES = ACTIVE_STATES | TERMINAL_STATES
 _REPLICA_RE = LazyRegex(r"^workerpool([0-3])-(\d+|\*)$")
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """The end of a wait: ``success`` or ``error``, with a message for the task log."""
+class Verdict(NamedTuple):
+    """The end of a wait: ``success`` or ``error``, with a message for the task log.
+
+    A ``NamedTuple``, not a frozen dataclass: this module is imported when a DAG file builds an
+    operator, and a frozen dataclass costs about a millisecond to create (its methods are generated
+    and compiled at import); a ``NamedTuple`` a tenth of that."""
 
     status: Literal["success", "error"]
     message: str
