@@ -21,12 +21,14 @@ __all__ = [
     "IfExists",
     "JobKind",
     "JobName",
+    "PARTIAL_SUCCESS",
     "check_if_exists",
     "compact_job",
     "error_suffix",
     "job_state",
     "parse_job_name",
     "rfc3339_key",
+    "check_wait_settings",
     "short_state",
 ]
 
@@ -45,6 +47,24 @@ def check_if_exists(value: str) -> IfExists:
     if value not in IF_EXISTS:
         raise ValueError(f"if_exists: must be one of {', '.join(IF_EXISTS)} (got {value!r})")
     return value
+
+
+#: what a PARTIALLY_SUCCEEDED job means for the task.
+PARTIAL_SUCCESS = ("fail", "succeed")
+
+
+def check_wait_settings(partial_success: str, poll_interval: float, paused_grace: float) -> None:
+    """The wait settings the operators and the trigger share; ``ValueError`` naming the bad one.
+    (Here rather than with the wait rules in ``triggers.conditions``: a DAG file that builds an
+    operator checks these, and need not load the rest.)"""
+    if partial_success not in PARTIAL_SUCCESS:
+        raise ValueError(
+            f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
+        )
+    if not float(poll_interval) > 0:
+        raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
+    if float(paused_grace) < 0:
+        raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
 
 
 #: Every state a job has not ended in. PAUSED is one: not terminal, though it does not progress by itself.

@@ -40,11 +40,13 @@ from pydantic import BaseModel
 
 from airflow_vertex_dist.hooks.job_dicts import (
     IF_EXISTS,
+    PARTIAL_SUCCESS,
     REATTACHABLE_STATES,
     TERMINAL_STATES,
     IfExists,
     JobKind,
     check_if_exists,
+    check_wait_settings,
     job_state,
     short_state,
 )
@@ -53,15 +55,6 @@ from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
 from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
-from airflow_vertex_dist.triggers.conditions import (
-    PARTIAL_SUCCESS,
-    PausedClock,
-    ProgressLog,
-    cancel_outcome,
-    check_wait_settings,
-    job_event,
-    read_event,
-)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -86,6 +79,8 @@ def job_verdict(
     The same rules and messages as the trigger's (:func:`~airflow_vertex_dist.triggers.conditions.job_event`),
     so a deferred and a non-deferred wait end a task alike.
     """
+    from airflow_vertex_dist.triggers.conditions import job_event  # the wait rules: not at parse time
+
     event = job_event(
         job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s
     )
@@ -295,6 +290,8 @@ class VertexJobOperator(VertexBaseOperator):
         message = f"the task instance was set to {state} while it started job {name}"
         if job_state(job) in TERMINAL_STATES:
             raise AirflowException(f"{message}; the job had already ended ({short_state(job_state(job))})")
+        from airflow_vertex_dist.triggers.conditions import cancel_outcome
+
         cancelled = self._cancel(name, reason=f"task set to {state}")
         raise AirflowException(message + cancel_outcome(True, cancelled))
 
@@ -340,6 +337,8 @@ class VertexJobOperator(VertexBaseOperator):
 
     def _poll(self, job: dict[str, Any]) -> tuple[dict[str, Any], tuple[bool, str]]:
         """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval``."""
+        from airflow_vertex_dist.triggers.conditions import PausedClock, ProgressLog, cancel_outcome
+
         name = str(job["name"])
         progress = ProgressLog()
         delay = min(1.0, self.poll_interval)
@@ -380,6 +379,8 @@ class VertexJobOperator(VertexBaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger fired: success returns the outputs, an error raises its message."""
+        from airflow_vertex_dist.triggers.conditions import ProgressLog, read_event
+
         try:
             verdict, job = read_event(event)
         except ValueError as exc:

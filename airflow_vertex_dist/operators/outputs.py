@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_vertex_dist.links import LINK_XCOM_KEY
-from airflow_vertex_dist.triggers.conditions import trial_summary
 
 __all__ = ["LINK_XCOM_KEY", "job_output", "tuning_output"]
 
@@ -45,6 +44,8 @@ def job_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
 
 
 def tuning_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
+    from airflow_vertex_dist.triggers.conditions import trial_summary  # not needed at parse time
+
     summary = trial_summary(job)
     out = job_output(job, console_url)
     out["trial_counts"] = {

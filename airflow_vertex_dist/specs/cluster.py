@@ -82,7 +82,8 @@ _GPU_MACHINE_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 def is_reduction_server_image(uri: str) -> bool:
     """True for any tag or digest of the three ``*-docker.pkg.dev/vertex-ai-restricted/...``
     Reduction Server images."""
-    return bool(_RS_IMAGE_RE.match(uri))
+    # Most images are trainers': the substring test spares compiling the pattern in a DAG parse.
+    return "/vertex-ai-restricted/training/reductionserver" in uri and bool(_RS_IMAGE_RE.match(uri))
 
 
 def reduction_server_image(location: str | None) -> str:

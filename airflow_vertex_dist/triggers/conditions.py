@@ -28,7 +28,9 @@ from typing import Any, Literal, NamedTuple
 from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
+    PARTIAL_SUCCESS,
     TERMINAL_STATES,
+    check_wait_settings,
     compact_job,
     error_suffix,
     job_state,
@@ -447,8 +449,6 @@ class ProgressLog:
 
 # ------------------------------------------------- the wait rules shared by the trigger and operators
 
-#: what a PARTIALLY_SUCCEEDED job means for the task.
-PARTIAL_SUCCESS = ("fail", "succeed")
 
 
 _RFC3339 = LazyRegex(
@@ -523,18 +523,6 @@ class PausedClock:
         now = time.monotonic()
         self._since = now if self._since is None else self._since
         return max(now - self._since, _seconds_since(job.get("updateTime")) or 0.0)
-
-
-def check_wait_settings(partial_success: str, poll_interval: float, paused_grace: float) -> None:
-    """The wait settings the operators and the trigger share; ``ValueError`` naming the bad one."""
-    if partial_success not in PARTIAL_SUCCESS:
-        raise ValueError(
-            f"partial_success: must be one of {', '.join(PARTIAL_SUCCESS)} (got {partial_success!r})"
-        )
-    if not float(poll_interval) > 0:
-        raise ValueError(f"poll_interval: must be a positive number of seconds (got {poll_interval!r})")
-    if float(paused_grace) < 0:
-        raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
 
 
 def cancel_outcome(cancel_on_kill: bool, cancelled: bool, *, left: str = "running") -> str:
