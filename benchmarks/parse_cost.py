@@ -29,10 +29,15 @@ if len(sys.argv) > 2:
 c0, t0 = cpu(), time.perf_counter()
 namespace = runpy.run_path(sys.argv[1])
 elapsed, cpu_s = time.perf_counter() - t0, cpu() - c0
+c1, total = time.perf_counter(), 0
+for i in range(300_000):  # the machine's speed right now: a fixed pure-Python loop
+    total += i
+calib_s = time.perf_counter() - c1
 dag = namespace["dag"]
 print(json.dumps({
     "import_s": elapsed,
     "cpu_s": cpu_s,
+    "calib_s": calib_s,
     "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     "tasks": len(dag.tasks),
     "modules": len(sys.modules),
@@ -54,6 +59,8 @@ class ParseVariant:
     #: paired: the DAG file run right after the floor's in one process (wall, CPU)
     over_floor_s: list[float] = field(default_factory=list)
     over_floor_cpu_s: list[float] = field(default_factory=list)
+    #: the fixed loop timed right after each paired import (the host's speed at that moment)
+    calib_s: list[float] = field(default_factory=list)
     process_s: list[float] = field(default_factory=list)
     peak_rss_mib: list[float] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
@@ -130,6 +137,7 @@ def measure_parse_cost(
                 paired = _once(variant, home, after=dags / "floor.py")
                 variant.over_floor_s.append(paired["import_s"])
                 variant.over_floor_cpu_s.append(paired["cpu_s"])
+                variant.calib_s.append(paired["calib_s"])
         log(
             f"  parse round {i + 1}/{runs}: "
             + ", ".join(f"{v.key} {v.import_s[-1] * 1000:.0f} ms" for v in variants)

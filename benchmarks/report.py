@@ -201,6 +201,14 @@ def render(
             f"Goal, ours within {goal:.0f} ms of the floor (paired wall median): {over:,.0f} ms — "
             f"{_met(over <= goal)}."
         )
+    calib = [t * 1000 for v in parse for t in v.calib_s]
+    if calib:
+        add(
+            f"The host's speed meanwhile: a fixed pure-Python loop (300,000 additions), timed in each "
+            f"paired process right after the import, took {summarize(calib).fmt(1, ' ms')}. On this "
+            "shared host the same loop takes about 30 ms while the neighbours are quiet and over 50 ms "
+            "while they are busy, and the import times above move with it."
+        )
     if provider and ours and provider.import_s and ours.import_s:
         r = ratio(summarize(ours.import_s).median, summarize(provider.import_s).median)
         add(f"Ours / provider import wall time: **{_x(r)}**.")
