@@ -135,10 +135,11 @@ class VertexJobOperator(VertexBaseOperator):
         # Validate at DAG-parse time when nothing is left to render; otherwise after rendering. The
         # field holds JSON (a dict), so the UI shows the spec and the rendered spec as JSON.
         self._spec: BaseModel | None = None
-        if not has_jinja(spec):
+        field = spec_to_field(spec, self.spec_model)  # a model is dumped once, for both uses
+        if not has_jinja(field):
             self._spec = coerce_spec(spec, self.spec_model)
-            spec = self._spec
-        self.spec = spec_to_field(spec, self.spec_model)
+            field = spec_to_field(self._spec, self.spec_model) if self._spec is not spec else field
+        self.spec = field
         self.deferrable = deferrable
         self.wait = wait
         self.if_exists = if_exists
