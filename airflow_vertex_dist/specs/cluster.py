@@ -9,9 +9,10 @@ the Reduction Server pool and scheduling options, with their v1 REST renderings.
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Literal, Self, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
+from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.specs._base import Duration, SpecModel, duration_to_api, fail

@@ -6,9 +6,10 @@
 # 115 M instructions for the benchmark's DAG file). Forward references are quoted instead.
 
 import math
-from typing import Any, Self
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
+from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist._regex import LazyRegex
 from airflow_vertex_dist.specs import _api

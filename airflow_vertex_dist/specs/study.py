@@ -12,9 +12,10 @@ In a dict or YAML file each parameter names its kind in ``type``: ``"double"``, 
 # 115 M instructions for the benchmark's DAG file). Forward references are quoted instead.
 
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, FiniteFloat, field_validator, model_validator
+from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SpecModel, fail

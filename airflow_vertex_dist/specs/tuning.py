@@ -5,9 +5,10 @@
 # classes are created, on every DAG parse -- about a fifth of this package's parse cost (some 20 M of
 # 115 M instructions for the benchmark's DAG file). Forward references are quoted instead.
 
-from typing import Any, Self
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
+from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SERVER_CONTEXT, SpecModel, check_labels, fail
