@@ -76,8 +76,8 @@ def _as_owner(value: Any) -> dict[str, str] | None:
 
 def owned_job(task_instance: Any) -> dict[str, str] | None:
     """The ``{"name", "conn_id"}`` record the task instance's try pushed, or ``None``."""
-    map_index = getattr(task_instance, "map_index", -1)
     ti = task_instance
+    map_index = getattr(ti, "map_index", -1)
     records = _owner_records(ti.dag_id, ti.run_id, ti.task_id, -1 if map_index is None else map_index)
     return _as_owner(records[0]) if records else None
 

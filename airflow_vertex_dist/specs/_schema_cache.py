@@ -2,8 +2,8 @@
 
 Why: a DAG processor parses a DAG file in a fresh process every time. The first spec of each model class
 a DAG file builds makes pydantic generate that class's core schema, in Python, walking every field and
-nested model: for a Reduction Server training task and a tuning task that is about 20 ms per parse, every
-parse, for a result that only changes when this package or pydantic does.
+nested model: about a fifth of what the package adds to a parse (a Reduction Server training task and
+a tuning task), every parse, for a result that only changes when this package or pydantic does.
 
 What: the first process that builds a spec model's schema while no valid cache exists builds the core
 schema of every spec model and writes them to one file; later processes hand pydantic the stored schema
@@ -12,25 +12,25 @@ cleans it and builds the validator and serializer from it (in Rust) exactly as i
 schema embeds an already-built model's schema, so validation, errors, serialization and JSON schemas
 are the same as without the cache (``tests/specs/test_schema_cache.py`` compares every model both ways).
 
-Where: ``spec-schemas-<versions>-<hash>.pickle`` in the specs package's ``__pycache__`` directory (honouring
-``PYTHONPYCACHEPREFIX``), written only when Python writes bytecode (not under
-``PYTHONDONTWRITEBYTECODE``), like a ``.pyc``. The key hashes the Python, pydantic and pydantic-core
-versions and the size and modification time of every spec module's source (what a ``.pyc`` is checked
-against), so an upgrade or an edit makes a new file. Beside the bytecode, where one source tree lives, writing
-it removes the files of older sources (same interpreter and pydantic); a directory set by
-``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` may be shared by several trees or environments, so nothing is
-removed there (each keeps its own file instead of replacing the others' on every parse).
-``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` overrides the place: ``off`` turns the cache off, a directory path
-keeps it there (always written). ``airflow-vertex-dist warm-schema-cache`` writes it ahead, e.g. while
-building an image whose site-packages is read-only at run time.
+Where: ``spec-schemas-<versions>-<hash>.pickle`` in the specs package's ``__pycache__`` directory
+(honouring ``PYTHONPYCACHEPREFIX``), written only when Python writes bytecode (not under
+``PYTHONDONTWRITEBYTECODE``), like a ``.pyc``. The name carries the interpreter, pydantic and
+pydantic-core versions and a hash of the size and modification time of every spec module's source
+(what a ``.pyc`` is checked against), so an upgrade or an edit makes a new file; writing it removes the
+files of older sources there (one source tree lives beside its bytecode).
+``AIRFLOW_VERTEX_DIST_SCHEMA_CACHE`` overrides the place: ``off`` turns the cache off; a directory keeps
+the file there, always written and never pruned (several trees or environments may share it, each with
+its own file). ``airflow-vertex-dist warm-schema-cache`` writes it ahead, e.g. while building an image
+whose site-packages is read-only at run time.
 
 Trust: the file is a pickle, loaded with the same trust Python gives the ``.pyc`` files beside it (both
 are code run on import); a directory others can write is as unsafe for one as for the other. Any file
 that does not load (truncated, from another layout) is ignored and the schema is built as usual.
 Writers write a temporary file and rename it, so concurrent parses never read a half-written cache.
 
-Hand-written: pydantic has no cross-process schema cache of its own (its pickling support for a
-``SchemaValidator`` is what this relies on); this module is the glue.
+Hand-written: pydantic has no cross-process schema cache of its own. A core schema is plain data whose
+classes and functions (the spec models and their validators) pickle by reference, which is what this
+module relies on; it is the glue between that and pydantic's hook.
 """
 
 from __future__ import annotations
