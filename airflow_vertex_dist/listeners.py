@@ -64,7 +64,9 @@ def _owner_records(dag_id: str, run_id: str, task_id: str | None = None, map_ind
     query: dict[str, Any] = {"run_id": run_id, "key": OWNER_XCOM_KEY, "dag_ids": dag_id}
     if task_id is not None:
         query.update(task_ids=task_id, map_indexes=map_index, limit=1)
-    with create_session() as session:
+    # A session of our own, not the thread's scoped one: the scheduler fires the run listeners inside
+    # its scoped session, and closing that one would detach the scheduler's runs (and crash it).
+    with create_session(scoped=False) as session:
         return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]
 
 

@@ -145,6 +145,26 @@ def test_marking_the_run_by_hand_cancels_its_tasks_jobs(
     assert f"run {state} ({msg or 'set by hand'}): cancelled job {job['name']}" in caplog.text
 
 
+def test_the_run_listeners_leave_the_callers_session_alone(vertex_conn: Emulator) -> None:
+    """The scheduler fires the run listeners inside its own thread-scoped session; a listener that
+    closed that session detached the scheduler's runs, and the scheduler crashed on its next look
+    (DetachedInstanceError; found by the stack suite)."""
+    from airflow.listeners.listener import get_listener_manager
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with DAG("run_listener_session", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3)
+    run_dag(dag)
+    assert owned_job(orm_ti("run_listener_session")) is not None  # the listener has a record to read
+    with create_session() as session:
+        dr = session.scalars(select(DagRun).where(DagRun.dag_id == "run_listener_session")).one()
+        get_listener_manager().hook.on_dag_run_failed(dag_run=dr, msg="task_failure")
+        session.expire(dr)  # the scheduler's next look reloads the run through its session
+        assert dr.dag_id == "run_listener_session"
+
+
 def test_listener_ignores_a_tasks_own_end_and_tasks_without_a_job(vertex_conn: Emulator) -> None:
     """previous_state=RUNNING is the task ending by itself: a retry must still find its job running.
     ``wait=False`` hands the job over (no owner record): marking that task later cancels nothing."""
