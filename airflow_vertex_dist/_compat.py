@@ -16,11 +16,23 @@ version flag here (not in place) when a real branch becomes necessary.
   marked by hand in the second or two before the triggerer's next loop loses its trigger unstarted.
   The package's listener (``listeners.py``, an ``airflow.plugins`` entry point) covers that: the REST
   API fires ``on_task_instance_failed``/``_success`` with ``previous_state=None`` for a state set by
-  hand (3.3 does; the stack suite checks it), and the listener cancels the job the try owns.
+  hand (3.1, 3.2 and 3.3 do; the stack suite checks it on 3.3), and the listener cancels the job the
+  try owns. Marking a whole run by hand fires only ``on_dag_run_failed``/``_success`` before 3.3
+  (``msg=""``); the listener handles those too.
+
+And one Python version note:
+
+- Python 3.10 (supported): ``asyncio.wait_for`` raises ``asyncio.TimeoutError``, which only became an
+  alias of the built-in ``TimeoutError`` in 3.11. The triggers catch :data:`ASYNC_TIMEOUT` instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from airflow.sdk import BaseHook
 
-__all__ = ["BaseHook"]
+__all__ = ["ASYNC_TIMEOUT", "BaseHook"]
+
+#: What ``asyncio.wait_for`` raises on a timeout, on every supported Python (see above).
+ASYNC_TIMEOUT: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutError)

@@ -47,6 +47,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import (
     compact_job,
@@ -181,7 +182,7 @@ class VertexJobTrigger(BaseTrigger):
                         return
                     try:
                         job = await asyncio.wait_for(updates.next(), timeout=remaining)
-                    except TimeoutError:
+                    except ASYNC_TIMEOUT:
                         continue
                     for line in progress.update(job):
                         self.log.info("%s", line)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
@@ -234,7 +235,7 @@ class JobPoller:
                 done.set()
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout=delay)
-                except TimeoutError:
+                except ASYNC_TIMEOUT:
                     continue
                 # Woken by new waiters: let a burst of registrations settle into one cycle.
                 await asyncio.sleep(REGISTRATION_SETTLE_S)
@@ -313,7 +314,7 @@ def _is_transient(exc: BaseException) -> bool:
 
     from airflow_vertex_dist.hooks._clients import is_transient
 
-    return is_transient(exc) or isinstance(exc, RetryError | TimeoutError)
+    return is_transient(exc) or isinstance(exc, (RetryError, *ASYNC_TIMEOUT))
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PollerKey, JobPoller]] = (
