@@ -30,9 +30,12 @@ FAST = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=20.0, rpc_timeout_
 async def run_to_end(trigger: VertexJobTrigger, timeout: float = 60.0) -> dict[str, Any]:
     """Every event the trigger yields until run() returns; asserts there is exactly one."""
     events: list[TriggerEvent] = []
-    async with asyncio.timeout(timeout):
+
+    async def collect() -> None:
         async for event in trigger.run():
             events.append(event)
+
+    await asyncio.wait_for(collect(), timeout)  # not asyncio.timeout: the package supports Python 3.10
     assert len(events) == 1, events
     payload: dict[str, Any] = events[0].payload
     return payload
