@@ -444,8 +444,8 @@ class VertexJobsHook(_VertexHookBase):
         return self._create(job_kind, {**body, "labels": merged}), True
 
     def _cancel_active(self, jobs: list[dict[str, Any]], reason: str) -> None:
-        for job in jobs:
-            if job_state(job) in ACTIVE_STATES:
+        for job in jobs:  # the rule of cancel_unless_ended: not an ended job, nor one being cancelled
+            if job_state(job) not in _NO_CANCEL_STATES:
                 self.log.warning("Cancelling %s (%s): %s", job["name"], short_state(job_state(job)), reason)
                 self.cancel_job(job["name"])
 

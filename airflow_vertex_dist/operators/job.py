@@ -138,7 +138,8 @@ class VertexJobOperator(VertexBaseOperator):
         field = spec_to_field(spec, self.spec_model)  # a model is dumped once, for both uses
         if not has_jinja(field):
             self._spec = coerce_spec(spec, self.spec_model)
-            field = spec_to_field(self._spec, self.spec_model) if self._spec is not spec else field
+            if self._spec is not spec:  # a dict or a document: the field holds the validated spec
+                field = spec_to_field(self._spec, self.spec_model)
         self.spec = field
         self.deferrable = deferrable
         self.wait = wait
