@@ -63,7 +63,8 @@ print(json.dumps({
 """
 
 
-def _run(env_changes: dict[str, str | None], *args: str) -> dict[str, Any]:
+def _process(env_changes: dict[str, str | None], *args: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter run with ``args``, the environment changed (``None`` removes a variable)."""
     env = dict(os.environ)
     for key, value in env_changes.items():
         if value is None:
@@ -71,9 +72,13 @@ def _run(env_changes: dict[str, str | None], *args: str) -> dict[str, Any]:
         else:
             env[key] = value
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
     )
+
+
+def _run(env_changes: dict[str, str | None], *args: str) -> dict[str, Any]:
+    out = _process(env_changes, *args)
     assert out.returncode == 0, out.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1]) if out.stdout.strip() else {}
     return result
@@ -160,17 +165,8 @@ def test_off_writes_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("setting", ["dir", "off"])
 def test_the_warm_command(tmp_path: Path, setting: str) -> None:
     cache = tmp_path / "cache"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env[ENV_VAR] = str(cache) if setting == "dir" else "off"
-    out = subprocess.run(
-        [sys.executable, "-m", "airflow_vertex_dist.cli", "warm-schema-cache"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    setting_env: dict[str, str | None] = {ENV_VAR: str(cache) if setting == "dir" else "off"}
+    out = _process(setting_env, "-m", "airflow_vertex_dist.cli", "warm-schema-cache")
     if setting == "off":
         assert out.returncode == 1 and ENV_VAR in out.stderr
         assert not cache.exists()
