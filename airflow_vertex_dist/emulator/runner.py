@@ -600,7 +600,9 @@ class CustomJobRun(JobDriver):
                     self.finish("JOB_STATE_SUCCEEDED")
                     return
                 continue
-            if self.restart_on_failure and self.job_restarts < self.config.restart_limit:
+            # A restart is for the platform restarting a worker (the injected crash stands for it),
+            # never for user code exiting non-zero: that fails the job as it does on Vertex AI.
+            if self.restart_on_failure and slot.crashed and self.job_restarts < self.config.restart_limit:
                 self.job_restarts += 1
                 self._stop_slots([s for s in self.slots.values() if s is not slot], "RESTARTING")
                 try:
@@ -628,8 +630,13 @@ class CustomJobRun(JobDriver):
             f"The replica {slot.replica.key} exited with a non-zero status of {status}. "
             f"Termination reason: {reason}."
         )
-        if self.restart_on_failure:
+        if self.restart_on_failure and slot.crashed:
             msg += f" The job was already restarted {self.job_restarts} times (the emulator's limit)."
+        elif self.restart_on_failure:
+            msg += (
+                " restartJobOnWorkerRestart restarts the job when the platform restarts a worker,"
+                " not when training code exits with an error."
+            )
         if tail:
             msg += " Last log lines:\n" + "\n".join(tail)
         else:
