@@ -165,16 +165,14 @@ def job_from_proto(kind: JobKind, message: Any) -> dict[str, Any]:
 
 
 def _validation_text(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
+    from pydantic import ValidationError
+
+    from airflow_vertex_dist.specs import error_lines
+
+    if not isinstance(exc, ValidationError):
         return str(exc)
-    parts = []
-    for err in errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        msg = str(err.get("msg", ""))
-        msg = msg.removeprefix("Value error, ")
-        parts.append(msg if not loc or msg.startswith(loc) else f"{loc}: {msg}")
-    return "; ".join(parts) or str(exc)
+    lines = [line.replace("Value error, ", "", 1) for line in error_lines(exc)]
+    return "; ".join(lines) or str(exc)
 
 
 def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> None:

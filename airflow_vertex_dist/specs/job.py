@@ -488,8 +488,9 @@ def _pool_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str
     _api.unknown_keys(raw, known, pool, WorkerPool.model_fields)
     if "machineSpec" in raw:
         pool["machine"] = _machine_from_api(title, (*loc, "machine_spec"), raw["machineSpec"])
-    if "replicaCount" in raw:
-        pool["replica_count"] = _api.as_int(raw["replicaCount"])
+    # proto3: an omitted replicaCount is 0, and a used pool with 0 replicas is refused (WorkerPool's
+    # rule; pool 0 must hold exactly 1), so the validator and the runner read the same count.
+    pool["replica_count"] = _api.as_int(raw.get("replicaCount", 0))
     if not _api.is_unset(raw.get("diskSpec")):
         disk = _snake_tree(_api.as_dict(title, (*loc, "disk_spec"), raw["diskSpec"]))
         disk = {k: _api.as_int(v) for k, v in disk.items() if v != 0}
@@ -519,13 +520,10 @@ def _reducers_from_api(title: str, loc: tuple[str | int, ...], pool: dict[str, A
     if "reservation_affinity" in machine:
         rs["reservation_affinity"] = machine.pop("reservation_affinity")
     rs.update(machine)  # accelerators: refused by ReductionServer with a clear message
-    if "replica_count" in pool:
-        count = pool.pop("replica_count")
-        if not isinstance(count, int) or isinstance(count, bool):
-            _api.reject(title, (*loc, "replica_count"), "replica_count: must be an integer", count)
-        rs["replica_count"] = count
-    else:
-        rs["replica_count"] = 1
+    count = pool.pop("replica_count", 0)
+    if not isinstance(count, int) or isinstance(count, bool):
+        _api.reject(title, (*loc, "replica_count"), "replica_count: must be an integer", count)
+    rs["replica_count"] = count
     rs.update(pool)  # disk, and anything unknown
     return rs
 

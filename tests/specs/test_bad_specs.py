@@ -93,7 +93,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "pool-zero-replicas",
         J(("workers.replica_count", 0)),
         "workers.replica_count",
-        "greater than or equal to 1",
+        "a worker pool in use needs at least 1 replica (got 0",
     ),
     (
         "rs-image-in-workers",
