@@ -45,7 +45,10 @@ def test_sdk_tuning_job_with_zero_minimums_succeeds(tmp_path: Path, monkeypatch:
                 {
                     "machine_spec": {"machine_type": "n1-standard-4"},
                     "replica_count": 1,
-                    "container_spec": {"image_uri": "python:3.11", "command": [sys.executable, "-c", TRAINER]},
+                    "container_spec": {
+                        "image_uri": "python:3.11",
+                        "command": [sys.executable, "-c", TRAINER],
+                    },
                 }
             ],
             base_output_dir="gs://bkt/sdk",
