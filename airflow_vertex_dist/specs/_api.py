@@ -23,6 +23,7 @@ __all__ = [
     "as_list",
     "enum_name",
     "is_unset",
+    "kms_key",
     "reject",
     "snake",
     "unknown_keys",
@@ -166,3 +167,20 @@ def unknown_keys(
         if name in fields or name in out:
             name = f"{key} (unknown field)"
         out[name] = value
+
+
+def kms_key(title: str, value: Any) -> Any:
+    """``encryptionSpec`` -> its ``kmsKeyName``; an encryption spec without one is refused."""
+    spec = as_dict(title, ("encryption_spec",), value)
+    extra = set(spec) - {"kmsKeyName"}
+    if extra:
+        reject(title, ("encryption_spec",), f"encryption_spec: unknown field(s) {sorted(extra)}", spec)
+    if is_unset(spec.get("kmsKeyName")):
+        reject(
+            title,
+            ("encryption_spec", "kms_key_name"),
+            "encryption_spec.kms_key_name: required when encryption_spec is set "
+            "(the v1 EncryptionSpec reference marks it Required)",
+            spec,
+        )
+    return spec["kmsKeyName"]

@@ -246,9 +246,11 @@ class Disk(SpecModel):
 def _check_env(env: Mapping[str, str]) -> None:
     if len(env) > 100:
         fail(f"env: at most 100 variables are allowed (got {len(env)})")
-    for name in env:
+    for name, value in env.items():
         if not _ENV_NAME_RE.match(name):
             fail(f"env: variable name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*) (got {name!r})")
+        if value == "":
+            fail(f"env: {name}: the value is required (the v1 EnvVar reference marks it Required)")
 
 
 def _env_to_api(env: Mapping[str, str]) -> list[dict[str, str]]:

@@ -399,9 +399,8 @@ class DistributedTrainingJob(SpecModel):
             data["display_name"] = body["displayName"]
         if not _api.is_unset(body.get("labels")):
             data["labels"] = body["labels"]
-        if not _api.is_unset(body.get("encryptionSpec")):
-            enc = _api.as_dict(title, ("encryption_spec",), body["encryptionSpec"])
-            data["encryption_key"] = enc.get("kmsKeyName") or None
+        if body.get("encryptionSpec") is not None:
+            data["encryption_key"] = _api.kms_key(title, body["encryptionSpec"])
         if location is not None:
             data["location"] = location
         data.update(job_spec_from_api(title, ("job_spec",), body.get("jobSpec")))
@@ -546,17 +545,28 @@ def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[
             data[name] = spec[key]
     if not _api.is_unset(spec.get("scheduling")):
         scheduling = dict(_api.as_dict(title, (*loc, "scheduling"), spec["scheduling"]))
+        if scheduling.get("timeout") in ("0s", 0):
+            # A zero timeout: the reference only says "The default is 7 days"; read it as unset.
+            del scheduling["timeout"]
         if "strategy" in scheduling:
             scheduling["strategy"] = _api.enum_name(scheduling["strategy"], _api.STRATEGY_NUMBERS)
         data["scheduling"] = _snake_tree(scheduling)
         data["scheduling"] = {k: v for k, v in data["scheduling"].items() if v is not False}
     if not _api.is_unset(spec.get("pscInterfaceConfig")):
         data["psc_interface_config"] = _snake_tree(spec["pscInterfaceConfig"])
-    if not _api.is_unset(spec.get("baseOutputDirectory")):
+    if spec.get("baseOutputDirectory") is not None:
         out = _api.as_dict(title, (*loc, "base_output_directory"), spec["baseOutputDirectory"])
         extra = set(out) - {"outputUriPrefix"}
         if extra:
             _api.reject(title, (*loc, "base_output_directory"), f"unknown field(s) {sorted(extra)}", out)
+        if _api.is_unset(out.get("outputUriPrefix")):
+            _api.reject(
+                title,
+                (*loc, "base_output_directory", "output_uri_prefix"),
+                "base_output_directory.output_uri_prefix: required when base_output_directory is set "
+                "(the v1 GcsDestination reference marks it Required)",
+                out,
+            )
         data["base_output_directory"] = out.get("outputUriPrefix")
     pools = _api.as_list(title, (*loc, "worker_pool_specs"), spec.get("workerPoolSpecs", []))
     if not pools or _pool_is_empty(pools[0]):

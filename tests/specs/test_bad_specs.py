@@ -90,6 +90,12 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("task-neither", J(("workers.container", ...)), "workers.container/python_package", "(got neither)"),
     (
+        "env-empty-value",
+        J(("primary.container.env", {"A": ""})),
+        "primary.container.env",
+        "A: the value is required",
+    ),
+    (
         "pool-zero-replicas",
         J(("workers.replica_count", 0)),
         "workers.replica_count",
