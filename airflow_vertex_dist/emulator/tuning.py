@@ -20,6 +20,14 @@ metric. Every reported line also becomes an entry of ``trials[].measurements``.
 A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleReason`` when its job
 failed (the job's error is quoted) or it reported none of the study's metrics.
 
+Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``; see
+:mod:`~airflow_vertex_dist.emulator.stopping` for the rules): every ``STOPPING_POLL_S`` the running
+trials' metrics files are read; a trial a rule condemns goes STOPPING ("should stop according to the
+service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
+reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a
+failed trial. ``convexAutomatedStoppingSpec`` and ``useElapsedDuration`` are accepted and not
+applied (the emulator's log says so once per job).
+
 Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
 been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
 service decides") is, in the emulator, ``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))``.
@@ -38,7 +46,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import math
+import queue
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +57,7 @@ from airflow_vertex_dist.emulator.cluster import is_reduction_server
 from airflow_vertex_dist.emulator.gcs import join_uri
 from airflow_vertex_dist.emulator.runner import CustomJobRun, JobDriver
 from airflow_vertex_dist.emulator.search import Observation, ParamSpec, Search, Value, format_value
+from airflow_vertex_dist.emulator.stopping import Curve, decay_curve_should_stop, median_should_stop
 from airflow_vertex_dist.emulator.store import now_rfc3339
 
 if TYPE_CHECKING:
@@ -55,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SEED_LABEL",
     "TuningRun",
+    "curve",
     "failed_trial_limit",
     "final_measurement",
     "measurements",
@@ -64,6 +76,14 @@ __all__ = [
 ]
 
 SEED_LABEL = "emulator-seed"
+#: Seconds between two looks at running trials' metrics when an early-stopping rule is set.
+STOPPING_POLL_S = 0.2
+
+_LOG = logging.getLogger(__name__)
+_RULES = {
+    "medianAutomatedStoppingSpec": median_should_stop,
+    "decayCurveStoppingSpec": decay_curve_should_stop,
+}
 
 
 def read_hypertune(path: Path) -> list[dict[str, Any]]:
@@ -149,6 +169,11 @@ def final_measurement(
     return {"stepCount": step or "0", "metrics": chosen}
 
 
+def curve(lines: Sequence[Mapping[str, Any]], metric_id: str) -> list[tuple[float, float]]:
+    """A trial's ``(global_step, value)`` points for ``metric_id``, in reporting order."""
+    return [(float(_step(line)), v) for line in lines if (v := _value(line, metric_id)) is not None]
+
+
 def failed_trial_limit(max_failed: int, max_trials: int) -> int:
     """How many failed trials fail the job (``0`` means: the emulator's documented rule)."""
     if max_failed > 0:
@@ -224,6 +249,19 @@ class TuningRun(JobDriver):
             self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
             return
         specs = {p.id: p for p in _all_params(search)}
+        rule_key = next((key for key in _RULES if study.get(key) is not None), None)
+        if study.get("convexAutomatedStoppingSpec") is not None:
+            _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
+        if rule_key is not None and (study.get(rule_key) or {}).get("useElapsedDuration"):
+            _LOG.warning(
+                "%s: %s.useElapsedDuration is not applied locally; the rule uses global_step",
+                self.job_name,
+                rule_key,
+            )
+        first_metric = str(metrics[0]["metricId"])
+        maximize = str(metrics[0].get("goal") or "MAXIMIZE") != "MINIMIZE"
+        completed: list[Curve] = []  # curves of the trials that ran to their end
+        stopping: set[str] = set()
         self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
         history: dict[str, Observation] = {}
         started = 0
@@ -243,7 +281,14 @@ class TuningRun(JobDriver):
                     return  # the emulator is closing
             if not self.trial_runs:
                 break
-            event = self.events.get()
+            if rule_key is None:
+                event = self.events.get()
+            else:
+                try:
+                    event = self.events.get(timeout=STOPPING_POLL_S)
+                except queue.Empty:
+                    self._early_stop(_RULES[rule_key], first_metric, maximize, completed, stopping)
+                    continue
             if event[0] == "close":
                 self.closing = True
                 return
@@ -262,7 +307,11 @@ class TuningRun(JobDriver):
             self.trial_runs.pop(trial_id, None)
             if self.closing or run.closing:
                 return
-            objective, reason = self._settle_trial(trial_id, run, metrics, selection)
+            stopped = trial_id in stopping
+            stopping.discard(trial_id)
+            objective, reason = self._settle_trial(trial_id, run, metrics, selection, stopped=stopped)
+            if reason is None and not stopped:
+                completed.append(curve(read_hypertune(run.metric_file("workerpool0-0")), first_metric))
             history[trial_id] = Observation(history[trial_id].parameters, objective)
             if reason is not None:
                 failed += 1
@@ -313,10 +362,37 @@ class TuningRun(JobDriver):
         self.trial_runs[trial_id] = run
         return True
 
+    def _early_stop(
+        self,
+        rule: Any,
+        metric_id: str,
+        maximize: bool,
+        completed: Sequence[Curve],
+        stopping: set[str],
+    ) -> None:
+        """Stop the running trials ``rule`` condemns: the trial is STOPPING, its CustomJob cancelled."""
+        for trial_id, run in list(self.trial_runs.items()):
+            if trial_id in stopping:
+                continue
+            points = curve(read_hypertune(run.metric_file("workerpool0-0")), metric_id)
+            if rule(points, completed, maximize=maximize):
+                stopping.add(trial_id)
+                self._update_trial(trial_id, {"state": "STOPPING"})
+                self.runner.cancel(run.job_name)
+
     def _settle_trial(
-        self, trial_id: str, run: CustomJobRun, metrics: Sequence[Mapping[str, Any]], selection: str
+        self,
+        trial_id: str,
+        run: CustomJobRun,
+        metrics: Sequence[Mapping[str, Any]],
+        selection: str,
+        *,
+        stopped: bool = False,
     ) -> tuple[float | None, str | None]:
-        """Record a finished trial; (objective, None) on success, (None, reason) when INFEASIBLE."""
+        """Record a finished trial; (objective, None) on success, (None, reason) when INFEASIBLE.
+
+        An early-stopped trial (``stopped``) whose job the emulator cancelled ends SUCCEEDED with the
+        final measurement its reports give, as any trial that is done with a final measurement."""
         try:
             custom = self.store.get(run.job_name)
         except KeyError:
@@ -329,7 +405,9 @@ class TuningRun(JobDriver):
             fields["measurements"] = reported
         final = final_measurement(lines, metrics, selection)
         reason: str | None = None
-        if state != "JOB_STATE_SUCCEEDED":
+        if stopped and final is not None:
+            pass
+        elif state != "JOB_STATE_SUCCEEDED":
             message = (custom.get("error") or {}).get("message", "")
             reason = f"its CustomJob {run.job_name} ended {state.removeprefix('JOB_STATE_')}: {message}"
         elif final is None:
