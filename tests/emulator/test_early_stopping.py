@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -81,3 +82,28 @@ def test_a_poor_trial_is_stopped_and_keeps_its_measurement(tmp_path: Path, rule:
     assert stopped.final_measurement.step_count == 1
     assert [m.value for m in stopped.final_measurement.metrics] == [1.0]
     assert len(stopped.measurements) == 1
+
+
+@pytest.mark.slow
+def test_convex_stopping_is_accepted_and_logged_as_not_applied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from google.cloud import aiplatform_v1
+
+    body = testing.tuning_job("convex", max_trials=2)
+    body["studySpec"]["convexAutomatedStoppingSpec"] = {"maxStepCount": "10"}
+    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
+    with caplog.at_level(logging.WARNING, logger="airflow_vertex_dist.emulator.tuning"):
+        with testing.running_emulator(tmp_path) as em:
+            client = testing.grpc_client(em)
+            try:
+                job = client.create_hyperparameter_tuning_job(
+                    parent=testing.PARENT, hyperparameter_tuning_job=message
+                )
+                testing.wait_for_state(
+                    client, job.name, ["JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"], timeout=60
+                )
+            finally:
+                client.transport.close()
+    said = [r.getMessage() for r in caplog.records if job.name in r.getMessage()]
+    assert said == [f"{job.name}: convexAutomatedStoppingSpec is accepted but not applied locally"]
