@@ -105,5 +105,9 @@ def test_convex_stopping_is_accepted_and_logged_as_not_applied(
                 )
             finally:
                 client.transport.close()
-    said = [r.getMessage() for r in caplog.records if job.name in r.getMessage()]
+    said = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "airflow_vertex_dist.emulator.tuning" and job.name in r.getMessage()
+    ]
     assert said == [f"{job.name}: convexAutomatedStoppingSpec is accepted but not applied locally"]

@@ -64,7 +64,11 @@ def test_create_logs_the_fields_not_applied_locally_once(
                 job = client.create_custom_job(parent=testing.PARENT, custom_job=body)
             finally:
                 client.transport.close()
-    lines = [r.getMessage() for r in caplog.records if job.name in r.getMessage()]
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "airflow_vertex_dist.emulator.service" and job.name in r.getMessage()
+    ]
     assert len(lines) == 1
     named = lines[0].split(": ")[-1].split(", ")
     assert sorted(named) == sorted(
