@@ -143,11 +143,15 @@ NOTES: dict[str, Note] = {
     "studySpec.medianAutomatedStoppingSpec": Note(
         "yes", "the reference's rule on the trials' reported (global_step, value) points"
     ),
-    "studySpec.medianAutomatedStoppingSpec.useElapsedDuration": Note("no", "the rule uses global_step"),
+    "studySpec.medianAutomatedStoppingSpec.useElapsedDuration": Note(
+        "yes", "x-axis: seconds from the trial's start to each hypertune line's timestamp"
+    ),
     "studySpec.decayCurveStoppingSpec": Note(
         "partly", "no Gaussian process: an optimistic prediction from completed trials' curves"
     ),
-    "studySpec.decayCurveStoppingSpec.useElapsedDuration": Note("no", "the rule uses global_step"),
+    "studySpec.decayCurveStoppingSpec.useElapsedDuration": Note(
+        "yes", "x-axis: seconds from the trial's start to each hypertune line's timestamp"
+    ),
     "studySpec.convexAutomatedStoppingSpec": Note("no", "accepted; trials run to their end"),
     "studySpec.studyStoppingConfig": Note("no", "accepted; the study runs maxTrialCount trials"),
     "maxTrialCount": Note("yes", "at least 1"),
@@ -158,8 +162,10 @@ NOTES: dict[str, Note] = {
     "trialJobSpec": Note("yes", "as `CustomJob.jobSpec`, for each trial"),
     "trials": Note(
         "output",
-        "set by the emulator; a trial stopped early goes STOPPING, then SUCCEEDED with its final "
-        "measurement; a trial without one is INFEASIBLE; `name` and `clientId` stay empty",
+        "set by the emulator; measurements carry stepCount (global_step) and elapsedDuration (from the "
+        "trial's start to the hypertune line's timestamp); a trial stopped early goes STOPPING, then "
+        "SUCCEEDED with its final measurement; a trial without one is INFEASIBLE; `name` and "
+        "`clientId` stay empty",
         "v1 Trial.State reference",
     ),
 }

@@ -25,8 +25,10 @@ Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingS
 trials' metrics files are read; a trial a rule condemns goes STOPPING ("should stop according to the
 service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
 reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a
-failed trial. ``convexAutomatedStoppingSpec`` and ``useElapsedDuration`` are accepted and not
-applied (the emulator's log says so once per job).
+failed trial. With ``useElapsedDuration`` the rules' x-axis is the seconds from the trial's start to
+each line's cloudml-hypertune ``timestamp`` (every measurement carries that ``elapsedDuration``), else
+``global_step``. ``convexAutomatedStoppingSpec`` is accepted and not applied (the emulator's log says
+so once per job).
 
 Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
 been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
@@ -49,6 +51,7 @@ import json
 import logging
 import math
 import queue
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,10 +127,31 @@ def _step(line: Mapping[str, Any]) -> str:
         return "0"
 
 
+def _elapsed(line: Mapping[str, Any], started: float | None) -> float | None:
+    """Seconds from the trial's start to the line's cloudml-hypertune ``timestamp`` (None if unknown)."""
+    if started is None:
+        return None
+    try:
+        stamp = float(line.get("timestamp"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, stamp - started) if math.isfinite(stamp) else None
+
+
+def _with_elapsed(
+    measurement: dict[str, Any], line: Mapping[str, Any], started: float | None
+) -> dict[str, Any]:
+    elapsed = _elapsed(line, started)
+    if elapsed is not None:
+        measurement["elapsedDuration"] = f"{elapsed:.3f}s"
+    return measurement
+
+
 def measurements(
-    lines: Sequence[Mapping[str, Any]], metrics: Sequence[Mapping[str, Any]]
+    lines: Sequence[Mapping[str, Any]], metrics: Sequence[Mapping[str, Any]], started: float | None = None
 ) -> list[dict[str, Any]]:
-    """Every reported line as a v1 Measurement (only the study's metrics)."""
+    """Every reported line as a v1 Measurement (only the study's metrics); with the trial's start
+    time (``time.time()``), each carries its ``elapsedDuration``."""
     out: list[dict[str, Any]] = []
     for line in lines:
         found = [
@@ -136,7 +160,7 @@ def measurements(
             if (v := _value(line, str(m["metricId"]))) is not None
         ]
         if found:
-            out.append({"stepCount": _step(line), "metrics": found})
+            out.append(_with_elapsed({"stepCount": _step(line), "metrics": found}, line, started))
     return out
 
 
@@ -144,11 +168,13 @@ def final_measurement(
     lines: Sequence[Mapping[str, Any]],
     metrics: Sequence[Mapping[str, Any]],
     selection: str = "LAST_MEASUREMENT",
+    started: float | None = None,
 ) -> dict[str, Any] | None:
     """The trial's final Measurement per the study's selection type, or None when nothing was reported."""
     best = selection == "BEST_MEASUREMENT"
     chosen: list[dict[str, Any]] = []
     step: str | None = None
+    first_line: Mapping[str, Any] | None = None
     for m in metrics:
         metric_id = str(m["metricId"])
         maximize = str(m.get("goal") or "MAXIMIZE") != "MINIMIZE"
@@ -164,14 +190,26 @@ def final_measurement(
         chosen.append({"metricId": metric_id, "value": pick[0]})
         if step is None:
             step = _step(pick[1])
+            first_line = pick[1]
     if not chosen:
         return None
-    return {"stepCount": step or "0", "metrics": chosen}
+    return _with_elapsed({"stepCount": step or "0", "metrics": chosen}, first_line or {}, started)
 
 
-def curve(lines: Sequence[Mapping[str, Any]], metric_id: str) -> list[tuple[float, float]]:
-    """A trial's ``(global_step, value)`` points for ``metric_id``, in reporting order."""
-    return [(float(_step(line)), v) for line in lines if (v := _value(line, metric_id)) is not None]
+def curve(
+    lines: Sequence[Mapping[str, Any]], metric_id: str, started: float | None = None
+) -> list[tuple[float, float]]:
+    """A trial's ``(global_step, value)`` points for ``metric_id``, in reporting order; with the
+    trial's start time, ``(elapsed seconds, value)`` instead (``useElapsedDuration``)."""
+    out: list[tuple[float, float]] = []
+    for line in lines:
+        value = _value(line, metric_id)
+        if value is None:
+            continue
+        x = float(_step(line)) if started is None else _elapsed(line, started)
+        if x is not None:
+            out.append((x, value))
+    return out
 
 
 def failed_trial_limit(max_failed: int, max_trials: int) -> int:
@@ -215,6 +253,8 @@ class TuningRun(JobDriver):
     def __init__(self, runner: Runner, name: str) -> None:
         super().__init__(runner, name)
         self.trial_runs: dict[str, CustomJobRun] = {}
+        #: ``time.time()`` when each trial was started (the origin of its measurements' elapsedDuration)
+        self.trial_started: dict[str, float] = {}
 
     def run(self) -> None:
         try:
@@ -252,12 +292,7 @@ class TuningRun(JobDriver):
         rule_key = next((key for key in _RULES if study.get(key) is not None), None)
         if study.get("convexAutomatedStoppingSpec") is not None:
             _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
-        if rule_key is not None and (study.get(rule_key) or {}).get("useElapsedDuration"):
-            _LOG.warning(
-                "%s: %s.useElapsedDuration is not applied locally; the rule uses global_step",
-                self.job_name,
-                rule_key,
-            )
+        by_elapsed = rule_key is not None and bool((study.get(rule_key) or {}).get("useElapsedDuration"))
         first_metric = str(metrics[0]["metricId"])
         maximize = str(metrics[0].get("goal") or "MAXIMIZE") != "MINIMIZE"
         completed: list[Curve] = []  # curves of the trials that ran to their end
@@ -287,7 +322,9 @@ class TuningRun(JobDriver):
                 try:
                     event = self.events.get(timeout=STOPPING_POLL_S)
                 except queue.Empty:
-                    self._early_stop(_RULES[rule_key], first_metric, maximize, completed, stopping)
+                    self._early_stop(
+                        _RULES[rule_key], first_metric, maximize, completed, stopping, by_elapsed
+                    )
                     continue
             if event[0] == "close":
                 self.closing = True
@@ -311,7 +348,9 @@ class TuningRun(JobDriver):
             stopping.discard(trial_id)
             objective, reason = self._settle_trial(trial_id, run, metrics, selection, stopped=stopped)
             if reason is None and not stopped:
-                completed.append(curve(read_hypertune(run.metric_file("workerpool0-0")), first_metric))
+                origin = self.trial_started.get(trial_id) if by_elapsed else None
+                lines = read_hypertune(run.metric_file("workerpool0-0"))
+                completed.append(curve(lines, first_metric, origin))
             history[trial_id] = Observation(history[trial_id].parameters, objective)
             if reason is not None:
                 failed += 1
@@ -339,6 +378,7 @@ class TuningRun(JobDriver):
             body["encryptionSpec"] = job["encryptionSpec"]
         parent = self.job_name.split("/hyperparameterTuningJobs/")[0]
         custom = self.store.insert("customJobs", parent, body)
+        self.trial_started[trial_id] = time.time()
         trial = {
             "id": trial_id,
             "state": "ACTIVE",
@@ -369,12 +409,14 @@ class TuningRun(JobDriver):
         maximize: bool,
         completed: Sequence[Curve],
         stopping: set[str],
+        by_elapsed: bool = False,
     ) -> None:
         """Stop the running trials ``rule`` condemns: the trial is STOPPING, its CustomJob cancelled."""
         for trial_id, run in list(self.trial_runs.items()):
             if trial_id in stopping:
                 continue
-            points = curve(read_hypertune(run.metric_file("workerpool0-0")), metric_id)
+            origin = self.trial_started.get(trial_id) if by_elapsed else None
+            points = curve(read_hypertune(run.metric_file("workerpool0-0")), metric_id, origin)
             if rule(points, completed, maximize=maximize):
                 stopping.add(trial_id)
                 self._update_trial(trial_id, {"state": "STOPPING"})
@@ -400,10 +442,11 @@ class TuningRun(JobDriver):
         state = str(custom.get("state"))
         lines = read_hypertune(run.metric_file("workerpool0-0"))
         fields: dict[str, Any] = {"endTime": now_rfc3339()}
-        reported = measurements(lines, metrics)
+        started = self.trial_started.get(trial_id)
+        reported = measurements(lines, metrics, started)
         if reported:
             fields["measurements"] = reported
-        final = final_measurement(lines, metrics, selection)
+        final = final_measurement(lines, metrics, selection, started)
         reason: str | None = None
         if stopped and final is not None:
             pass
