@@ -24,11 +24,13 @@ CANCELLED (CANCELLING in between), with ``startTime``/``endTime``, exactly as th
 - The job SUCCEEDS when the primary (``workerpool0-0``) exits 0; the other replicas are then
   stopped. Another replica exiting 0 just ends that replica. A replica exiting non-zero FAILS the job
   with error code 3 and a message naming the replica, its exit status (``128 + signal`` for a signal,
-  as a container runtime reports it) and its last log lines -- unless
-  ``scheduling.restartJobOnWorkerRestart`` is set (and ``disableRetries`` is not): then, as the proto
-  documents ("restarts the entire CustomJob if a worker gets restarted"), every replica is stopped
-  and started again with the same addresses, each replica's ``restarts`` is counted, up to
-  ``config.restart_limit`` times, after which the job fails.
+  as a container runtime reports it) and its last log lines. ``scheduling.restartJobOnWorkerRestart``
+  (and ``disableRetries`` not set) applies when the platform restarts a worker -- locally, a replica
+  killed by an injected crash: then, as the proto documents ("restarts the entire CustomJob if a
+  worker gets restarted"), every replica is stopped and started again with the same addresses, each
+  replica's ``restarts`` is counted, up to ``config.restart_limit`` times, after which the job fails.
+  A replica exiting non-zero by itself is training code failing, not a worker restart: it fails the
+  job, flag or not.
 - ``scheduling.timeout`` (default 7 days) counts from RUNNING; past it the job FAILS with code 4
   (DEADLINE_EXCEEDED). Cancel moves the job to CANCELLING at once, stops every process group
   (SIGTERM, then SIGKILL after ``config.stop_grace_s``) and ends CANCELLED with error code 1.
@@ -600,7 +602,9 @@ class CustomJobRun(JobDriver):
                     self.finish("JOB_STATE_SUCCEEDED")
                     return
                 continue
-            if self.restart_on_failure and self.job_restarts < self.config.restart_limit:
+            # A restart is for the platform restarting a worker (the injected crash stands for it),
+            # never for user code exiting non-zero: that fails the job as it does on Vertex AI.
+            if self.restart_on_failure and slot.crashed and self.job_restarts < self.config.restart_limit:
                 self.job_restarts += 1
                 self._stop_slots([s for s in self.slots.values() if s is not slot], "RESTARTING")
                 try:
@@ -628,8 +632,13 @@ class CustomJobRun(JobDriver):
             f"The replica {slot.replica.key} exited with a non-zero status of {status}. "
             f"Termination reason: {reason}."
         )
-        if self.restart_on_failure:
+        if self.restart_on_failure and slot.crashed:
             msg += f" The job was already restarted {self.job_restarts} times (the emulator's limit)."
+        elif self.restart_on_failure:
+            msg += (
+                " restartJobOnWorkerRestart restarts the job when the platform restarts a worker,"
+                " not when training code exits with an error."
+            )
         if tail:
             msg += " Last log lines:\n" + "\n".join(tail)
         else:

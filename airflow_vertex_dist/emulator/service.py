@@ -7,9 +7,12 @@ REST servers only translate bytes and HTTP to these. Jobs are stored as v1 JSON
 
 Behaviour mirrored from the service:
 
-* Create validates the body (the spec models' ``from_api``, so a layout the cloud would refuse
-  fails here with INVALID_ARGUMENT and the rule), ignores output-only fields, stores the job QUEUED
-  and hands it to the runner. It returns the job itself, not an operation.
+* Create reads the job as the proto the transport parsed (so proto3 defaults apply as the service
+  sees them: an omitted number is 0), validates it (the spec models' ``from_api``, so a layout the
+  cloud would refuse fails here with INVALID_ARGUMENT and the rule), ignores output-only fields,
+  stores the job QUEUED and hands it to the runner. It returns the job itself, not an operation.
+  Fields accepted but not applied locally (:mod:`~airflow_vertex_dist.emulator.fidelity`) are
+  named once per job in the emulator's log (INFO).
 * Get/Cancel/Delete of a missing job: NOT_FOUND; a malformed resource name: INVALID_ARGUMENT.
 * List supports ``filter`` (:mod:`~airflow_vertex_dist.emulator.filters`), ``page_size`` (default
   100, at most 1000), opaque ``page_token`` and ``read_mask``; newest job first.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import re
 import secrets
 import threading
@@ -34,6 +38,7 @@ from typing import Any, Protocol
 
 from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.emulator.faults import FaultInjector
+from airflow_vertex_dist.emulator.fidelity import unapplied_fields
 from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
 from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339
 from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
@@ -50,6 +55,7 @@ __all__ = [
     "job_to_proto",
 ]
 
+_log = logging.getLogger(__name__)
 _PROTO_CACHE_SIZE = 20_000
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -165,16 +171,14 @@ def job_from_proto(kind: JobKind, message: Any) -> dict[str, Any]:
 
 
 def _validation_text(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
+    from pydantic import ValidationError
+
+    from airflow_vertex_dist.specs import error_lines
+
+    if not isinstance(exc, ValidationError):
         return str(exc)
-    parts = []
-    for err in errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        msg = str(err.get("msg", ""))
-        msg = msg.removeprefix("Value error, ")
-        parts.append(msg if not loc or msg.startswith(loc) else f"{loc}: {msg}")
-    return "; ".join(parts) or str(exc)
+    lines = [line.replace("Value error, ", "", 1) for line in error_lines(exc)]
+    return "; ".join(lines) or str(exc)
 
 
 def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> None:
@@ -300,6 +304,14 @@ class JobService:
         if self.validator is not None:
             self.validator(info.kind, body, request.parent.split("/")[3])
         stored = self.store.insert(info.kind, request.parent, body)
+        unapplied = unapplied_fields(info.kind, message)
+        if unapplied:
+            _log.info(
+                "%s %s: accepted, not applied locally (see the emulator's field table): %s",
+                kind_info.resource,
+                stored["name"],
+                ", ".join(unapplied),
+            )
         self.runner.submit(stored["name"])
         return self._proto(info.kind, self.store.get(stored["name"]))
 

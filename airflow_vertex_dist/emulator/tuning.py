@@ -20,6 +20,16 @@ metric. Every reported line also becomes an entry of ``trials[].measurements``.
 A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleReason`` when its job
 failed (the job's error is quoted) or it reported none of the study's metrics.
 
+Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``; see
+:mod:`~airflow_vertex_dist.emulator.stopping` for the rules): every ``STOPPING_POLL_S`` the running
+trials' metrics files are read; a trial a rule condemns goes STOPPING ("should stop according to the
+service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
+reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a
+failed trial. With ``useElapsedDuration`` the rules' x-axis is the seconds from the trial's start to
+each line's cloudml-hypertune ``timestamp`` (every measurement carries that ``elapsedDuration``), else
+``global_step``. ``convexAutomatedStoppingSpec`` is accepted and not applied (the emulator's log says
+so once per job).
+
 Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
 been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
 service decides") is, in the emulator, ``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))``.
@@ -38,7 +48,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import math
+import queue
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +60,7 @@ from airflow_vertex_dist.emulator.cluster import is_reduction_server
 from airflow_vertex_dist.emulator.gcs import join_uri
 from airflow_vertex_dist.emulator.runner import CustomJobRun, JobDriver
 from airflow_vertex_dist.emulator.search import Observation, ParamSpec, Search, Value, format_value
+from airflow_vertex_dist.emulator.stopping import Curve, decay_curve_should_stop, median_should_stop
 from airflow_vertex_dist.emulator.store import now_rfc3339
 
 if TYPE_CHECKING:
@@ -55,6 +69,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SEED_LABEL",
     "TuningRun",
+    "curve",
     "failed_trial_limit",
     "final_measurement",
     "measurements",
@@ -64,6 +79,14 @@ __all__ = [
 ]
 
 SEED_LABEL = "emulator-seed"
+#: Seconds between two looks at running trials' metrics when an early-stopping rule is set.
+STOPPING_POLL_S = 0.2
+
+_LOG = logging.getLogger(__name__)
+_RULES = {
+    "medianAutomatedStoppingSpec": median_should_stop,
+    "decayCurveStoppingSpec": decay_curve_should_stop,
+}
 
 
 def read_hypertune(path: Path) -> list[dict[str, Any]]:
@@ -104,10 +127,31 @@ def _step(line: Mapping[str, Any]) -> str:
         return "0"
 
 
+def _elapsed(line: Mapping[str, Any], started: float | None) -> float | None:
+    """Seconds from the trial's start to the line's cloudml-hypertune ``timestamp`` (None if unknown)."""
+    if started is None:
+        return None
+    try:
+        stamp = float(line.get("timestamp"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, stamp - started) if math.isfinite(stamp) else None
+
+
+def _with_elapsed(
+    measurement: dict[str, Any], line: Mapping[str, Any], started: float | None
+) -> dict[str, Any]:
+    elapsed = _elapsed(line, started)
+    if elapsed is not None:
+        measurement["elapsedDuration"] = f"{elapsed:.3f}s"
+    return measurement
+
+
 def measurements(
-    lines: Sequence[Mapping[str, Any]], metrics: Sequence[Mapping[str, Any]]
+    lines: Sequence[Mapping[str, Any]], metrics: Sequence[Mapping[str, Any]], started: float | None = None
 ) -> list[dict[str, Any]]:
-    """Every reported line as a v1 Measurement (only the study's metrics)."""
+    """Every reported line as a v1 Measurement (only the study's metrics); with the trial's start
+    time (``time.time()``), each carries its ``elapsedDuration``."""
     out: list[dict[str, Any]] = []
     for line in lines:
         found = [
@@ -116,7 +160,7 @@ def measurements(
             if (v := _value(line, str(m["metricId"]))) is not None
         ]
         if found:
-            out.append({"stepCount": _step(line), "metrics": found})
+            out.append(_with_elapsed({"stepCount": _step(line), "metrics": found}, line, started))
     return out
 
 
@@ -124,11 +168,13 @@ def final_measurement(
     lines: Sequence[Mapping[str, Any]],
     metrics: Sequence[Mapping[str, Any]],
     selection: str = "LAST_MEASUREMENT",
+    started: float | None = None,
 ) -> dict[str, Any] | None:
     """The trial's final Measurement per the study's selection type, or None when nothing was reported."""
     best = selection == "BEST_MEASUREMENT"
     chosen: list[dict[str, Any]] = []
     step: str | None = None
+    first_line: Mapping[str, Any] | None = None
     for m in metrics:
         metric_id = str(m["metricId"])
         maximize = str(m.get("goal") or "MAXIMIZE") != "MINIMIZE"
@@ -144,9 +190,26 @@ def final_measurement(
         chosen.append({"metricId": metric_id, "value": pick[0]})
         if step is None:
             step = _step(pick[1])
+            first_line = pick[1]
     if not chosen:
         return None
-    return {"stepCount": step or "0", "metrics": chosen}
+    return _with_elapsed({"stepCount": step or "0", "metrics": chosen}, first_line or {}, started)
+
+
+def curve(
+    lines: Sequence[Mapping[str, Any]], metric_id: str, started: float | None = None
+) -> list[tuple[float, float]]:
+    """A trial's ``(global_step, value)`` points for ``metric_id``, in reporting order; with the
+    trial's start time, ``(elapsed seconds, value)`` instead (``useElapsedDuration``)."""
+    out: list[tuple[float, float]] = []
+    for line in lines:
+        value = _value(line, metric_id)
+        if value is None:
+            continue
+        x = float(_step(line)) if started is None else _elapsed(line, started)
+        if x is not None:
+            out.append((x, value))
+    return out
 
 
 def failed_trial_limit(max_failed: int, max_trials: int) -> int:
@@ -190,6 +253,8 @@ class TuningRun(JobDriver):
     def __init__(self, runner: Runner, name: str) -> None:
         super().__init__(runner, name)
         self.trial_runs: dict[str, CustomJobRun] = {}
+        #: ``time.time()`` when each trial was started (the origin of its measurements' elapsedDuration)
+        self.trial_started: dict[str, float] = {}
 
     def run(self) -> None:
         try:
@@ -224,6 +289,14 @@ class TuningRun(JobDriver):
             self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
             return
         specs = {p.id: p for p in _all_params(search)}
+        rule_key = next((key for key in _RULES if study.get(key) is not None), None)
+        if study.get("convexAutomatedStoppingSpec") is not None:
+            _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
+        by_elapsed = rule_key is not None and bool((study.get(rule_key) or {}).get("useElapsedDuration"))
+        first_metric = str(metrics[0]["metricId"])
+        maximize = str(metrics[0].get("goal") or "MAXIMIZE") != "MINIMIZE"
+        completed: list[Curve] = []  # curves of the trials that ran to their end
+        stopping: set[str] = set()
         self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
         history: dict[str, Observation] = {}
         started = 0
@@ -243,7 +316,16 @@ class TuningRun(JobDriver):
                     return  # the emulator is closing
             if not self.trial_runs:
                 break
-            event = self.events.get()
+            if rule_key is None:
+                event = self.events.get()
+            else:
+                try:
+                    event = self.events.get(timeout=STOPPING_POLL_S)
+                except queue.Empty:
+                    self._early_stop(
+                        _RULES[rule_key], first_metric, maximize, completed, stopping, by_elapsed
+                    )
+                    continue
             if event[0] == "close":
                 self.closing = True
                 return
@@ -262,7 +344,13 @@ class TuningRun(JobDriver):
             self.trial_runs.pop(trial_id, None)
             if self.closing or run.closing:
                 return
-            objective, reason = self._settle_trial(trial_id, run, metrics, selection)
+            stopped = trial_id in stopping
+            stopping.discard(trial_id)
+            objective, reason = self._settle_trial(trial_id, run, metrics, selection, stopped=stopped)
+            if reason is None and not stopped:
+                origin = self.trial_started.get(trial_id) if by_elapsed else None
+                lines = read_hypertune(run.metric_file("workerpool0-0"))
+                completed.append(curve(lines, first_metric, origin))
             history[trial_id] = Observation(history[trial_id].parameters, objective)
             if reason is not None:
                 failed += 1
@@ -290,6 +378,7 @@ class TuningRun(JobDriver):
             body["encryptionSpec"] = job["encryptionSpec"]
         parent = self.job_name.split("/hyperparameterTuningJobs/")[0]
         custom = self.store.insert("customJobs", parent, body)
+        self.trial_started[trial_id] = time.time()
         trial = {
             "id": trial_id,
             "state": "ACTIVE",
@@ -313,10 +402,39 @@ class TuningRun(JobDriver):
         self.trial_runs[trial_id] = run
         return True
 
+    def _early_stop(
+        self,
+        rule: Any,
+        metric_id: str,
+        maximize: bool,
+        completed: Sequence[Curve],
+        stopping: set[str],
+        by_elapsed: bool = False,
+    ) -> None:
+        """Stop the running trials ``rule`` condemns: the trial is STOPPING, its CustomJob cancelled."""
+        for trial_id, run in list(self.trial_runs.items()):
+            if trial_id in stopping:
+                continue
+            origin = self.trial_started.get(trial_id) if by_elapsed else None
+            points = curve(read_hypertune(run.metric_file("workerpool0-0")), metric_id, origin)
+            if rule(points, completed, maximize=maximize):
+                stopping.add(trial_id)
+                self._update_trial(trial_id, {"state": "STOPPING"})
+                self.runner.cancel(run.job_name)
+
     def _settle_trial(
-        self, trial_id: str, run: CustomJobRun, metrics: Sequence[Mapping[str, Any]], selection: str
+        self,
+        trial_id: str,
+        run: CustomJobRun,
+        metrics: Sequence[Mapping[str, Any]],
+        selection: str,
+        *,
+        stopped: bool = False,
     ) -> tuple[float | None, str | None]:
-        """Record a finished trial; (objective, None) on success, (None, reason) when INFEASIBLE."""
+        """Record a finished trial; (objective, None) on success, (None, reason) when INFEASIBLE.
+
+        An early-stopped trial (``stopped``) whose job the emulator cancelled ends SUCCEEDED with the
+        final measurement its reports give, as any trial that is done with a final measurement."""
         try:
             custom = self.store.get(run.job_name)
         except KeyError:
@@ -324,12 +442,15 @@ class TuningRun(JobDriver):
         state = str(custom.get("state"))
         lines = read_hypertune(run.metric_file("workerpool0-0"))
         fields: dict[str, Any] = {"endTime": now_rfc3339()}
-        reported = measurements(lines, metrics)
+        started = self.trial_started.get(trial_id)
+        reported = measurements(lines, metrics, started)
         if reported:
             fields["measurements"] = reported
-        final = final_measurement(lines, metrics, selection)
+        final = final_measurement(lines, metrics, selection, started)
         reason: str | None = None
-        if state != "JOB_STATE_SUCCEEDED":
+        if stopped and final is not None:
+            pass
+        elif state != "JOB_STATE_SUCCEEDED":
             message = (custom.get("error") or {}).get("message", "")
             reason = f"its CustomJob {run.job_name} ended {state.removeprefix('JOB_STATE_')}: {message}"
         elif final is None:

@@ -41,7 +41,10 @@ from airflow_vertex_dist.specs.study import (
     MedianAutomatedStopping,
     Metric,
     Parameter,
+    SafetyMetricConfig,
     Study,
+    StudyStoppingConfig,
+    StudyTimeConstraint,
 )
 from airflow_vertex_dist.specs.table import pools_table
 from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
@@ -71,9 +74,12 @@ __all__ = [
     "ReducerSizing",
     "ReductionServer",
     "ReservationAffinity",
+    "SafetyMetricConfig",
     "Scheduling",
     "Spec",
     "Study",
+    "StudyStoppingConfig",
+    "StudyTimeConstraint",
     "WorkerPool",
     "egress_gbps",
     "error_lines",

@@ -15,6 +15,7 @@ from airflow_vertex_dist._regex import LazyRegex
 __all__ = [
     "ACCELERATOR_NUMBERS",
     "CUSTOM_JOB_OUTPUT_ONLY",
+    "OBSERVATION_NOISE_NUMBERS",
     "OUTPUT_ONLY",
     "TUNING_JOB_OUTPUT_ONLY",
     "as_dict",
@@ -22,6 +23,7 @@ __all__ = [
     "as_list",
     "enum_name",
     "is_unset",
+    "kms_key",
     "reject",
     "snake",
     "unknown_keys",
@@ -93,13 +95,16 @@ MEASUREMENT_NUMBERS = {
     1: "LAST_MEASUREMENT",
     2: "BEST_MEASUREMENT",
 }
+OBSERVATION_NOISE_NUMBERS = {0: "OBSERVATION_NOISE_UNSPECIFIED", 1: "LOW", 2: "HIGH"}
 
 
 def enum_name(value: Any, numbers: dict[int, str]) -> Any:
-    """Enum values arrive as names or (``to_json``'s default) numbers; return the name, or the
-    input unchanged for pydantic to reject."""
+    """Enum values arrive as names or (``to_json``'s default) numbers; return the name, ``None`` for
+    the enum's zero value (proto3: the same as unset), or the input unchanged for pydantic to reject."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return numbers.get(value, value)
+        value = numbers.get(value, value)
+    if value is None or value == numbers[0]:
+        return None
     return value
 
 
@@ -121,10 +126,10 @@ def reject(title: str, loc: Sequence[str | int], rule: str, value: Any) -> NoRet
 
 
 def is_unset(value: Any) -> bool:
-    """Proto3 JSON default values (what ``to_json`` writes for unset fields)."""
-    if value is None or value == "" or value == [] or value == {}:
-        return True
-    return isinstance(value, str) and value.endswith("_UNSPECIFIED")
+    """Proto3 JSON default values of strings, lists, maps and messages (what ``to_json`` writes
+    for unset fields). Enum zero values are the enum's business: see :func:`enum_name` (a string
+    ending in ``_UNSPECIFIED`` is a value like any other)."""
+    return value is None or value == "" or value == [] or value == {}
 
 
 def as_dict(title: str, loc: Sequence[str | int], value: Any) -> dict[str, Any]:
@@ -162,3 +167,20 @@ def unknown_keys(
         if name in fields or name in out:
             name = f"{key} (unknown field)"
         out[name] = value
+
+
+def kms_key(title: str, value: Any) -> Any:
+    """``encryptionSpec`` -> its ``kmsKeyName``; an encryption spec without one is refused."""
+    spec = as_dict(title, ("encryption_spec",), value)
+    extra = set(spec) - {"kmsKeyName"}
+    if extra:
+        reject(title, ("encryption_spec",), f"encryption_spec: unknown field(s) {sorted(extra)}", spec)
+    if is_unset(spec.get("kmsKeyName")):
+        reject(
+            title,
+            ("encryption_spec", "kms_key_name"),
+            "encryption_spec.kms_key_name: required when encryption_spec is set "
+            "(the v1 EncryptionSpec reference marks it Required)",
+            spec,
+        )
+    return spec["kmsKeyName"]

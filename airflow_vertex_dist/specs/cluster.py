@@ -246,9 +246,11 @@ class Disk(SpecModel):
 def _check_env(env: Mapping[str, str]) -> None:
     if len(env) > 100:
         fail(f"env: at most 100 variables are allowed (got {len(env)})")
-    for name in env:
+    for name, value in env.items():
         if not _ENV_NAME_RE.match(name):
             fail(f"env: variable name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*) (got {name!r})")
+        if value == "":
+            fail(f"env: {name}: the value is required (the v1 EnvVar reference marks it Required)")
 
 
 def _env_to_api(env: Mapping[str, str]) -> list[dict[str, str]]:
@@ -392,12 +394,22 @@ class WorkerPool(SpecModel):
     ``python_package``."""
 
     machine: Machine
-    replica_count: int = Field(default=1, ge=1, le=2**31 - 1)
+    replica_count: int = Field(default=1, le=2**31 - 1)
     disk: Disk = Field(default_factory=Disk)
     container: Container | None = None
     python_package: PythonPackage | None = None
     nfs_mounts: tuple[NfsMount, ...] = ()
     lustre_mounts: tuple[LustreMount, ...] = ()
+
+    @field_validator("replica_count")
+    @classmethod
+    def _count(cls, value: int) -> int:
+        if value < 1:
+            fail(
+                f"replica_count: a worker pool in use needs at least 1 replica (got {value}; an omitted "
+                "replicaCount is 0 in a v1 request; leave a pool out, or send it as {}, to skip it)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_task(self) -> Self:
@@ -522,7 +534,8 @@ class Scheduling(SpecModel):
 
     ``strategy``: STANDARD, SPOT or FLEX_START (the deprecated ON_DEMAND and LOW_COST are
     refused in specs, but accepted by ``from_api`` as the service does). ``max_wait_duration``
-    only applies to FLEX_START.
+    only applies to FLEX_START (``0`` waits indefinitely); ``from_api`` takes it with any strategy,
+    as the service does, and a spec written in Python may set a non-zero one only with FLEX_START.
     """
 
     timeout: Duration | None = None
@@ -541,16 +554,19 @@ class Scheduling(SpecModel):
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> Self:
+    def _check(self, info: ValidationInfo) -> Self:
         if self.timeout is not None and self.timeout <= timedelta(0):
             fail(f"timeout: must be positive (got {duration_to_api(self.timeout)})")
         if self.max_wait_duration is not None:
-            if self.strategy != "FLEX_START":
-                fail(f"max_wait_duration: only applies to strategy FLEX_START (got {self.strategy})")
             if self.max_wait_duration < timedelta(0):
                 fail(
                     f"max_wait_duration: must not be negative (got {duration_to_api(self.max_wait_duration)})"
                 )
+            # The service takes it with any strategy and applies it only to FLEX_START ("0s" means wait
+            # indefinitely); a spec written in Python is told when a non-zero wait would do nothing.
+            server = isinstance(info.context, dict) and bool(info.context.get("server"))
+            if self.strategy != "FLEX_START" and self.max_wait_duration and not server:
+                fail(f"max_wait_duration: only applies to strategy FLEX_START (got {self.strategy})")
         return self
 
     def to_api(self) -> dict[str, Any]:

@@ -399,9 +399,8 @@ class DistributedTrainingJob(SpecModel):
             data["display_name"] = body["displayName"]
         if not _api.is_unset(body.get("labels")):
             data["labels"] = body["labels"]
-        if not _api.is_unset(body.get("encryptionSpec")):
-            enc = _api.as_dict(title, ("encryption_spec",), body["encryptionSpec"])
-            data["encryption_key"] = enc.get("kmsKeyName") or None
+        if body.get("encryptionSpec") is not None:
+            data["encryption_key"] = _api.kms_key(title, body["encryptionSpec"])
         if location is not None:
             data["location"] = location
         data.update(job_spec_from_api(title, ("job_spec",), body.get("jobSpec")))
@@ -488,8 +487,9 @@ def _pool_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str
     _api.unknown_keys(raw, known, pool, WorkerPool.model_fields)
     if "machineSpec" in raw:
         pool["machine"] = _machine_from_api(title, (*loc, "machine_spec"), raw["machineSpec"])
-    if "replicaCount" in raw:
-        pool["replica_count"] = _api.as_int(raw["replicaCount"])
+    # proto3: an omitted replicaCount is 0, and a used pool with 0 replicas is refused (WorkerPool's
+    # rule; pool 0 must hold exactly 1), so the validator and the runner read the same count.
+    pool["replica_count"] = _api.as_int(raw.get("replicaCount", 0))
     if not _api.is_unset(raw.get("diskSpec")):
         disk = _snake_tree(_api.as_dict(title, (*loc, "disk_spec"), raw["diskSpec"]))
         disk = {k: _api.as_int(v) for k, v in disk.items() if v != 0}
@@ -519,13 +519,10 @@ def _reducers_from_api(title: str, loc: tuple[str | int, ...], pool: dict[str, A
     if "reservation_affinity" in machine:
         rs["reservation_affinity"] = machine.pop("reservation_affinity")
     rs.update(machine)  # accelerators: refused by ReductionServer with a clear message
-    if "replica_count" in pool:
-        count = pool.pop("replica_count")
-        if not isinstance(count, int) or isinstance(count, bool):
-            _api.reject(title, (*loc, "replica_count"), "replica_count: must be an integer", count)
-        rs["replica_count"] = count
-    else:
-        rs["replica_count"] = 1
+    count = pool.pop("replica_count", 0)
+    if not isinstance(count, int) or isinstance(count, bool):
+        _api.reject(title, (*loc, "replica_count"), "replica_count: must be an integer", count)
+    rs["replica_count"] = count
     rs.update(pool)  # disk, and anything unknown
     return rs
 
@@ -548,17 +545,28 @@ def job_spec_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[
             data[name] = spec[key]
     if not _api.is_unset(spec.get("scheduling")):
         scheduling = dict(_api.as_dict(title, (*loc, "scheduling"), spec["scheduling"]))
+        if scheduling.get("timeout") in ("0s", 0):
+            # A zero timeout: the reference only says "The default is 7 days"; read it as unset.
+            del scheduling["timeout"]
         if "strategy" in scheduling:
             scheduling["strategy"] = _api.enum_name(scheduling["strategy"], _api.STRATEGY_NUMBERS)
         data["scheduling"] = _snake_tree(scheduling)
         data["scheduling"] = {k: v for k, v in data["scheduling"].items() if v is not False}
     if not _api.is_unset(spec.get("pscInterfaceConfig")):
         data["psc_interface_config"] = _snake_tree(spec["pscInterfaceConfig"])
-    if not _api.is_unset(spec.get("baseOutputDirectory")):
+    if spec.get("baseOutputDirectory") is not None:
         out = _api.as_dict(title, (*loc, "base_output_directory"), spec["baseOutputDirectory"])
         extra = set(out) - {"outputUriPrefix"}
         if extra:
             _api.reject(title, (*loc, "base_output_directory"), f"unknown field(s) {sorted(extra)}", out)
+        if _api.is_unset(out.get("outputUriPrefix")):
+            _api.reject(
+                title,
+                (*loc, "base_output_directory", "output_uri_prefix"),
+                "base_output_directory.output_uri_prefix: required when base_output_directory is set "
+                "(the v1 GcsDestination reference marks it Required)",
+                out,
+            )
         data["base_output_directory"] = out.get("outputUriPrefix")
     pools = _api.as_list(title, (*loc, "worker_pool_specs"), spec.get("workerPoolSpecs", []))
     if not pools or _pool_is_empty(pools[0]):

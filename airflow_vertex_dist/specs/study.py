@@ -18,7 +18,7 @@ from pydantic import Field, FiniteFloat, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist.specs import _api
-from airflow_vertex_dist.specs._base import SpecModel, fail
+from airflow_vertex_dist.specs._base import Duration, SpecModel, duration_to_api, fail
 
 __all__ = [
     "CategoricalParameter",
@@ -31,7 +31,10 @@ __all__ = [
     "MedianAutomatedStopping",
     "Metric",
     "Parameter",
+    "SafetyMetricConfig",
     "Study",
+    "StudyStoppingConfig",
+    "StudyTimeConstraint",
 ]
 
 ScaleType = Literal["LINEAR", "LOG", "REVERSE_LOG"]
@@ -54,11 +57,26 @@ def _check_id(field: str, value: str) -> str:
     return value
 
 
+class SafetyMetricConfig(SpecModel):
+    """v1 ``MetricSpec.SafetyMetricConfig``: marks a metric as a safety metric. The emulator accepts
+    it and does not use it (its search does not model safety)."""
+
+    safety_threshold: FiniteFloat = 0.0
+    desired_min_safe_trials_fraction: FiniteFloat | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"safetyThreshold": self.safety_threshold}
+        if self.desired_min_safe_trials_fraction is not None:
+            out["desiredMinSafeTrialsFraction"] = self.desired_min_safe_trials_fraction
+        return out
+
+
 class Metric(SpecModel):
     """A metric the study optimizes; the training code reports it with cloudml-hypertune."""
 
     metric_id: str
     goal: Literal["MAXIMIZE", "MINIMIZE"]
+    safety_config: SafetyMetricConfig | None = None
 
     @field_validator("metric_id")
     @classmethod
@@ -66,7 +84,10 @@ class Metric(SpecModel):
         return _check_id("metric_id", value)
 
     def to_api(self) -> dict[str, Any]:
-        return {"metricId": self.metric_id, "goal": self.goal}
+        out: dict[str, Any] = {"metricId": self.metric_id, "goal": self.goal}
+        if self.safety_config is not None:
+            out["safetyConfig"] = self.safety_config.to_api()
+        return out
 
 
 class _ParameterBase(SpecModel):
@@ -370,6 +391,59 @@ class ConvexAutomatedStopping(SpecModel):
         return out
 
 
+class StudyTimeConstraint(SpecModel):
+    """v1 ``StudyTimeConstraint``: a duration, or an end time (RFC 3339), not both."""
+
+    max_duration: Duration | None = None
+    end_time: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.max_duration is not None and self.end_time is not None:
+            fail("max_duration/end_time: set one of them, not both (a proto oneof)")
+        return self
+
+    def to_api(self) -> dict[str, Any]:
+        if self.max_duration is not None:
+            return {"maxDuration": duration_to_api(self.max_duration)}
+        return {"endTime": self.end_time} if self.end_time is not None else {}
+
+
+class StudyStoppingConfig(SpecModel):
+    """v1 ``StudySpec.StudyStoppingConfig``: when the whole study stops early. The emulator accepts
+    it and does not apply it: a study runs ``max_trial_count`` trials."""
+
+    should_stop_asap: bool | None = None
+    minimum_runtime_constraint: StudyTimeConstraint | None = None
+    maximum_runtime_constraint: StudyTimeConstraint | None = None
+    min_num_trials: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    max_num_trials: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    max_num_trials_no_progress: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    max_duration_no_progress: Duration | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.should_stop_asap is not None:
+            out["shouldStopAsap"] = self.should_stop_asap
+        for name, key in (
+            ("minimum_runtime_constraint", "minimumRuntimeConstraint"),
+            ("maximum_runtime_constraint", "maximumRuntimeConstraint"),
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                out[key] = value.to_api()
+        for name, key in (
+            ("min_num_trials", "minNumTrials"),
+            ("max_num_trials", "maxNumTrials"),
+            ("max_num_trials_no_progress", "maxNumTrialsNoProgress"),
+        ):
+            if getattr(self, name) is not None:
+                out[key] = getattr(self, name)
+        if self.max_duration_no_progress is not None:
+            out["maxDurationNoProgress"] = duration_to_api(self.max_duration_no_progress)
+        return out
+
+
 class Study(SpecModel):
     """What to optimize and how to search (v1 ``StudySpec``).
 
@@ -384,6 +458,8 @@ class Study(SpecModel):
     median_automated_stopping: MedianAutomatedStopping | None = None
     decay_curve_stopping: DecayCurveAutomatedStopping | None = None
     convex_automated_stopping: ConvexAutomatedStopping | None = None
+    observation_noise: Literal["LOW", "HIGH"] | None = None
+    study_stopping_config: StudyStoppingConfig | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -436,6 +512,10 @@ class Study(SpecModel):
             out["decayCurveStoppingSpec"] = self.decay_curve_stopping.to_api()
         if self.convex_automated_stopping is not None:
             out["convexAutomatedStoppingSpec"] = self.convex_automated_stopping.to_api()
+        if self.observation_noise is not None:
+            out["observationNoise"] = self.observation_noise
+        if self.study_stopping_config is not None:
+            out["studyStoppingConfig"] = self.study_stopping_config.to_api()
         return out
 
     @classmethod
@@ -451,30 +531,39 @@ class Study(SpecModel):
             "medianAutomatedStoppingSpec",
             "decayCurveStoppingSpec",
             "convexAutomatedStoppingSpec",
+            "observationNoise",
+            "studyStoppingConfig",
         }
         _api.unknown_keys(spec, known, data, cls.model_fields)
         metrics = []
         for i, m in enumerate(_api.as_list(title, (*loc, "metrics"), spec.get("metrics", []))):
             m = dict(_api.as_dict(title, (*loc, "metrics", i), m))
             item: dict[str, Any] = {}
-            _api.unknown_keys(m, {"metricId", "goal"}, item, Metric.model_fields)
-            if "metricId" in m:
-                item["metric_id"] = m["metricId"]
+            _api.unknown_keys(m, {"metricId", "goal", "safetyConfig"}, item, Metric.model_fields)
+            item["metric_id"] = m.get("metricId", "")  # proto3: an omitted string is ""
             goal = _api.enum_name(m.get("goal"), _api.GOAL_NUMBERS)
-            if not _api.is_unset(goal):
+            if goal is not None:
                 item["goal"] = goal
+            if m.get("safetyConfig") is not None:
+                safety = _api.as_dict(title, (*loc, "metrics", i, "safety_config"), m["safetyConfig"])
+                item["safety_config"] = {_api.snake(k): v for k, v in safety.items()}
             metrics.append(item)
         data["metrics"] = metrics
         params = _api.as_list(title, (*loc, "parameters"), spec.get("parameters", []))
         data["parameters"] = [
             _parameter_from_api(title, (*loc, "parameters", i), p) for i, p in enumerate(params)
         ]
-        algorithm = _api.enum_name(spec.get("algorithm"), _api.ALGORITHM_NUMBERS)
-        if not _api.is_unset(algorithm):
-            data["algorithm"] = algorithm
-        selection = _api.enum_name(spec.get("measurementSelectionType"), _api.MEASUREMENT_NUMBERS)
-        if not _api.is_unset(selection):
-            data["measurement_selection_type"] = selection
+        for key, name, numbers in (
+            ("algorithm", "algorithm", _api.ALGORITHM_NUMBERS),
+            ("measurementSelectionType", "measurement_selection_type", _api.MEASUREMENT_NUMBERS),
+            ("observationNoise", "observation_noise", _api.OBSERVATION_NOISE_NUMBERS),
+        ):
+            value = _api.enum_name(spec.get(key), numbers)
+            if value is not None:
+                data[name] = value
+        if spec.get("studyStoppingConfig") is not None:
+            stopping = _api.as_dict(title, (*loc, "study_stopping_config"), spec["studyStoppingConfig"])
+            data["study_stopping_config"] = _snake_keys(stopping)
         for key, name in (
             ("medianAutomatedStoppingSpec", "median_automated_stopping"),
             ("decayCurveStoppingSpec", "decay_curve_stopping"),
@@ -482,12 +571,21 @@ class Study(SpecModel):
         ):
             if key in spec and spec[key] is not None:
                 stop = _api.as_dict(title, (*loc, name), spec[key])
+                # proto3: 0, "" and false are the same as unset ("If not defined, it will learn it
+                # from the completed trials"), except the optional updateAllStoppedTrials.
                 data[name] = {
                     _api.snake(k): _api.as_int(v)
                     for k, v in stop.items()
-                    if not (k == "useElapsedDuration" and v is False) and v != ""
+                    if k == "updateAllStoppedTrials" or v not in (False, "", 0, "0")
                 }
         return data
+
+
+def _snake_keys(value: Any) -> Any:
+    """Recursively snake_case the keys of a plain JSON object (values unchanged)."""
+    if isinstance(value, dict):
+        return {_api.snake(str(k)): _snake_keys(v) for k, v in value.items()}
+    return value
 
 
 _PARAM_FIELDS = {
@@ -519,15 +617,25 @@ def _parameter_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dic
     _api.unknown_keys(
         spec, {*kinds, "parameterId", "scaleType", "conditionalParameterSpecs"}, data, _PARAM_FIELDS
     )
-    if "parameterId" in spec:
-        data["parameter_id"] = spec["parameterId"]
+    data["parameter_id"] = spec.get("parameterId", "")  # proto3: an omitted string is ""
     scale = _api.enum_name(spec.get("scaleType"), _api.SCALE_NUMBERS)
-    if not _api.is_unset(scale):
+    if scale is not None:
         data["scale_type"] = _SCALE_FROM_API.get(scale, scale) if isinstance(scale, str) else scale
     value_spec = _api.as_dict(title, (*loc, _api.snake(present[0])), spec[present[0]])
+    if data["type"] in ("double", "integer"):
+        # proto3: an omitted minValue/maxValue is 0 (the wire never carries a zero), so [0, 1] is
+        # {"maxValue": 1} once it has been through the proto.
+        value_spec = {"minValue": 0, "maxValue": 0, **value_spec}
     for key, raw_value in value_spec.items():
         if key == "defaultValue":
-            data["default_value"] = raw_value  # not supported by tuning jobs: refused by the model
+            _api.reject(
+                title,
+                (*loc, "default_value"),
+                "default_value: not supported by HyperparameterTuningJob (the v1 StudySpec.ParameterSpec "
+                "reference: \"Currently only supported by the Vertex AI Vizier service. Not supported by "
+                "HyperparameterTuningJob or TrainingPipeline.\")",
+                raw_value,
+            )
         elif data["type"] == "integer" and key in ("minValue", "maxValue"):
             data[_api.snake(key)] = _api.as_int(raw_value)
         else:

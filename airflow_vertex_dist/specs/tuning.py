@@ -128,18 +128,17 @@ class HyperparameterTuningJob(SpecModel):
         trial.update(job_spec_from_api(title, ("trial_job_spec",), body.get("trialJobSpec")))
         data["trial_job"] = trial
         data["study"] = Study.spec_from_api(title, ("study_spec",), body.get("studySpec"))
+        # proto3: an omitted count is 0; max and parallel trial counts are Required (at least 1).
         for key, field in (
             ("maxTrialCount", "max_trial_count"),
             ("parallelTrialCount", "parallel_trial_count"),
             ("maxFailedTrialCount", "max_failed_trial_count"),
         ):
-            if key in body:
-                data[field] = _api.as_int(body[key])
+            data[field] = _api.as_int(body.get(key, 0))
         if not _api.is_unset(body.get("labels")):
             data["labels"] = body["labels"]
-        if not _api.is_unset(body.get("encryptionSpec")):
-            enc = _api.as_dict(title, ("encryption_spec",), body["encryptionSpec"])
-            data["encryption_key"] = enc.get("kmsKeyName") or None
+        if body.get("encryptionSpec") is not None:
+            data["encryption_key"] = _api.kms_key(title, body["encryptionSpec"])
         if location is not None:
             data["location"] = location
         return cls.model_validate(data, context=SERVER_CONTEXT)

@@ -90,10 +90,16 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("task-neither", J(("workers.container", ...)), "workers.container/python_package", "(got neither)"),
     (
+        "env-empty-value",
+        J(("primary.container.env", {"A": ""})),
+        "primary.container.env",
+        "A: the value is required",
+    ),
+    (
         "pool-zero-replicas",
         J(("workers.replica_count", 0)),
         "workers.replica_count",
-        "greater than or equal to 1",
+        "a worker pool in use needs at least 1 replica (got 0",
     ),
     (
         "rs-image-in-workers",

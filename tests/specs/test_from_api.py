@@ -281,10 +281,10 @@ def test_client_side_undersized_needs_explicit_override(caplog: pytest.LogCaptur
 
 def test_tuning_from_api_refusals() -> None:
     body = TUNING_EXAMPLE.to_api()
-    body["studySpec"]["observationNoise"] = "HIGH"
+    body["studySpec"]["observationNoie"] = "HIGH"  # a misspelt field is still refused
     with pytest.raises(ValidationError) as info:
         HyperparameterTuningJob.from_api(body)
-    assert "study.observation_noise: Extra inputs are not permitted" in _lines(info)
+    assert "study.observation_noie: Extra inputs are not permitted" in _lines(info)
     body = TUNING_EXAMPLE.to_api()
     child = body["studySpec"]["parameters"][2]["conditionalParameterSpecs"][0]
     child["parentIntValues"] = {"values": [1]}
@@ -296,7 +296,7 @@ def test_tuning_from_api_refusals() -> None:
     body["studySpec"]["parameters"][0]["doubleValueSpec"]["defaultValue"] = 0.01
     with pytest.raises(ValidationError) as info:
         HyperparameterTuningJob.from_api(body)
-    assert "default_value: Extra inputs are not permitted" in _lines(info)
+    assert "default_value: not supported by HyperparameterTuningJob" in _lines(info)
 
 
 def test_durations_accept_seconds_strings_numbers_and_iso() -> None:
@@ -392,3 +392,55 @@ def test_unknown_keys_cannot_pass_for_model_fields() -> None:
     text = _lines(info)
     assert "workers (unknown field): Extra inputs are not permitted" in text
     assert "primary.disk (unknown field): Extra inputs are not permitted" in text
+
+
+def test_from_api_reads_proto3_defaults() -> None:
+    """A v1 body leaves zero values out (proto3): from_api reads them as zeros, not as missing."""
+    body = TUNING_EXAMPLE.to_api()
+    body["studySpec"]["parameters"] = [
+        {"parameterId": "lr", "doubleValueSpec": {"maxValue": 1.0}},  # min 0
+        {"parameterId": "shift", "doubleValueSpec": {"minValue": -1.0}},  # max 0
+        {"parameterId": "n", "integerValueSpec": {"maxValue": "3"}},
+    ]
+    spec = HyperparameterTuningJob.from_api(body)
+    lr, shift, n = spec.study.parameters
+    assert (lr.min_value, lr.max_value, shift.max_value, n.min_value) == (0.0, 1.0, 0.0, 0)
+    assert HyperparameterTuningJob.from_api(spec.to_api()) == spec
+
+
+def test_from_api_keeps_strings_ending_in_unspecified() -> None:
+    body = DistributedTrainingJob.from_api(TUNING_EXAMPLE.trial_job.to_api()).to_api()
+    container = body["jobSpec"]["workerPoolSpecs"][0].setdefault("containerSpec", {})
+    container["env"] = [
+        {"name": "MODE", "value": "ACCELERATOR_TYPE_UNSPECIFIED"},
+        {"name": "X_UNSPECIFIED", "value": "1"},
+    ]
+    spec = DistributedTrainingJob.from_api(body)
+    assert spec.primary.container is not None
+    assert dict(spec.primary.container.env) == {"MODE": "ACCELERATOR_TYPE_UNSPECIFIED", "X_UNSPECIFIED": "1"}
+
+
+def test_from_api_reads_to_json_of_an_empty_convex_spec() -> None:
+    from google.cloud import aiplatform_v1
+
+    body = TUNING_EXAMPLE.to_api()
+    body["studySpec"]["convexAutomatedStoppingSpec"] = {}
+    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
+    as_json = json.loads(aiplatform_v1.HyperparameterTuningJob.to_json(message))
+    assert as_json["studySpec"]["convexAutomatedStoppingSpec"]["maxStepCount"] == "0"
+    spec = HyperparameterTuningJob.from_api(as_json)
+    assert spec.study.convex_automated_stopping is not None
+    assert spec.study.convex_automated_stopping.max_step_count is None
+    assert spec.to_api()["studySpec"]["convexAutomatedStoppingSpec"] == {}
+
+
+def test_from_api_takes_max_wait_duration_with_any_strategy() -> None:
+    for scheduling in ({"maxWaitDuration": "0s"}, {"maxWaitDuration": "60s", "strategy": "SPOT"}):
+        body = TUNING_EXAMPLE.trial_job.to_api()
+        body["jobSpec"]["scheduling"] = scheduling
+        spec = DistributedTrainingJob.from_api(body)
+        assert spec.scheduling is not None and spec.to_api()["jobSpec"]["scheduling"] == scheduling
+    # written in Python, a non-zero wait that would do nothing is still pointed out; 0s is fine
+    assert Scheduling(max_wait_duration="0s").to_api() == {"maxWaitDuration": "0s"}
+    with pytest.raises(ValidationError, match="only applies to strategy FLEX_START"):
+        Scheduling(strategy="SPOT", max_wait_duration="60s")
