@@ -112,7 +112,7 @@ def test_grid_study_runs_trials_in_parallel_and_picks_the_best(env: Any, tmp_pat
     for i, r in enumerate(runs, start=1):
         assert r["trial"] == str(i) and r["x"] == i
         assert r["cluster_spec"]["task"] == {"type": "workerpool0", "index": 0, "trial": str(i)}
-        assert r["model_dir"] == f"{tmp_path / 'gcs' / 'bkt' / 'study' / str(i) / 'model'}/"
+        assert r["model_dir"] == f"gs://bkt/study/{i}/model/"
         assert r["argv"] == ["--work", "0.8", f"--x={i}"]  # the parameter comes after the args
 
     by_x = {t["parameters"][0]["value"]: t for t in trials}
