@@ -55,6 +55,7 @@ import json
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -89,6 +90,7 @@ DEFAULT_TIMEOUT_S = 7 * 24 * 3600.0
 #: replicas always get loopback addresses, whatever interface the API listens on
 REPLICA_HOST = "127.0.0.1"
 _WAKE_S = 0.25  # how often a running job re-reads the faults
+_PYTHON_RE = re.compile(r"python[0-9.]*")
 _GCS_NOTE = (
     "---- emulator: /gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally; "
     "use gs:// URIs with google-cloud-storage or gcsfs (STORAGE_EMULATOR_HOST) ----\n"
@@ -422,6 +424,8 @@ class CustomJobRun(JobDriver):
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)
             cwd = self.config.state_dir / "work" / self.job_id / rep.key
             cwd.mkdir(parents=True, exist_ok=True)
+            if self.trial is not None and rep.is_primary:
+                self._check_hypertune(argv, env, cwd)
             self.slots[rep.key] = _Slot(
                 replica=rep,
                 argv=argv,
@@ -431,6 +435,32 @@ class CustomJobRun(JobDriver):
                 address=addresses[rep.key],
             )
         self._persist()
+
+    def _check_hypertune(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> None:
+        """A tuning trial's primary reports its metric with cloudml-hypertune: check that its Python
+        (the first ``python*`` of the command, run with the replica's environment) can import it."""
+        python = next((a for a in argv if _PYTHON_RE.fullmatch(os.path.basename(a))), None)
+        if python is None:
+            return  # not a Python command we can name: the trial's log will tell
+        try:
+            probe = subprocess.run(
+                [python, "-c", "import hypertune"],
+                env=dict(env),
+                cwd=str(cwd),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise _JobError(3, f"cannot check that {python!r} imports hypertune: {exc}") from None
+        if probe.returncode != 0:
+            raise _JobError(
+                3,
+                f"The trial's Python ({python}) cannot import hypertune: install cloudml-hypertune where the "
+                "trainer runs (pip install cloudml-hypertune), as in the training container on Vertex AI; "
+                "the trial reports its metric through it.",
+            )
 
     def metric_file(self, key: str) -> Path:
         """Where replica ``key`` writes its cloudml-hypertune metrics (``CLOUD_ML_HP_METRIC_FILE``)."""
