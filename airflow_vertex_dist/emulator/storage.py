@@ -32,6 +32,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import mimetypes
 import os
 import re
@@ -50,6 +51,7 @@ __all__ = ["MAX_MULTIPART_BYTES", "StorageServer"]
 
 #: largest ``uploadType=multipart`` body (clients switch to resumable uploads well below this).
 MAX_MULTIPART_BYTES = 64 * 1024 * 1024
+log = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
 _TMP_PREFIX = ".avd-upload-"
 _HOST = "127.0.0.1"
@@ -191,6 +193,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(err)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        except Exception as exc:  # a bug or a disk error: answer, and say what, rather than hang up
+            log.exception("storage request %s %s failed", method, split.path)
+            self.close_connection = True
+            self._error(_Error(500, "backendError", f"the emulator's storage failed: {exc!r}"))
 
     def _drain_if_needed(self, method: str) -> None:
         # a refused upload's body was not read: the connection cannot be reused
@@ -239,10 +245,10 @@ class _Handler(BaseHTTPRequestHandler):
         if rest[1] != "o":
             raise _Error(404, "notFound", f"{path}: only objects (/o) are served")
         if len(rest) == 2 or (len(rest) == 3 and rest[2] == ""):
+            if prefix == "upload" and method in ("POST", "PUT") and "upload_id" in query:
+                return self._resume(query)  # a session URI takes PUT (google-cloud-storage) or POST (gcsfs)
             if prefix == "upload" and method == "POST":
                 return self._upload(bucket, query)
-            if prefix == "upload" and method == "PUT":
-                return self._resume(query)
             if method in ("GET", "HEAD") and not prefix:
                 return self._list(bucket, query)
             raise _Error(405, "invalid", f"{method} {path}: not supported")
@@ -539,11 +545,15 @@ class _Handler(BaseHTTPRequestHandler):
         for chunk in chunks[1:]:
             if chunk.startswith(b"--"):
                 break
-            head, sep, content = chunk.partition(b"\r\n\r\n")
-            if not sep:
+            # RFC 2046 says CRLF; gcsfs writes bare LF: accept both
+            match_sep = re.search(rb"\r?\n\r?\n", chunk)
+            if match_sep is None:
                 raise _Error(400, "invalid", "a multipart part has no header/body separator")
+            content = chunk[match_sep.end() :]
             if content.endswith(b"\r\n"):
                 content = content[:-2]
+            elif content.endswith(b"\n"):
+                content = content[:-1]
             parts.append(content)
         if len(parts) != 2:
             raise _Error(

@@ -176,3 +176,29 @@ def test_a_job_writes_its_model_with_google_cloud_storage_and_a_later_job_reads_
         assert (em.config.gcs_root / "bkt" / "runs" / "1" / "model" / "model.txt").read_text() == "weights-42"
         tail = em.runner.replica_view(names[1], "workerpool0-0")
         assert tail is not None and tail["logTail"] == ["read weights-42"]
+
+
+def test_gcsfs_reads_writes_lists_and_deletes(
+    gcs: tuple[Any, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gcsfs (fsspec), the other client trainer code uses for gs://, through STORAGE_EMULATOR_HOST."""
+    # read when gcsfs is imported: without it, recent gcsfs asks the Storage Control gRPC API for each
+    # bucket's layout, which the emulator does not serve (60 s of retries, then it falls back)
+    monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    gcsfs = pytest.importorskip("gcsfs", reason="gcsfs is not installed")
+    _, root, _ = gcs
+    fs = gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True)  # noqa: S106 - no credentials at all
+    with fs.open("bkt/logs/events.txt", "wb") as fh:
+        fh.write(b"step 1\n")
+    fs.pipe("bkt/logs/sub/more.txt", b"x" * 10)
+    big = os.urandom(3 * 256 * 1024 + 7)
+    with fs.open("bkt/ckpt/big.bin", "wb", block_size=256 * 1024) as fh:  # a resumable upload in chunks
+        fh.write(big)
+    assert (root / "bkt" / "ckpt" / "big.bin").read_bytes() == big == fs.cat("bkt/ckpt/big.bin")
+    assert (root / "bkt" / "logs" / "events.txt").read_bytes() == b"step 1\n"
+    assert fs.cat("bkt/logs/events.txt") == b"step 1\n"
+    assert sorted(fs.ls("bkt/logs", detail=False)) == ["bkt/logs/events.txt", "bkt/logs/sub"]
+    assert fs.find("bkt/logs") == ["bkt/logs/events.txt", "bkt/logs/sub/more.txt"]
+    assert fs.info("bkt/logs/sub/more.txt")["size"] == 10
+    fs.rm("bkt/logs/events.txt")
+    assert not (root / "bkt" / "logs" / "events.txt").exists()
