@@ -1,7 +1,8 @@
 """``airflow-vertex-dist emulator``: run the local Vertex AI JobService until SIGINT/SIGTERM.
 
-Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT`` once
-both servers accept calls (scripts can wait for it), and stops every replica cleanly on exit.
+Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT
+storage=http://127.0.0.1:PORT`` once the servers accept calls (scripts can wait for it), and stops
+every replica cleanly on exit.
 """
 
 from __future__ import annotations
@@ -205,7 +206,11 @@ def main(argv: list[str]) -> int:
             print(f"  REST: {emulator.rest_endpoint}  (JobServiceClient(transport='rest'), curl)")
             print(f"  GCS:  {config.storage_endpoint}  (STORAGE_EMULATOR_HOST of every replica)")
             print(f"  jobs: {emulator.rest_endpoint}/ui/   stats: {emulator.rest_endpoint}/emulator/stats")
-            print(f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint}", flush=True)
+            print(
+                f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint} "
+                f"storage={config.storage_endpoint}",
+                flush=True,
+            )
             while not stop.wait(0.5):
                 pass
             print("stopping the emulator", flush=True)
