@@ -49,7 +49,7 @@ class EmulatorConfig:
     faults: Faults = field(default_factory=Faults)
     #: base URL of the REST/web server, set once it is bound (web access URIs hang off it).
     web_base_url: str | None = None
-    #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process group.
+    #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process tree.
     stop_grace_s: float = 5.0
     #: how many times a job with ``scheduling.restartJobOnWorkerRestart`` is restarted before it fails.
     restart_limit: int = 3

@@ -32,7 +32,7 @@ CANCELLED (CANCELLING in between), with ``startTime``/``endTime``, exactly as th
   and started again with the same addresses, each replica's ``restarts`` is counted, up to
   ``config.restart_limit`` times, after which the job fails.
 - ``scheduling.timeout`` (default 7 days) counts from RUNNING; past it the job FAILS with code 4
-  (DEADLINE_EXCEEDED). Cancel moves the job to CANCELLING at once, stops every process group
+  (DEADLINE_EXCEEDED). Cancel moves the job to CANCELLING at once, stops every replica tree
   (SIGTERM, then SIGKILL after ``config.stop_grace_s``) and ends CANCELLED with error code 1.
 - ``Faults.crash_replicas`` (globs on replica keys): a matching replica is SIGKILLed
   ``crash_after_s`` after its first start and reported with exit code ``crash_exit_code`` (a crash

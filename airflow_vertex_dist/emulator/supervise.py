@@ -23,7 +23,6 @@ A command that cannot be executed ends the replica with status 127 and a line in
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import signal
@@ -76,8 +75,10 @@ def descendants(root: int) -> list[int]:
 
 def _signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
             os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap() -> list[tuple[int, int]]:
@@ -93,9 +94,21 @@ def _reap() -> list[tuple[int, int]]:
         out.append((pid, status))
 
 
+def _no_children() -> bool:
+    """True when no child is left, not even a zombie: then there is no descendant either (as a
+    subreaper, every orphan below us became our child)."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
 def _kill_tree(me: int) -> None:
     """SIGKILL every descendant until none is left (a forking process is caught on a later pass)."""
     for _ in range(1000):
+        if _no_children():
+            return
         pids = descendants(me)
         if not pids:
             return
@@ -107,10 +120,12 @@ def _kill_tree(me: int) -> None:
 def _exit_like(status: int) -> None:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        with contextlib.suppress(ImportError, ValueError, OSError):
+        try:
             import resource
 
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file for the re-raised signal
+        except (ImportError, ValueError, OSError):
+            pass
         signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.kill(os.getpid(), sig)
@@ -134,10 +149,11 @@ def main(args: list[str]) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, on_signal)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the loop when a child ends
     signal.set_wakeup_fd(wake_w)
     child = os.fork()
     if child == 0:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         os.close(wake_r)
         os.close(wake_w)
@@ -158,17 +174,21 @@ def main(args: list[str]) -> None:
             break
         while requests:
             if requests.pop(0) == signal.SIGUSR1:
-                with contextlib.suppress(ProcessLookupError):
+                try:
                     os.kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             elif kill_at is None:
                 _signal_all(descendants(me), signal.SIGTERM)
                 kill_at = time.monotonic() + grace
         if kill_at is not None and time.monotonic() >= kill_at:
             _signal_all(descendants(me), signal.SIGKILL)
-        with contextlib.suppress(InterruptedError, OSError):
+        try:
             ready, _, _ = select.select([wake_r], [], [], _POLL_S)
             if ready:
                 os.read(wake_r, 4096)
+        except OSError:  # InterruptedError included
+            pass
     _kill_tree(me)
     _exit_like(status)
 
