@@ -23,8 +23,9 @@ local emulator, the same DAG files run on this machine; pointed at Vertex AI, in
   holds datasets, job outputs and promoted models. Tasks that run in Airflow (data prep, promote)
   reach ``gs://`` through a local directory standing for it when ``GCS_MOUNT_ROOT`` is set
   (``gs://bucket/a`` is ``$GCS_MOUNT_ROOT/bucket/a``: the emulator's ``--gcs-root``, or a Cloud Storage
-  FUSE mount), and through the ``google-cloud-storage`` client otherwise. The trainers read the same
-  variable in their replicas, so everyone agrees on the mapping.
+  FUSE mount), and through the ``google-cloud-storage`` client otherwise. The trainers' replicas use
+  the client (on the emulator it reaches the Cloud Storage API the emulator serves over its
+  ``--gcs-root``), so both sides see the same objects.
 - **Polling.** :data:`POLL_INTERVAL` (``VERTEX_DIST_EXAMPLES_POLL_INTERVAL``, default 30 s) is how
   often the waits ask for the job's state: a minute-long job on the emulator wants less.
 """

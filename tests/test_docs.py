@@ -194,6 +194,8 @@ def test_the_quickstart_dag_runs_on_the_emulator(tmp_path: Path, monkeypatch: py
     exec(compile(quickstart.code, quickstart.id, "exec"), namespace)  # noqa: S102 - the doc's own code
     dag = namespace["dag"]
     migrate_db()
+    # the page's python3 "has google-cloud-storage, as the virtualenv this provider is installed in does"
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
     with running_emulator(tmp_path) as em:
         monkeypatch.setenv(CONN_ENV, connection_env(em))
         run = run_dag(dag)

@@ -11,6 +11,7 @@ from airflow_vertex_dist.emulator.config import EmulatorConfig
 from airflow_vertex_dist.emulator.grpc_server import GrpcServer
 from airflow_vertex_dist.emulator.rest import RestServer
 from airflow_vertex_dist.emulator.service import JobService, RunnerLike
+from airflow_vertex_dist.emulator.storage import StorageServer
 from airflow_vertex_dist.emulator.store import JobStore
 
 __all__ = ["Emulator"]
@@ -31,9 +32,11 @@ def _make_runner(store: JobStore, config: EmulatorConfig) -> RunnerLike:
 class Emulator:
     """A local Vertex AI JobService.
 
-    ``Emulator(config).start()`` binds both servers (port 0: an ephemeral port), sets
-    ``config.web_base_url``, lets the runner recover jobs left unfinished by a previous run, then
-    serves. ``stop()`` (or leaving the ``with`` block) stops the servers, then every replica.
+    ``Emulator(config).start()`` binds both servers (port 0: an ephemeral port) and the local
+    Cloud Storage API (storage.py; on 127.0.0.1, unless ``config.storage_port`` is None), sets
+    ``config.web_base_url`` and ``config.storage_endpoint``, lets the runner recover jobs left
+    unfinished by a previous run, then serves. ``stop()`` (or leaving the ``with`` block) stops the
+    servers, then every replica.
     The state directory is created with mode 0700; servers bind ``config.host`` (127.0.0.1).
     """
 
@@ -46,6 +49,7 @@ class Emulator:
         self.service = JobService(self.store, self.runner, config.faults)
         self._grpc: GrpcServer | None = None
         self._rest: RestServer | None = None
+        self._storage: StorageServer | None = None
         self._closed = False
 
     def start(self) -> Emulator:
@@ -59,6 +63,15 @@ class Emulator:
             raise
         self._rest, self._grpc = rest, grpc_server
         self.config.web_base_url = rest.endpoint
+        if self.config.storage_port is not None:
+            try:
+                self._storage = StorageServer(Path(self.config.gcs_root), self.config.storage_port)
+            except BaseException:
+                rest.stop()
+                grpc_server.stop(grace=0)
+                raise
+            self.config.storage_endpoint = self._storage.endpoint
+            self._storage.start()
         self.runner.recover()
         rest.start()
         grpc_server.start()
@@ -92,7 +105,12 @@ class Emulator:
             try:
                 self.runner.close()
             finally:
-                self.store.close()
+                try:
+                    if self._storage is not None:
+                        self._storage.stop()
+                finally:
+                    self.store.close()
+
 
     def __enter__(self) -> Emulator:
         return self.start()

@@ -1,7 +1,8 @@
 """``airflow-vertex-dist emulator``: run the local Vertex AI JobService until SIGINT/SIGTERM.
 
-Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT`` once
-both servers accept calls (scripts can wait for it), and stops every replica cleanly on exit.
+Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT
+storage=http://127.0.0.1:PORT`` once the servers accept calls (scripts can wait for it), and stops
+every replica cleanly on exit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = ["build_parser", "main"]
 
 DEFAULT_GRPC_PORT = 8781
 DEFAULT_REST_PORT = 8780
+DEFAULT_STORAGE_PORT = 8782
 
 
 def _key_value(text: str, what: str) -> tuple[str, str]:
@@ -38,6 +40,12 @@ def _image_map(text: str) -> tuple[str, list[str]]:
     if not argv:
         raise argparse.ArgumentTypeError(f"--image-map {image}: empty command")
     return image, argv
+
+
+def _env_name(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"--pass-env: must be a variable name (got {text!r})")
+    return text
 
 
 def _fault_rate(text: str) -> tuple[str, float]:
@@ -78,6 +86,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="IMAGE=COMMAND",
         help="command line run for container specs of IMAGE that give no command (repeatable)",
+    )
+    store.add_argument(
+        "--storage-port",
+        type=int,
+        default=DEFAULT_STORAGE_PORT,
+        help="port of the local Cloud Storage JSON API on 127.0.0.1 (0 picks a free port; %(default)s)",
+    )
+    store.add_argument(
+        "--pass-env",
+        type=_env_name,
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also give replicas this variable of the emulator's environment (repeatable; replicas "
+        "otherwise start from a clean environment)",
     )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
@@ -132,7 +155,12 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         )
     except FaultsError as exc:
         parser.error(str(exc))
-    for flag, port in (("--grpc-port", args.grpc_port), ("--rest-port", args.rest_port)):
+    ports = (
+        ("--grpc-port", args.grpc_port),
+        ("--rest-port", args.rest_port),
+        ("--storage-port", args.storage_port),
+    )
+    for flag, port in ports:
         if not 0 <= port <= 65535:
             parser.error(f"{flag}: must be from 0 to 65535 (got {port})")
     state_dir = args.state_dir.resolve()
@@ -144,6 +172,8 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         rest_port=args.rest_port,
         image_map=dict(args.image_map),
         faults=faults,
+        pass_env=list(args.pass_env),
+        storage_port=args.storage_port,
     )
 
 
@@ -174,8 +204,13 @@ def main(argv: list[str]) -> int:
             print(f"Vertex AI emulator (state in {config.state_dir}, gs:// in {config.gcs_root})")
             print(f"  gRPC: {emulator.grpc_target}  (JobServiceClient over an insecure channel)")
             print(f"  REST: {emulator.rest_endpoint}  (JobServiceClient(transport='rest'), curl)")
+            print(f"  GCS:  {config.storage_endpoint}  (STORAGE_EMULATOR_HOST of every replica)")
             print(f"  jobs: {emulator.rest_endpoint}/ui/   stats: {emulator.rest_endpoint}/emulator/stats")
-            print(f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint}", flush=True)
+            print(
+                f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint} "
+                f"storage={config.storage_endpoint}",
+                flush=True,
+            )
             while not stop.wait(0.5):
                 pass
             print("stopping the emulator", flush=True)

@@ -14,10 +14,15 @@ What each replica gets (vertex-facts.md, "Environment of every replica"):
   there. (The documentation says "a dictionary"; some real jobs have been seen to carry a JSON string.)
 - ``AIP_MODEL_DIR``/``AIP_CHECKPOINT_DIR``/``AIP_TENSORBOARD_LOG_DIR`` when ``baseOutputDirectory`` is
   set: ``<base>/model/``, ``<base>/checkpoints/``, ``<base>/logs/`` -- for a tuning trial the trial's
-  CustomJob already has ``<parent base>/<trial id>`` as its base, so the rule is the same. On Vertex
-  these are ``gs://`` URIs; a local process cannot write to ``gs://``, so the emulator gives the
-  *local* directory standing for them (``<gcs_root>/<bucket>/...``, created before the replica starts).
-  The ``gs://`` form stays visible in ``CLUSTER_SPEC.job.base_output_directory``.
+  CustomJob already has ``<parent base>/<trial id>`` as its base, so the rule is the same. These are
+  the ``gs://`` URIs Vertex AI gives (a base that is not ``gs://`` is a local path and stays one).
+- ``STORAGE_EMULATOR_HOST`` (when the emulator serves its Cloud Storage API, storage.py): the URL
+  ``google-cloud-storage`` and ``gcsfs`` send their ``gs://`` calls to. Not set on Vertex AI.
+- ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK`` for the replicas of pools 0 and 1, as AI
+  Platform Training's distributed PyTorch page defines them
+  (https://cloud.google.com/ai-platform/training/docs/distributed-pytorch): the primary is rank 0 and
+  the master (its ``CLUSTER_SPEC`` address), workers are ranks 1..n, the world is pools 0 and 1, so
+  ``torch.distributed.init_process_group(init_method="env://")`` works unchanged.
 - ``CLOUD_ML_JOB_ID`` (the CustomJob's numeric id), ``CLOUD_ML_TRIAL_ID`` (tuning trials only),
   ``CLOUD_ML_HP_METRIC_FILE`` (always: a per-replica file under the job's log directory, so replicas
   never share ``/tmp/hypertune``), ``AIP_TENSORBOARD_RESOURCE_NAME`` when ``jobSpec.tensorboard`` is set.
@@ -35,15 +40,18 @@ from typing import Any
 from airflow_vertex_dist.emulator.gcs import join_uri, to_local_path
 
 __all__ = [
+    "LOCAL_ENV_NAMES",
+    "LOCAL_ENV_PREFIXES",
     "POOL_COUNT",
-    "RESERVED_ENV_PREFIXES",
     "Replica",
     "cluster_map",
     "cluster_spec",
     "expand_env",
     "is_reduction_server",
     "job_spec_as_dict",
+    "local_env",
     "output_dirs",
+    "pytorch_env",
     "replica_env",
     "replicas_of",
     "tf_config",
@@ -53,8 +61,10 @@ __all__ = [
 POOL_COUNT = 4
 _TF_TYPES = ("chief", "worker", "ps", "evaluator")
 _REDUCER_GLOB = "*/vertex-ai-restricted/training/reductionserver:*"
-#: variables the emulator owns: inherited values of these are dropped before a replica starts.
-RESERVED_ENV_PREFIXES = ("CLUSTER_SPEC", "TF_CONFIG", "AIP_", "CLOUD_ML_")
+#: what a local process needs to run, copied from the emulator's environment when set: every other
+#: variable of the emulator's environment stays out of a replica's (docs/emulator.md).
+LOCAL_ENV_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR")
+LOCAL_ENV_PREFIXES = ("LC_",)
 
 
 @dataclass(frozen=True)
@@ -184,6 +194,38 @@ def tf_config(
     return {"cluster": tf_cluster, "environment": "cloud", "task": task, "job": dict(job)}
 
 
+def local_env(environ: Mapping[str, str], pass_env: Sequence[str] = ()) -> dict[str, str]:
+    """The part of the emulator's environment a replica starts with.
+
+    Only :data:`LOCAL_ENV_NAMES`, ``LC_*`` and the names in ``pass_env`` (the emulator's
+    ``--pass-env`` flag) are copied; ``PYTHONUNBUFFERED=1`` is added (a replica's log, and a failed
+    job's log tail, stay complete when it is killed; a pool's ``env`` can set it otherwise).
+    """
+    out = {
+        k: v
+        for k, v in environ.items()
+        if k in LOCAL_ENV_NAMES or k.startswith(LOCAL_ENV_PREFIXES) or k in pass_env
+    }
+    out["PYTHONUNBUFFERED"] = "1"
+    return out
+
+
+def pytorch_env(
+    replicas: Sequence[Replica], replica: Replica, addresses: Mapping[str, str]
+) -> dict[str, str]:
+    """``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK`` for pools 0 and 1; ``{}`` for other pools."""
+    if replica.pool not in (0, 1):
+        return {}
+    world = [r for r in replicas if r.pool in (0, 1)]
+    host, _, port = addresses[world[0].key].rpartition(":")
+    return {
+        "MASTER_ADDR": host,
+        "MASTER_PORT": port,
+        "WORLD_SIZE": str(len(world)),
+        "RANK": str(world.index(replica)),
+    }
+
+
 def output_dirs(base_output_directory: str | None) -> dict[str, str]:
     """``AIP_*_DIR`` in the service's (``gs://``) form, or ``{}`` when there is no base directory."""
     if not base_output_directory:
@@ -247,8 +289,12 @@ def replica_env(
     gcs_root: Path,
     metric_file: Path,
     trial: str | None = None,
+    storage_host: str | None = None,
 ) -> dict[str, str]:
-    """The variables the service sets for ``replica`` (not the pool's own ``env``: see expand_env)."""
+    """The variables the service sets for ``replica`` (not the pool's own ``env``: see expand_env).
+
+    ``gcs_root`` is where ``gs://`` lives locally: the output directories are checked against it.
+    """
     cluster = cluster_map(replicas, addresses)
     env: dict[str, str] = {
         "CLUSTER_SPEC": json.dumps(cluster_spec(cluster, replica, job, trial)),
@@ -262,8 +308,11 @@ def replica_env(
         env["CLOUD_ML_TRIAL_ID"] = trial
     base = (job_spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
     for name, uri in output_dirs(base).items():
-        local = to_local_path(uri, gcs_root, field="jobSpec.baseOutputDirectory.outputUriPrefix")
-        env[name] = f"{local}/"
+        to_local_path(uri, gcs_root, field="jobSpec.baseOutputDirectory.outputUriPrefix")
+        env[name] = uri
+    env.update(pytorch_env(replicas, replica, addresses))
+    if storage_host:
+        env["STORAGE_EMULATOR_HOST"] = storage_host
     tensorboard = job_spec.get("tensorboard")
     if tensorboard:
         env["AIP_TENSORBOARD_RESOURCE_NAME"] = str(tensorboard)

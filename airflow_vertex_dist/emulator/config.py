@@ -49,9 +49,16 @@ class EmulatorConfig:
     faults: Faults = field(default_factory=Faults)
     #: base URL of the REST/web server, set once it is bound (web access URIs hang off it).
     web_base_url: str | None = None
-    #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process group.
+    #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process tree.
     stop_grace_s: float = 5.0
     #: how many times a job with ``scheduling.restartJobOnWorkerRestart`` is restarted before it fails.
     restart_limit: int = 3
     #: log lines quoted in a failed job's ``error.message`` and shown by ``replica_view``.
     log_tail_lines: int = 20
+    #: names of the emulator's environment variables replicas get too (``--pass-env``); replicas
+    #: otherwise see only what a local process needs (cluster.LOCAL_ENV_NAMES).
+    pass_env: list[str] = field(default_factory=list)
+    #: port of the local Cloud Storage JSON API (storage.py) on 127.0.0.1; None: not served.
+    storage_port: int | None = 0
+    #: its base URL once bound (replicas get it as ``STORAGE_EMULATOR_HOST``).
+    storage_endpoint: str | None = None

@@ -1,20 +1,29 @@
-"""Replica processes: spawn in their own process group, stop a whole group, read a log's tail.
+"""Replica processes: start each under its own supervisor, stop a replica's whole tree, find leftovers.
 
-Every replica is started from an argv list (never through a shell) with ``start_new_session=True``,
-so it leads its own process group and everything it forks can be stopped together: ``stop_group``
-sends SIGTERM to the group, waits a grace period, then SIGKILLs what is left.
+Every replica is started from an argv list (never through a shell) under a small supervisor process
+(supervise.py, run as ``python -I -S supervise.py <emulator pid> <grace> <argv...>``) in a new
+session. On Linux the supervisor is a *child subreaper*: whatever the replica forks -- torchrun's
+workers, DataLoader workers, a shell wrapper, a grandchild that calls ``setsid`` or double-forks --
+stays in the supervisor's tree, so stopping the replica stops all of it:
 
-On Linux each replica also gets ``PR_SET_PDEATHSIG = SIGKILL``, so it dies if the emulator dies
-without cleaning up (SIGKILL, OOM...). It is set by a tiny launcher -- ``python -I -S -c <launcher>
-<emulator pid> <argv...>`` calls ``prctl`` through ctypes and then ``execvp``s the replica's argv,
-keeping the pid -- rather than by a ``preexec_fn``: running Python code between fork and exec in a
-process with gRPC threads crashes the child now and then (seen: SIGSEGV before exec), while without
-a ``preexec_fn`` the child is started without running any Python code. The death signal survives
-exec. It fires when the *thread* that started the child exits, which is why the runner starts,
-restarts and stops a job's replicas from that job's own driver thread. It reaches the direct child
-only: grandchildren a replica forks are stopped through the process group on every orderly path,
-and after a crash of the emulator ``Runner.recover()`` stops the groups recorded in the state dir.
-A command that cannot be executed ends the replica with status 127 and a line in its log.
+- ``stop`` sends SIGTERM to the supervisor, which passes it to every process of the tree, waits the
+  grace period and SIGKILLs what is left; the supervisor then exits with the replica's status.
+- when the replica's main process ends, the supervisor SIGKILLs the rest of its tree (as a container
+  ends with its main process) before it exits.
+- ``crash`` (fault injection) makes the supervisor SIGKILL the main process (then the tree).
+- if the emulator dies (even ``kill -9``), the parent-death signal (``PR_SET_PDEATHSIG``) sends
+  SIGTERM to every supervisor, which stops its tree as above; each replica's main process also has
+  ``PR_SET_PDEATHSIG = SIGKILL`` towards its supervisor.
+
+The supervisor is started rather than set up in a ``preexec_fn``: running Python code between fork
+and exec in a process with gRPC threads crashes the child now and then (seen: SIGSEGV before exec).
+The death signal fires when the *thread* that started the supervisor exits, which is why the runner
+starts, restarts and stops a job's replicas from that job's own driver thread.
+
+``leftovers`` finds what a dead emulator left behind, for ``Runner.recover()``: processes whose
+environment carries the replica's ``CLOUD_ML_HP_METRIC_FILE`` (a path under the emulator's state
+directory, unique to one replica of one job; every process of a replica's tree inherits it unless
+it replaces its whole environment).
 """
 
 from __future__ import annotations
@@ -30,26 +39,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["free_ports", "group_alive", "read_tail", "spawn", "stop_group"]
+__all__ = ["crash", "free_ports", "kill_leftovers", "leftovers", "read_tail", "spawn", "stop"]
 
-_LAUNCHER = """\
-import os, sys
-parent, argv = int(sys.argv[1]), sys.argv[2:]
-if sys.platform.startswith("linux"):
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the emulator died before prctl: do not outlive it
-        os._exit(137)
-try:
-    os.execvp(argv[0], argv)
-except OSError as exc:
-    sys.stderr.write("emulator: cannot start %r: %s\\n" % (argv[0], exc))
-    sys.stderr.flush()
-    os._exit(127)
-"""
+_SUPERVISOR = Path(__file__).with_name("supervise.py")
+#: extra seconds the runner gives a supervisor beyond the grace period before it kills the group
+_MARGIN_S = 2.0
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -76,12 +70,16 @@ def spawn(
     env: Mapping[str, str],
     cwd: Path,
     log: IO[bytes],
+    grace_s: float,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` (no shell) in a new session with stdout+stderr appended to ``log``."""
+    """Start ``argv`` (no shell) under its supervisor, in a new session, output appended to ``log``.
+
+    The returned process is the supervisor: its exit status is the replica's.
+    """
     if not argv:
         raise ValueError("argv must not be empty")
     return subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *argv],
+        [sys.executable, "-I", "-S", str(_SUPERVISOR), str(os.getpid()), f"{max(0.0, grace_s):g}", *argv],
         env=dict(env),
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,
@@ -92,37 +90,67 @@ def spawn(
     )
 
 
-def group_alive(pgid: int) -> bool:
-    """True while any process of group ``pgid`` exists (zombies of our own children included)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def crash(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the replica's main process at once (SIGKILL), as a crash would; the supervisor ends the tree."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(proc.pid, signal.SIGUSR1)
 
 
-def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> int:
-    """SIGTERM the process group of ``proc``, SIGKILL it after ``grace_s``; reap ``proc``.
+def stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """Stop every replica in ``procs`` at once and reap them.
 
-    Safe to call when the leader already exited: whatever is left of its group is still stopped.
-    Returns the leader's return code.
+    Each supervisor gets SIGTERM (it passes it to its tree and SIGKILLs the tree after ``grace_s``);
+    a supervisor still running ``grace_s`` + 2 s later has its process group SIGKILLed.
     """
-    pgid = proc.pid
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=max(0.0, grace_s))
-    except subprocess.TimeoutExpired:
-        pass
-    # the leader may be gone while members of its group linger: give them the rest of the grace
-    deadline = time.monotonic() + max(0.0, grace_s)
-    while group_alive(pgid) and time.monotonic() < deadline and proc.poll() is not None:
-        time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    return proc.wait()
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + max(0.0, grace_s) + _MARGIN_S
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def leftovers(prefix: str) -> list[int]:
+    """Live processes (not zombies) with an environment entry starting with ``prefix`` (``NAME=value...``)."""
+    needle = prefix.encode()
+    me = os.getpid()
+    out: list[int] = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if not any(e.startswith(needle) for e in (entry / "environ").read_bytes().split(b"\0")):
+                continue
+            if (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z":
+                continue
+        except (OSError, IndexError):
+            continue
+        out.append(int(entry.name))
+    return out
+
+
+def kill_leftovers(prefix: str, timeout_s: float = 5.0) -> tuple[int, list[int]]:
+    """SIGKILL every process :func:`leftovers` finds until none is left or ``timeout_s`` passes.
+
+    Returns how many processes were killed and the pids still alive at the end (``[]``: none).
+    """
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = leftovers(prefix)
+        if not pids or time.monotonic() >= deadline:
+            return len(killed), pids
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+        time.sleep(0.05)
 
 
 def read_tail(path: Path, lines: int = 20, max_bytes: int = 64 * 1024) -> list[str]:

@@ -7,12 +7,14 @@ CANCELLED (CANCELLING in between), with ``startTime``/``endTime``, exactly as th
 - While PENDING, python package specs are installed (see packages.py) and each replica gets a free
   port on ``127.0.0.1`` (whatever address the API binds): ``CLUSTER_SPEC``/``TF_CONFIG`` hold ``host:port``
   addresses the replicas can really bind and connect to.
-- Every replica of every pool is a process in its own process group (procs.py); stdout and stderr
-  go to ``<state_dir>/logs/<job id>/<replica key>.log`` (``PYTHONUNBUFFERED=1`` unless the
-  emulator's or the pool's environment says otherwise); its working directory is
-  ``<state_dir>/work/<job id>/<replica key>``. It inherits the emulator's environment minus any
-  ``CLUSTER_SPEC``/``TF_CONFIG``/``AIP_*``/``CLOUD_ML_*``, then gets the pool's ``env`` (with
-  ``$(VAR)`` expansion) and the service's variables (cluster.py), which win over both.
+- Every replica of every pool is a process tree under its own supervisor (procs.py, supervise.py):
+  stopping the replica stops everything it started. stdout and stderr go to
+  ``<state_dir>/logs/<job id>/<replica key>.log`` (``PYTHONUNBUFFERED=1`` unless the pool's ``env``
+  says otherwise); its working directory is ``<state_dir>/work/<job id>/<replica key>``. It starts
+  from a clean environment: only what a local process needs (``cluster.local_env``: ``PATH``,
+  ``HOME``, locale...) and the names in ``config.pass_env`` come from the emulator's environment;
+  then the pool's ``env`` (with ``$(VAR)`` expansion) and the service's variables (cluster.py),
+  which win over both.
   ``replicas.json`` beside the logs records each replica's state, pid, exit code and restarts
   (it outlives the emulator).
 - Container specs run ``command + args`` on the host; a spec without ``command`` runs
@@ -32,7 +34,7 @@ CANCELLED (CANCELLING in between), with ``startTime``/``endTime``, exactly as th
   A replica exiting non-zero by itself is training code failing, not a worker restart: it fails the
   job, flag or not.
 - ``scheduling.timeout`` (default 7 days) counts from RUNNING; past it the job FAILS with code 4
-  (DEADLINE_EXCEEDED). Cancel moves the job to CANCELLING at once, stops every process group
+  (DEADLINE_EXCEEDED). Cancel moves the job to CANCELLING at once, stops every replica tree
   (SIGTERM, then SIGKILL after ``config.stop_grace_s``) and ends CANCELLED with error code 1.
 - ``Faults.crash_replicas`` (globs on replica keys): a matching replica is SIGKILLed
   ``crash_after_s`` after its first start and reported with exit code ``crash_exit_code`` (a crash
@@ -55,6 +57,7 @@ import json
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -65,11 +68,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.emulator import procs
 from airflow_vertex_dist.emulator.cluster import (
-    RESERVED_ENV_PREFIXES,
     Replica,
     expand_env,
     job_spec_as_dict,
+    local_env,
     output_dirs,
     replica_env,
     replicas_of,
@@ -88,6 +92,11 @@ DEFAULT_TIMEOUT_S = 7 * 24 * 3600.0
 #: replicas always get loopback addresses, whatever interface the API listens on
 REPLICA_HOST = "127.0.0.1"
 _WAKE_S = 0.25  # how often a running job re-reads the faults
+_PYTHON_RE = re.compile(r"python[0-9.]*")
+_GCS_NOTE = (
+    "---- emulator: /gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally; "
+    "use gs:// URIs with google-cloud-storage or gcsfs (STORAGE_EMULATOR_HOST) ----\n"
+)
 _REDUCER_CODE = (
     "import signal\n"
     "print('emulated Reduction Server replica: accepted and idle; it performs no reduction', flush=True)\n"
@@ -380,10 +389,7 @@ class CustomJobRun(JobDriver):
         job_dict = job_spec_as_dict(spec)
         logs = self.log_dir()
         logs.mkdir(parents=True, exist_ok=True)
-        base_env = {k: v for k, v in os.environ.items() if not k.startswith(RESERVED_ENV_PREFIXES)}
-        # unbuffered Python output, so a replica's log (and a failed job's log tail) is complete even
-        # when the replica is killed; a pool's own env can still set it otherwise
-        base_env.setdefault("PYTHONUNBUFFERED", "1")
+        base_env = local_env(os.environ, self.config.pass_env)
         base_uri = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
         try:
             for uri in output_dirs(base_uri).values():
@@ -406,6 +412,7 @@ class CustomJobRun(JobDriver):
                     gcs_root=self.config.gcs_root,
                     metric_file=self.metric_file(rep.key),
                     trial=self.trial,
+                    storage_host=self.config.storage_endpoint,
                 )
             except ValueError as exc:
                 raise _JobError(3, str(exc)) from None
@@ -419,6 +426,8 @@ class CustomJobRun(JobDriver):
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)
             cwd = self.config.state_dir / "work" / self.job_id / rep.key
             cwd.mkdir(parents=True, exist_ok=True)
+            if self.trial is not None and rep.is_primary:
+                self._check_hypertune(argv, env, cwd)
             self.slots[rep.key] = _Slot(
                 replica=rep,
                 argv=argv,
@@ -428,6 +437,32 @@ class CustomJobRun(JobDriver):
                 address=addresses[rep.key],
             )
         self._persist()
+
+    def _check_hypertune(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> None:
+        """A tuning trial's primary reports its metric with cloudml-hypertune: check that its Python
+        (the first ``python*`` of the command, run with the replica's environment) can import it."""
+        python = next((a for a in argv if _PYTHON_RE.fullmatch(os.path.basename(a))), None)
+        if python is None:
+            return  # not a Python command we can name: the trial's log will tell
+        try:
+            probe = subprocess.run(
+                [python, "-c", "import hypertune"],
+                env=dict(env),
+                cwd=str(cwd),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise _JobError(3, f"cannot check that {python!r} imports hypertune: {exc}") from None
+        if probe.returncode != 0:
+            raise _JobError(
+                3,
+                f"The trial's Python ({python}) cannot import hypertune: install cloudml-hypertune where the "
+                "trainer runs (pip install cloudml-hypertune), as in the training container on Vertex AI; "
+                "the trial reports its metric through it.",
+            )
 
     def metric_file(self, key: str) -> Path:
         """Where replica ``key`` writes its cloudml-hypertune metrics (``CLOUD_ML_HP_METRIC_FILE``)."""
@@ -487,9 +522,10 @@ class CustomJobRun(JobDriver):
         with open(slot.log_path, "ab") as fh:
             if slot.restarts:
                 fh.write(f"---- emulator: restart {slot.restarts} of {slot.replica.key} ----\n".encode())
-                fh.flush()
+            fh.write(_GCS_NOTE.encode())
+            fh.flush()
             try:
-                proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh)
+                proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.config.stop_grace_s)
             except OSError as exc:
                 raise _JobError(
                     3, f"The replica {slot.replica.key} could not be started: {slot.argv[0]!r}: {exc}"
@@ -516,22 +552,11 @@ class CustomJobRun(JobDriver):
         self._persist()
 
     def _stop_slots(self, slots: list[_Slot], state: str) -> None:
-        """SIGTERM every live group at once, SIGKILL what is left after the grace period."""
+        """Stop every live replica tree at once (SIGTERM, SIGKILL after the grace period; procs.stop)."""
         live = [s for s in slots if s.proc is not None]
+        procs.stop([s.proc for s in live if s.proc is not None], self.config.stop_grace_s)
         for s in live:
             assert s.proc is not None
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(s.proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.config.stop_grace_s
-        for s in live:
-            assert s.proc is not None
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                s.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        for s in live:
-            assert s.proc is not None
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(s.proc.pid, signal.SIGKILL)
-            s.proc.wait()
             with self._lock:
                 if s.state == "RUNNING":
                     s.state = state
@@ -557,8 +582,7 @@ class CustomJobRun(JobDriver):
             due = slot.started + after - now
             if due <= 0:
                 slot.crash_fired = slot.crashed = True
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(slot.proc.pid, signal.SIGKILL)
+                procs.crash(slot.proc)
             else:
                 wait = min(wait, due)
         return wait
@@ -627,7 +651,7 @@ class CustomJobRun(JobDriver):
             reason = f"killed by {signal.Signals(status - 128).name}"
         if slot.crashed:
             reason = "crashed (emulator fault injection)"
-        tail = read_tail(slot.log_path, self.config.log_tail_lines)
+        tail = _replica_tail(slot.log_path, self.config.log_tail_lines)
         msg = (
             f"The replica {slot.replica.key} exited with a non-zero status of {status}. "
             f"Termination reason: {reason}."
@@ -677,7 +701,7 @@ class CustomJobRun(JobDriver):
                 return None
             record = self._slot_record(slot)
         record.pop("argv")
-        record["logTail"] = read_tail(slot.log_path, self.config.log_tail_lines)
+        record["logTail"] = _replica_tail(slot.log_path, self.config.log_tail_lines)
         return record
 
 
@@ -749,7 +773,7 @@ class Runner:
                     trial_jobs.add(str(trial["customJob"]))
         for job in jobs:
             name = str(job["name"])
-            self._kill_leftovers(name)
+            survivors = self._kill_leftovers(name)
             state = str(job.get("state", ""))
             if state == "JOB_STATE_PAUSED":
                 continue
@@ -772,7 +796,7 @@ class Runner:
                 self.store.update(name, again)
                 self.submit(name)
                 continue
-            self.store.update(name, _recovered(state))
+            self.store.update(name, _recovered(state, survivors))
 
     def replica_view(self, job_name: str, replica_key: str) -> dict[str, Any] | None:
         """``{"state", "pid", "exitCode", "restarts", "address", "logTail"}`` or None if unknown."""
@@ -791,7 +815,7 @@ class Runner:
         if not isinstance(record, dict):
             return None
         record.pop("argv", None)
-        record["logTail"] = read_tail(logs / f"{replica_key}.log", self.config.log_tail_lines)
+        record["logTail"] = _replica_tail(logs / f"{replica_key}.log", self.config.log_tail_lines)
         return record
 
     def close(self) -> None:
@@ -823,58 +847,34 @@ class Runner:
         with self._lock:
             return self._runs.get(name)
 
-    def _kill_leftovers(self, name: str) -> None:
-        """SIGKILL what a dead emulator left of a job's replicas (Linux: read from /proc).
+    def _kill_leftovers(self, name: str) -> list[int]:
+        """SIGKILL every process a dead emulator left of a job's replicas; the pids that survived.
 
-        The parent-death signal killed each replica's first process; what it forked lives on in the
-        replica's process group and session (both numbered after that first process's pid). Those
-        processes are killed; when the recorded pid itself still runs, only if its command line is
-        the recorded argv (the pid was not reused).
+        A dead emulator's supervisors stop their trees on their own (parent-death signal); this is
+        the backstop for what they could not stop (a supervisor that was SIGKILLed too). Processes are
+        found by the ``CLOUD_ML_HP_METRIC_FILE`` their replica's tree inherited: a path under this
+        job's log directory (procs.leftovers), so a reused pid is never mistaken for a replica.
         """
-        path = self.config.state_dir / "logs" / job_id_of(name) / "replicas.json"
-        try:
-            records = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return
-        for record in records.values():
-            pid, argv = record.get("pid"), record.get("argv")
-            if not isinstance(pid, int) or record.get("state") not in ("RUNNING", "RESTARTING"):
-                continue
-            members = _group_members(pid)
-            if pid in members:
-                try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
-                except OSError:
-                    continue
-                if [c.decode(errors="replace") for c in cmdline] != argv:
-                    continue
-            for member in members:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(member, signal.SIGKILL)
+        prefix = f"CLOUD_ML_HP_METRIC_FILE={self.config.state_dir / 'logs' / job_id_of(name) / 'hypertune'}/"
+        killed, survivors = procs.kill_leftovers(prefix, timeout_s=self.config.stop_grace_s + 5.0)
+        if killed:
+            log.warning("killed %d leftover process(es) of %s's replicas", killed, name)
+        if survivors:
+            log.error("could not stop process(es) %s of %s's replicas", survivors, name)
+        return survivors
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) pids whose process group and session are both ``pgid`` (from /proc)."""
-    out: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # after the command: state ppid pgrp session ...
-        if len(fields) > 3 and fields[0] != "Z" and fields[2] == str(pgid) and fields[3] == str(pgid):
-            out.append(int(entry))
-    return out
+def _replica_tail(path: Path, lines: int) -> list[str]:
+    """The replica's last log lines, without the emulator's ``/gcs/`` note (it is in the file)."""
+    return [line for line in read_tail(path, lines + 1) if line != _GCS_NOTE.strip()][-lines:]
 
 
-def _recovered(state: str) -> Callable[[dict[str, Any]], None]:
+def _recovered(state: str, survivors: list[int]) -> Callable[[dict[str, Any]], None]:
     short = state.removeprefix("JOB_STATE_")
+    if survivors:
+        outcome = f"processes {survivors} of its replicas could not be stopped"
+    else:
+        outcome = "its replicas were stopped"
 
     def apply(job: dict[str, Any]) -> None:
         if job.get("state") in TERMINAL_STATES:
@@ -887,7 +887,7 @@ def _recovered(state: str) -> Callable[[dict[str, Any]], None]:
             job["state"] = "JOB_STATE_FAILED"
             job["error"] = {
                 "code": 13,
-                "message": f"The emulator restarted while the job was {short}; its replicas were stopped.",
+                "message": f"The emulator restarted while the job was {short}; {outcome}.",
             }
         for trial in job.get("trials") or []:
             if trial.get("state") in ("ACTIVE", "REQUESTED", "STOPPING"):

@@ -12,8 +12,8 @@ pool 3 the evaluators. The *trainers* -- the replicas that compute gradients -- 
 (rank 0) and the workers (ranks 1..n, in pool order); parameter servers, reducers and evaluators are
 not part of that world.
 
-``AIP_MODEL_DIR`` and friends are ``gs://`` URIs on Vertex; :func:`local_path` maps them (and any
-``gs://`` argument) to the Cloud Storage FUSE mount ``/gcs/<bucket>/...`` every Vertex replica has.
+``AIP_MODEL_DIR`` and friends are ``gs://`` URIs (on Vertex AI and the emulator alike): the trainers
+read and write them with google-cloud-storage (trainers.gcs).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -33,17 +32,11 @@ __all__ = [
     "DdpWorld",
     "ddp_world",
     "free_port",
-    "gcs_mount_root",
-    "local_path",
-    "output_dir",
     "split_address",
 ]
 
 #: role of each worker pool position
 POOL_ROLES = ("primary", "worker", "parameter_server", "evaluator")
-_GCS = "gs://"
-#: where Vertex AI mounts Cloud Storage in every replica (Cloud Storage FUSE)
-_DEFAULT_GCS_MOUNT = "/gcs"
 
 
 class ClusterSpecError(ValueError):
@@ -252,59 +245,3 @@ def ddp_world(spec: ClusterSpec) -> DdpWorld:
         )
     host, port = split_address(spec.primary_address, field="CLUSTER_SPEC.cluster.workerpool0[0]")
     return DdpWorld(rank=rank, world_size=len(spec.trainers), master_addr=host, master_port=port)
-
-
-def gcs_mount_root(spec: ClusterSpec | None = None, env: Mapping[str, str] | None = None) -> str:
-    """The local directory standing for ``gs://`` (``/gcs`` on Vertex).
-
-    ``GCS_MOUNT_ROOT`` wins when set. Otherwise, when ``AIP_MODEL_DIR`` is a local path standing for
-    ``<base_output_directory>/model/`` (what a local emulator gives), the root is what precedes
-    ``<bucket>/<object>/model/`` in it. Else ``/gcs``, the Cloud Storage FUSE mount of Vertex AI.
-    """
-    env = os.environ if env is None else env
-    explicit = env.get("GCS_MOUNT_ROOT")
-    if explicit:
-        return explicit.rstrip("/") or "/"
-    model_dir = env.get("AIP_MODEL_DIR", "")
-    base = spec.base_output_uri if spec is not None else None
-    if model_dir and not model_dir.startswith(_GCS) and base and base.startswith(_GCS):
-        rel = base[len(_GCS) :].strip("/") + "/model"
-        local = model_dir.rstrip("/")
-        if local.endswith("/" + rel):
-            return local[: -len(rel) - 1] or "/"
-    return _DEFAULT_GCS_MOUNT
-
-
-def local_path(uri: str, spec: ClusterSpec | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """A ``gs://bucket/obj`` URI as a path under the Cloud Storage mount; other paths unchanged.
-
-    Raises ClusterSpecError when the mount is the default ``/gcs`` and it does not exist (not on
-    Vertex AI, and nothing said where ``gs://`` is): writing under a made-up ``/gcs`` would lose data.
-    """
-    if not uri.startswith(_GCS):
-        return Path(uri)
-    rest = uri[len(_GCS) :]
-    bucket, _, obj = rest.partition("/")
-    if not bucket:
-        raise ClusterSpecError(f"{uri!r}: a gs:// URI needs a bucket")
-    root = gcs_mount_root(spec, env)
-    if root == _DEFAULT_GCS_MOUNT and not Path(root).is_dir():
-        raise ClusterSpecError(
-            f"{uri!r}: no Cloud Storage mount at {_DEFAULT_GCS_MOUNT} (as Vertex AI has); set GCS_MOUNT_ROOT "
-            "to the local directory standing for gs://, or give the job a base_output_directory"
-        )
-    return Path(root) / bucket / obj if obj else Path(root) / bucket
-
-
-def output_dir(
-    name: str,
-    explicit: str | None,
-    default: str,
-    spec: ClusterSpec | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Path:
-    """An output directory: ``explicit`` (a flag), else the ``name`` variable (``AIP_MODEL_DIR``...),
-    else ``default`` (relative to the working directory); ``gs://`` mapped by :func:`local_path`."""
-    env = os.environ if env is None else env
-    chosen = explicit or env.get(name) or default
-    return local_path(chosen, spec, env)

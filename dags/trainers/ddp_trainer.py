@@ -1,8 +1,10 @@
 """PyTorch DistributedDataParallel training for Vertex AI worker pools (and the Reduction Server layout).
 
-Rank, world size and the master address come from CLUSTER_SPEC (trainers.cluster.ddp_world): the
-primary (workerpool0) is rank 0 and hosts the rendezvous at its CLUSTER_SPEC address, the workers
-(workerpool1) are ranks 1..n. The Reduction Server pool (workerpool2) is not part of the world: on
+The process group starts with ``init_method="env://"``: Vertex AI (like AI Platform Training before
+it) gives the replicas of pools 0 and 1 ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and ``RANK``;
+the primary (workerpool0) is rank 0 and hosts the rendezvous, the workers (workerpool1) are ranks
+1..n. (trainers.cluster.ddp_world derives the same from CLUSTER_SPEC; the trainer logs it and fails
+clearly when a variable is missing.) The Reduction Server pool (workerpool2) is not part of the world: on
 Vertex its replicas take over the all-reduce of NCCL (GPU) jobs; in the emulator they are idle.
 
 The backend is NCCL when CUDA is available, else gloo on CPU (``--backend`` overrides). Gradients
@@ -13,29 +15,40 @@ The model is a small MLP classifying the examples' dataset (trainers.data: ``--d
 synthetic one from ``--seed``). Each rank trains on its shard (every world-th row), the same number
 of steps. Rank 0 evaluates after every epoch, reports the metric with cloudml-hypertune
 (``--metric-id``), and writes ``model.pt`` (state dict), ``model.json`` and ``metrics.json`` to
-``AIP_MODEL_DIR``. Needs torch (the ``examples`` extra); only the standard library is imported until
-the trainer runs.
+``AIP_MODEL_DIR`` (a ``gs://`` URI: written with google-cloud-storage, trainers.gcs). Needs torch
+(the ``examples`` extra); only the standard library is imported until the trainer runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import io
 import logging
 import math
+import os
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from trainers.cluster import ClusterSpec, ClusterSpecError, DdpWorld, ddp_world, local_path, output_dir
+from trainers import gcs
+from trainers.cluster import ClusterSpec, ClusterSpecError, DdpWorld, ddp_world
 from trainers.data import Dataset, DatasetError, load
 from trainers.metrics import report_metric
 
-__all__ = ["DEFAULT_BUCKET_CAP_MB", "build_model", "init_method", "main", "parse_args", "run"]
+__all__ = [
+    "DEFAULT_BUCKET_CAP_MB",
+    "TORCH_ENV",
+    "build_model",
+    "env_world",
+    "init_method",
+    "main",
+    "parse_args",
+    "run",
+]
 
 log = logging.getLogger("trainers.ddp_trainer")
 #: the Reduction Server guidance for PyTorch DDP (the library default is 25)
@@ -111,15 +124,32 @@ def _evaluate(model: Any, data: Dataset, device: Any) -> dict[str, float]:
     return {"accuracy": float(accuracy), "log_loss": float(loss)}
 
 
-def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+TORCH_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+
+
+def env_world(env: Mapping[str, str] | None = None) -> DdpWorld:
+    """The world ``init_method="env://"`` will read, from the variables Vertex AI sets."""
+    env = os.environ if env is None else env
+    missing = [name for name in TORCH_ENV if not env.get(name)]
+    if missing:
+        raise ClusterSpecError(
+            f"{', '.join(missing)}: not set; Vertex AI sets {', '.join(TORCH_ENV)} in the replicas of "
+            "workerpool0 and workerpool1 (env:// rendezvous)"
+        )
+    try:
+        return DdpWorld(
+            rank=int(env["RANK"]),
+            world_size=int(env["WORLD_SIZE"]),
+            master_addr=env["MASTER_ADDR"],
+            master_port=int(env["MASTER_PORT"]),
+        )
+    except ValueError as exc:
+        raise ClusterSpecError(f"RANK, WORLD_SIZE and MASTER_PORT must be integers: {exc}") from None
 
 
 def run(args: argparse.Namespace, spec: ClusterSpec) -> dict[str, Any]:
-    world = ddp_world(spec)
+    ddp_world(spec)  # workerpool2 (reducers) and workerpool3 are not part of the world: a clear error
+    world = env_world()
     warnings.filterwarnings("ignore", message=".*Failed to initialize NumPy.*")
     import torch
     import torch.distributed as dist
@@ -131,7 +161,7 @@ def run(args: argparse.Namespace, spec: ClusterSpec) -> dict[str, Any]:
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     device = torch.device("cuda", 0) if backend == "nccl" else torch.device("cpu")
-    data_dir = str(local_path(args.data_dir, spec)) if args.data_dir else None
+    data_dir = str(gcs.fetch_dir(args.data_dir, Path("data"))) if args.data_dir else None
     train, evaluation = load(
         data_dir, rows=args.rows, features=args.features, seed=args.seed, eval_fraction=args.eval_fraction
     )
@@ -144,13 +174,8 @@ def run(args: argparse.Namespace, spec: ClusterSpec) -> dict[str, Any]:
         "%s is rank %d of %d (%s, rendezvous %s); %d of %d train rows",
         spec.key, world.rank, world.world_size, backend, init_method(world), len(mine), len(train),
     )  # fmt: skip
-    dist.init_process_group(
-        backend,
-        init_method=init_method(world),
-        rank=world.rank,
-        world_size=world.world_size,
-        timeout=timedelta(seconds=args.connect_timeout),
-    )
+    # env://: MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK as Vertex AI sets them
+    dist.init_process_group(backend, init_method="env://", timeout=timedelta(seconds=args.connect_timeout))
     try:
         model = build_model(train.width, args.hidden).to(device)
         ddp: Any = DistributedDataParallel(
@@ -186,16 +211,17 @@ def run(args: argparse.Namespace, spec: ClusterSpec) -> dict[str, Any]:
         if world.rank == 0:
             scores = _evaluate(model, evaluation, device)
             reducers = len(spec.addresses(2)) if spec.pool2_is_reduction_server else 0
-            model_dir = output_dir("AIP_MODEL_DIR", args.model_dir, "model", spec)
-            model_dir.mkdir(parents=True, exist_ok=True)
-            torch.save(model.state_dict(), model_dir / "model.pt")
-            _write_json(
-                model_dir / "model.json",
+            model_dir = args.model_dir or os.environ.get("AIP_MODEL_DIR") or "model"
+            buf = io.BytesIO()
+            torch.save(model.state_dict(), buf)
+            gcs.write_bytes(gcs.join(model_dir, "model.pt"), buf.getvalue())
+            gcs.write_json(
+                gcs.join(model_dir, "model.json"),
                 {"kind": "mlp", "columns": list(train.columns), "width": train.width, "hidden": args.hidden,
                  "state_dict": "model.pt", "steps": step},
             )  # fmt: skip
-            _write_json(
-                model_dir / "metrics.json",
+            gcs.write_json(
+                gcs.join(model_dir, "metrics.json"),
                 {
                     **scores,
                     "metric_id": args.metric_id,

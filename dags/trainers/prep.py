@@ -2,21 +2,21 @@
 
 ``python -m trainers.prep --out-dir DIR [--rows N --features D --seed S --noise X --format csv]``
 writes ``train.<fmt>``, ``eval.<fmt>`` and ``dataset.json`` and prints the manifest as one JSON line.
-``DIR`` may be ``gs://bucket/path``: it is written through the Cloud Storage mount (``/gcs``, or
-``GCS_MOUNT_ROOT``). From Python (an Airflow task): :func:`prepare`.
+``DIR`` may be ``gs://bucket/path``: it is written with google-cloud-storage, or under
+``GCS_MOUNT_ROOT`` when that is set (trainers.gcs). From Python (an Airflow task): :func:`prepare`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainers.cluster import ClusterSpec, ClusterSpecError, local_path
+from trainers import gcs
 from trainers.data import FORMATS, DatasetError, split, synthesize, write_dataset
 
 __all__ = ["main", "prepare"]
@@ -34,10 +34,12 @@ def prepare(
     **info: Any,
 ) -> dict[str, Any]:
     """Synthesize the dataset for ``seed`` and write it to ``out_dir``; returns the manifest."""
-    text = os.environ.get("CLUSTER_SPEC")  # inside a job: its output dirs tell where gs:// is
-    target = local_path(str(out_dir), ClusterSpec.parse(text) if text else None)
     train, evaluation = split(synthesize(rows, features, seed, noise), eval_fraction)
-    return write_dataset(target, train, evaluation, fmt, seed=seed, noise=noise, **info)
+    with tempfile.TemporaryDirectory(prefix="prep-") as tmp:
+        manifest = write_dataset(tmp, train, evaluation, fmt, seed=seed, noise=noise, **info)
+        for path in sorted(Path(tmp).iterdir()):
+            gcs.write_bytes(gcs.join(str(out_dir), path.name), path.read_bytes())
+    return manifest
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             eval_fraction=args.eval_fraction,
             fmt=args.fmt,
         )
-    except (ClusterSpecError, DatasetError) as exc:
+    except (gcs.GcsError, DatasetError) as exc:
         print(f"prep: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(manifest, sort_keys=True))

@@ -1,4 +1,4 @@
-"""Parameter-server logistic regression for Vertex AI worker pools (standard library only).
+"""Parameter-server logistic regression for Vertex AI worker pools (standard library + google-cloud-storage).
 
 Run it in every pool of a job, with the same arguments; each replica takes its role from CLUSTER_SPEC:
 
@@ -18,8 +18,8 @@ Run it in every pool of a job, with the same arguments; each replica takes its r
   log_loss), so the same code serves a hyperparameter tuning study.
 
 Hyperparameters: ``--learning_rate``, ``--epochs``, ``--batch_size``, ``--l2``. Data: ``--data-dir``
-(a prep step's CSV/JSONL directory, see trainers.data; ``gs://`` is read through the Cloud Storage
-mount) or a synthetic dataset from ``--rows``/``--features``/``--seed``.
+(a prep step's CSV/JSONL directory, see trainers.data; ``gs://`` is read with google-cloud-storage,
+trainers.gcs) or a synthetic dataset from ``--rows``/``--features``/``--seed``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainers.cluster import ClusterSpec, ClusterSpecError, local_path, output_dir
+from trainers import gcs
+from trainers.cluster import ClusterSpec, ClusterSpecError
 from trainers.data import Dataset, DatasetError, load
 from trainers.linear import evaluate, gradient, size_for
 from trainers.metrics import report_metric
@@ -84,17 +85,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _write_json(path: Path, data: Any) -> None:
-    """Write atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+def _checkpoint_dir(args: argparse.Namespace) -> str | None:
+    """``--checkpoint-dir`` or ``AIP_CHECKPOINT_DIR`` (a ``gs://`` URI on Vertex AI and the emulator)."""
+    chosen: str | None = args.checkpoint_dir or os.environ.get("AIP_CHECKPOINT_DIR")
+    return chosen or None
 
 
-def _checkpoint_dir(args: argparse.Namespace, spec: ClusterSpec) -> Path | None:
-    chosen = args.checkpoint_dir or os.environ.get("AIP_CHECKPOINT_DIR")
-    return local_path(chosen, spec) if chosen else None
+def _data_dir(args: argparse.Namespace) -> str | None:
+    """``--data-dir`` as a local directory (a ``gs://`` one is downloaded to ./data first)."""
+    return str(gcs.fetch_dir(args.data_dir, Path("data"))) if args.data_dir else None
 
 
 # -- parameter server ---------------------------------------------------------------------------
@@ -127,7 +126,7 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
     rank = spec.trainer_rank
     assert rank is not None
     world = len(spec.trainers)
-    data_dir = str(local_path(args.data_dir, spec)) if args.data_dir else None
+    data_dir = _data_dir(args)
     train, evaluation = load(
         data_dir, rows=args.rows, features=args.features, seed=args.seed, eval_fraction=args.eval_fraction
     )
@@ -155,7 +154,7 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
         raise DatasetError(f"trainer {rank} has no rows: {len(train)} train rows for {world} trainers")
     # every trainer runs the same number of steps (synchronous SGD): enough for the largest shard
     steps_per_epoch = max(1, math.ceil(math.ceil(len(train) / world) / args.batch_size))
-    ckpt_dir = _checkpoint_dir(args, spec) if rank == 0 else None
+    ckpt_dir = _checkpoint_dir(args) if rank == 0 else None
     step = 0
     history: list[dict[str, Any]] = []
     started = time.monotonic()
@@ -173,8 +172,8 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
             final = epoch + 1 == args.epochs
             report_metric(args.metric_id, scores[args.metric], step)
             if ckpt_dir is not None:
-                _write_json(
-                    ckpt_dir / f"ckpt-{step:08d}.json",
+                gcs.write_json(
+                    gcs.join(ckpt_dir, f"ckpt-{step:08d}.json"),
                     {"step": step, "epoch": epoch + 1, "weights": weights, "columns": list(train.columns),
                      "final": final},
                 )  # fmt: skip
@@ -187,7 +186,7 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
 
     scores = evaluate(weights, evaluation)
     evaluator = _wait_for_evaluator(spec, ckpt_dir, step, args.eval_timeout)
-    model_dir = output_dir("AIP_MODEL_DIR", args.model_dir, "model", spec)
+    model_dir = args.model_dir or os.environ.get("AIP_MODEL_DIR") or "model"
     model = {
         "kind": "logistic_regression",
         "columns": list(train.columns),
@@ -223,28 +222,28 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
     for address in spec.parameter_servers:  # let them exit on their own before the job ends
         if not wait_closed(address, 10.0):
             log.warning("parameter server %s still listens 10s after done", address)
-    _write_json(model_dir / "model.json", model)
-    _write_json(model_dir / "metrics.json", metrics)
+    gcs.write_json(gcs.join(model_dir, "model.json"), model)
+    gcs.write_json(gcs.join(model_dir, "metrics.json"), metrics)
     log.info("model written to %s; %s = %.4f", model_dir, args.metric_id, scores[args.metric])
     if own_server is not None:
         own_server.stop(wait_for_peers=10.0)
-    return {"role": "primary", "model_dir": str(model_dir), **scores}
+    return {"role": "primary", "model_dir": model_dir, **scores}
 
 
 def _wait_for_evaluator(
-    spec: ClusterSpec, ckpt_dir: Path | None, step: int, timeout: float
+    spec: ClusterSpec, ckpt_dir: str | None, step: int, timeout: float
 ) -> dict[str, Any] | None:
     """The evaluator's score of the final checkpoint, when the job has an evaluator (else None)."""
     if not spec.addresses(3) or ckpt_dir is None:
         return None
-    path = ckpt_dir / f"eval-{step:08d}.json"
+    uri = gcs.join(ckpt_dir, f"eval-{step:08d}.json")
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while not gcs.exists(uri):
         if time.monotonic() > deadline:
-            log.warning("no evaluation of the final checkpoint after %gs (%s)", timeout, path)
+            log.warning("no evaluation of the final checkpoint after %gs (%s)", timeout, uri)
             return None
-        time.sleep(0.05)
-    result: dict[str, Any] = json.loads(path.read_text())
+        time.sleep(0.1)
+    result: dict[str, Any] = json.loads(gcs.read_text(uri))
     return result
 
 
@@ -252,12 +251,12 @@ def _wait_for_evaluator(
 
 
 def run_evaluator(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
-    ckpt_dir = _checkpoint_dir(args, spec)
+    ckpt_dir = _checkpoint_dir(args)
     if ckpt_dir is None:
         raise ClusterSpecError(
             "the evaluator needs AIP_CHECKPOINT_DIR (set the job's base_output_directory) or --checkpoint-dir"
         )
-    data_dir = str(local_path(args.data_dir, spec)) if args.data_dir else None
+    data_dir = _data_dir(args)
     _, evaluation = load(
         data_dir, rows=args.rows, features=args.features, seed=args.seed, eval_fraction=args.eval_fraction
     )
@@ -265,22 +264,22 @@ def run_evaluator(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]
     deadline = time.monotonic() + args.eval_timeout + args.connect_timeout
     scored: set[str] = set()
     while True:
-        found = sorted(ckpt_dir.glob("ckpt-*.json")) if ckpt_dir.is_dir() else []
-        for path in found:
-            if path.name in scored:
+        found = [n for n in gcs.list_dir(ckpt_dir) if n.startswith("ckpt-") and n.endswith(".json")]
+        for name in found:
+            if name in scored:
                 continue
-            ckpt = json.loads(path.read_text())
+            ckpt = json.loads(gcs.read_text(gcs.join(ckpt_dir, name)))
             scores = evaluate(ckpt["weights"], evaluation)
-            result = {"checkpoint": path.name, "step": ckpt["step"], "evaluator": spec.key, **scores}
-            _write_json(path.with_name(f"eval-{ckpt['step']:08d}.json"), result)
-            scored.add(path.name)
-            log.info("%s step %d: %s", path.name, ckpt["step"], scores)
+            result = {"checkpoint": name, "step": ckpt["step"], "evaluator": spec.key, **scores}
+            gcs.write_json(gcs.join(ckpt_dir, f"eval-{ckpt['step']:08d}.json"), result)
+            scored.add(name)
+            log.info("%s step %d: %s", name, ckpt["step"], scores)
             if ckpt.get("final"):
                 return {"role": "evaluator", "checkpoints": len(scored), **scores}
             deadline = time.monotonic() + args.eval_timeout  # progress: restart the clock
         if time.monotonic() > deadline:
             raise TimeoutError(f"no final checkpoint in {ckpt_dir} (scored {len(scored)})")
-        time.sleep(0.05)
+        time.sleep(0.1)
 
 
 def run(args: argparse.Namespace, spec: ClusterSpec) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def _gone(pid: int) -> bool:
 def test_cli_serves_until_sigterm_and_leaves_nothing_behind(tmp_path: Path) -> None:
     argv = [
         sys.executable, "-m", "airflow_vertex_dist.cli", "emulator",
-        "--grpc-port", "0", "--rest-port", "0", "--state-dir", str(tmp_path / "state"),
+        "--grpc-port", "0", "--rest-port", "0", "--storage-port", "0", "--state-dir", str(tmp_path / "state"),
         "--fault-rate", "ListCustomJobs=1", "--fault-codes", "RESOURCE_EXHAUSTED", "--seed", "1",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -48,6 +49,10 @@ def test_cli_serves_until_sigterm_and_leaves_nothing_behind(tmp_path: Path) -> N
             ready = lines.get(timeout=max(0.1, deadline - time.monotonic()))
         fields = dict(part.split("=", 1) for part in ready.split()[2:])
         assert fields["grpc"].startswith("127.0.0.1:") and fields["rest"].startswith("http://127.0.0.1:")
+        assert fields["storage"].startswith("http://127.0.0.1:")
+        with pytest.raises(urllib.error.HTTPError) as missing:  # the Cloud Storage API answers
+            urllib.request.urlopen(f"{fields['storage']}/storage/v1/b/nope/o", timeout=5)
+        assert missing.value.code == 404
 
         channel = grpc.insecure_channel(fields["grpc"])
         client = aiplatform_v1.JobServiceClient(transport=JobServiceGrpcTransport(channel=channel))
@@ -96,6 +101,8 @@ def test_cli_serves_until_sigterm_and_leaves_nothing_behind(tmp_path: Path) -> N
         (["--image-map", "python:3.11="], "expected IMAGE=COMMAND"),
         (["--grpc-port", "70000"], "--grpc-port: must be from 0 to 65535"),
         (["--latency", "-1"], "latency_s: must be at least 0"),
+        (["--storage-port", "-1"], "--storage-port: must be from 0 to 65535"),
+        (["--pass-env", "NOT-A-NAME"], "--pass-env: must be a variable name (got 'NOT-A-NAME')"),
     ],
 )
 def test_cli_rejects_bad_flags(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,6 +12,7 @@ from airflow_vertex_dist.emulator.cluster import (
     expand_env,
     is_reduction_server,
     job_spec_as_dict,
+    local_env,
     replica_env,
     replicas_of,
 )
@@ -81,9 +82,48 @@ def test_trial_and_output_dirs(tmp_path: Path) -> None:
     assert tf["task"]["type"] == "worker" and tf["task"]["trial"] == "7" and tf["task"]["index"] == 1
     assert tf["cluster"]["worker"] == ["127.0.0.1:20001", "127.0.0.1:20002"]
     assert env["CLOUD_ML_TRIAL_ID"] == "7"
-    assert env["AIP_MODEL_DIR"] == f"{tmp_path / 'gcs' / 'bkt' / 'out' / '7' / 'model'}/"
-    assert env["AIP_CHECKPOINT_DIR"].endswith("/out/7/checkpoints/")
-    assert env["AIP_TENSORBOARD_LOG_DIR"].endswith("/out/7/logs/")
+    # the gs:// URIs Vertex AI gives (trainer code reaches them through STORAGE_EMULATOR_HOST)
+    assert env["AIP_MODEL_DIR"] == "gs://bkt/out/7/model/"
+    assert env["AIP_CHECKPOINT_DIR"] == "gs://bkt/out/7/checkpoints/"
+    assert env["AIP_TENSORBOARD_LOG_DIR"] == "gs://bkt/out/7/logs/"
+    with pytest.raises(ValueError, match=r"outputUriPrefix: '\.\.'"):
+        _env({**spec, "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/../x"}}, "workerpool0-0", tmp_path)
+
+
+def test_pytorch_variables_follow_ai_platform(tmp_path: Path) -> None:
+    """MASTER_ADDR/PORT = the primary's address, WORLD_SIZE = pools 0 and 1, RANK 0 then workers 1..n."""
+    rs = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
+    spec = {"workerPoolSpecs": [_pool(1), _pool(3), _pool(2, rs), _pool(1)]}
+    got = {
+        key: {k: env.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")}
+        for key in ("workerpool0-0", "workerpool1-0", "workerpool1-2", "workerpool2-0", "workerpool3-0")
+        for env in [_env(spec, key, tmp_path)]
+    }
+    world = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "20000", "WORLD_SIZE": "4"}
+    assert got["workerpool0-0"] == {**world, "RANK": "0"}
+    assert got["workerpool1-0"] == {**world, "RANK": "1"}
+    assert got["workerpool1-2"] == {**world, "RANK": "3"}
+    none = dict.fromkeys(world.keys() | {"RANK"})
+    assert got["workerpool2-0"] == none and got["workerpool3-0"] == none
+
+
+def test_local_env_keeps_only_what_a_process_needs() -> None:
+    emulator_env = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LC_ALL": "C.UTF-8",
+        "AIRFLOW_CONN_X": "secret",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/k.json",
+        "PYTHONPATH": "/src",
+        "MARKER": "m",
+    }
+    assert local_env(emulator_env) == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+    }
+    assert local_env(emulator_env, ["MARKER", "ABSENT"])["MARKER"] == "m"
 
 
 def test_reduction_server_is_not_a_parameter_server(tmp_path: Path) -> None:

@@ -103,9 +103,15 @@ def in_groups(pgids: set[int]) -> list[int]:
 
 
 def test_distributed_job_replicas_connect_and_see_the_documented_environment(
-    env: Any, tmp_path: Path
+    env: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, config, runner = env
+    # the emulator's own environment: none of it may reach a replica (Vertex AI would not set it)
+    monkeypatch.setenv("AIRFLOW_CONN_VERTEX_DIST_DEFAULT", "canary-connection-secret")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "key.json"))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    config.storage_endpoint = "http://127.0.0.1:7"
     rec = tmp_path / "rec"
     rec.mkdir()
     spec = {
@@ -176,12 +182,28 @@ def test_distributed_job_replicas_connect_and_see_the_documented_environment(
             "cloud": f"{name.split('/')[-1]}-{key}",
         }
         assert tf["environment"] == "cloud" and tf["job"] == job_dict
-        base = tmp_path / "gcs" / "bkt" / "runs" / "a"
-        assert r["env"]["AIP_MODEL_DIR"] == f"{base / 'model'}/"
-        assert r["env"]["AIP_CHECKPOINT_DIR"] == f"{base / 'checkpoints'}/"
-        assert r["env"]["AIP_TENSORBOARD_LOG_DIR"] == f"{base / 'logs'}/"
+        assert r["env"]["AIP_MODEL_DIR"] == "gs://bkt/runs/a/model/"
+        assert r["env"]["AIP_CHECKPOINT_DIR"] == "gs://bkt/runs/a/checkpoints/"
+        assert r["env"]["AIP_TENSORBOARD_LOG_DIR"] == "gs://bkt/runs/a/logs/"
         assert r["env"]["CLOUD_ML_JOB_ID"] == name.split("/")[-1]
+        assert r["env"]["STORAGE_EMULATOR_HOST"] == "http://127.0.0.1:7"
         assert "CLOUD_ML_TRIAL_ID" not in r["env"]
+        torch_vars = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"}
+        if pool_name in ("workerpool0", "workerpool1"):
+            assert {k: r["env"][k] for k in torch_vars} == {
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": cluster["workerpool0"][0].rsplit(":", 1)[1],
+                "WORLD_SIZE": "3",
+                "RANK": "0" if pool_name == "workerpool0" else str(1 + int(index)),
+            }
+        else:
+            assert not torch_vars & set(r["env"])
+        service = {"CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "CLOUD_ML_HP_METRIC_FILE"}
+        service |= {"STORAGE_EMULATOR_HOST"} | {n for n in r["env"] if n.startswith("AIP_")} | torch_vars
+        local = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LC_ALL"}
+        local |= {"PYTHONUNBUFFERED", "RECORD_DIR", "LC_CTYPE"}  # the pool's env; Python sets LC_CTYPE
+        assert set(r["env"]) <= service | local, set(r["env"]) - service - local
+        assert r["env"]["LC_ALL"] == "C.UTF-8" and r["env"]["PATH"] == os.environ["PATH"]
     assert (tmp_path / "gcs" / "bkt" / "runs" / "a" / "model").is_dir()
     assert recs["workerpool0-0"]["argv"] == ["--role-arg"]
 
@@ -190,9 +212,11 @@ def test_distributed_job_replicas_connect_and_see_the_documented_environment(
     assert ps is not None and ps["state"] == "STOPPED" and not alive([ps["pid"]])
     primary = runner.replica_view(name, "workerpool0-0")
     assert primary is not None and primary["state"] == "SUCCEEDED" and primary["exitCode"] == 0
-    assert primary["logTail"] == ["workerpool0-0 done"]
+    assert primary["logTail"] == ["workerpool0-0 done"]  # the replica's own output
     log_file = config.state_dir / "logs" / name.split("/")[-1] / "workerpool2-0.log"
-    assert log_file.read_text().startswith("workerpool2-0 done")
+    note, output = log_file.read_text().splitlines()
+    assert "/gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally" in note
+    assert output == "workerpool2-0 done"
 
 
 def _wheel(path: Path) -> Path:
@@ -395,24 +419,21 @@ def test_crashed_replica_fails_the_job_with_its_log_tail(env: Any, tmp_path: Pat
     assert primary is not None and primary["state"] == "STOPPED" and not alive([primary["pid"]])
 
 
-def test_cancel_stops_every_process_group(env: Any, tmp_path: Path) -> None:
+def test_cancel_stops_every_process_tree(env: Any, tmp_path: Path) -> None:
+    """Each replica forks a child and a daemon (fork, setsid, fork): cancel leaves none of them."""
     store, config, runner = env
     pids = tmp_path / "pids"
-    spec = {
-        "workerPoolSpecs": [
-            pool("behave.py", 1, "--sleep", "60", "--child", "--pidfile", str(pids)),
-            pool("behave.py", 2, "--sleep", "60", "--child", "--pidfile", str(pids)),
-        ]
-    }
+    args = ("--sleep", "60", "--child", "--daemon", "--pidfile", str(pids))
+    spec = {"workerPoolSpecs": [pool("behave.py", 1, *args), pool("behave.py", 2, *args)]}
     name = create(store, runner, spec)
     lines = wait_for(
-        lambda: pids.exists() and len(pids.read_text().splitlines()) == 6 and pids.read_text().splitlines()
+        lambda: pids.exists() and len(pids.read_text().splitlines()) == 9 and pids.read_text().splitlines()
     )
     wait_for(lambda: store.get(name)["state"] == "JOB_STATE_RUNNING", what="RUNNING")
     recorded = [tuple(map(int, line.split())) for line in lines]
     groups = {pgid for _, pgid in recorded}
-    assert len(groups) == 3  # one process group per replica, grandchildren inside it
-    assert len(in_groups(groups)) == 6
+    assert len(groups) == 6  # each replica's group, and each daemon left it for a session of its own
+    assert len(alive([pid for pid, _ in recorded])) == 9
     runner.cancel(name)
     assert store.get(name)["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
     job = finished(store, name)
@@ -420,6 +441,32 @@ def test_cancel_stops_every_process_group(env: Any, tmp_path: Path) -> None:
     assert job["error"]["code"] == 1 and "cancelled" in job["error"]["message"]
     assert in_groups(groups) == []
     assert alive([pid for pid, _ in recorded]) == []
+
+
+DAEMON_THEN_EXIT = """\
+import os, sys, time
+if os.fork() == 0:  # a daemon: fork, setsid, fork again, the middle process exits
+    os.setsid()
+    if os.fork() == 0:
+        open(sys.argv[1], "a").write(f"{os.getpid()}\\n")
+        time.sleep(60)
+    os._exit(0)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+"""
+
+
+def test_a_daemon_does_not_outlive_its_replica(env: Any, tmp_path: Path) -> None:
+    """The primary exits 0 while its daemon still runs: the job succeeds and the daemon is already gone."""
+    store, config, runner = env
+    pids = tmp_path / "pids"
+    primary = pool("behave.py")
+    primary["containerSpec"].update(command=[sys.executable, "-c", DAEMON_THEN_EXIT], args=[str(pids)])
+    name = create(store, runner, {"workerPoolSpecs": [primary]})
+    job = finished(store, name)
+    assert job["state"] == "JOB_STATE_SUCCEEDED", job.get("error")
+    daemon = int(pids.read_text().split()[0])
+    assert alive([daemon]) == []  # stopped before the replica's exit was reported
 
 
 def test_timeout_fails_the_job_and_leaves_no_process(env: Any, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from airflow_vertex_dist.emulator.config import EmulatorConfig
 from airflow_vertex_dist.emulator.runner import Runner
 from airflow_vertex_dist.emulator.store import JobStore
 
-from .test_runner import TRAINERS, alive, finished, in_groups, pool, wait_for
+from .test_runner import TRAINERS, alive, finished, pool, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,9 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
     plain = {
         "displayName": "plain",
         "jobSpec": {
-            "workerPoolSpecs": [pool("behave.py", 1, "--sleep", "60", "--child", "--pidfile", str(pids))]
+            "workerPoolSpecs": [
+                pool("behave.py", 1, "--sleep", "60", "--child", "--daemon", "--pidfile", str(pids))
+            ]
         },
     }
     restartable = {
@@ -48,12 +50,11 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
         assert emulator.stdout is not None
         plain_name, restart_name = json.loads(emulator.stdout.readline())
         recorded = wait_for(
-            lambda: pids.exists() and len(lines := pids.read_text().splitlines()) == 2 and lines,
-            what="the replica and its child",
+            lambda: pids.exists() and len(lines := pids.read_text().splitlines()) == 3 and lines,
+            what="the replica, its child and its daemon",
         )
         wait_for(marker.exists, what="the restartable job's replica")
-        leader, child = (int(line.split()[0]) for line in recorded)
-        group = int(recorded[0].split()[1])
+        leader, child, daemon = (int(line.split()[0]) for line in recorded)
         store = JobStore(state / "jobs.sqlite3")
         wait_for(lambda: store.get(plain_name)["state"] == "JOB_STATE_RUNNING", what="RUNNING")
         emulator.send_signal(signal.SIGKILL)
@@ -61,9 +62,8 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
     finally:
         if emulator.poll() is None:
             emulator.kill()
-    # the parent-death signal took the replica down with the emulator; its own child is orphaned
-    wait_for(lambda: not alive([leader]), what="the replica to die with the emulator")
-    assert alive([child]) == [child]
+    # the parent-death signal told each replica's supervisor to stop its whole tree, the daemon too
+    wait_for(lambda: not alive([leader, child, daemon]), what="the replica's tree to die with the emulator")
     assert store.get(plain_name)["state"] == "JOB_STATE_RUNNING"  # nobody settled it yet
 
     runner = Runner(store, EmulatorConfig(state_dir=state, gcs_root=gcs, stop_grace_s=1.0))
@@ -75,7 +75,6 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
             "The emulator restarted while the job was RUNNING; its replicas were stopped."
         )
         assert "endTime" in job
-        wait_for(lambda: in_groups({group}) == [], what="the orphaned child to be stopped")
         # restartJobOnWorkerRestart: the job runs again (the second run ends at once) and succeeds
         again = finished(store, restart_name)
         assert again["state"] == "JOB_STATE_SUCCEEDED", again.get("error")
@@ -83,7 +82,37 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
         assert view is not None and view["logTail"] == ["run again: done at once"]
         # replica views of the dead emulator's jobs come from the state dir
         old = runner.replica_view(plain_name, "workerpool0-0")
-        assert old is not None and old["pid"] == leader
+        assert old is not None and old["pid"] != leader  # the supervisor's pid
     finally:
+        runner.close()
+        store.close()
+
+
+def test_recover_kills_what_the_supervisors_left(tmp_path: Path) -> None:
+    """The backstop: a process of a RUNNING job's replica (found by its CLOUD_ML_HP_METRIC_FILE) that
+    outlived its supervisor -- here started without one -- is killed when the next emulator recovers."""
+    state, gcs = tmp_path / "state", tmp_path / "gcs"
+    store = JobStore(state / "jobs.sqlite3")
+    job = store.insert("customJobs", "projects/p/locations/l", {"displayName": "j", "jobSpec": {}})
+    store.update(job["name"], lambda j: j.update(state="JOB_STATE_RUNNING"))
+    job_id = job["name"].rsplit("/", 1)[1]
+    metric = state / "logs" / job_id / "hypertune" / "workerpool0-0.metrics"
+    other = state / "logs" / f"{job_id}9" / "hypertune" / "workerpool0-0.metrics"  # another job's
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    left = subprocess.Popen(sleep, env={"CLOUD_ML_HP_METRIC_FILE": str(metric)}, start_new_session=True)
+    bystander = subprocess.Popen(sleep, env={"CLOUD_ML_HP_METRIC_FILE": str(other)}, start_new_session=True)
+    runner = Runner(store, EmulatorConfig(state_dir=state, gcs_root=gcs, stop_grace_s=1.0))
+    try:
+        runner.recover()
+        assert left.wait(timeout=10) == -signal.SIGKILL
+        recovered = store.get(job["name"])
+        assert recovered["state"] == "JOB_STATE_FAILED"
+        assert recovered["error"]["message"].endswith("; its replicas were stopped.")
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+        left.kill()
+        left.wait()
         runner.close()
         store.close()

@@ -112,7 +112,7 @@ def test_grid_study_runs_trials_in_parallel_and_picks_the_best(env: Any, tmp_pat
     for i, r in enumerate(runs, start=1):
         assert r["trial"] == str(i) and r["x"] == i
         assert r["cluster_spec"]["task"] == {"type": "workerpool0", "index": 0, "trial": str(i)}
-        assert r["model_dir"] == f"{tmp_path / 'gcs' / 'bkt' / 'study' / str(i) / 'model'}/"
+        assert r["model_dir"] == f"gs://bkt/study/{i}/model/"
         assert r["argv"] == ["--work", "0.8", f"--x={i}"]  # the parameter comes after the args
 
     by_x = {t["parameters"][0]["value"]: t for t in trials}
@@ -229,3 +229,23 @@ def test_final_measurement_best_and_last_and_failure_rule() -> None:
     assert failed_trial_limit(0, 2) == 2
     assert failed_trial_limit(0, 10) == 3
     assert failed_trial_limit(0, 50) == 10
+
+
+def test_a_trial_whose_python_lacks_hypertune_says_so(env: Any, tmp_path: Path) -> None:
+    """The check at trial start: the primary's Python (a venv without cloudml-hypertune) cannot report."""
+    import venv
+
+    store, config, runner = env
+    bare = tmp_path / "bare"
+    venv.EnvBuilder(with_pip=False).create(bare)
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    body = _tuning_job(rec, algorithm="RANDOM_SEARCH", max_trials=1, parallel=1)
+    body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"][0] = str(bare / "bin" / "python")
+    name = store.insert("hyperparameterTuningJobs", PARENT, body)["name"]
+    runner.submit(name)
+    done = finished(store, name, timeout=60)
+    (trial,) = done["trials"]
+    assert trial["state"] == "INFEASIBLE"
+    assert "cannot import hypertune: install cloudml-hypertune" in trial["infeasibleReason"]
+    assert not list(rec.iterdir())  # the trainer never ran

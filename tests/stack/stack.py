@@ -11,9 +11,10 @@ so it can be signalled as a group:
 * ``airflow-vertex-dist emulator`` on free loopback ports; the ``vertex_dist_default`` connection
   points at it.
 
-Every process (and every replica the emulator starts, which inherits its environment) carries the
-environment variable ``AVD_STACK_MARKER=<random id>``, so teardown can prove that nothing is left:
-:meth:`AirflowStack.leftover_pids` scans ``/proc`` for it.
+Every process carries the environment variable ``AVD_STACK_MARKER=<random id>``, so teardown can prove
+that nothing is left: :meth:`AirflowStack.marked_pids` scans ``/proc`` for it. Replicas start from a
+clean environment; the emulator is told to pass the marker on (``--pass-env AVD_STACK_MARKER``), so
+every replica, and everything a replica forks, carries it too.
 
 DAG runs are triggered and awaited through Airflow's REST API (``/api/v2``) with a bearer token from
 the simple auth manager (``[core] simple_auth_manager_all_admins``: ``GET /auth/token``).
@@ -341,6 +342,8 @@ class AirflowStack:
             "--state-dir", str(self.emulator_state),
             "--rest-port", str(rest_port),
             "--grpc-port", str(grpc_port),
+            "--storage-port", "0",
+            "--pass-env", MARKER_ENV,
             *self.emulator_args,
         ]  # fmt: skip
         proc = Proc("emulator", argv, self.base_env(), log).start()

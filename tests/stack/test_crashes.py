@@ -5,7 +5,9 @@
 * a running task marked failed, or cleared, through the REST API: its job is cancelled (deferred and
   not), and no replica process is left;
 * the emulator killed and restarted mid-run: the job comes back FAILED with the emulator's error and
-  the task fails with it (no silent success, no second job).
+  the task fails with it (no silent success, no second job);
+* the same with a replica that forks a child and a daemon (fork, setsid, fork): no process of the
+  replica's tree outlives the emulator, even before it restarts.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -154,6 +157,58 @@ def test_emulator_kill9_and_restart_fails_the_task_loudly(stack: AirflowStack) -
     assert "restart" in message
     assert message.splitlines()[0] in log
     assert job_replicas_gone(stack, job)
+
+
+FORKING = """
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # a child in the replica's group
+if os.fork() == 0:  # a daemon: its own session, its parent gone
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+time.sleep(600)
+"""
+
+
+def job_processes(stack: AirflowStack, job: dict[str, Any]) -> list[int]:
+    job_id = str(job["name"]).rsplit("/", 1)[1]
+    work = str(stack.emulator_state / "work" / job_id)
+    out = []
+    for pid in stack.replica_pids():
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(work):
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def test_emulator_kill9_leaves_no_process_of_a_forking_replica(stack: AirflowStack) -> None:
+    """The replica forks a child and a setsid daemon; the emulator dies (SIGKILL): its whole tree goes."""
+    run_id = stack.trigger("stack_noretry", {"code": FORKING})
+    job = wait_job(stack, "stack_noretry", run_id, {"JOB_STATE_RUNNING"})
+    # the supervisor, the replica, its child and the daemon (the daemon's parent has exited)
+    tree = poll_until(
+        lambda: len(pids := job_processes(stack, job)) >= 4 and pids, timeout=60, what="the replica's tree"
+    )
+    sessions = {int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3]) for pid in tree}
+    assert len(sessions) >= 2  # the daemon left the replica's session
+    started = time.monotonic()
+    stack.kill("emulator", signal.SIGKILL)
+    poll_until(lambda: not job_processes(stack, job), timeout=30, interval=0.2, what="no process of the tree")
+    gone_s = time.monotonic() - started
+    stack.start_emulator()
+    state = stack.wait_run("stack_noretry", run_id, timeout=180)
+    jobs = run_jobs(stack, "stack_noretry", run_id)
+    Figures.record(
+        "crashes",
+        "emulator_kill9_forking_replica",
+        {"outcome": state, "processes": len(tree), "left": 0, "gone_s": round(gone_s, 1), "jobs": len(jobs)},
+    )
+    assert state == "failed"
+    assert [j["name"] for j in jobs] == [job["name"]]
+    assert jobs[0]["error"]["message"].endswith("; its replicas were stopped.")
 
 
 def test_triggerer_kill9_then_restart(stack: AirflowStack) -> None:

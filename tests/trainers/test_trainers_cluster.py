@@ -8,13 +8,11 @@ from typing import Any
 
 import pytest
 import trainer_harness  # noqa: F401  (puts dags/ on sys.path)
+from trainers import gcs
 from trainers.cluster import (
     ClusterSpec,
     ClusterSpecError,
     ddp_world,
-    gcs_mount_root,
-    local_path,
-    output_dir,
     split_address,
 )
 
@@ -157,33 +155,44 @@ def test_ipv6_addresses() -> None:
     assert split_address("[::1]:8470") == ("::1", 8470)
 
 
-def test_gs_uris_map_to_the_cloud_storage_mount(tmp_path: Path) -> None:
-    assert gcs_mount_root(None, {}) == "/gcs"  # Vertex AI's Cloud Storage FUSE mount
-    mount = {"GCS_MOUNT_ROOT": f"{tmp_path}/"}
-    assert local_path("gs://bkt/a/b", env=mount) == tmp_path / "bkt" / "a" / "b"
-    assert local_path("gs://bkt", env=mount) == tmp_path / "bkt"
-    assert local_path("relative/dir", env={}) == Path("relative/dir")
-    with pytest.raises(ClusterSpecError, match="needs a bucket"):
-        local_path("gs:///x", env=mount)
-    if not Path("/gcs").is_dir():  # not on Vertex: a gs:// path with nowhere to go is an error
-        with pytest.raises(
-            ClusterSpecError, match=r"'gs://bkt/x': no Cloud Storage mount at /gcs .* GCS_MOUNT_ROOT"
-        ):
-            local_path("gs://bkt/x", env={})
+def test_files_at_local_paths_and_under_a_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GCS_MOUNT_ROOT", raising=False)
+    local = str(tmp_path / "out")
+    gcs.write_json(gcs.join(local, "m.json"), {"a": 1})
+    assert json.loads(gcs.read_text(f"{local}/m.json")) == {"a": 1} and gcs.exists(f"{local}/m.json")
+    assert gcs.list_dir(local) == ["m.json"] and gcs.list_dir(str(tmp_path / "none")) == []
+    assert gcs.fetch_dir(local, tmp_path / "unused") == Path(local)
+    # outside a job (an Airflow task), GCS_MOUNT_ROOT stands for gs://
+    monkeypatch.setenv("GCS_MOUNT_ROOT", str(tmp_path / "mnt"))
+    gcs.write_bytes("gs://bkt/a/b.bin", b"x")
+    assert (tmp_path / "mnt" / "bkt" / "a" / "b.bin").read_bytes() == b"x"
+    with pytest.raises(gcs.GcsError, match="needs a bucket"):
+        gcs.read_text("gs:///x")
+    with pytest.raises(gcs.GcsError, match="'..'"):
+        gcs.read_text("gs://bkt/a/../../etc/passwd")
 
 
-def test_mount_root_is_derived_from_a_local_model_dir(tmp_path: Path) -> None:
-    spec = ClusterSpec.parse(spec_text(0, 0))  # base gs://b/run
-    env = {"AIP_MODEL_DIR": f"{tmp_path}/gcs/b/run/model/"}
-    assert gcs_mount_root(spec, env) == f"{tmp_path}/gcs"
-    assert local_path("gs://b/data/train", spec, env) == tmp_path / "gcs" / "b" / "data" / "train"
-    # a model dir that does not stand for the base directory says nothing: the Vertex mount
-    assert gcs_mount_root(spec, {"AIP_MODEL_DIR": "/elsewhere/model/"}) == "/gcs"
-    assert gcs_mount_root(spec, {"AIP_MODEL_DIR": "gs://b/run/model/"}) == "/gcs"
+def test_gs_uris_go_through_google_cloud_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a replica (no GCS_MOUNT_ROOT), gs:// is the Cloud Storage API: here the emulator's."""
+    from airflow_vertex_dist.emulator.storage import StorageServer
 
-
-def test_output_dir_flag_then_variable_then_default() -> None:
-    env = {"AIP_MODEL_DIR": "gs://b/run/model/", "GCS_MOUNT_ROOT": "/mnt/gcs"}
-    assert output_dir("AIP_MODEL_DIR", "/flag", "model", env=env) == Path("/flag")
-    assert output_dir("AIP_MODEL_DIR", None, "model", env=env) == Path("/mnt/gcs/b/run/model")
-    assert output_dir("AIP_MODEL_DIR", None, "model", env={}) == Path("model")
+    root = tmp_path / "gcs"
+    (root / "bkt").mkdir(parents=True)
+    server = StorageServer(root)
+    server.start()
+    monkeypatch.delenv("GCS_MOUNT_ROOT", raising=False)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.endpoint)
+    gcs._client.cache_clear()
+    try:
+        gcs.write_json("gs://bkt/run/model/metrics.json", {"accuracy": 0.9})
+        gcs.write_bytes("gs://bkt/run/model/model.pt", b"\x00\x01")
+        gcs.write_bytes("gs://bkt/run/model/sub/x", b"")
+        assert json.loads((root / "bkt" / "run" / "model" / "metrics.json").read_text()) == {"accuracy": 0.9}
+        assert gcs.list_dir("gs://bkt/run/model/") == ["metrics.json", "model.pt"]
+        assert gcs.exists("gs://bkt/run/model/model.pt") and not gcs.exists("gs://bkt/run/model/nope")
+        got = gcs.fetch_dir("gs://bkt/run/model", tmp_path / "copy")
+        assert sorted(p.name for p in got.iterdir()) == ["metrics.json", "model.pt"]
+        assert (got / "model.pt").read_bytes() == b"\x00\x01"
+    finally:
+        gcs._client.cache_clear()
+        server.stop()

@@ -247,6 +247,18 @@ def test_ddp_arguments_and_rendezvous_without_torch(capsys: pytest.CaptureFixtur
     assert "'trainers.ddp_trainer'" in out and "torch" not in out and "hypertune" not in out
 
 
+def test_the_ddp_world_comes_from_the_variables_vertex_sets() -> None:
+    from trainers import ddp_trainer
+    from trainers.cluster import ClusterSpecError, DdpWorld
+
+    env = {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "2222", "WORLD_SIZE": "3", "RANK": "2"}
+    assert ddp_trainer.env_world(env) == DdpWorld(2, 3, "10.0.0.1", 2222)
+    with pytest.raises(ClusterSpecError, match="^MASTER_PORT, RANK: not set; Vertex AI sets"):
+        ddp_trainer.env_world({"MASTER_ADDR": "h", "WORLD_SIZE": "3"})
+    with pytest.raises(ClusterSpecError, match="must be integers"):
+        ddp_trainer.env_world({**env, "RANK": "one"})
+
+
 def test_a_bad_cluster_spec_stops_the_replica_with_the_field(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

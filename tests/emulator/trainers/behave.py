@@ -2,6 +2,8 @@
 
 --sleep S         run for S seconds (the workload)
 --child           also start a grandchild that runs as long (it must die with the job)
+--daemon          also start a daemon that runs as long: fork, setsid, fork again (it leaves the
+                  replica's process group and session, and its parent exits: it must die too)
 --exit N          exit with status N
 --say TEXT        print TEXT lines before exiting
 --fail-once PATH  exit 2 the first time (creating PATH), succeed afterwards
@@ -20,6 +22,7 @@ import time
 p = argparse.ArgumentParser()
 p.add_argument("--sleep", type=float, default=0.0)
 p.add_argument("--child", action="store_true")
+p.add_argument("--daemon", action="store_true")
 p.add_argument("--exit", type=int, default=0)
 p.add_argument("--say", action="append", default=[])
 p.add_argument("--fail-once")
@@ -31,6 +34,17 @@ pids = [os.getpid()]
 if a.child:
     child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({a.sleep})"])
     pids.append(child.pid)
+if a.daemon:
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(w, f"{os.getpid()}\n".encode())
+            time.sleep(a.sleep)
+            os._exit(0)
+        os._exit(0)
+    os.close(w)
+    pids.append(int(os.fdopen(r).readline()))
 if a.pidfile:
     with open(a.pidfile, "a") as fh:
         fh.write("".join(f"{pid} {os.getpgid(pid)}\n" for pid in pids))

@@ -62,7 +62,7 @@ record = {
     "key": key,
     "CLUSTER_SPEC": spec,
     "TF_CONFIG": json.loads(os.environ["TF_CONFIG"]) if "TF_CONFIG" in os.environ else None,
-    "env": {k: v for k, v in os.environ.items() if k.startswith(("AIP_", "CLOUD_ML_"))},
+    "env": dict(os.environ),
     "argv": sys.argv[1:],
     "cwd": os.getcwd(),
 }

@@ -1,0 +1,667 @@
+"""A local Cloud Storage JSON API over ``--gcs-root``, so trainer code reaches ``gs://`` as on Vertex AI.
+
+Replicas get ``STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>``: the stock ``google-cloud-storage``
+client (and ``gcsfs``) then send their calls here, with no credentials. Object ``gs://b/x/y`` is the
+file ``<gcs_root>/b/x/y`` (``gcs.to_local_path``, the emulator's one mapping), so what a replica
+uploads is what ``package_uris`` and the next job read, and what a user puts under the directory is
+an object. The subset served is what those clients use for objects:
+
+* ``GET /storage/v1/b/<bucket>`` (bucket exists = the directory exists), ``POST /storage/v1/b``
+  (creates the directory);
+* ``GET /storage/v1/b/<bucket>/o`` (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``,
+  ``startOffset``, ``endOffset``);
+* ``GET /storage/v1/b/<bucket>/o/<object>`` (metadata; ``alt=media``: the bytes, ``Range`` honoured),
+  ``GET /download/storage/v1/b/<bucket>/o/<object>?alt=media``, ``DELETE .../o/<object>``;
+* ``POST /upload/storage/v1/b/<bucket>/o`` with ``uploadType=media``, ``multipart`` or ``resumable``
+  (then ``PUT`` chunks with ``Content-Range``), and ``ifGenerationMatch`` preconditions.
+
+How it differs from Cloud Storage (docs/emulator.md): metadata beyond name, size, hashes and times is
+not stored (``contentType`` is guessed from the name); an object name ending in ``/`` or one that
+would make a file and a directory share a path (``a`` and ``a/b``) is refused with 400; the generation
+is the file's modification time in nanoseconds. It binds 127.0.0.1 only and refuses a request that
+carries an ``Origin`` header (a web page's) or a ``Host`` that is not a loopback name.
+
+Why not the ``gcp-storage-emulator`` package: it keeps objects in its own storage layout (with
+metadata files) rather than a plain directory tree, so ``--gcs-root`` could no longer be a directory
+that ``package_uris``, ``base_output_directory`` and the user share.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import mimetypes
+import os
+import re
+import secrets
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from airflow_vertex_dist.emulator.gcs import to_local_path
+
+__all__ = ["MAX_MULTIPART_BYTES", "StorageServer"]
+
+#: largest ``uploadType=multipart`` body (clients switch to resumable uploads well below this).
+MAX_MULTIPART_BYTES = 64 * 1024 * 1024
+log = logging.getLogger(__name__)
+_CHUNK = 1024 * 1024
+_TMP_PREFIX = ".avd-upload-"
+_HOST = "127.0.0.1"
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
+_CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
+
+
+class _Error(Exception):
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _hashes(path: Path) -> tuple[str, str]:
+    """``(md5Hash, crc32c)`` of a file, base64 as the JSON API writes them."""
+    import google_crc32c
+
+    crc32c: Any = google_crc32c  # the package has no type hints
+    md5 = hashlib.md5(usedforsecurity=False)
+    crc = crc32c.Checksum()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_CHUNK), b""):
+            md5.update(block)
+            crc.update(block)
+    return base64.b64encode(md5.digest()).decode(), base64.b64encode(crc.digest()).decode()
+
+
+class _Upload:
+    """A resumable upload session: bytes so far go to a temporary file beside the object."""
+
+    def __init__(self, bucket: str, name: str, target: Path, if_generation_match: str | None) -> None:
+        self.bucket = bucket
+        self.name = name
+        self.target = target
+        self.if_generation_match = if_generation_match
+        self.tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+        self.received = 0
+        self.lock = threading.Lock()
+
+
+class _StorageHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, address: tuple[str, int], root: Path) -> None:
+        super().__init__(address, _Handler)
+        self.root = root
+        self.uploads: dict[str, _Upload] = {}
+        self.uploads_lock = threading.Lock()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _StorageHTTPServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(data).encode(), "application/json; charset=UTF-8", headers)
+
+    def _error(self, err: _Error) -> None:
+        self._json(
+            err.status,
+            {
+                "error": {
+                    "code": err.status,
+                    "message": err.message,
+                    "errors": [{"message": err.message, "domain": "global", "reason": err.reason}],
+                }
+            },
+        )
+
+    def _length(self) -> int:
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            if self.headers.get("Transfer-Encoding"):
+                raise _Error(411, "required", "Content-Length is required (chunked bodies are not supported)")
+            return 0
+        try:
+            length = int(raw)
+        except ValueError:
+            raise _Error(400, "invalid", f"Content-Length: not a number ({raw!r})") from None
+        if length < 0:
+            raise _Error(400, "invalid", f"Content-Length: must not be negative ({length})")
+        return length
+
+    def _body_chunks(self, length: int) -> Iterator[bytes]:
+        left = length
+        while left > 0:
+            block = self.rfile.read(min(_CHUNK, left))
+            if not block:
+                raise _Error(400, "invalid", "the request body ended before Content-Length bytes")
+            left -= len(block)
+            yield block
+
+    def _drain(self) -> None:
+        with contextlib.suppress(_Error, OSError, ValueError):
+            for _ in self._body_chunks(self._length()):
+                pass
+
+    def _check_origin(self) -> None:
+        if self.headers.get("Origin") is not None:
+            raise _Error(403, "forbidden", "requests from web pages (with an Origin header) are refused")
+        host = (self.headers.get("Host") or "").lower()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in _LOOPBACK:
+            raise _Error(403, "forbidden", f"Host: {host!r} is not a loopback name")
+
+    def _route(self, method: str) -> None:
+        split = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        try:
+            self._check_origin()
+            self._dispatch(method, split.path, query)
+        except _Error as err:
+            self._drain_if_needed(method)
+            self._error(err)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as exc:  # a bug or a disk error: answer, and say what, rather than hang up
+            log.exception("storage request %s %s failed", method, split.path)
+            self.close_connection = True
+            self._error(_Error(500, "backendError", f"the emulator's storage failed: {exc!r}"))
+
+    def _drain_if_needed(self, method: str) -> None:
+        # a refused upload's body was not read: the connection cannot be reused
+        if method in ("POST", "PUT"):
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_HEAD(self) -> None:
+        self._route("HEAD")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def do_PUT(self) -> None:
+        self._route("PUT")
+
+    def do_DELETE(self) -> None:
+        self._route("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._route("PATCH")
+
+    # -- routing ----------------------------------------------------------------------------------
+
+    def _dispatch(self, method: str, path: str, query: dict[str, str]) -> None:
+        parts = path.split("/")
+        # ["", "storage", "v1", "b", bucket, "o", object...]; upload/download put a word first
+        prefix = ""
+        if len(parts) > 1 and parts[1] in ("upload", "download"):
+            prefix = parts[1]
+            parts = [""] + parts[2:]
+        if parts[1:4] != ["storage", "v1", "b"]:
+            raise _Error(404, "notFound", f"{path}: not a Cloud Storage JSON API path this emulator serves")
+        rest = parts[4:]
+        if not rest or rest == [""]:
+            if method == "POST" and not prefix:
+                return self._insert_bucket(query)
+            raise _Error(400, "invalid", f"{method} {path}: listing buckets is not supported")
+        bucket = unquote(rest[0])
+        if len(rest) == 1:
+            if method in ("GET", "HEAD") and not prefix:
+                return self._get_bucket(bucket)
+            raise _Error(405, "invalid", f"{method} {path}: not supported on a bucket")
+        if rest[1] != "o":
+            raise _Error(404, "notFound", f"{path}: only objects (/o) are served")
+        if len(rest) == 2 or (len(rest) == 3 and rest[2] == ""):
+            if prefix == "upload" and method in ("POST", "PUT") and "upload_id" in query:
+                return self._resume(query)  # a session URI takes PUT (google-cloud-storage) or POST (gcsfs)
+            if prefix == "upload" and method == "POST":
+                return self._upload(bucket, query)
+            if method in ("GET", "HEAD") and not prefix:
+                return self._list(bucket, query)
+            raise _Error(405, "invalid", f"{method} {path}: not supported")
+        name = unquote("/".join(rest[2:]))
+        if method in ("GET", "HEAD"):
+            if query.get("alt") == "media" or prefix == "download":
+                return self._download(bucket, name)
+            return self._json(200, self._resource(bucket, name))
+        if method == "DELETE" and not prefix:
+            return self._delete(bucket, name, query)
+        if method == "PATCH" and not prefix:
+            self._drain()
+            return self._json(200, self._resource(bucket, name))
+        raise _Error(405, "invalid", f"{method} {path}: not supported")
+
+    # -- paths ------------------------------------------------------------------------------------
+
+    def _bucket_dir(self, bucket: str) -> Path:
+        try:
+            path = to_local_path(f"gs://{bucket}", self.server.root, field="bucket")
+        except ValueError as exc:
+            raise _Error(400, "invalid", str(exc)) from None
+        if not path.is_dir():
+            raise _Error(404, "notFound", f"The specified bucket does not exist: {bucket}")
+        return path
+
+    def _object_path(self, bucket: str, name: str) -> Path:
+        if not name:
+            raise _Error(400, "required", "object name: required")
+        if name.endswith("/"):
+            raise _Error(
+                400,
+                "invalid",
+                f"object name {name!r}: names ending in '/' (folder placeholders) cannot be stored in the "
+                "emulator's directory tree",
+            )
+        if name.split("/")[-1].startswith(_TMP_PREFIX):
+            raise _Error(400, "invalid", f"object name {name!r}: {_TMP_PREFIX}* is reserved by the emulator")
+        self._bucket_dir(bucket)
+        try:
+            return to_local_path(f"gs://{bucket}/{name}", self.server.root, field="object name")
+        except ValueError as exc:
+            raise _Error(400, "invalid", str(exc)) from None
+
+    def _existing(self, bucket: str, name: str) -> Path:
+        path = self._object_path(bucket, name)
+        if not path.is_file():
+            raise _Error(404, "notFound", f"No such object: {bucket}/{name}")
+        return path
+
+    # -- buckets ----------------------------------------------------------------------------------
+
+    def _bucket_resource(self, bucket: str, path: Path) -> dict[str, Any]:
+        created = _rfc3339(path.stat().st_mtime)
+        return {
+            "kind": "storage#bucket",
+            "id": bucket,
+            "name": bucket,
+            "selfLink": f"{self._base()}/storage/v1/b/{bucket}",
+            "location": "US",
+            "storageClass": "STANDARD",
+            "timeCreated": created,
+            "updated": created,
+            "metageneration": "1",
+        }
+
+    def _get_bucket(self, bucket: str) -> None:
+        self._json(200, self._bucket_resource(bucket, self._bucket_dir(bucket)))
+
+    def _insert_bucket(self, query: dict[str, str]) -> None:
+        length = self._length()
+        if length > MAX_MULTIPART_BYTES:
+            raise _Error(413, "invalid", "bucket resource too large")
+        try:
+            meta = json.loads(b"".join(self._body_chunks(length)) or b"{}")
+        except ValueError:
+            raise _Error(400, "parseError", "the bucket resource is not JSON") from None
+        bucket = str(meta.get("name") or "") if isinstance(meta, dict) else ""
+        try:
+            path = to_local_path(f"gs://{bucket}", self.server.root, field="name")
+        except ValueError as exc:
+            raise _Error(400, "invalid", str(exc)) from None
+        if path.is_dir():
+            raise _Error(409, "conflict", f"The bucket {bucket} already exists")
+        path.mkdir(parents=True)
+        self._json(200, self._bucket_resource(bucket, path))
+
+    # -- objects ----------------------------------------------------------------------------------
+
+    def _base(self) -> str:
+        return f"http://{_HOST}:{self.server.server_address[1]}"
+
+    def _resource(self, bucket: str, name: str, path: Path | None = None) -> dict[str, Any]:
+        path = path or self._existing(bucket, name)
+        st = path.stat()
+        md5, crc = _hashes(path)
+        quoted = quote(name, safe="")
+        return {
+            "kind": "storage#object",
+            "id": f"{bucket}/{name}/{st.st_mtime_ns}",
+            "name": name,
+            "bucket": bucket,
+            "generation": str(st.st_mtime_ns),
+            "metageneration": "1",
+            "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
+            "storageClass": "STANDARD",
+            "size": str(st.st_size),
+            "md5Hash": md5,
+            "crc32c": crc,
+            "etag": md5,
+            "timeCreated": _rfc3339(st.st_mtime),
+            "updated": _rfc3339(st.st_mtime),
+            "selfLink": f"{self._base()}/storage/v1/b/{bucket}/o/{quoted}",
+            "mediaLink": f"{self._base()}/download/storage/v1/b/{bucket}/o/{quoted}?alt=media",
+        }
+
+    def _list(self, bucket: str, query: dict[str, str]) -> None:
+        root = self._bucket_dir(bucket)
+        prefix = query.get("prefix", "")
+        delimiter = query.get("delimiter", "")
+        start = query.get("startOffset", "")
+        end = query.get("endOffset", "")
+        token = query.get("pageToken", "")
+        try:
+            limit = max(1, min(int(query.get("maxResults") or 1000), 1000))
+        except ValueError:
+            raise _Error(400, "invalid", f"maxResults: not a number ({query.get('maxResults')!r})") from None
+        names: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+            rel = os.path.relpath(dirpath, root)
+            for filename in filenames:
+                if filename.startswith(_TMP_PREFIX):
+                    continue
+                name = filename if rel == "." else f"{rel.replace(os.sep, '/')}/{filename}"
+                if name.startswith(prefix):
+                    names.append(name)
+        names.sort()
+        items: list[dict[str, Any]] = []
+        prefixes: list[str] = []
+        seen: set[str] = set()
+        next_token = last = ""
+        for name in names:
+            if (start and name < start) or (end and name >= end) or (token and name <= token):
+                continue
+            if len(items) + len(prefixes) >= limit:
+                next_token = last
+                break
+            cut = name.find(delimiter, len(prefix)) if delimiter else -1
+            if cut != -1:
+                sub = name[: cut + len(delimiter)]
+                last = name
+                if sub not in seen:
+                    seen.add(sub)
+                    prefixes.append(sub)
+                continue
+            items.append(self._resource(bucket, name, root / name))
+            last = name
+        out: dict[str, Any] = {"kind": "storage#objects"}
+        if items:
+            out["items"] = items
+        if prefixes:
+            out["prefixes"] = prefixes
+        if next_token:
+            out["nextPageToken"] = next_token
+        self._json(200, out)
+
+    def _download(self, bucket: str, name: str) -> None:
+        path = self._existing(bucket, name)
+        size = path.stat().st_size
+        start, stop = 0, size
+        status = 200
+        headers: dict[str, str] = {}
+        spec = self.headers.get("Range")
+        if spec:
+            match = _RANGE_RE.fullmatch(spec.strip())
+            if match is None or (not match[1] and not match[2]):
+                raise _Error(400, "invalid", f"Range: {spec!r} is not 'bytes=START-END'")
+            if match[1]:
+                start = int(match[1])
+                stop = min(size, int(match[2]) + 1) if match[2] else size
+            else:
+                start = max(0, size - int(match[2]))
+            if start >= size and size > 0:
+                raise _Error(416, "invalid", f"Range: {spec!r} starts past the object's {size} bytes")
+            status = 206
+            headers["Content-Range"] = f"bytes {start}-{max(start, stop - 1)}/{size}"
+        else:
+            md5, crc = _hashes(path)
+            headers["X-Goog-Hash"] = f"crc32c={crc},md5={md5}"
+        headers["X-Goog-Generation"] = str(path.stat().st_mtime_ns)
+        headers["X-Goog-Stored-Content-Length"] = str(size)
+        length = max(0, stop - start)
+        self.send_response(status)
+        self.send_header("Content-Type", mimetypes.guess_type(name)[0] or "application/octet-stream")
+        self.send_header("Content-Length", str(length))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            left = length
+            while left > 0:
+                block = fh.read(min(_CHUNK, left))
+                if not block:
+                    break
+                self.wfile.write(block)
+                left -= len(block)
+
+    def _delete(self, bucket: str, name: str, query: dict[str, str]) -> None:
+        path = self._existing(bucket, name)
+        self._precondition(path, query.get("ifGenerationMatch"))
+        path.unlink()
+        self._send(204, b"", "application/json")
+
+    # -- uploads ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _precondition(path: Path, if_generation_match: str | None) -> None:
+        if if_generation_match is None or if_generation_match == "":
+            return
+        current = str(path.stat().st_mtime_ns) if path.is_file() else "0"
+        if current != if_generation_match:
+            raise _Error(
+                412,
+                "conditionNotMet",
+                f"At least one of the pre-conditions you specified did not hold (ifGenerationMatch="
+                f"{if_generation_match}, generation {current}).",
+            )
+
+    def _prepare_target(self, bucket: str, name: str) -> Path:
+        path = self._object_path(bucket, name)
+        if path.is_dir():
+            raise _Error(
+                400, "invalid", f"object name {name!r}: the emulator holds objects below it ({name}/...)"
+            )
+        for parent in path.relative_to(self.server.root).parents:
+            if (self.server.root / parent).is_file():
+                raise _Error(
+                    400,
+                    "invalid",
+                    f"object name {name!r}: the object {parent.as_posix()} is stored as a file",
+                )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _commit(
+        self, tmp: Path, target: Path, if_generation_match: str | None, bucket: str, name: str
+    ) -> None:
+        try:
+            self._precondition(target, if_generation_match)
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        self._json(200, self._resource(bucket, name, target))
+
+    def _upload(self, bucket: str, query: dict[str, str]) -> None:
+        kind = query.get("uploadType", "")
+        if kind == "media":
+            name = query.get("name", "")
+            target = self._prepare_target(bucket, name)
+            tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+            try:
+                with open(tmp, "wb") as fh:
+                    for block in self._body_chunks(self._length()):
+                        fh.write(block)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            return self._commit(tmp, target, query.get("ifGenerationMatch"), bucket, name)
+        if kind == "multipart":
+            return self._multipart(bucket, query)
+        if kind == "resumable":
+            return self._start_resumable(bucket, query)
+        raise _Error(400, "invalid", f"uploadType: must be media, multipart or resumable (got {kind!r})")
+
+    def _multipart(self, bucket: str, query: dict[str, str]) -> None:
+        length = self._length()
+        if length > MAX_MULTIPART_BYTES:
+            raise _Error(
+                413, "uploadTooLarge", f"a multipart upload is limited to {MAX_MULTIPART_BYTES} bytes here"
+            )
+        body = b"".join(self._body_chunks(length))
+        ctype = self.headers.get("Content-Type", "")
+        match = re.search(r'boundary="?([^";]+)"?', ctype)
+        if not ctype.startswith("multipart/related") or match is None:
+            raise _Error(400, "invalid", "Content-Type: multipart/related with a boundary is required")
+        delim = b"--" + match[1].encode()
+        chunks = body.split(delim)
+        parts = []
+        for chunk in chunks[1:]:
+            if chunk.startswith(b"--"):
+                break
+            # RFC 2046 says CRLF; gcsfs writes bare LF: accept both
+            match_sep = re.search(rb"\r?\n\r?\n", chunk)
+            if match_sep is None:
+                raise _Error(400, "invalid", "a multipart part has no header/body separator")
+            content = chunk[match_sep.end() :]
+            if content.endswith(b"\r\n"):
+                content = content[:-2]
+            elif content.endswith(b"\n"):
+                content = content[:-1]
+            parts.append(content)
+        if len(parts) != 2:
+            raise _Error(
+                400, "invalid", f"a multipart upload has 2 parts: metadata and media (got {len(parts)})"
+            )
+        try:
+            meta = json.loads(parts[0] or b"{}")
+        except ValueError:
+            raise _Error(400, "parseError", "the metadata part is not JSON") from None
+        name = str(meta.get("name") or query.get("name") or "") if isinstance(meta, dict) else ""
+        target = self._prepare_target(bucket, name)
+        tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+        tmp.write_bytes(parts[1])
+        self._commit(tmp, target, query.get("ifGenerationMatch"), bucket, name)
+
+    def _start_resumable(self, bucket: str, query: dict[str, str]) -> None:
+        length = self._length()
+        if length > MAX_MULTIPART_BYTES:
+            raise _Error(413, "invalid", "object resource too large")
+        raw = b"".join(self._body_chunks(length))
+        try:
+            meta = json.loads(raw or b"{}")
+        except ValueError:
+            raise _Error(400, "parseError", "the object resource is not JSON") from None
+        name = str(meta.get("name") or query.get("name") or "") if isinstance(meta, dict) else ""
+        target = self._prepare_target(bucket, name)
+        upload = _Upload(bucket, name, target, query.get("ifGenerationMatch"))
+        upload_id = secrets.token_urlsafe(16)
+        upload.tmp.touch()
+        with self.server.uploads_lock:
+            self.server.uploads[upload_id] = upload
+        location = (
+            f"{self._base()}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
+            f"?uploadType=resumable&upload_id={upload_id}"
+        )
+        self._send(200, b"", "application/json", {"Location": location})
+
+    def _resume(self, query: dict[str, str]) -> None:
+        upload_id = query.get("upload_id", "")
+        with self.server.uploads_lock:
+            upload = self.server.uploads.get(upload_id)
+        if upload is None:
+            raise _Error(404, "notFound", f"upload_id: no resumable upload session {upload_id!r}")
+        length = self._length()
+        spec = self.headers.get("Content-Range", f"bytes */{'*' if length == 0 else length}")
+        match = _CONTENT_RANGE_RE.fullmatch(spec.strip())
+        if match is None:
+            raise _Error(400, "invalid", f"Content-Range: {spec!r} is not 'bytes START-END/TOTAL'")
+        with upload.lock:
+            if match[1] is not None:
+                first, last = int(match[1]), int(match[2])
+                if first != upload.received or last - first + 1 != length:
+                    raise _Error(
+                        400,
+                        "invalid",
+                        f"Content-Range: {spec!r} does not continue the {upload.received} bytes received "
+                        f"with this {length}-byte body",
+                    )
+                with open(upload.tmp, "ab") as fh:
+                    for block in self._body_chunks(length):
+                        fh.write(block)
+                upload.received += length
+            elif length:
+                raise _Error(400, "invalid", f"Content-Range: {spec!r} with a non-empty body")
+            total = match[3]
+            if total != "*" and int(total) == upload.received:
+                with self.server.uploads_lock:
+                    self.server.uploads.pop(upload_id, None)
+                return self._commit(
+                    upload.tmp, upload.target, upload.if_generation_match, upload.bucket, upload.name
+                )
+            if total != "*" and int(total) < upload.received:
+                raise _Error(
+                    400,
+                    "invalid",
+                    f"Content-Range: total {total} is below the {upload.received} bytes received",
+                )
+            headers = {"Range": f"bytes=0-{upload.received - 1}"} if upload.received else {}
+            self._send(308, b"", "text/plain", headers)
+
+
+class StorageServer:
+    """The Cloud Storage JSON API for ``root`` on ``127.0.0.1:port`` (0: a free port), in a thread."""
+
+    def __init__(self, root: Path, port: int = 0) -> None:
+        self._httpd = _StorageHTTPServer((_HOST, port), Path(root))
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{_HOST}:{self._httpd.server_address[1]}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="emulator-storage",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+        self._httpd.server_close()
+        with self._httpd.uploads_lock:
+            for upload in self._httpd.uploads.values():
+                with contextlib.suppress(OSError):
+                    upload.tmp.unlink()
+            self._httpd.uploads.clear()
