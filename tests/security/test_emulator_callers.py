@@ -70,6 +70,35 @@ def test_a_rebound_host_name_is_refused(web: Http) -> None:
         assert status == 200, (host, data)
 
 
+def test_the_served_address_is_a_name_too(tmp_path: Path) -> None:
+    with testing.running_emulator(tmp_path, host="127.0.0.2") as em:
+        web = Http(em)
+        for host in ("127.0.0.2", f"127.0.0.2:{web.port}", f"localhost:{web.port}"):
+            status, data = web.request("GET", JOBS, headers={"Host": host})
+            assert status == 200, (host, data)
+        status, data = web.request("GET", JOBS, headers={"Host": "127.0.0.3"})
+        assert status == 403, data
+
+
+def test_bound_to_all_addresses_any_host_name_is_accepted() -> None:
+    from types import SimpleNamespace
+
+    from airflow_vertex_dist.emulator.rest import _Server
+
+    for bind in ("0.0.0.0", "::"):
+        assert _Server.host_allowed(SimpleNamespace(bind_host=bind), "build-box.example")  # type: ignore[arg-type]
+    assert not _Server.host_allowed(SimpleNamespace(bind_host="127.0.0.1"), "build-box.example")  # type: ignore[arg-type]
+
+
+def test_other_writes_must_be_json_too(web: Http) -> None:
+    status, data = web.request("PUT", "/emulator/faults", b'{"latency_s": 0}', {"Content-Type": "text/plain"})
+    assert status == 415, data
+    status, data = web.request("DELETE", f"{JOBS}/1", b"{}", {"Content-Type": "text/plain"})
+    assert status == 415, data
+    status, data = web.request("DELETE", f"{JOBS}/1")  # no body: DELETE needs no type
+    assert status == 404, data
+
+
 def test_the_stock_clients_work_unchanged_on_loopback(emulator: Emulator) -> None:
     from google.cloud.aiplatform_v1 import CustomJob
 

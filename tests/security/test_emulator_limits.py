@@ -120,7 +120,7 @@ def test_json_depth_counts_only_structure() -> None:
 
 def raw_grpc(em: Emulator, method: str, payload: bytes) -> grpc.RpcError:
     with grpc.insecure_channel(
-        em.grpc_target, options=[("grpc.max_send_message_length", 64 * 1024 * 1024)]
+        em.grpc_target, options=[("grpc.max_send_message_length", 128 * 1024 * 1024)]
     ) as channel:
         call = channel.unary_unary(f"/{SERVICE_NAME}/{method}")
         with pytest.raises(grpc.RpcError) as info:
@@ -153,6 +153,11 @@ def test_grpc_oversized_messages_are_invalid_argument(emulator: Emulator) -> Non
         f"CreateCustomJob over gRPC, {MAX_MESSAGE_BYTES // 2**20} MiB + 10 bytes",
         error.code().name,
     )
+
+
+def test_grpc_refuses_messages_past_its_transport_limit(emulator: Emulator) -> None:
+    error = raw_grpc(emulator, "CreateCustomJob", b"\x0a" + b"\x80\x80\x80\x21" + b"x" * (65 * 2**20))
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error
 
 
 def test_fifty_parallel_creates_are_all_answered(emulator: Emulator, web: Http) -> None:

@@ -24,6 +24,7 @@ ESCAPES = [
     ("gs://bucket/../../{outside}", "'..' is not allowed"),
     ("gs://bucket/a/./b", "'.' is not allowed"),
     ("gs://../x", "is not a bucket name"),
+    ("gs://My_Bucket/x", "is not a bucket name"),
     ("gs:///etc", "needs a bucket"),
     ("gs://bucket/a\x00b", "NUL"),
 ]
@@ -70,6 +71,10 @@ def test_check_request_uris_names_the_field() -> None:
     check_request_uris(body)
     body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["x", "gs://b//etc"]
     with pytest.raises(ValueError, match=r"^jobSpec\.workerPoolSpecs\[0\]\.containerSpec\.args\[1\]: "):
+        check_request_uris(body)
+    body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = []
+    body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"] = [{"name": "DATA", "value": "gs://b/../x"}]
+    with pytest.raises(ValueError, match=r"^jobSpec\.workerPoolSpecs\[0\]\.containerSpec\.env\[0\]\.value: "):
         check_request_uris(body)
 
 
