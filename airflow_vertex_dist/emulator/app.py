@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from airflow_vertex_dist.emulator.config import EmulatorConfig
+from airflow_vertex_dist.emulator.config import EmulatorConfig, check_exposure
 from airflow_vertex_dist.emulator.grpc_server import GrpcServer
 from airflow_vertex_dist.emulator.rest import RestServer
 from airflow_vertex_dist.emulator.service import JobService, RunnerLike
@@ -37,10 +37,12 @@ class Emulator:
     ``config.web_base_url`` and ``config.storage_endpoint``, lets the runner recover jobs left
     unfinished by a previous run, then serves. ``stop()`` (or leaving the ``with`` block) stops the
     servers, then every replica.
-    The state directory is created with mode 0700; servers bind ``config.host`` (127.0.0.1).
+    The state directory is created with mode 0700; servers bind ``config.host`` (127.0.0.1); a
+    non-loopback host without ``config.auth_token`` is a ValueError.
     """
 
     def __init__(self, config: EmulatorConfig) -> None:
+        check_exposure(config.host, config.auth_token)  # ValueError: non-loopback without a token
         self.config = config
         _private_dir(Path(config.state_dir))
         Path(config.gcs_root).mkdir(parents=True, exist_ok=True)
@@ -55,9 +57,10 @@ class Emulator:
     def start(self) -> Emulator:
         if self._grpc is not None:
             return self
-        rest = RestServer(self.service, self.config.host, self.config.rest_port)
+        token = self.config.auth_token
+        rest = RestServer(self.service, self.config.host, self.config.rest_port, auth_token=token)
         try:
-            grpc_server = GrpcServer(self.service, self.config.host, self.config.grpc_port)
+            grpc_server = GrpcServer(self.service, self.config.host, self.config.grpc_port, auth_token=token)
         except BaseException:
             rest.stop()
             raise

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from airflow_vertex_dist.emulator.config import EmulatorConfig
+from airflow_vertex_dist.emulator.config import EmulatorConfig, check_exposure
 
 __all__ = ["build_parser", "main"]
 
@@ -62,7 +62,26 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a local Vertex AI JobService (gRPC + REST) that runs jobs as local processes.",
     )
     net = parser.add_argument_group("network")
-    net.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    net.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default: %(default)s); a non-loopback address needs an access token",
+    )
+    token = net.add_mutually_exclusive_group()
+    token.add_argument(
+        "--auth-token",
+        default=None,
+        metavar="TOKEN",
+        help="access token every REST and gRPC call must carry as 'Authorization: Bearer TOKEN' "
+        "(at least 16 characters; required with a non-loopback --host)",
+    )
+    token.add_argument(
+        "--auth-token-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="read the access token from PATH (keeps it out of the process list)",
+    )
     net.add_argument(
         "--grpc-port", type=int, default=DEFAULT_GRPC_PORT, help="0 picks a free port (%(default)s)"
     )
@@ -163,11 +182,22 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
     for flag, port in ports:
         if not 0 <= port <= 65535:
             parser.error(f"{flag}: must be from 0 to 65535 (got {port})")
+    auth_token = args.auth_token
+    if args.auth_token_file is not None:
+        try:
+            auth_token = args.auth_token_file.read_text().strip()
+        except OSError as exc:
+            parser.error(f"--auth-token-file: cannot read {args.auth_token_file}: {exc.strerror}")
+    try:
+        check_exposure(args.host, auth_token)
+    except ValueError as exc:
+        parser.error(str(exc).replace("auth_token:", "--auth-token:").replace("host:", "--host:", 1))
     state_dir = args.state_dir.resolve()
     return EmulatorConfig(
         state_dir=state_dir,
         gcs_root=(args.gcs_root or state_dir / "gcs").resolve(),
         host=args.host,
+        auth_token=auth_token,
         grpc_port=args.grpc_port,
         rest_port=args.rest_port,
         image_map=dict(args.image_map),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["EmulatorConfig", "Faults"]
+__all__ = ["EmulatorConfig", "Faults", "check_exposure", "is_loopback_host"]
 
 
 @dataclass
@@ -42,6 +43,9 @@ class EmulatorConfig:
     #: local directory standing for ``gs://``: ``gs://bucket/a/b`` is ``<gcs_root>/bucket/a/b``.
     gcs_root: Path
     host: str = "127.0.0.1"
+    #: the access token every REST and gRPC call must carry (``Authorization: Bearer <token>``);
+    #: required when ``host`` is not a loopback address (see :func:`check_exposure`).
+    auth_token: str | None = field(default=None, repr=False)
     grpc_port: int = 0
     rest_port: int = 0
     #: image URI -> argv prefix, for container specs that give no ``command``.
@@ -62,3 +66,29 @@ class EmulatorConfig:
     storage_port: int | None = 0
     #: its base URL once bound (replicas get it as ``STORAGE_EMULATOR_HOST``).
     storage_endpoint: str | None = None
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback IP address (``127.0.0.0/8``, ``::1``)."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, auth_token: str | None) -> None:
+    """Raise ValueError unless ``host`` is loopback or an access token is set (and long enough).
+
+    The emulator runs the commands its jobs name: reachable from other machines, it must not run
+    them for anyone without the token.
+    """
+    if auth_token is not None and len(auth_token) < 16:
+        raise ValueError("auth_token: must be at least 16 characters")
+    if auth_token is None and not is_loopback_host(host):
+        raise ValueError(
+            f"host: {host!r} is not a loopback address; binding it runs jobs for anyone who can reach "
+            "it, so an access token is required (--auth-token)"
+        )

@@ -8,9 +8,11 @@ The grammar is the AIP-160 subset that the v1 ``ListCustomJobsRequest.filter`` d
 * ``create_time`` supports ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` against an RFC 3339 time;
 * ``labels.KEY=VALUE`` (equality), ``labels.KEY!=VALUE``, ``labels.KEY:*`` (key exists),
   ``labels.KEY:VALUE`` (same as ``=``) and ``labels:KEY`` (key exists);
-* terms combine with ``AND``, ``OR``, ``NOT`` (or a leading ``-``), parentheses, and juxtaposition
-  (``a b`` means ``a AND b``). As in AIP-160, ``OR`` binds tighter than ``AND``:
-  ``a AND b OR c`` is ``a AND (b OR c)``. Keywords are upper case.
+* terms combine with ``AND``, ``OR``, ``NOT`` (or a leading ``-``), parentheses (nested at most
+  :data:`MAX_DEPTH` levels), and juxtaposition (``a b`` means ``a AND b``). As in AIP-160, ``OR``
+  binds tighter than ``AND``: ``a AND b OR c`` is ``a AND (b OR c)``. Keywords are upper case.
+
+A ``display_name:`` pattern is matched in linear time (no regular expression is built from it).
 
 Values are bare words (``JOB_STATE_RUNNING``, ``2021-05-18T00:00:00Z``, ``my-label``) or quoted with
 ``"`` or ``'`` (backslash escapes the next character). Any other field, operator or malformed input is
@@ -27,7 +29,7 @@ from typing import Any
 
 from airflow_vertex_dist.emulator.store import rfc3339_nanos
 
-__all__ = ["JOB_STATES", "FilterError", "Predicate", "compile_filter"]
+__all__ = ["JOB_STATES", "MAX_DEPTH", "FilterError", "Predicate", "compile_filter"]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -47,6 +49,9 @@ JOB_STATES = frozenset(
         "JOB_STATE_PARTIALLY_SUCCEEDED",
     }
 )
+
+#: how deeply parentheses may nest (deeper filters are refused, as the parser recurses per level).
+MAX_DEPTH = 32
 
 _COMPARATORS = ("<=", ">=", "!=", "=", "<", ">", ":")
 _KEYWORDS = ("AND", "OR", "NOT")
@@ -126,10 +131,31 @@ def _tokenize(text: str) -> list[_Token]:
     return tokens
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(
-        "".join(".*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", pattern))
-    )
+def _glob(pattern: str) -> Callable[[str], bool]:
+    """A matcher for a ``*`` wildcard pattern over the whole string, in linear time.
+
+    The pattern is split at ``*`` into literal pieces: the first must be a prefix, the last a
+    suffix, and the ones between are found left to right with ``str.find`` (the leftmost match of
+    each is always a right choice), so no backtracking regex is built from user input.
+    """
+    pieces = pattern.split("*")
+    if len(pieces) == 1:
+        return lambda name: name == pattern
+    head, middle, tail = pieces[0], [p for p in pieces[1:-1] if p], pieces[-1]
+
+    def match(name: str) -> bool:
+        end = len(name) - len(tail)
+        if end < len(head) or not name.startswith(head) or not name.endswith(tail):
+            return False
+        pos = len(head)
+        for piece in middle:
+            found = name.find(piece, pos, end)
+            if found < 0:
+                return False
+            pos = found + len(piece)
+        return True
+
+    return match
 
 
 class _Parser:
@@ -137,6 +163,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
 
     def peek(self) -> _Token:
         return self.tokens[self.i]
@@ -194,9 +221,13 @@ class _Parser:
         tok = self.peek()
         if tok.kind == "(":
             self.take()
+            if self.depth >= MAX_DEPTH:
+                raise self.error(tok, f"parentheses nested deeper than {MAX_DEPTH} levels")
             if self.peek().kind == ")":
                 raise self.error(self.peek(), "empty parentheses")
+            self.depth += 1
             inner = self.expression()
+            self.depth -= 1
             close = self.take()
             if close.kind != ")":
                 raise self.error(close, "expected ')'")
@@ -237,8 +268,8 @@ class _Parser:
         if cmp.text == "!=":
             return lambda job: job.get("displayName", "") != want
         if cmp.text == ":":
-            pattern = _glob(want)
-            return lambda job: pattern.fullmatch(job.get("displayName", "")) is not None
+            matches = _glob(want)
+            return lambda job: matches(job.get("displayName", ""))
         raise self.error(cmp, f"display_name supports =, != and : (got {cmp.text})")
 
     def _state(self, cmp: _Token, value: _Token) -> Predicate:

@@ -6,10 +6,16 @@ serialized with ``Type.serialize`` (or ``SerializeToString`` for ``Empty`` and `
 errors are sent with ``context.abort(code, message)``. Every other JobService method answers
 UNIMPLEMENTED with a message saying what the emulator serves. The stock ``JobServiceClient`` and
 ``JobServiceAsyncClient`` work unchanged over an insecure channel.
+
+Bad bytes are the caller's error: a request over :data:`MAX_MESSAGE_BYTES`, or one the proto
+parser refuses (including nesting past protobuf's recursion limit), is INVALID_ARGUMENT, never
+INTERNAL (which clients retry as transient). With an access token, every call must carry
+``authorization: Bearer <token>`` metadata, or it is UNAUTHENTICATED.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Callable
 from concurrent import futures
@@ -19,9 +25,14 @@ import grpc
 
 from airflow_vertex_dist.emulator.service import METHODS, ApiError, JobService, MethodInfo
 
-__all__ = ["SERVICE_NAME", "GrpcServer"]
+__all__ = ["MAX_MESSAGE_BYTES", "SERVICE_NAME", "GrpcServer"]
 
 SERVICE_NAME = "google.cloud.aiplatform.v1.JobService"
+#: the largest request handled (the REST side's limit); larger ones are INVALID_ARGUMENT.
+MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+#: gRPC's own receive limit, above :data:`MAX_MESSAGE_BYTES` so that the handler, not the transport
+#: (whose RESOURCE_EXHAUSTED clients retry), answers a too-large request; past it gRPC refuses.
+_TRANSPORT_MAX_BYTES = 64 * 1024 * 1024
 
 _log = logging.getLogger(__name__)
 
@@ -35,8 +46,23 @@ def _serializer(info: MethodInfo) -> Callable[[Any], bytes]:
     return lambda message: bytes(response_type.serialize(message))
 
 
-def _unary(service: JobService, info: MethodInfo) -> grpc.RpcMethodHandler:
-    def handle(request: Any, context: grpc.ServicerContext) -> Any:
+def _unary(service: JobService, info: MethodInfo, auth_token: str | None) -> grpc.RpcMethodHandler:
+    request_type = info.request_type()
+
+    def handle(raw: bytes, context: grpc.ServicerContext) -> Any:
+        _check_token(context, auth_token)
+        if len(raw) > MAX_MESSAGE_BYTES:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Request message size exceeds the limit: {len(raw)} bytes > {MAX_MESSAGE_BYTES} bytes.",
+            )
+        try:
+            request = request_type.deserialize(raw)
+        except Exception as exc:  # DecodeError, or nesting past protobuf's recursion limit
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{info.request}: the request does not parse: {type(exc).__name__}: {exc}",
+            )
         try:
             return service.call(info.name, request)
         except ApiError as exc:
@@ -47,16 +73,24 @@ def _unary(service: JobService, info: MethodInfo) -> grpc.RpcMethodHandler:
                 grpc.StatusCode.INTERNAL, f"emulator error in {info.name}: {type(exc).__name__}: {exc}"
             )
 
-    request_type = info.request_type()
-    return grpc.unary_unary_rpc_method_handler(
-        handle,
-        request_deserializer=request_type.deserialize,
-        response_serializer=_serializer(info),
-    )
+    return grpc.unary_unary_rpc_method_handler(handle, response_serializer=_serializer(info))
 
 
-def _unimplemented(method: str) -> grpc.RpcMethodHandler:
+def _check_token(context: grpc.ServicerContext, auth_token: str | None) -> None:
+    if auth_token is None:
+        return
+    given = next((str(v) for k, v in context.invocation_metadata() if k == "authorization"), "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), auth_token.encode()):
+        context.abort(
+            grpc.StatusCode.UNAUTHENTICATED,
+            "this emulator requires its access token: send 'authorization: Bearer <token>' metadata",
+        )
+
+
+def _unimplemented(method: str, auth_token: str | None) -> grpc.RpcMethodHandler:
     def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+        _check_token(context, auth_token)
         context.abort(
             grpc.StatusCode.UNIMPLEMENTED,
             f"JobService.{method} is not implemented by the emulator "
@@ -68,26 +102,38 @@ def _unimplemented(method: str) -> grpc.RpcMethodHandler:
 
 
 class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
-    def __init__(self, service: JobService) -> None:
-        self._handlers = {f"/{SERVICE_NAME}/{name}": _unary(service, info) for name, info in METHODS.items()}
+    def __init__(self, service: JobService, auth_token: str | None) -> None:
+        self._auth_token = auth_token
+        self._handlers = {
+            f"/{SERVICE_NAME}/{name}": _unary(service, info, auth_token) for name, info in METHODS.items()
+        }
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method: str = handler_call_details.method
         handler = self._handlers.get(method)
         if handler is None and method.startswith(f"/{SERVICE_NAME}/"):
-            return _unimplemented(method.rsplit("/", 1)[-1])
+            return _unimplemented(method.rsplit("/", 1)[-1], self._auth_token)
         return handler
 
 
 class GrpcServer:
     """Serves ``service`` on ``host:port`` (port 0 picks a free one; see :attr:`port`)."""
 
-    def __init__(self, service: JobService, host: str = "127.0.0.1", port: int = 0, *, max_workers: int = 16):
+    def __init__(
+        self,
+        service: JobService,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_workers: int = 16,
+        auth_token: str | None = None,
+    ):
         self.host = host
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+            options=[("grpc.max_receive_message_length", _TRANSPORT_MAX_BYTES)],
         )
-        self._server.add_generic_rpc_handlers((_Handler(service),))
+        self._server.add_generic_rpc_handlers((_Handler(service, auth_token),))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         bound = self._server.add_insecure_port(address)
         if bound == 0:

@@ -24,23 +24,43 @@ Other paths:
 * ``GET /emulator/stats``: calls per method and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
+
+Every request passes :meth:`_Handler._check_caller` first, because the emulator runs the commands
+its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS
+rebinding), so is an ``Origin`` other than the emulator's own, a write whose body is not
+``application/json`` (a web page's form or "simple request"), and, when the server has an access
+token, a request without ``Authorization: Bearer <token>``. A body is bounded by its
+``Content-Length`` before it is read (:data:`MAX_BODY_BYTES`, 413) and by its nesting
+(:data:`MAX_JSON_DEPTH`, 400).
 """
 
 from __future__ import annotations
 
+import hmac
 import html
 import json
 import logging
 import re
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from airflow_vertex_dist.emulator.faults import FaultsError, faults_to_json, update_faults
 from airflow_vertex_dist.emulator.service import KINDS, METHODS, ApiError, JobService, MethodInfo
 
-__all__ = ["HTTP_STATUS", "RestServer", "replica_keys"]
+__all__ = [
+    "HTTP_STATUS",
+    "LISTEN_BACKLOG",
+    "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "RestServer",
+    "json_depth",
+    "replica_keys",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -110,8 +130,37 @@ def _table(rows: list[tuple[str, Any]]) -> str:
     return f"<table>{cells}</table>"
 
 
-#: the largest request body read (the service refuses large payloads the same way).
-MAX_BODY_BYTES = 64 * 1024 * 1024
+#: the largest request body read: a longer ``Content-Length`` is answered 413 before reading.
+MAX_BODY_BYTES = 10 * 1024 * 1024
+#: how deeply JSON arrays and objects may nest in a request body (a CustomJob needs about 8).
+MAX_JSON_DEPTH = 64
+#: pending connections the listening socket queues (the standard library's default is 5).
+LISTEN_BACKLOG = 1024
+#: seconds a refused request's unread body is still read (and dropped) before the connection closes.
+LINGER_S = 5.0
+#: methods that change state: their bodies must be JSON (``Content-Type: application/json``).
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply the arrays and objects of a JSON text nest, in linear time and without recursion.
+
+    String literals are cut out first, so brackets inside strings do not count.
+    """
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    return max(accumulate(_BRACKET_STEP[b] for b in brackets), default=0)
+
+
+class _Refused(Exception):
+    """A request refused before the API runs, with its HTTP status and google.rpc.Code name."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
@@ -137,34 +186,45 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data, indent=2).encode() + b"\n", "application/json; charset=utf-8")
 
-    def _send_error(self, code: str, message: str) -> None:
-        status = HTTP_STATUS.get(code, 500)
+    def _send_error(self, code: str, message: str, status: int | None = None) -> None:
+        status = status or HTTP_STATUS.get(code, 500)
         self._send_json(status, {"error": {"code": status, "message": message, "status": code}})
 
-    def _read_body(self) -> bytes:
+    def _content_length(self) -> int:
         raw_length = self.headers.get("Content-Length") or "0"
         try:
             length = int(raw_length)
         except ValueError:
-            self.close_connection = True
-            message = f"Content-Length must be a number (got {raw_length!r})"
-            raise ApiError("INVALID_ARGUMENT", message) from None
+            length = -1
+        if length < 0:
+            raise _Refused(400, "INVALID_ARGUMENT", f"Content-Length must be a number (got {raw_length!r})")
+        return length
+
+    def _read_body(self) -> bytes:
+        length = self._content_length()
         if length > MAX_BODY_BYTES:
-            # Refuse before reading: the unread body stays on the socket, so this connection ends here.
-            self.close_connection = True
-            raise ApiError(
+            # Refused before reading: the unread body stays on the socket, so the connection ends here.
+            raise _Refused(
+                413,
                 "INVALID_ARGUMENT",
                 f"Request payload size exceeds the limit: {length} bytes > {MAX_BODY_BYTES} bytes.",
             )
+        self._body_read = True
         return self.rfile.read(length) if length > 0 else b""
 
     def _json_body(self) -> dict[str, Any]:
         raw = self._read_body()
         if not raw.strip():
             return {}
+        depth = json_depth(raw)
+        if depth > MAX_JSON_DEPTH:
+            raise ApiError(
+                "INVALID_ARGUMENT",
+                f"Invalid JSON payload received: nested {depth} levels deep, more than {MAX_JSON_DEPTH}",
+            )
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received: {exc}") from None
         if not isinstance(data, dict):
             raise ApiError(
@@ -172,11 +232,54 @@ class _Handler(BaseHTTPRequestHandler):
             )
         return data
 
+    # -- who may call -------------------------------------------------------------------------
+
+    def _check_caller(self, method: str) -> None:
+        """Refuse DNS-rebinding ``Host`` names, foreign ``Origin``s, non-JSON writes and bad tokens."""
+        server = self.server
+        host_header = self.headers.get("Host")
+        if host_header is not None and not server.host_allowed(_hostname(host_header)):
+            raise _Refused(
+                403,
+                "PERMISSION_DENIED",
+                f"Host {host_header!r} is not a name of this emulator (a loopback name or the address "
+                "it serves): refused as a possible DNS-rebinding request",
+            )
+        origin = self.headers.get("Origin")
+        if origin is not None and not server.origin_allowed(origin):
+            raise _Refused(
+                403,
+                "PERMISSION_DENIED",
+                f"Origin {origin!r} is not this emulator's own: cross-site requests are refused",
+            )
+        if server.auth_token is not None:
+            given = self.headers.get("Authorization") or ""
+            scheme, _, token = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                token.strip().encode(), server.auth_token.encode()
+            ):
+                raise _Refused(
+                    401,
+                    "UNAUTHENTICATED",
+                    "this emulator requires its access token: send 'Authorization: Bearer <token>'",
+                )
+        if method in _MUTATING and (method != "DELETE" or self._content_length() > 0):
+            ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+            if ctype != "application/json":
+                raise _Refused(
+                    415,
+                    "INVALID_ARGUMENT",
+                    f"{method} needs 'Content-Type: application/json' (got {ctype or 'none'!r}); "
+                    "other types are refused so that a web page cannot post to the emulator",
+                )
+
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
         path = unquote(url.path)
         query = parse_qs(url.query, keep_blank_values=True)
+        self._body_read = False
         try:
+            self._check_caller(method)
             if path.startswith("/v1/"):
                 self._api(method, path, query)
             elif path.startswith("/web/") and method in ("GET", "HEAD"):
@@ -191,11 +294,40 @@ class _Handler(BaseHTTPRequestHandler):
                 self._index()
             else:
                 raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
+        except _Refused as exc:
+            self._send_error(exc.code, exc.message, exc.status)
         except ApiError as exc:
             self._send_error(exc.code, exc.message)
         except Exception as exc:  # a bug in the emulator: say so as INTERNAL
             _log.exception("%s %s failed", method, path)
             self._send_error("INTERNAL", f"emulator error: {type(exc).__name__}: {exc}")
+        finally:
+            if not self._body_read and self.headers.get("Content-Length", "0") not in ("", "0"):
+                self.close_connection = True  # a body left unread would be taken for the next request
+                self._linger = True
+
+    def finish(self) -> None:
+        super().finish()  # the answer is flushed
+        if getattr(self, "_linger", False):
+            self._discard_unread_body()
+
+    def _discard_unread_body(self) -> None:
+        """Read and drop what the client still sends (for at most :data:`LINGER_S`), then close.
+
+        Closing a socket with unread data makes the kernel reset the connection, and a client still
+        sending its body would then see a reset instead of the 413 or 4xx it was sent; this is the
+        "lingering close" of HTTP servers. Nothing is kept in memory.
+        """
+        sock = self.connection
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LINGER_S
+            while (left := deadline - time.monotonic()) > 0:
+                sock.settimeout(left)
+                if not sock.recv(65536):
+                    break
+        except OSError:
+            pass
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -408,21 +540,57 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, _html_page("Vertex AI emulator", body), "text/html; charset=utf-8")
 
 
+def _hostname(host_header: str) -> str:
+    """The host name of a ``Host`` header value, without port or IPv6 brackets, lower case."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: tuple[str, int], service: JobService) -> None:
+    def __init__(self, address: tuple[str, int], service: JobService, auth_token: str | None) -> None:
         self.service = service
+        self.auth_token = auth_token
+        self.bind_host = address[0].strip("[]").lower()
         super().__init__(address, _Handler)
+
+    def host_allowed(self, name: str) -> bool:
+        """A loopback name, the address served, or anything when bound to all addresses."""
+        if self.bind_host in _WILDCARD_HOSTS:
+            return True  # reached by any of the machine's names; the access token guards it
+        return name in _LOOPBACK_NAMES or name.endswith(".localhost") or name == self.bind_host
+
+    def origin_allowed(self, origin: str) -> bool:
+        url = urlsplit(origin.strip())
+        try:
+            port = url.port or 80
+        except ValueError:
+            return False
+        return (
+            url.scheme == "http"
+            and url.hostname is not None
+            and self.host_allowed(url.hostname)
+            and port == self.server_address[1]
+        )
 
 
 class RestServer:
     """Serves the REST API and pages for ``service`` on ``host:port`` (port 0 picks a free one)."""
 
-    def __init__(self, service: JobService, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, service: JobService, host: str = "127.0.0.1", port: int = 0, *, auth_token: str | None = None
+    ) -> None:
         self.host = host
-        self._server = _Server((host, port), service)
+        self._server = _Server((host, port), service, auth_token)
         self.port: int = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
 

@@ -40,6 +40,7 @@ from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.emulator.faults import FaultInjector
 from airflow_vertex_dist.emulator.fidelity import unapplied_fields
 from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
+from airflow_vertex_dist.emulator.gcs import check_request_uris
 from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339
 from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
 
@@ -303,6 +304,10 @@ class JobService:
             )
         if self.validator is not None:
             self.validator(info.kind, body, request.parent.split("/")[3])
+        try:
+            check_request_uris(body)  # every gs:// URI maps inside --gcs-root, or the Create fails
+        except ValueError as exc:
+            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
         stored = self.store.insert(info.kind, request.parent, body)
         unapplied = unapplied_fields(info.kind, message)
         if unapplied:

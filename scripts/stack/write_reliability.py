@@ -31,6 +31,46 @@ CRASHES = [
 ]
 
 
+#: the emulator's security probes (tests/security/test_emulator_*.py), in the order of the table.
+PROBES = [
+    ("cross_site_post", "a web page posts a job (CORS simple request)"),
+    ("non_json_post", "a write that is not JSON"),
+    ("dns_rebinding", "DNS rebinding (a foreign Host name)"),
+    ("non_loopback_without_token", "a non-loopback address without a token"),
+    ("rest_without_token", "REST call without the token"),
+    ("grpc_without_token", "gRPC call without the token"),
+    ("wildcard_filter", "many wildcards in a List filter"),
+    ("deep_filter_rest", "deep filter (REST)"),
+    ("deep_filter_grpc", "deep filter (gRPC)"),
+    ("huge_body", "huge body (REST)"),
+    ("huge_grpc_message", "huge message (gRPC)"),
+    ("deep_json_array", "deep JSON arrays"),
+    ("deep_json_object", "deep JSON objects"),
+    ("deep_proto", "deep proto message"),
+    ("parallel_creates", "a burst of Creates"),
+    ("output_dir_escape", "output directory out of --gcs-root"),
+    ("package_uri_escape", "package URI out of --gcs-root"),
+    ("symlink_escape", "a symlink out of --gcs-root"),
+]
+
+
+def _probe_rows(probes: dict[str, Any]) -> list[str]:
+    rows = []
+    for key, title in PROBES:
+        probe = probes.get(key)
+        given, answer = (probe.get("input", "–"), probe.get("answer", "–")) if probe else ("–", "not run")
+        rows.append(f"| {title} | {_escape(given)} | {_escape(answer)} |")
+    return rows
+
+
+def _escape(text: Any) -> str:
+    """A table cell showing ``text`` as written: Markdown's special characters escaped, one line."""
+    out = str(text).replace("\n", " ")
+    for char in "\\`*_[]<>|":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
@@ -164,6 +204,18 @@ def render(figures: dict[str, Any]) -> str:
         "  triggers the operators and sensors defer with (after their hook loaded a key JSON) carry only the",
         "  connection id. On the stack, the trigger rows in the metadata DB are checked as well.",
         "",
+        "### The emulator as a security boundary",
+        "",
+        "The emulator runs the commands its jobs name. Each probe below sends its input to a real emulator",
+        "(`tests/security/test_emulator_*.py`, part of the normal test suite) and records the answer:",
+        "cross-site and rebinding requests, calls without the access token, requests built to cost the",
+        "emulator time, memory or stack, and URIs built to reach outside `--gcs-root`"
+        + (f" (figures of {updated['security_probes']})." if "security_probes" in updated else "."),
+        "",
+        "| probe | input | answer |",
+        "|---|---|---|",
+        *_probe_rows(figures.get("security_probes", {})),
+        "",
         "## Bad input",
         "",
         "- Specs as an operator receives them (a rendered JSON/YAML document, possibly damaged, possibly",
@@ -178,8 +230,8 @@ def render(figures: dict[str, Any]) -> str:
         "  surrogates and a raw DEL was refused; a very deep document raised RecursionError, not",
         "  SpecError. JSON-looking documents now parse as JSON, and deep nesting is a SpecError.",
         "- The emulator's REST server read `Content-Length` bytes with no upper bound: a huge",
-        "  Content-Length was answered 500 (MemoryError). Bodies over 64 MiB are now refused with a",
-        "  400 before reading.",
+        "  Content-Length was answered 500 (MemoryError). Bodies over 10 MiB are now refused with a",
+        "  413 before reading.",
         "",
         "## Found by the stack suite, fixed",
         "",
