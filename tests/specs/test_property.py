@@ -39,7 +39,10 @@ def optional(fields: dict[str, st.SearchStrategy[Any]], clean: bool) -> st.Searc
 
 
 NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
-ENV = st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,5}", fullmatch=True), st.text(max_size=6), max_size=3)
+# an env var's value is required (EnvVar.value, "Required."): proto3 cannot tell "" from unset
+ENV = st.dictionaries(
+    st.from_regex(r"[A-Z_][A-Z0-9_]{0,5}", fullmatch=True), st.text(min_size=1, max_size=6), max_size=3
+)
 GPU_MACHINES = [
     {"machine_type": "n1-highmem-96", "accelerator_type": "NVIDIA_TESLA_V100", "accelerator_count": 8},
     {"machine_type": "n1-standard-16", "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 4},
