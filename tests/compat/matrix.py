@@ -42,7 +42,7 @@ MAIN = Cell(
     python="3.11",
     exclude_newer=None,
     resolution="highest",
-    why="the development environment: the full suite, the stack suite and the benchmarks",
+    why="the development environment (also the stack suite and the benchmarks)",
 )
 
 #: The compat cells, each running the compat suite (``COMPAT_TESTS``) in a nox session of its own.
@@ -78,3 +78,45 @@ def python_versions() -> list[str]:
     """Every Python minor version a cell runs, oldest first."""
     found = {MAIN.python, *(cell.python for cell in CELLS)}
     return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def readme_table() -> str:
+    """The README's table of the tested cells (between its ``matrix`` markers)."""
+    rows = [
+        "| cell | Airflow | Python | dependencies resolved | what it runs |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for cell in (MAIN, *CELLS):
+        if cell.resolution == "lowest-direct":
+            deps = f"every direct one at its floor, published before {cell.exclude_newer}"
+        elif cell.exclude_newer:
+            deps = f"published before {cell.exclude_newer} (the day after the release)"
+        else:
+            deps = "the newest"
+        runs = "the full suite" if cell is MAIN else "the compat suite"
+        rows.append(f"| `{cell.name}` | {cell.airflow} | {cell.python} | {deps} | {runs}: {cell.why} |")
+    return "\n".join(rows) + "\n"
+
+
+def classifiers() -> list[str]:
+    """The Python classifiers of ``pyproject.toml``: one per Python a cell runs."""
+    return [f"Programming Language :: Python :: {v}" for v in python_versions()]
+
+
+START, END = "<!-- matrix:start (generated from tests/compat/matrix.py) -->\n", "<!-- matrix:end -->"
+
+
+def write_readme(path: str) -> None:
+    """Replace the table between the README's markers with :func:`readme_table`."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head + START + readme_table() + END + tail)
+
+
+if __name__ == "__main__":  # python tests/compat/matrix.py README.md
+    import sys
+
+    write_readme(sys.argv[1])
