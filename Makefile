@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip uv
-	$(PY) -m pip install --quiet "$$($(PY) -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["examples"] if r.startswith("torch")))')"
+	$(PY) -m pip install --quiet "$$(grep -o -m1 'torch==[0-9.]*' pyproject.toml)"
 	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev,examples]'
 	touch $(STAMP)
 
