@@ -69,8 +69,8 @@ COMPAT_TESTS: tuple[str, ...] = (
     "tests/sensors/test_triggers.py::test_round_trip_through_the_trigger_row",
     "tests/operators/test_training.py::test_deferred_run_goes_through_the_trigger",
     "tests/operators/test_tuning.py::test_tuning_runs_and_reports_the_best_trial",
+    # a task marked by hand (the task-level hooks); a whole run marked by hand: tests/compat
     "tests/operators/test_user_actions.py::test_marking_a_waiting_task_by_hand_cancels_its_job",
-    "tests/operators/test_user_actions.py::test_marking_the_run_by_hand_cancels_its_tasks_jobs",
 )
 
 
