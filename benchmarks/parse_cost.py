@@ -116,12 +116,16 @@ def _warm(python: str, home: Path, env: dict[str, str]) -> None:
     run_json([python, "-c", script], env=child_env(home, env), timeout=300, cwd=home)
 
 
-def _warm_read_only(python: str, directory: Path, home: Path) -> None:
-    """The read-only image case: a cache warmed into a directory, then its write bits taken away; and
-    the cache beside the bytecode warmed, which a ``PYTHONDONTWRITEBYTECODE=1`` parse reads."""
+def _writable_again(directory: Path) -> None:
     if directory.exists():
         for path in (directory, *directory.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _warm_read_only(python: str, directory: Path, home: Path) -> None:
+    """The read-only image case: a cache warmed into a directory, then its write bits taken away; and
+    the cache beside the bytecode warmed, which a ``PYTHONDONTWRITEBYTECODE=1`` parse reads."""
+    _writable_again(directory)
     _warm(python, home, {SCHEMA_CACHE_ENV: str(directory)})
     for path in (*directory.iterdir(), directory):
         path.chmod(0o555 if path.is_dir() else 0o444)
@@ -198,4 +202,5 @@ def measure_parse_cost(
             f"  parse round {i + 1}/{runs}: "
             + ", ".join(f"{v.key} {v.import_s[-1] * 1000:.0f} ms" for v in variants)
         )
+    _writable_again(work / "spec-schema-cache-read-only")  # so that the work directory can be removed
     return variants
