@@ -6,12 +6,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit test-stack demo clean
+.PHONY: install test lint typecheck unit compat test-stack demo clean
 
+# uv installs the project (seconds, not minutes); pip installs torch first, as the `examples` extra pins
+# it, because pip is what finds the CPU build a machine may hold (its configured find-links) while uv
+# would fetch a CUDA build of several GB; uv then keeps the torch it finds installed.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,examples]'
+	$(PY) -m pip install --quiet --upgrade pip uv
+	$(PY) -m pip install --quiet "$$(grep -o -m1 'torch==[0-9.]*' pyproject.toml)"
+	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev,examples]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,9 +32,15 @@ unit: $(STAMP)
 	@$(PY) -m pytest -m "not stack" $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
-# Lint, types, the unit/integration/e2e tests, then the reliability suite on a real Airflow stack
-# (about 12 minutes more; CI allows 90).
-test: lint typecheck unit test-stack
+# The support matrix's other cells (tests/compat/matrix.py, README): one nox session each, in a uv
+# virtualenv on an interpreter of this machine (never downloaded), running the compat suite.
+# NOX_ARGS picks cells, e.g. NOX_ARGS='-s "compat(airflow-3.1)"'.
+compat: $(STAMP)
+	$(VENV)/bin/nox --reuse-venv=no $(NOX_ARGS)
+
+# Lint, types, the unit/integration/e2e tests, the compat cells, then the reliability suite on a real
+# Airflow stack (about 12 minutes more; CI allows 90).
+test: lint typecheck unit compat test-stack
 
 # The reliability suite (tests marked `stack`): a real Airflow stack on PostgreSQL, crash scenarios,
 # the fault matrix and a backfill under crashes; then docs/reliability.md from the run's figures.
@@ -44,7 +54,7 @@ demo: $(STAMP)
 	$(VENV)/bin/airflow-vertex-dist demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) .nox .pytest_cache .mypy_cache .ruff_cache site
 
 # Benchmarks (docs/benchmarks.md), side by side with apache-airflow-providers-google, which lives in the
 # benchmark's own virtualenv (never a project dependency), with the project venv's Airflow version.

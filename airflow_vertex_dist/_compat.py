@@ -1,10 +1,15 @@
 """The Airflow version notes of the package, in one place, each with the reason it matters.
 
-The package supports Airflow >= 3.1 (pyproject). No code path branches on the version today: each
-difference below is handled by Airflow itself or by code that works on every supported version. Add a
-version flag here (not in place) when a real branch becomes necessary.
+The package supports Airflow 3.1, 3.2 and 3.3 (pyproject; every one is tested: ``tests/compat/matrix.py``).
+No code path branches on the version: the names that moved are imported here, once, from where the
+running Airflow keeps them, and the rest of the package imports them from this module.
 
 - Airflow 3.1 moved ``BaseHook`` into the Task SDK (``airflow.sdk``); that is the supported import.
+- Airflow 3.2 moved ``conf`` into the Task SDK (``airflow.sdk.conf``) and gave it its own exception
+  classes (``airflow.sdk.exceptions``: ``AirflowException``, ``AirflowFailException``,
+  ``AirflowTaskTimeout``, ``TaskDeferralTimeout``). Airflow 3.1's Task SDK has neither: there ``conf``
+  is ``airflow.configuration.conf`` and the exceptions are ``airflow.exceptions``' (the ones 3.1's task
+  runner raises and catches), so :data:`conf` and the four exceptions below fall back to those.
 - Airflow >= 3.2 reads the connection form declaratively from the provider info ("conn-fields",
   "ui-field-behaviour"); older versions only call the hook's ``get_connection_form_widgets()``. The
   hook keeps both, built from one declaration in ``hooks/connection.py``.
@@ -32,7 +37,32 @@ import asyncio
 
 from airflow.sdk import BaseHook
 
-__all__ = ["ASYNC_TIMEOUT", "BaseHook"]
+try:  # Airflow >= 3.2 (see above)
+    from airflow.sdk import conf
+    from airflow.sdk.exceptions import (
+        AirflowException,
+        AirflowFailException,
+        AirflowTaskTimeout,
+        TaskDeferralTimeout,
+    )
+except ImportError:  # Airflow 3.1: the core's configuration and exceptions, which its task runner uses
+    from airflow.configuration import conf  # type: ignore[no-redef,assignment,unused-ignore]
+    from airflow.exceptions import (  # type: ignore[no-redef,assignment,attr-defined,unused-ignore]
+        AirflowException,
+        AirflowFailException,
+        AirflowTaskTimeout,
+        TaskDeferralTimeout,
+    )
+
+__all__ = [
+    "ASYNC_TIMEOUT",
+    "AirflowException",
+    "AirflowFailException",
+    "AirflowTaskTimeout",
+    "BaseHook",
+    "TaskDeferralTimeout",
+    "conf",
+]
 
 #: What ``asyncio.wait_for`` raises on a timeout, on every supported Python (see above).
 ASYNC_TIMEOUT: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutError)

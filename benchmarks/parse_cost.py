@@ -74,6 +74,64 @@ class ParseVariant:
         }
 
 
+#: The variants measured paired, over the floor in one process.
+PAIRED = ("ours", "ours_cold", "ours_read_only", "ours_unwritable", "ours_no_bytecode", "provider")
+
+
+def _cache_access_variants(python: str, dag_file: Path, work: Path) -> list[ParseVariant]:
+    """The spec schema cache where a parse cannot write it (the image cases)."""
+    blocker = work / "not-a-directory"
+    blocker.write_text("")  # nothing can make a directory under a file, root included
+    return [
+        ParseVariant(
+            "ours_read_only",
+            "airflow-vertex-dist operators, cache warmed ahead into a read-only directory",
+            python,
+            dag_file,
+            env={SCHEMA_CACHE_ENV: str(work / "spec-schema-cache-read-only")},
+        ),
+        ParseVariant(
+            "ours_unwritable",
+            "airflow-vertex-dist operators, no cache and none can be written",
+            python,
+            dag_file,
+            env={SCHEMA_CACHE_ENV: str(blocker / "cache")},
+        ),
+        ParseVariant(
+            "ours_no_bytecode",
+            "airflow-vertex-dist operators, PYTHONDONTWRITEBYTECODE=1, cache warmed beside the bytecode",
+            python,
+            dag_file,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+        ),
+    ]
+
+
+def _warm(python: str, home: Path, env: dict[str, str]) -> None:
+    """Write the spec schema cache as an image build does (``warm-schema-cache``)."""
+    script = (
+        "import json; from airflow_vertex_dist.specs import _schema_cache as c;"
+        "print(json.dumps(str(c.warm())))"
+    )
+    run_json([python, "-c", script], env=child_env(home, env), timeout=300, cwd=home)
+
+
+def _writable_again(directory: Path) -> None:
+    if directory.exists():
+        for path in (directory, *directory.iterdir()):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _warm_read_only(python: str, directory: Path, home: Path) -> None:
+    """The read-only image case: a cache warmed into a directory, then its write bits taken away; and
+    the cache beside the bytecode warmed, which a ``PYTHONDONTWRITEBYTECODE=1`` parse reads."""
+    _writable_again(directory)
+    _warm(python, home, {SCHEMA_CACHE_ENV: str(directory)})
+    for path in (*directory.iterdir(), directory):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    _warm(python, home, {})
+
+
 def _once(variant: ParseVariant, home: Path, after: Path | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     argv = [variant.python, "-c", PROBE, str(variant.dag_file)] + ([str(after)] if after else [])
@@ -111,6 +169,7 @@ def measure_parse_cost(
             env={SCHEMA_CACHE_ENV: "off"},
         ),
     ]
+    variants += _cache_access_variants(project_python, dags / "ours.py", work)
     if anchor_python:
         variants += [
             ParseVariant(
@@ -122,6 +181,7 @@ def measure_parse_cost(
         ]
     home = work / "parse-airflow-home"
     home.mkdir(parents=True, exist_ok=True)
+    _warm_read_only(project_python, work / "spec-schema-cache-read-only", home)
     # warm-up: byte-compile, fill the page cache, write airflow.cfg and the spec schema cache
     for variant in variants if warmup else ():
         variant.info = _once(variant, home)
@@ -133,7 +193,7 @@ def measure_parse_cost(
             variant.process_s.append(out["process_s"])
             variant.peak_rss_mib.append(out["peak_rss_kib"] / 1024)
             variant.info = {k: out[k] for k in ("tasks", "modules", "google_cloud_modules")}
-            if variant.key in ("ours", "ours_cold", "provider"):
+            if variant.key in PAIRED:
                 paired = _once(variant, home, after=dags / "floor.py")
                 variant.over_floor_s.append(paired["import_s"])
                 variant.over_floor_cpu_s.append(paired["cpu_s"])
@@ -142,4 +202,5 @@ def measure_parse_cost(
             f"  parse round {i + 1}/{runs}: "
             + ", ".join(f"{v.key} {v.import_s[-1] * 1000:.0f} ms" for v in variants)
         )
+    _writable_again(work / "spec-schema-cache-read-only")  # so that the work directory can be removed
     return variants

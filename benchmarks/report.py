@@ -162,6 +162,9 @@ def render(
     for v, f, label in (
         (ours, floor, "ours"),
         (ours_cold, floor, "ours, spec schema cache off"),
+        (_find(parse, key="ours_read_only"), floor, "ours, cache warmed ahead into a read-only directory"),
+        (_find(parse, key="ours_unwritable"), floor, "ours, no cache and none can be written"),
+        (_find(parse, key="ours_no_bytecode"), floor, "ours, PYTHONDONTWRITEBYTECODE=1"),
         (provider, floor_a, "provider"),
     ):
         if not v or not f or not v.import_s or not f.import_s:

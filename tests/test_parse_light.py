@@ -44,6 +44,14 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+#: A DAG file of Airflow's alone: the baseline of what parsing any DAG loads.
+PROBE_AIRFLOW_ONLY = """
+import json, sys
+from airflow.sdk import DAG, BaseOperator
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
 def _modules_after(probe: str, tmp_path: Path) -> set[str]:
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
@@ -81,7 +89,10 @@ def test_a_training_dag_loads_only_what_it_uses(tmp_path: Path) -> None:
         "airflow_vertex_dist.hooks.connection",
         "airflow_vertex_dist.triggers.conditions",  # the wait rules are needed when the task runs
     }
-    assert not unused & modules, sorted(unused & modules)
+    # What Airflow's own DAG-building API loads is not ours to save (Airflow 3.1's loads
+    # pydantic.functional_serializers itself).
+    airflows = _modules_after(PROBE_AIRFLOW_ONLY, tmp_path)
+    assert not (unused - airflows) & modules, sorted((unused - airflows) & modules)
 
 
 def test_spec_model_annotations_are_objects_not_strings() -> None:

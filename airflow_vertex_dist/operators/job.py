@@ -34,10 +34,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from airflow.sdk import conf
-from airflow.sdk.exceptions import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout
 from pydantic import BaseModel
 
+from airflow_vertex_dist._compat import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout, conf
 from airflow_vertex_dist.hooks.job_dicts import (
     IF_EXISTS,
     PARTIAL_SUCCESS,

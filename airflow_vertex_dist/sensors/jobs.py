@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
+from airflow_vertex_dist._compat import AirflowException, AirflowFailException, conf
 from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink

@@ -27,6 +27,10 @@ Trust: the file is a pickle, loaded with the same trust Python gives the ``.pyc`
 are code run on import); a directory others can write is as unsafe for one as for the other. Any file
 that does not load (truncated, from another layout) is ignored and the schema is built as usual.
 Writers write a temporary file and rename it, so concurrent parses never read a half-written cache.
+A process that cannot write there (a read-only site-packages, a directory it may not write) finds out
+before it builds anything more than it uses, so it costs what no cache costs. The file takes the read
+bits of the specs' sources, as a ``.pyc`` does: a cache warmed by root at image build is readable by
+the user Airflow runs as.
 
 Hand-written: pydantic has no cross-process schema cache of its own. A core schema is plain data whose
 classes and functions (the spec models and their validators) pickle by reference, which is what this
@@ -169,15 +173,33 @@ def _spec_models() -> list[type[BaseModel]] | None:
     return found
 
 
-def _write(path: Path, models: list[type[BaseModel]]) -> None:
-    entries = {}
-    for cls in models:
-        if not cls.__pydantic_complete__:
-            cls.model_rebuild()
-        entries[_name(cls)] = pickle.dumps(cls.__pydantic_core_schema__, protocol=pickle.HIGHEST_PROTOCOL)
+def _open_temp(path: Path) -> tuple[int, str]:
+    """A temporary file beside ``path``, readable as the specs' sources are (OSError where it cannot be
+    written). ``mkstemp`` makes it private (0600); like a ``.pyc``, which takes its source's mode, the
+    cache takes the sources' read bits, so a cache warmed by root while building an image is read by
+    the user who runs Airflow there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{_PREFIX}", dir=path.parent)
     try:
+        source_mode = os.stat(Path(__file__).with_name("_base.py")).st_mode
+        os.fchmod(fd, (source_mode | 0o200) & 0o666)
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
+def _write(path: Path, models: list[type[BaseModel]], opened: tuple[int, str] | None = None) -> None:
+    fd, tmp = opened if opened is not None else _open_temp(path)
+    try:
+        entries = {}
+        for cls in models:
+            if not cls.__pydantic_complete__:
+                cls.model_rebuild()
+            entries[_name(cls)] = pickle.dumps(
+                cls.__pydantic_core_schema__, protocol=pickle.HIGHEST_PROTOCOL
+            )
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
@@ -201,7 +223,10 @@ def completed(cls: type[BaseModel]) -> None:
         return
     _State.writing = True
     try:
-        _write(_State.path, models)
+        # The file is opened before any other schema is built: where it cannot be written (a read-only
+        # site-packages), the process builds only the schemas it uses, as with no cache at all.
+        opened = _open_temp(_State.path)
+        _write(_State.path, models, opened)
     except Exception:  # best effort, like writing a .pyc: a read-only place just means no cache
         _State.cold = False
     finally:
