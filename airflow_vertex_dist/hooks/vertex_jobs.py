@@ -1,8 +1,8 @@
 """Hooks for the Vertex AI JobService (CustomJob and HyperparameterTuningJob): sync and asyncio.
 
 Every method returns v1 JSON dicts (camelCase keys, enum names), never protos. Transient errors
-(UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL) are retried with exponential backoff
-under a deadline (:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is
+(UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL, a proxy's 502, and over REST a refused
+or dropped connection or a timeout) are retried with exponential backoff under a deadline (:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is
 raised as the ``google.api_core.exceptions`` error carrying the API's message.
 
 Create is special: the API has no request id, so a Create re-sent after a transient error may make a

@@ -51,8 +51,12 @@ def test_a_job_with_another_spec_fingerprint_is_not_adopted(
     queued()
     with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
         # Another deployment's job for the same dag/task/run ids, made from another spec.
-        theirs, created = hook.find_or_create("customJobs", testing.container_job("theirs", SLEEP), labels=labels)
-        assert created and theirs["labels"]["airflow-spec"] == spec_fingerprint(testing.container_job("theirs", SLEEP))
+        theirs, created = hook.find_or_create(
+            "customJobs", testing.container_job("theirs", SLEEP), labels=labels
+        )
+        assert created and theirs["labels"]["airflow-spec"] == spec_fingerprint(
+            testing.container_job("theirs", SLEEP)
+        )
 
         ours_body = testing.container_job("ours", SLEEP)
         ours, created = hook.find_or_create("customJobs", ours_body, labels=labels)
@@ -68,7 +72,9 @@ def test_a_job_with_another_spec_fingerprint_is_not_adopted(
         _cancel_all(hook, labels)
 
 
-def test_a_job_without_a_fingerprint_is_not_adopted(em: Emulator, grpc_conn: str, queued: Callable[[], None]) -> None:
+def test_a_job_without_a_fingerprint_is_not_adopted(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
     """A job carrying only the four run labels (made by hand, or by a copy of the console's job)."""
     labels = _labels("unfingerprinted")
     queued()
@@ -80,7 +86,9 @@ def test_a_job_without_a_fingerprint_is_not_adopted(em: Emulator, grpc_conn: str
         _cancel_all(hook, labels)
 
 
-def test_a_job_of_an_earlier_retry_budget_is_not_adopted(em: Emulator, grpc_conn: str, queued: Callable[[], None]) -> None:
+def test_a_job_of_an_earlier_retry_budget_is_not_adopted(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
     """A cleared task runs again: the job of a try before the clear (another budget) is cancelled when
     unfinished, never re-attached to, even when it succeeded."""
     labels = _labels("budget")
@@ -109,7 +117,9 @@ def test_a_job_of_an_earlier_retry_budget_is_not_adopted(em: Emulator, grpc_conn
         _cancel_all(hook, labels)
 
 
-def test_fifty_concurrent_callers_converge_on_one_live_job(em: Emulator, grpc_conn: str, queued: Callable[[], None]) -> None:
+def test_fifty_concurrent_callers_converge_on_one_live_job(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
     """Two copies of one task instance (a zombie and its retry) may call find_or_create at once: List
     then Create has no request id, and before convergence 50 callers made 12 live jobs."""
     labels = _labels("concurrent")
