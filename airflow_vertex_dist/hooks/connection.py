@@ -56,8 +56,8 @@ _PREFIX = f"extra__{CONN_TYPE}__"
 class RetryPolicy:
     """Exponential backoff for transient API errors (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
     INTERNAL, a proxy's 502) and transport errors (a refused or dropped connection, a timeout), on
-    both transports: ``initial_s`` growing by ``multiplier`` up to ``maximum_s``, for at most ``deadline_s`` in
-    all; each attempt is given ``rpc_timeout_s``."""
+    both transports: ``initial_s`` growing by ``multiplier`` up to ``maximum_s``, for at most
+    ``deadline_s`` in all; each attempt is given ``rpc_timeout_s``."""
 
     initial_s: float = 1.0
     maximum_s: float = 30.0

@@ -2,8 +2,9 @@
 
 Every method returns v1 JSON dicts (camelCase keys, enum names), never protos. Transient errors
 (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL, a proxy's 502, and over REST a refused
-or dropped connection or a timeout) are retried with exponential backoff under a deadline (:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is
-raised as the ``google.api_core.exceptions`` error carrying the API's message.
+or dropped connection or a timeout) are retried with exponential backoff under a deadline
+(:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is raised as the
+``google.api_core.exceptions`` error carrying the API's message.
 
 Create is special: the API has no request id, so a Create re-sent after a transient error may make a
 second billed job. Every Create therefore carries a one-off ``create-token`` label; after a transient
