@@ -158,3 +158,29 @@ def test_fifty_concurrent_callers_converge_on_one_live_job(
         creates = em.call_counts()["CreateCustomJob"] - before
         print(f"\n{callers} concurrent callers: {creates} Creates, {len(every)} jobs, 1 live")
         _cancel_all(hook, labels)
+
+
+def test_lost_create_answers_make_no_duplicate(
+    em: Emulator, transport: str, queued: Callable[[], None]
+) -> None:
+    """The emulator's lost-answer fault: Create runs (the job exists), then the client gets UNAVAILABLE.
+    The hook finds the job by its create token instead of sending Create again: one job per run."""
+    queued()
+    update_faults(
+        em.config.faults,
+        {"lost_answer_rate": {"CreateCustomJob": 0.5}, "error_codes": ["UNAVAILABLE"], "seed": 11},
+    )
+    runs = [_labels(f"lost-{transport}-{i}") for i in range(8)]
+    try:
+        with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+            for labels in runs:
+                hook.find_or_create("customJobs", testing.container_job("lost", SLEEP), labels=labels)
+            lost = em.service.injector.injected_counts().get("CreateCustomJob (answer lost)", 0)
+            assert lost > 0  # the fault did hit
+            update_faults(em.config.faults, {"lost_answer_rate": {}})
+            per_run = [len(hook.find_jobs("customJobs", labels)) for labels in runs]
+            assert per_run == [1] * len(runs), per_run
+            for labels in runs:
+                _cancel_all(hook, labels)
+    finally:
+        update_faults(em.config.faults, {"lost_answer_rate": {}})
