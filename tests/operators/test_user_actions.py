@@ -28,7 +28,7 @@ from airflow.sdk import DAG
 from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.links import OWNER_XCOM_KEY
-from airflow_vertex_dist.listeners import owned_job
+from airflow_vertex_dist.listeners import CANCELLER, owned_job
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 
 from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
@@ -105,6 +105,7 @@ def hand_on_a_waiting_task(
     job = seen["job"]
     poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
     poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+    assert CANCELLER.wait_idle(timeout=30)  # the listener's worker has logged what it did
     return dr, job
 
 
@@ -182,6 +183,7 @@ def test_listener_ignores_a_tasks_own_end_and_tasks_without_a_job(vertex_conn: E
     fire("on_task_instance_failed", ti, previous_state="running")
     fire("on_task_instance_failed", ti)
     fire("on_task_instance_success", ti)
+    assert CANCELLER.wait_idle(timeout=30)
     assert vertex_conn.store.get(job["name"])["state"] in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING")
 
 
