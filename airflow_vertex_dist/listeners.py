@@ -23,14 +23,25 @@ are ignored: there the operator (or the trigger) has already dealt with its job,
 should re-attach must find the job still running. A job the trigger cancels too is harmless: the
 second look finds it cancelling or ended and sends nothing.
 
-Each cancel runs in the caller (the user's request, or the scheduler for a timed-out run), bounded by
-:data:`CANCEL_RETRY` (15 s at most per job). The plugin is registered through the ``airflow.plugins``
+A listener never cancels in its caller (the user's request, or the scheduler's loop for a timed-out
+run): it hands the work to :data:`CANCELLER`, a small pool of background threads with a bounded queue,
+and returns. Reading the owner records and cancelling happen there, each run's (or task instance's)
+cancels within :data:`RUN_BUDGET_S` seconds in all, each cancel within :data:`CANCEL_RETRY` (15 s at
+most). With the API unreachable, a run with 40 owned jobs used to hold the scheduler's loop for
+minutes; the listener call now returns at once (see the test). A cancel that did not fit the budget,
+or the queue, is logged with the job's name. The plugin is registered through the ``airflow.plugins``
 entry point (a provider-info ``plugins`` entry is only read with lazy provider discovery off).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from airflow.listeners import hookimpl
@@ -40,9 +51,12 @@ from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.links import OWNER_XCOM_KEY
 
 __all__ = [
+    "CANCELLER",
     "CANCEL_RETRY",
+    "RUN_BUDGET_S",
     "OWNER_XCOM_KEY",
     "RUN_ENDED_BY_ITS_TASKS",
+    "CancelWorker",
     "ManualStateListener",
     "VertexDistPlugin",
     "cancel_owned_job",
@@ -54,6 +68,62 @@ log = logging.getLogger(__name__)
 
 #: Bounds the cancel made while the user's request waits.
 CANCEL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_timeout_s=10.0)
+
+#: Seconds all the cancels of one run (or one task instance) may take together.
+RUN_BUDGET_S = 60.0
+
+
+class CancelWorker:
+    """Runs cancellations off the caller's thread: ``threads`` daemon threads (started on first use)
+    take work from a queue of at most ``max_queued`` items. Daemon threads: a process that exits
+    (a scheduler shutting down) is not held back by a cancel waiting on an unreachable API.
+
+    Hand-written rather than ``concurrent.futures.ThreadPoolExecutor``, whose queue is unbounded and
+    whose threads are joined at interpreter exit."""
+
+    def __init__(self, threads: int = 2, max_queued: int = 1000) -> None:
+        self.threads = threads
+        self._queue: queue.Queue[tuple[str, Callable[[], object]]] = queue.Queue(maxsize=max_queued)
+        self._lock = threading.Lock()
+        self._started: list[threading.Thread] = []
+
+    def submit(self, what: str, work: Callable[[], object]) -> bool:
+        """Queue ``work`` (never blocks); ``False`` (and an error logged) when the queue is full."""
+        with self._lock:
+            if not self._started:
+                for i in range(self.threads):
+                    thread = threading.Thread(target=self._run, name=f"vertex-dist-cancel-{i}", daemon=True)
+                    thread.start()
+                    self._started.append(thread)
+        try:
+            self._queue.put_nowait((what, work))
+        except queue.Full:
+            log.error("%s: not cancelled, %d cancellations are already waiting", what, self._queue.maxsize)
+            return False
+        return True
+
+    def _run(self) -> None:
+        while True:
+            what, work = self._queue.get()
+            try:
+                work()
+            except Exception:
+                log.exception("%s: cancelling failed", what)
+            finally:
+                self._queue.task_done()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every queued cancellation ended within ``timeout`` seconds (for tests and tools)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+
+#: The worker the listener hands its cancellations to.
+CANCELLER = CancelWorker()
 
 
 def _owner_records(dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1) -> list[Any]:
@@ -84,14 +154,21 @@ def owned_job(task_instance: Any) -> dict[str, str] | None:
     return _as_owner(records[0]) if records else None
 
 
-def _cancel(owned: dict[str, str], action: str) -> str | None:
-    """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent."""
+def _cancel(owned: dict[str, str], action: str, deadline: float | None = None) -> str | None:
+    """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent.
+    ``deadline`` (``time.monotonic()``) shortens :data:`CANCEL_RETRY` to what is left of a budget."""
     from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 
     name = parse_job_name(owned["name"])
+    policy = CANCEL_RETRY
+    if deadline is not None:
+        left = max(0.1, deadline - time.monotonic())
+        policy = dataclasses.replace(
+            policy, deadline_s=min(policy.deadline_s, left), rpc_timeout_s=min(policy.rpc_timeout_s, left)
+        )
     with VertexJobsHook(
-        owned["conn_id"], project_id=name.project, location=name.location, retry_policy=CANCEL_RETRY
+        owned["conn_id"], project_id=name.project, location=name.location, retry_policy=policy
     ) as hook:
         job, sent = hook.cancel_unless_ended(owned["name"])
     if not sent:
@@ -101,22 +178,31 @@ def _cancel(owned: dict[str, str], action: str) -> str | None:
     return owned["name"]
 
 
-def cancel_owned_job(task_instance: Any, action: str) -> str | None:
+def cancel_owned_job(task_instance: Any, action: str, budget_s: float | None = None) -> str | None:
     """Cancel the job the task instance owns unless it ended; the job's name when a cancel was sent."""
     owned = owned_job(task_instance)
-    return None if owned is None else _cancel(owned, action)
+    budget = RUN_BUDGET_S if budget_s is None else budget_s
+    return None if owned is None else _cancel(owned, action, time.monotonic() + budget)
 
 
-def cancel_run_jobs(dag_run: Any, action: str) -> list[str]:
-    """Cancel every job a task of the run owns, unless it ended; the names of the jobs cancelled.
-    One failing cancel does not stop the others (it is logged)."""
+def cancel_run_jobs(dag_run: Any, action: str, budget_s: float | None = None) -> list[str]:
+    """Cancel every job a task of the run owns, unless it ended, within ``budget_s`` seconds in all;
+    the names of the jobs cancelled. One failing cancel does not stop the others (it is logged); the
+    jobs left when the budget is spent are logged, not cancelled."""
+    budget_s = RUN_BUDGET_S if budget_s is None else budget_s
+    deadline = time.monotonic() + budget_s
     cancelled = []
     for value in _owner_records(dag_run.dag_id, dag_run.run_id):
         owned = _as_owner(value)
         if owned is None:
             continue
+        if time.monotonic() >= deadline:
+            log.error(
+                "%s: job %s not cancelled: the run's %gs budget is spent", action, owned["name"], budget_s
+            )
+            continue
         try:
-            name = _cancel(owned, action)
+            name = _cancel(owned, action, deadline)
         except Exception:
             log.exception("%s: cancelling job %s failed", action, owned["name"])
             continue
@@ -163,19 +249,27 @@ class ManualStateListener:
 
     @staticmethod
     def _cancel(task_instance: Any, action: str) -> None:
-        ti = f"{task_instance.dag_id}.{task_instance.task_id} run {task_instance.run_id}"
-        try:
-            cancel_owned_job(task_instance, f"{ti}: {action}")
+        try:  # only plain values cross to the worker thread, never the caller's ORM object
+            map_index = getattr(task_instance, "map_index", -1)
+            ti = SimpleNamespace(
+                dag_id=str(task_instance.dag_id),
+                task_id=str(task_instance.task_id),
+                run_id=str(task_instance.run_id),
+                map_index=-1 if map_index is None else int(map_index),
+            )
+            what = f"{ti.dag_id}.{ti.task_id} run {ti.run_id}: {action}"
+            CANCELLER.submit(what, lambda: cancel_owned_job(ti, what))
         except Exception:  # a listener must never break the user's request
-            log.exception("%s: %s, but cancelling its job failed", ti, action)
+            log.exception("%s: cancelling the job of %r failed", action, task_instance)
 
     @staticmethod
     def _cancel_run(dag_run: Any, state: str, msg: str) -> None:
-        action = f"{dag_run.dag_id} run {dag_run.run_id}: run {state} ({msg or 'set by hand'})"
         try:
-            cancel_run_jobs(dag_run, action)
+            run = SimpleNamespace(dag_id=str(dag_run.dag_id), run_id=str(dag_run.run_id))
+            what = f"{run.dag_id} run {run.run_id}: run {state} ({msg or 'set by hand'})"
+            CANCELLER.submit(what, lambda: cancel_run_jobs(run, what))
         except Exception:  # nor the scheduler's loop
-            log.exception("%s, but cancelling its jobs failed", action)
+            log.exception("run %s (%s): cancelling its jobs failed", state, msg)
 
 
 class VertexDistPlugin(AirflowPlugin):

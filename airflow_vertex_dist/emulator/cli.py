@@ -131,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="probability that METHOD (e.g. GetCustomJob, or *) fails (repeatable)",
     )
     faults.add_argument(
+        "--lost-answer-rate",
+        type=_fault_rate,
+        action="append",
+        default=[],
+        metavar="METHOD=P",
+        help="probability that METHOD (or *) runs and then its answer is lost (repeatable)",
+    )
+    faults.add_argument(
         "--fault-codes",
         default="UNAVAILABLE",
         help="comma-separated status codes injected failures draw from (default: %(default)s)",
@@ -162,6 +170,7 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         faults = faults_from_json(
             {
                 "error_rate": dict(args.fault_rate),
+                "lost_answer_rate": dict(args.lost_answer_rate),
                 "error_codes": [code.strip() for code in args.fault_codes.split(",") if code.strip()],
                 "latency_s": args.latency,
                 "queued_s": args.queued_seconds,

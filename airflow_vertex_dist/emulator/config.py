@@ -20,6 +20,9 @@ class Faults:
 
     #: probability (0..1) that a call fails, per method name (``CreateCustomJob``...) or ``"*"``.
     error_rate: dict[str, float] = field(default_factory=dict)
+    #: probability (0..1) that a call runs and then its answer is lost (the client gets an error drawn
+    #: from ``error_codes`` although the call took effect: a Create made the job), per method or ``"*"``.
+    lost_answer_rate: dict[str, float] = field(default_factory=dict)
     #: gRPC status code names drawn from when a call fails (``UNAVAILABLE``, ``RESOURCE_EXHAUSTED``...).
     error_codes: list[str] = field(default_factory=lambda: ["UNAVAILABLE"])
     #: seconds added to every API call.

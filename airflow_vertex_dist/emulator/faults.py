@@ -1,4 +1,6 @@
-"""Fault injection for API calls: error rates per method, drawn status codes, added latency.
+"""Fault injection for API calls: error rates per method, drawn status codes, added latency, and
+answers lost after the call took effect (``lost_answer_rate``: the handler runs, then the response is
+replaced by an error, as when a proxy drops the answer to a Create the backend did execute).
 
 The :class:`~airflow_vertex_dist.emulator.config.Faults` object is shared with the runner (which
 reads its scheduling and replica-crash settings); this module applies its API part, and converts
@@ -84,6 +86,24 @@ class FaultInjector:
             self.injected[method] = self.injected.get(method, 0) + 1
             return code
 
+    def draw_lost(self, method: str) -> str | None:
+        """After ``method`` ran: a status code name to replace its answer with, or None."""
+        with self.faults.lock:
+            rate = self.faults.lost_answer_rate.get(method, self.faults.lost_answer_rate.get("*", 0.0))
+            codes = list(self.faults.error_codes) or ["UNAVAILABLE"]
+            seed = self.faults.seed
+        if rate <= 0:
+            return None
+        with self._lock:
+            if seed != self._seed:
+                self._seed, self._rng = seed, random.Random(seed)
+            if self._rng.random() >= rate:
+                return None
+            code = codes[self._rng.randrange(len(codes))] if len(codes) > 1 else codes[0]
+            key = f"{method} (answer lost)"
+            self.injected[key] = self.injected.get(key, 0) + 1
+            return code
+
     def injected_counts(self) -> dict[str, int]:
         with self._lock:
             return dict(self.injected)
@@ -94,6 +114,7 @@ def faults_to_json(faults: Faults) -> dict[str, Any]:
     with faults.lock:
         out: dict[str, Any] = {name: getattr(faults, name) for name in _JSON_FIELDS}
     out["error_rate"] = dict(out["error_rate"])
+    out["lost_answer_rate"] = dict(out["lost_answer_rate"])
     out["error_codes"] = list(out["error_codes"])
     out["crash_replicas"] = list(out["crash_replicas"])
     return out
@@ -115,10 +136,10 @@ def _validated(changes: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in changes.items():
         if key not in _JSON_FIELDS:
             raise FaultsError(f"{key}: unknown fault setting (known: {', '.join(_JSON_FIELDS)})")
-        if key == "error_rate":
+        if key in ("error_rate", "lost_answer_rate"):
             if not isinstance(value, Mapping):
-                raise FaultsError("error_rate: must map a method name (or '*') to a probability")
-            out[key] = {str(m): _number(f"error_rate.{m}", p, hi=1.0) for m, p in value.items()}
+                raise FaultsError(f"{key}: must map a method name (or '*') to a probability")
+            out[key] = {str(m): _number(f"{key}.{m}", p, hi=1.0) for m, p in value.items()}
         elif key == "error_codes":
             if not isinstance(value, list) or not value:
                 raise FaultsError("error_codes: must be a non-empty list of status code names")

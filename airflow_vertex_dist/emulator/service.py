@@ -236,7 +236,11 @@ class JobService:
         if code is not None:
             raise ApiError(code, f"injected fault: {method} failed with {code} (emulator fault injection)")
         handler: Callable[[MethodInfo, Any], Any] = getattr(self, f"_{info.verb}")
-        return handler(info, request)
+        response = handler(info, request)
+        lost = self.injector.draw_lost(method)
+        if lost is not None:
+            raise ApiError(lost, f"injected fault: {method} ran, then its answer was lost with {lost}")
+        return response
 
     def call_counts(self) -> dict[str, int]:
         """Calls received per method name (including those failed by fault injection)."""

@@ -118,11 +118,13 @@ class JobStore:
         if kind not in JOB_KINDS:
             raise ValueError(f"kind must be one of {', '.join(JOB_KINDS)} (got {kind!r})")
         body = copy.deepcopy(job)
-        stamp = now_rfc3339()
-        body["createTime"] = stamp
-        body["updateTime"] = stamp
         body["state"] = "JOB_STATE_QUEUED"
         with self._lock:
+            # Stamped under the lock: a job visible to List never has an older createTime than one
+            # that is not visible yet (concurrent Creates converge on the oldest job; see the hook).
+            stamp = now_rfc3339()
+            body["createTime"] = stamp
+            body["updateTime"] = stamp
             while True:
                 job_id = str(secrets.randbelow(9 * 10**18) + 10**18)  # 19 digits, like the service
                 body["name"] = f"{parent}/{kind}/{job_id}"

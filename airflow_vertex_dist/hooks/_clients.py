@@ -11,11 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 import google.auth
+import google.auth.exceptions
 import grpc
+import requests
 from google.api_core import exceptions as api_exceptions
 from google.api_core.client_options import ClientOptions
 from google.api_core.gapic_v1.client_info import ClientInfo
-from google.api_core.retry import Retry, if_exception_type
+from google.api_core.retry import Retry, if_transient_error
 from google.api_core.retry_async import AsyncRetry
 from google.auth import credentials as auth_credentials
 from google.auth import impersonated_credentials
@@ -34,6 +36,7 @@ from airflow_vertex_dist.hooks.job_dicts import CUSTOM_JOBS, JobKind
 __all__ = [
     "SCOPES",
     "TRANSIENT_ERRORS",
+    "TRANSPORT_ERRORS",
     "async_retry",
     "build_async_client",
     "build_credentials",
@@ -48,25 +51,42 @@ __all__ = [
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
 #: UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED and INTERNAL, over gRPC and over REST (where they
-#: arrive as HTTP 503, 504, 429 and 500: the gRPC exception classes are subclasses of these).
+#: arrive as HTTP 503, 504, 429 and 500: the gRPC exception classes are subclasses of these), and a
+#: proxy's 502 over REST.
 TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     api_exceptions.ServiceUnavailable,
     api_exceptions.GatewayTimeout,
     api_exceptions.TooManyRequests,
     api_exceptions.InternalServerError,
+    api_exceptions.BadGateway,
+)
+
+#: What the REST transport (``requests``, through google-auth's session) raises when no HTTP answer came
+#: back: the connection was refused or reset, or it timed out. gRPC reports the same as UNAVAILABLE or
+#: DEADLINE_EXCEEDED, already in :data:`TRANSIENT_ERRORS`.
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    google.auth.exceptions.TransportError,
 )
 
 _CLIENT_INFO = ClientInfo(user_agent="airflow-vertex-dist/0.1.0")  # type: ignore[no-untyped-call]
 
 
 def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TRANSIENT_ERRORS)
+    """Worth retrying: google.api_core's own transient predicate (``if_transient_error``: 500, 503, 429
+    and a dropped connection), plus :data:`TRANSIENT_ERRORS` and :data:`TRANSPORT_ERRORS`. The same
+    answer for both transports."""
+    return isinstance(exc, TRANSIENT_ERRORS + TRANSPORT_ERRORS) or (
+        isinstance(exc, Exception) and bool(if_transient_error(exc))
+    )
 
 
 def _retry_settings(policy: RetryPolicy, on_error: Callable[[Exception], None] | None) -> dict[str, Any]:
     """The one retry configuration of both clients: transient errors only, the policy's backoff."""
     return {
-        "predicate": if_exception_type(*TRANSIENT_ERRORS),
+        "predicate": is_transient,
         "initial": policy.initial_s,
         "maximum": policy.maximum_s,
         "multiplier": policy.multiplier,

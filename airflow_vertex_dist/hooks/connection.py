@@ -55,8 +55,9 @@ _PREFIX = f"extra__{CONN_TYPE}__"
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff for transient API errors (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
-    INTERNAL): ``initial_s`` growing by ``multiplier`` up to ``maximum_s``, for at most ``deadline_s`` in
-    all; each attempt is given ``rpc_timeout_s``."""
+    INTERNAL, a proxy's 502) and transport errors (a refused or dropped connection, a timeout), on
+    both transports: ``initial_s`` growing by ``multiplier`` up to ``maximum_s``, for at most
+    ``deadline_s`` in all; each attempt is given ``rpc_timeout_s``."""
 
     initial_s: float = 1.0
     maximum_s: float = 30.0

@@ -2,14 +2,17 @@
 
 Pure: no Google or Airflow imports, so DAG files and operators can use it at parse time.
 
-Vertex AI label rules (vertex-facts.md): at most 64 labels; keys and values at most 63 characters of
-lowercase letters, digits, ``_`` and ``-``; keys start with a letter. The project also makes every value
+The Vertex AI label rules live in :mod:`airflow_vertex_dist.label_rules` (shared with the specs):
+at most 64 labels; keys and values at most 63 lowercase (or caseless) letters, numbers, ``_`` and
+``-``, international letters included; keys start with a letter. The project also makes every value
 it writes start with a letter, so a value is never mistaken for a number by filter parsers.
 
-Airflow identifiers do not fit those rules as they are. :func:`sanitize_label_value` maps them into the
-alphabet and, whenever that loses information (case, characters, length), appends a short hash of the
-original, so two different DAG ids never share a label value. ``airflow-run`` is always a hash of the
-whole task instance key (dag id, task id, run id, map index): it is the find-again handle.
+Airflow identifiers do not always fit those rules. :func:`sanitize_label_value` keeps one that fits
+and maps any other into the alphabet with a short hash of the original appended (see its docstring
+for what that guarantees). ``airflow-run`` is always a hash of the whole task instance key (dag id,
+task id, run id, map index): it is the find-again handle, and ``airflow-dag``/``airflow-task`` are
+for people reading the console. ``airflow-spec`` is the fingerprint of the rendered spec
+(:func:`spec_fingerprint`): a job is only adopted by a task whose spec has the same one.
 """
 
 from __future__ import annotations
@@ -17,22 +20,35 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.label_rules import (
+    MAX_LABEL_LENGTH,
+    MAX_LABELS,
+    is_label_char,
+    is_label_letter,
+    labels_error,
+)
 
 __all__ = [
+    "BUDGET_LABEL",
     "DAG_LABEL",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "MAX_LABELS",
     "MAX_LABEL_LENGTH",
+    "PROVIDER_LABELS",
     "RUN_LABEL",
+    "SPEC_LABEL",
     "TASK_LABEL",
     "label_filter",
     "merge_labels",
     "run_hash",
+    "retry_budget",
     "run_labels",
     "sanitize_label_value",
+    "spec_fingerprint",
     "validate_labels",
 ]
 
@@ -41,31 +57,62 @@ MANAGED_BY_VALUE = "airflow-vertex-dist"
 DAG_LABEL = "airflow-dag"
 TASK_LABEL = "airflow-task"
 RUN_LABEL = "airflow-run"
+SPEC_LABEL = "airflow-spec"
+BUDGET_LABEL = "airflow-budget"
+#: The one-off token of a Create call (:data:`~airflow_vertex_dist.hooks.vertex_jobs.CREATE_TOKEN_LABEL`).
+_CREATE_TOKEN_LABEL = "create-token"
 
-MAX_LABELS = 64
-MAX_LABEL_LENGTH = 63
+#: The labels the provider itself writes: left out of :func:`spec_fingerprint`.
+PROVIDER_LABELS = frozenset(
+    {MANAGED_BY_LABEL, DAG_LABEL, TASK_LABEL, RUN_LABEL, SPEC_LABEL, BUDGET_LABEL, _CREATE_TOKEN_LABEL}
+)
 
-_KEY_RE = LazyRegex(r"^[a-z][a-z0-9_-]{0,62}$")
-_VALUE_RE = LazyRegex(r"^[a-z0-9_-]{0,63}$")
-_INVALID_CHARS = LazyRegex(r"[^a-z0-9_-]+")
 _HASH_LEN = 8
+#: What a lossy :func:`sanitize_label_value` ends with; a value that fits but looks like it is hashed too.
+_HASHED_TAIL = LazyRegex(r".*-[0-9a-f]{8}")
 
 
 def _digest(text: str, length: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
+def _fits(value: str) -> bool:
+    return 0 < len(value) <= MAX_LABEL_LENGTH and is_label_letter(value[0]) and all(map(is_label_char, value))
+
+
+def _replace_invalid_runs(text: str) -> str:
+    """``text`` with every run of characters a label may not hold replaced by one ``-``."""
+    out: list[str] = []
+    in_run = False
+    for ch in text:
+        if is_label_char(ch):
+            out.append(ch)
+            in_run = False
+        elif not in_run:
+            out.append("-")
+            in_run = True
+    return "".join(out)
+
+
 def sanitize_label_value(value: str) -> str:
     """Map ``value`` into a valid label value that starts with a letter.
 
-    The result equals ``value`` when it already fits; otherwise it is the lowercased value with
-    invalid runs replaced by ``-``, prefixed with ``x`` when it does not start with a letter, cut so
-    that ``-<8 hex digits of sha256(value)>`` fits in 63 characters.
+    The result is ``value`` itself when it already is one (international letters included) and does
+    not end like a hashed value (``-`` and 8 lowercase hex digits). Otherwise it is the lowercased
+    value with every run of characters a label may not hold replaced by ``-``, prefixed with ``x``
+    when it does not start with a letter, cut so that ``-<first 8 hex digits of sha256(value)>`` fits
+    in 63 characters, and that suffix.
+
+    What is guaranteed: two different values give different results unless both were hashed and
+    their SHA-256 digests share the first 32 bits (about one pair in 4 billion). A kept value never
+    ends like a hashed one, so it never equals a hashed result (``"My_DAG"`` and
+    ``"my_dag-fec1e61d"`` differ). The labels are for reading; finding a run's job again relies on
+    ``airflow-run`` (:func:`run_hash`, 160 bits), not on these.
     """
-    if value and _VALUE_RE.match(value) and value[0].isalpha():
+    if _fits(value) and not _HASHED_TAIL.fullmatch(value):
         return value
-    base = _INVALID_CHARS.sub("-", value.lower())
-    if not base or not ("a" <= base[0] <= "z"):
+    base = _replace_invalid_runs(value.lower())
+    if not base or not is_label_letter(base[0]):
         base = "x" + base
     suffix = "-" + _digest(value, _HASH_LEN)
     return base[: MAX_LABEL_LENGTH - len(suffix)].rstrip("-") + suffix
@@ -87,20 +134,45 @@ def run_labels(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> d
     }
 
 
+def retry_budget(max_tries: int) -> str:
+    """The ``airflow-budget`` label value of a try: ``m`` + the task instance's ``max_tries``.
+
+    Airflow stores ``max_tries`` with the task instance: a retry keeps it, and clearing the task
+    sets it to ``try_number + retries``, so it names the retry budget a try belongs to, and the
+    label on a job is the durable record of the budget of the try that made it. Unlike
+    ``max_tries - retries + 1`` it does not depend on the ``retries`` of the DAG file now: lowering
+    ``retries`` between two tries does not make the second one look like the first after a clear.
+    One case it cannot tell apart: a clear that comes with ``retries`` lowered by exactly the number
+    of tries run since the budget began gives the same value again, and is taken for a retry.
+    """
+    if max_tries < 0:
+        return "m-" + str(-max_tries)
+    return f"m{max_tries}"
+
+
 def validate_labels(labels: Mapping[str, str], *, field: str = "labels") -> None:
-    """Raise ``ValueError`` naming ``field.<key>`` and the rule for the first label that breaks one."""
-    if len(labels) > MAX_LABELS:
-        raise ValueError(f"{field}: at most {MAX_LABELS} labels are allowed (got {len(labels)})")
-    for key, value in labels.items():
-        if not isinstance(key, str) or not _KEY_RE.match(key):
-            raise ValueError(
-                f"{field}: key {key!r} must be 1-63 lowercase letters, digits, '_' or '-', "
-                "starting with a letter"
-            )
-        if not isinstance(value, str) or not _VALUE_RE.match(value):
-            raise ValueError(
-                f"{field}.{key}: value {value!r} must be at most 63 lowercase letters, digits, '_' or '-'"
-            )
+    """Raise ``ValueError`` naming ``field`` (or ``field.<key>``) and the rule for the first label that
+    breaks one (:mod:`airflow_vertex_dist.label_rules`: the specs' rule too)."""
+    error = labels_error(field, labels)
+    if error is not None:
+        raise ValueError(error)
+
+
+def spec_fingerprint(body: Mapping[str, Any]) -> str:
+    """The ``airflow-spec`` label value of a job request body: ``s`` + 40 hex digits of SHA-256.
+
+    What is hashed: the request body as the hook sends it to Create (the v1 JSON of the rendered
+    spec: camelCase keys, enum names), with the provider's own labels (:data:`PROVIDER_LABELS`:
+    ``managed-by``, ``airflow-dag``, ``airflow-task``, ``airflow-run``, ``airflow-spec`` and
+    ``create-token``, which differ per run or per call) removed from ``labels``, written as canonical
+    JSON (keys sorted, no whitespace, UTF-8, non-ASCII kept as is). The user's own labels count: they
+    are part of the spec. Two bodies that differ in any other field -- a machine type, an argument,
+    an environment variable, the display name -- have different fingerprints.
+    """
+    labels = {k: v for k, v in (body.get("labels") or {}).items() if k not in PROVIDER_LABELS}
+    canonical = {**body, "labels": labels} if labels else {k: v for k, v in body.items() if k != "labels"}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "s" + _digest(text, 40)
 
 
 def merge_labels(

@@ -1,9 +1,10 @@
 """Hooks for the Vertex AI JobService (CustomJob and HyperparameterTuningJob): sync and asyncio.
 
 Every method returns v1 JSON dicts (camelCase keys, enum names), never protos. Transient errors
-(UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL) are retried with exponential backoff
-under a deadline (:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is
-raised as the ``google.api_core.exceptions`` error carrying the API's message.
+(UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL, a proxy's 502, and over REST a refused
+or dropped connection or a timeout) are retried with exponential backoff under a deadline
+(:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is raised as the
+``google.api_core.exceptions`` error carrying the API's message.
 
 Create is special: the API has no request id, so a Create re-sent after a transient error may make a
 second billed job. Every Create therefore carries a one-off ``create-token`` label; after a transient
@@ -33,7 +34,6 @@ from airflow_vertex_dist.hooks.connection import (
     ui_field_behaviour,
 )
 from airflow_vertex_dist.hooks.job_dicts import (
-    ACTIVE_STATES,
     CUSTOM_JOBS,
     IF_EXISTS,
     JOB_KINDS,
@@ -47,7 +47,15 @@ from airflow_vertex_dist.hooks.job_dicts import (
     rfc3339_key,
     short_state,
 )
-from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, merge_labels, validate_labels
+from airflow_vertex_dist.hooks.labels import (
+    BUDGET_LABEL,
+    MAX_LABELS,
+    SPEC_LABEL,
+    label_filter,
+    merge_labels,
+    spec_fingerprint,
+    validate_labels,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -57,6 +65,7 @@ __all__ = [
     "IF_EXISTS",
     "IfExists",
     "JobAlreadyExistsError",
+    "LIVE_STATES",
     "VertexJobsAsyncHook",
     "VertexJobsHook",
     "check_if_exists",
@@ -90,6 +99,9 @@ _RPC: dict[str, dict[str, str]] = {
 }
 
 
+#: The states of a job under way (not ended, not being cancelled): what concurrent tries converge on.
+LIVE_STATES = REATTACHABLE_STATES - {"JOB_STATE_SUCCEEDED"}
+
 #: ``cancel_unless_ended`` sends nothing to a job in these: it ended, or a cancel is already under way.
 _NO_CANCEL_STATES = TERMINAL_STATES | {"JOB_STATE_CANCELLING"}
 
@@ -113,6 +125,18 @@ def _check_kind(kind: str) -> JobKind:
 
 def _newest_first(jobs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(jobs, key=lambda job: rfc3339_key(str(job.get("createTime", ""))), reverse=True)
+
+
+def _age(job: dict[str, Any]) -> tuple[Any, str]:
+    """Sort key, oldest first: ``createTime``, then the name (so every caller picks the same job)."""
+    return rfc3339_key(str(job.get("createTime", ""))), str(job.get("name", ""))
+
+
+def _adoptable(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The job to re-attach to: the oldest unfinished one (the one concurrent tries keep), else the
+    newest succeeded one."""
+    live = [job for job in jobs if job_state(job) in LIVE_STATES]
+    return sorted(live, key=_age)[0] if live else _newest_first(jobs)[0]
 
 
 def _connection_form_widgets() -> dict[str, Any]:
@@ -410,44 +434,134 @@ class VertexJobsHook(_VertexHookBase):
         *,
         labels: dict[str, str],
         if_exists: IfExists = "reattach",
-        cancel_unfinished: str | None = None,
+        retry_budget: str | None = None,
+        cancel_earlier: bool = True,
     ) -> tuple[dict[str, Any], bool]:
-        """Return ``(job, created)``: this run's live or succeeded job, or a new one.
+        """Return ``(job, created)``: this task's live or succeeded job, or a new one.
 
         ``labels`` (normally :func:`~airflow_vertex_dist.hooks.labels.run_labels`) are merged into the
-        body and identify the run. With a job in a re-attachable state (queued, pending, running,
-        paused, updating or succeeded): ``reattach`` returns it, ``fail`` raises
-        :class:`JobAlreadyExistsError`, ``recreate`` cancels the unfinished ones and creates a new job.
-        Jobs that failed, were cancelled, expired or partially succeeded never block a new one.
+        body and identify the run; the body also gets the ``airflow-spec`` label, its fingerprint
+        (:func:`~airflow_vertex_dist.hooks.labels.spec_fingerprint`). Only a job carrying the run's
+        labels *and* this fingerprint is this task's: one with another fingerprint (a job of another
+        deployment, a copy made in the console, or one made from another version of the spec) is
+        logged and never adopted, cancelled or counted.
 
-        ``cancel_unfinished`` (the reason, for the log) first cancels the unfinished ones, so only a
-        succeeded job is left to re-attach to: what a cleared task's fresh try does.
+        ``retry_budget`` (a label value, see :func:`~airflow_vertex_dist.hooks.labels.retry_budget`)
+        names the retry budget of the calling try and is written on the job (``airflow-budget``).
+        A job of this task made in another budget was made by a try before the task was cleared: it
+        is never adopted (a clear means "run it again") and, with ``cancel_earlier``, cancelled when
+        unfinished. Without ``retry_budget`` every job of this task counts as this budget's.
+
+        With a job of this budget in a re-attachable state (queued, pending, running, paused, updating
+        or succeeded): ``reattach`` returns it (the oldest unfinished one, else the newest succeeded
+        one), ``fail`` raises :class:`JobAlreadyExistsError`, ``recreate`` cancels the unfinished ones
+        and creates a new job. Jobs that failed, were cancelled, expired or partially succeeded never
+        block a new one.
+
+        The service has no request id, so calls running at the same time (two copies of one task
+        instance) may each create a job. After its Create a call therefore lists this budget's
+        unfinished jobs again and, when there is more than one, keeps the oldest (by ``createTime``,
+        then name: the same choice in every caller) and cancels the others; every caller returns the
+        kept job (``created`` is then true only for the caller that made it).
         """
         job_kind = _check_kind(kind)
         check_if_exists(if_exists)
-        merged = merge_labels(body.get("labels"), labels, field="body.labels")
-        live = [job for job in self.find_jobs(job_kind, labels) if job_state(job) in REATTACHABLE_STATES]
-        if cancel_unfinished:
-            self._cancel_active(live, cancel_unfinished)
-            live = [job for job in live if job_state(job) not in ACTIVE_STATES]
-        if live:
-            if len(live) > 1:
-                self.log.warning(
-                    "%d live jobs carry the labels %s; using the newest", len(live), label_filter(labels)
-                )
+        fingerprint = spec_fingerprint(body)
+        task_labels = {**labels, SPEC_LABEL: fingerprint}
+        if retry_budget is not None:
+            task_labels[BUDGET_LABEL] = retry_budget
+        merged = merge_labels(body.get("labels"), task_labels, field="body.labels")
+        mine, earlier = self._task_jobs(job_kind, labels, fingerprint, retry_budget)
+        skip: set[str] = set()
+        if earlier:
+            if cancel_earlier:
+                skip = self._cancel_active(earlier, "made by a try before the task was cleared")
+            else:
+                for job in earlier:
+                    self.log.info(
+                        "Leaving %s (%s), made by a try before the task was cleared, alone "
+                        "(cancel_earlier=False)",
+                        job["name"],
+                        short_state(job_state(job)),
+                    )
+        if mine:
             if if_exists == "reattach":
-                self.log.info("Re-attaching to %s (%s)", live[0]["name"], job_state(live[0]))
-                return live[0], False
+                job = _adoptable(mine)
+                self.log.info("Re-attaching to %s (%s)", job["name"], short_state(job_state(job)))
+                return job, False
             if if_exists == "fail":
-                raise JobAlreadyExistsError(live[0])
-            self._cancel_active(live, "if_exists='recreate'")
-        return self._create(job_kind, {**body, "labels": merged}), True
+                raise JobAlreadyExistsError(_adoptable(mine))
+            skip |= self._cancel_active(mine, "if_exists='recreate'")
+        created = self._create(job_kind, {**body, "labels": merged})
+        return self._converge(job_kind, task_labels, created, skip)
 
-    def _cancel_active(self, jobs: list[dict[str, Any]], reason: str) -> None:
+    def _task_jobs(
+        self, kind: JobKind, labels: dict[str, str], fingerprint: str, budget: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The run's re-attachable jobs carrying ``fingerprint``: ``(of this budget, of earlier ones)``.
+        Jobs with another fingerprint are logged, not returned."""
+        mine: list[dict[str, Any]] = []
+        earlier: list[dict[str, Any]] = []
+        for job in self.find_jobs(kind, labels):
+            if job_state(job) not in REATTACHABLE_STATES:
+                continue
+            job_labels = job.get("labels") or {}
+            theirs = job_labels.get(SPEC_LABEL)
+            if theirs != fingerprint:
+                self.log.warning(
+                    "Not adopting %s (%s): it carries this run's labels but its spec fingerprint "
+                    "(%s=%s) is not this task's (%s): a job of another deployment, a copy, or one made "
+                    "from another version of the spec",
+                    job["name"],
+                    short_state(job_state(job)),
+                    SPEC_LABEL,
+                    theirs,
+                    fingerprint,
+                )
+            elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
+                mine.append(job)
+            else:
+                earlier.append(job)
+        return mine, earlier
+
+    def _converge(
+        self, kind: JobKind, task_labels: dict[str, str], created: dict[str, Any], skip: set[str]
+    ) -> tuple[dict[str, Any], bool]:
+        """After a Create: keep the oldest of the task's unfinished jobs and cancel the others."""
+        live = [
+            job
+            for job in self.find_jobs(kind, task_labels)
+            if job_state(job) in LIVE_STATES and job["name"] not in skip
+        ]
+        if len(live) <= 1:
+            return created, True
+        keep, *others = sorted(live, key=_age)
+        self.log.warning(
+            "%d unfinished jobs of this task were created at the same time (concurrent tries); keeping "
+            "the oldest, %s, and cancelling %s",
+            len(live),
+            keep["name"],
+            ", ".join(str(job["name"]) for job in others),
+        )
+        for job in others:
+            try:
+                self.cancel_job(str(job["name"]))
+            except Exception as exc:  # another caller may be cancelling it too
+                self.log.warning("Cancel of %s failed: %s", job["name"], exc)
+        if keep["name"] == created["name"]:
+            return created, True
+        self.log.info("Re-attaching to %s (%s)", keep["name"], short_state(job_state(keep)))
+        return keep, False
+
+    def _cancel_active(self, jobs: list[dict[str, Any]], reason: str) -> set[str]:
+        """Cancel the unfinished ones of ``jobs``; the names of those sent a Cancel."""
+        sent = set()
         for job in jobs:  # the rule of cancel_unless_ended: not an ended job, nor one being cancelled
             if job_state(job) not in _NO_CANCEL_STATES:
                 self.log.warning("Cancelling %s (%s): %s", job["name"], short_state(job_state(job)), reason)
                 self.cancel_job(job["name"])
+                sent.add(str(job["name"]))
+        return sent
 
 
 class VertexJobsAsyncHook(_VertexHookBase):

@@ -3,14 +3,15 @@
 A try of the task:
 
 1. validates the (rendered) spec;
-2. finds this run's job again, first in Airflow's task state (``task_state_store``, Airflow >= 3.3:
+2. finds this task's job again, first in Airflow's task state (``task_state_store``, Airflow >= 3.3:
    the store ``ResumableJobMixin`` keeps the external id in) and then by the run labels
-   (``airflow-dag``/``airflow-task``/``airflow-run``/``managed-by``); it re-attaches to a queued,
-   running, paused or succeeded job and only creates one when there is none (``if_exists``).
-   A retry always re-attaches. A fresh try -- the first of its retry budget: the first try, or the
-   first after a clear -- cancels a job an earlier try left unfinished and starts its own
-   (``cancel_on_kill``; without it, it re-attaches), so a clear means "run it again" whether or not the
-   triggerer had started the cleared task's trigger;
+   (``airflow-dag``/``airflow-task``/``airflow-run``/``managed-by``). A job is this try's only when
+   it also carries the fingerprint of the rendered spec (``airflow-spec``) and the try's retry
+   budget (``airflow-budget``: Airflow's ``max_tries``, kept by a retry, changed by a clear). A retry
+   re-attaches to a queued, running, paused or succeeded job and only creates one when there is none
+   (``if_exists``); a job with another fingerprint is never adopted; a cleared task runs again: it
+   starts a job of its own and cancels one an earlier try left unfinished (``cancel_on_kill``).
+   Concurrent copies of one try converge on one job (the oldest);
 3. logs the pools as a table at submit, pushes the job's name and console link to XCom, and (when it
    waits with ``cancel_on_kill``) the job's owner record, which the provider's listener
    (:mod:`airflow_vertex_dist.listeners`) cancels when a user marks the task failed or successful;
@@ -38,6 +39,7 @@ from pydantic import BaseModel
 
 from airflow_vertex_dist._compat import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout, conf
 from airflow_vertex_dist.hooks.job_dicts import (
+    ACTIVE_STATES,
     IF_EXISTS,
     PARTIAL_SUCCESS,
     REATTACHABLE_STATES,
@@ -49,7 +51,13 @@ from airflow_vertex_dist.hooks.job_dicts import (
     job_state,
     short_state,
 )
-from airflow_vertex_dist.hooks.labels import run_labels
+from airflow_vertex_dist.hooks.labels import (
+    BUDGET_LABEL,
+    SPEC_LABEL,
+    retry_budget,
+    run_labels,
+    spec_fingerprint,
+)
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
@@ -185,10 +193,21 @@ class VertexJobOperator(VertexBaseOperator):
         map_index = getattr(ti, "map_index", -1)
         return run_labels(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else int(map_index))
 
-    def _from_task_state(self, context: Context) -> dict[str, Any] | None:
-        """The job named in Airflow's task state, when it is still worth re-attaching to."""
+    def _budget(self, context: Context) -> str | None:
+        """This try's retry budget label (:func:`~airflow_vertex_dist.hooks.labels.retry_budget`), or
+        ``None`` when the task instance does not say its ``max_tries``."""
+        max_tries = getattr(context["ti"], "max_tries", None)
+        return retry_budget(max_tries) if isinstance(max_tries, int) else None
+
+    def _from_task_state(
+        self, context: Context, body: dict[str, Any], budget: str | None
+    ) -> dict[str, Any] | None:
+        """The job named in Airflow's task state, when it is this task's (same spec fingerprint, same
+        retry budget) and still worth re-attaching to. A job the record names that an earlier budget's
+        try left unfinished (the task was cleared since) is cancelled (``cancel_on_kill``): the record
+        says it is this task's even when its spec was different."""
         store = context.get("task_state_store")
-        if store is None or self.if_exists != "reattach":
+        if store is None:
             return None
         name = store.get(STATE_KEY)
         if not name:
@@ -201,46 +220,58 @@ class VertexJobOperator(VertexBaseOperator):
             self.log.warning("Job %s from the task state no longer exists", name)
             return None
         state = job_state(job)
-        if state in REATTACHABLE_STATES:
+        labels = job.get("labels") or {}
+        if budget is not None and labels.get(BUDGET_LABEL) != budget:
+            if state in ACTIVE_STATES and self.cancel_on_kill:
+                self._cancel_earlier(str(name), state)
+            return None
+        if labels.get(SPEC_LABEL) != spec_fingerprint(body):
+            self.log.warning(
+                "Job %s from the task state was made from another version of the spec: not re-attaching",
+                name,
+            )
+            return None
+        if self.if_exists == "reattach" and state in REATTACHABLE_STATES:
             self.log.info("Re-attaching to %s (%s), named in the task state", name, short_state(state))
             return job
         self.log.info("Job %s from the task state is %s: not re-attaching", name, short_state(state))
         return None
 
-    def _fresh_try(self, context: Context) -> bool:
-        """Whether this is the first try of its retry budget: the task's first try, or the first after a
-        clear (which gives the task ``retries`` more tries). Airflow reckons the same way for a sensor's
-        first reschedule: ``first try = max_tries - retries + 1``. A retry is not fresh."""
-        ti = context["ti"]
-        try_number, max_tries = getattr(ti, "try_number", None), getattr(ti, "max_tries", None)
-        if not isinstance(try_number, int) or not isinstance(max_tries, int):
-            return False
-        return try_number == max_tries - int(self.retries or 0) + 1
+    def _cancel_earlier(self, name: str, state: str) -> None:
+        if state == "JOB_STATE_CANCELLING":
+            return
+        self.log.warning(
+            "Cancelling %s (%s): made by a try before the task was cleared, and a cleared task runs "
+            "again",
+            name,
+            short_state(state),
+        )
+        self.hook.cancel_job(name)
 
     def attach_or_create(self, context: Context) -> dict[str, Any]:
         """Re-attach to this task instance's job or create it (see the module doc).
 
-        A fresh try (a clear, or a DAG run re-run) is a user asking for the task to run again. While
-        the task waited in the triggerer, Airflow cancels the trigger and its ``on_kill`` cancels the
-        job; but a task cleared before the triggerer started its trigger leaves the job running, and a
-        try that re-attached to it would not run the task again (and could see it cancelled under it).
-        So with ``if_exists="reattach"`` and ``cancel_on_kill`` a fresh try cancels a job an earlier try
-        left unfinished and starts its own, whichever way that race went; a succeeded job is still
-        re-attached to. With ``cancel_on_kill=False`` it re-attaches: it must not cancel, and a second
-        job would bill twice.
+        A job is this try's to re-attach to when it carries the run's labels, the fingerprint of this
+        try's rendered spec and this try's retry budget (Airflow's ``max_tries``, which a retry keeps
+        and a clear changes): a retry re-attaches, a cleared task -- a user asking for it to run again
+        -- starts a job of its own, even when the earlier one succeeded. A job an earlier budget's try
+        left unfinished is cancelled (``cancel_on_kill``; with ``cancel_on_kill=False`` it is left
+        running). While the task waited in the triggerer, clearing it also makes Airflow cancel the
+        trigger, whose ``on_kill`` cancels the job; this covers a task cleared before the triggerer
+        started its trigger.
         """
         labels = self._labels(context)
-        fresh = self.if_exists == "reattach" and self.cancel_on_kill and self._fresh_try(context)
-        job = None if fresh else self._from_task_state(context)
+        body = self.job_body()
+        budget = self._budget(context)
+        job = self._from_task_state(context, body, budget)
         if job is None:
             job, created = self.hook.find_or_create(
                 self.job_kind,
-                self.job_body(),
+                body,
                 labels=labels,
                 if_exists=self.if_exists,
-                cancel_unfinished="an earlier try left it running, and a cleared task starts afresh"
-                if fresh
-                else None,
+                retry_budget=budget,
+                cancel_earlier=self.cancel_on_kill,
             )
             if created:
                 self.log.info("Created %s\n%s", job["name"], self.pools_table())
@@ -398,7 +429,8 @@ class VertexJobOperator(VertexBaseOperator):
             return super().resume_execution(next_method, next_kwargs, context)
         except TaskDeferralTimeout:
             # The trigger was killed by Airflow's deferral timeout (execution_timeout): cancel the job.
-            job = self.hook.find_job(self.job_kind, self._labels(context))
+            labels = {**self._labels(context), SPEC_LABEL: spec_fingerprint(self.job_body())}
+            job = self.hook.find_job(self.job_kind, labels)
             if job is not None and job_state(job) not in TERMINAL_STATES:
                 self._cancel(str(job["name"]), reason="execution_timeout")
             raise

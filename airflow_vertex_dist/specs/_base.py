@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationErro
 from pydantic_core import PydanticCustomError, core_schema
 
 from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.label_rules import labels_error
 from airflow_vertex_dist.specs import _schema_cache
 
 __all__ = [
@@ -113,29 +114,11 @@ class _DurationSchema:
 Duration = Annotated[timedelta, _DurationSchema()]
 
 
-def _label_char_ok(ch: str) -> bool:
-    return (ch.isalpha() and ch == ch.lower() and not ch.isupper()) or ch.isdigit() or ch in "_-"
-
-
 def check_labels(field: str, labels: dict[str, str]) -> None:
-    """Vertex AI label rules: at most 64 labels; keys 1-63 characters starting with a lowercase
-    letter; keys and values only lowercase letters, digits, ``_`` and ``-``; values up to 63."""
-    if len(labels) > 64:
-        fail(f"{field}: at most 64 labels are allowed (got {len(labels)})")
-    for key, value in labels.items():
-        if not key or len(key) > 63:
-            fail(f"{field}: label key must be 1-63 characters (got {key!r}, {len(key)} characters)")
-        if not (key[0].isalpha() and key[0] == key[0].lower() and not key[0].isupper()):
-            fail(f"{field}: label key must start with a lowercase letter (got {key!r})")
-        if not all(_label_char_ok(c) for c in key):
-            fail(f"{field}: label key may contain only lowercase letters, digits, '_' and '-' (got {key!r})")
-        if len(value) > 63:
-            fail(f"{field}.{key}: label value must be at most 63 characters (got {len(value)})")
-        if not all(_label_char_ok(c) for c in value):
-            fail(
-                f"{field}.{key}: label value may contain only lowercase letters, digits, '_' and '-' "
-                f"(got {value!r})"
-            )
+    """The Vertex AI label rules (:mod:`airflow_vertex_dist.label_rules`, shared with the hooks)."""
+    error = labels_error(field, labels)
+    if error is not None:
+        fail(error)
 
 
 _PATH_PREFIX = LazyRegex(r"^([A-Za-z_][\w]*(?:[./][\w\[\]]+)*): ")

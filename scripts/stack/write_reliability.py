@@ -28,6 +28,8 @@ CRASHES = [
     ("clear_stack_deferred", "deferred task cleared through the REST API"),
     ("clear_stack_sync", "running (non-deferred) task cleared through the REST API"),
     ("emulator_restart", "emulator `kill -9` mid-run and restarted on the same state dir (retries=0)"),
+    ("dagrun_timeout", "`dagrun_timeout` reached while the deferred task waits"),
+    ("foreign_labelled_job", "a running job with the run's labels but another spec (another deployment)"),
 ]
 
 
@@ -84,6 +86,13 @@ def _crash_outcome(key: str, fig: dict[str, Any]) -> str:
         return f"{fig['succeeded']}/{fig['runs']} runs succeeded; jobs per run: {_cell(fig['jobs'])}"
     if key == "task_kill9":
         return f"run {fig['outcome']} after {fig['tries']} tries; {fig['jobs']} job (re-attached)"
+    if key == "foreign_labelled_job":
+        return (
+            f"run {fig['outcome']}; the task's own jobs: {fig['jobs_of_the_task']}; "
+            f"the foreign job left {fig['foreign_state']} (not adopted)"
+        )
+    if key == "dagrun_timeout":
+        return f"run {fig['outcome']}; job {fig['job_state']}; replica processes left: {fig['replicas_left']}"
     if key == "emulator_restart":
         return (
             f"run {fig['outcome']} with the job's error ({fig['job_state']}); {fig['jobs']} job; "

@@ -10,13 +10,19 @@ from airflow_vertex_dist.emulator.filters import compile_filter
 from airflow_vertex_dist.hooks.labels import (
     label_filter,
     merge_labels,
+    retry_budget,
     run_hash,
     run_labels,
     sanitize_label_value,
+    spec_fingerprint,
     validate_labels,
 )
+from airflow_vertex_dist.label_rules import is_label_char, is_label_letter, labels_error
 
-VALUE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+def valid_value(value: str) -> bool:
+    """A label value the project writes: valid for Vertex AI, and starting with a letter."""
+    return labels_error("labels", {"k": value}) is None and bool(value) and is_label_letter(value[0])
 
 
 def test_run_labels_shape() -> None:
@@ -44,18 +50,31 @@ def test_run_hash_distinguishes_every_part() -> None:
         ("etl.daily.load", "etl-daily-load-"),
         ("7days", "x7days-"),
         ("", "x-"),
-        ("ünïcode", "x-n-code-"),
+        ("Ünïcode", "ünïcode-"),
+        ("Équipe Données", "équipe-données-"),
+        ("ends-like-a-hash-0123abcd", "ends-like-a-hash-0123abcd-"),
     ],
 )
 def test_sanitize_appends_hash_when_lossy(raw: str, prefix: str) -> None:
     value = sanitize_label_value(raw)
     assert value.startswith(prefix), value
     assert re.fullmatch(r".*-[0-9a-f]{8}", value)
-    assert VALUE_RE.match(value)
+    assert valid_value(value)
 
 
-def test_sanitize_keeps_valid_values() -> None:
-    assert sanitize_label_value("fit_model-2") == "fit_model-2"
+@pytest.mark.parametrize("valid", ["fit_model-2", "ünïcode", "données", "日本語", "étape_٣"])
+def test_sanitize_keeps_valid_values(valid: str) -> None:
+    """International letters are valid in Vertex AI labels (see label_rules): kept as they are."""
+    assert sanitize_label_value(valid) == valid
+
+
+def test_a_kept_value_never_equals_a_hashed_one() -> None:
+    """The docstring used to promise that two DAG ids never share a value, but "My_DAG" was hashed
+    to exactly the valid id "my_dag-<8 hex>", which was kept as it is."""
+    hashed = sanitize_label_value("My_DAG")
+    assert re.fullmatch(r"my_dag-[0-9a-f]{8}", hashed)
+    assert sanitize_label_value(hashed) != hashed
+    assert len({sanitize_label_value(v) for v in ("My_DAG", hashed, "my_dag")}) == 3
 
 
 def test_sanitize_long_values_differ_by_hash() -> None:
@@ -67,9 +86,10 @@ def test_sanitize_long_values_differ_by_hash() -> None:
 @given(st.text(max_size=200))
 def test_sanitize_always_valid(raw: str) -> None:
     value = sanitize_label_value(raw)
-    assert VALUE_RE.match(value), value
+    assert valid_value(value), value
+    assert len(value) <= 63
     if value == raw:
-        assert VALUE_RE.match(raw)
+        assert all(map(is_label_char, raw))
 
 
 @given(st.text(min_size=1, max_size=80), st.text(min_size=1, max_size=80))
@@ -79,10 +99,12 @@ def test_sanitize_keeps_distinct_ids_distinct(a: str, b: str) -> None:
 
 
 def test_validate_labels_names_the_field_and_rule() -> None:
-    with pytest.raises(ValueError, match=r"labels\.team: value 'Data Science' must be at most 63"):
+    with pytest.raises(ValueError, match=r"labels\.team: label value 'Data Science' may contain only"):
         validate_labels({"team": "Data Science"})
-    with pytest.raises(ValueError, match=r"key '9lives' must be 1-63 .* starting with a letter"):
+    with pytest.raises(ValueError, match=r"labels: label key '9lives' must start with a lowercase letter"):
         validate_labels({"9lives": "x"})
+    with pytest.raises(ValueError, match=r"labels\.team: label value must be at most 63 characters"):
+        validate_labels({"team": "x" * 64})
     with pytest.raises(ValueError, match="at most 64 labels"):
         validate_labels({f"k{i}": "v" for i in range(65)})
 
@@ -102,3 +124,37 @@ def test_label_filter_matches_in_the_emulator_grammar() -> None:
     assert not matches({"labels": {**labels, "airflow-run": run_hash("dag", "task", "run", 3)}})
     with pytest.raises(ValueError, match="at least one label"):
         label_filter({})
+
+
+def test_sanitized_values_can_be_found_again_by_a_list_filter() -> None:
+    """International letters survive the List filter (the hook finds a run's jobs by these labels)."""
+    labels = run_labels("données_quotidiennes", "entraîner", "run", -1)
+    assert labels["airflow-dag"] == "données_quotidiennes"
+    assert compile_filter(label_filter(labels))({"labels": labels})
+
+
+def test_spec_fingerprint_hashes_the_body_without_the_providers_labels() -> None:
+    body = {"displayName": "fit", "jobSpec": {"workerPoolSpecs": [{"replicaCount": "1"}]}}
+    base = spec_fingerprint(body)
+    assert re.fullmatch(r"s[0-9a-f]{40}", base)
+    with_provider_labels = {
+        **body,
+        "labels": {
+            **run_labels("d", "t", "r"),
+            "airflow-spec": "sdeadbeef",
+            "airflow-budget": "m3",
+            "create-token": "t123",
+        },
+    }
+    assert spec_fingerprint(with_provider_labels) == base  # per-run and per-try labels do not count
+    assert spec_fingerprint({**body, "labels": {}}) == base
+    assert spec_fingerprint(dict(reversed(list(body.items())))) == base  # key order does not count
+    assert spec_fingerprint({**body, "labels": {"team": "ml"}}) != base  # the user's labels do
+    assert spec_fingerprint({**body, "displayName": "fit2"}) != base
+    changed = {"displayName": "fit", "jobSpec": {"workerPoolSpecs": [{"replicaCount": "2"}]}}
+    assert spec_fingerprint(changed) != base
+
+
+def test_retry_budget_is_a_valid_label_value() -> None:
+    assert [retry_budget(n) for n in (0, 3, -1)] == ["m0", "m3", "m-1"]
+    validate_labels({"airflow-budget": retry_budget(-1)})

@@ -149,18 +149,35 @@ def test_wait_false_submits_and_returns(vertex_conn: Emulator, tmp_path: Path) -
     assert job["state"] not in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED")
 
 
-def precreate(dag_id: str, when: datetime, code: str) -> dict[str, Any]:
-    """A job carrying the run labels of ``dag_id``'s task ``train`` in the manual run at ``when``."""
+def precreate(dag_id: str, when: datetime, code: str, *, budget: str | None = "m0") -> dict[str, Any]:
+    """The job an earlier try of ``dag_id``'s task ``train`` (spec ``spec(code)``) made in the manual
+    run at ``when``: the run labels, the spec's fingerprint and the retry budget ``budget`` (``m0``:
+    the budget of a first try with ``retries=0``, as ``dag.test()`` runs it)."""
     from airflow.models.dagrun import DagRun
     from airflow.utils.types import DagRunType
 
     run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=when, run_after=when)
     body = spec(code).to_api(location="us-central1")
     job, created = VertexJobsHook().find_or_create(
-        "customJobs", body, labels=run_labels(dag_id, "train", run_id), if_exists="reattach"
+        "customJobs", body, labels=run_labels(dag_id, "train", run_id), retry_budget=budget
     )
     assert created
     return job
+
+
+def unless(flag: Path) -> str:
+    """Replica code that sleeps 60 s (having written ``<flag>.waiting``) unless ``flag`` exists when it
+    starts: a job made before the flag was written runs on; the same spec started after it succeeds."""
+    return (
+        f"import pathlib, time\nflag = pathlib.Path({str(flag)!r})\nif not flag.exists():\n"
+        "    flag.with_suffix('.waiting').write_text('')\n    time.sleep(60)"
+    )
+
+
+def go(flag: Path) -> None:
+    """Once a job of ``unless(flag)`` waits, let every later one succeed at once."""
+    poll(flag.with_suffix(".waiting").exists, timeout=60, what="the earlier job's replica waits")
+    flag.write_text("")
 
 
 def test_an_existing_job_of_the_run_is_found_by_its_labels(vertex_conn: Emulator, capfd: Any) -> None:
@@ -182,21 +199,25 @@ def test_an_existing_job_of_the_run_is_found_by_its_labels(vertex_conn: Emulator
 
 def test_if_exists_fail_refuses_a_second_job(vertex_conn: Emulator, capfd: Any) -> None:
     when = datetime(2024, 5, 7, tzinfo=timezone.utc)
-    earlier = precreate("train_exists", when, "import time; time.sleep(30)")
+    code = "import time; time.sleep(30)"
+    earlier = precreate("train_exists", when, code)
     with DAG("train_exists", schedule=None, start_date=START) as dag:
-        VertexTrainingOperator(task_id="train", spec=spec("pass"), if_exists="fail", deferrable=False)
+        VertexTrainingOperator(task_id="train", spec=spec(code), if_exists="fail", deferrable=False)
     dr = run_dag(dag, logical_date=when)
     assert ti_state(dr, "train") == "failed"
     assert [j["name"] for j in jobs(vertex_conn)] == [earlier["name"]]
     assert f"if_exists='fail': job {earlier['name']} for these labels already exists" in logged(capfd)
+    VertexJobsHook().cancel_job(earlier["name"])
 
 
-def test_if_exists_recreate_cancels_the_old_job(vertex_conn: Emulator) -> None:
+def test_if_exists_recreate_cancels_the_old_job(vertex_conn: Emulator, tmp_path: Path) -> None:
     when = datetime(2024, 5, 8, tzinfo=timezone.utc)
-    earlier = precreate("train_recreate", when, "import time; time.sleep(30)")
+    code = unless(tmp_path / "go")
+    earlier = precreate("train_recreate", when, code)
+    go(tmp_path / "go")
     with DAG("train_recreate", schedule=None, start_date=START) as dag:
         VertexTrainingOperator(
-            task_id="train", spec=spec("pass"), if_exists="recreate", deferrable=False, poll_interval=0.3
+            task_id="train", spec=spec(code), if_exists="recreate", deferrable=False, poll_interval=0.3
         )
     dr = run_dag(dag, logical_date=when)
     assert ti_state(dr, "train") == "success"

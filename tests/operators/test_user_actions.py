@@ -6,16 +6,19 @@
 * A whole run marked failed/success by hand (before Airflow 3.3 only the run's listeners fire, with
   ``msg=""``) or timed out: the listener cancels the jobs its tasks own; a run its tasks ended by
   themselves (``msg="success"``) is left alone.
-* Cleared: the next try is a fresh one (first of its retry budget); it cancels a job an earlier try
-  left running and starts its own, unless ``cancel_on_kill=False`` (then it re-attaches).
-* A retry is not fresh: it re-attaches (``test_worker_death``, ``test_training``).
+* Cleared: the task runs again. Airflow gives it a new retry budget (``max_tries``), and a job made in
+  another budget is never re-attached to: the cleared task starts its own job, even when the earlier
+  one succeeded, and cancels an earlier one left unfinished (unless ``cancel_on_kill=False``).
+* A retry keeps the budget: it re-attaches (``test_worker_death``, ``test_training``), even when
+  ``retries`` was lowered between the tries.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +26,13 @@ import pytest
 from airflow.sdk import DAG
 
 from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.links import OWNER_XCOM_KEY
-from airflow_vertex_dist.listeners import owned_job
+from airflow_vertex_dist.listeners import CANCELLER, owned_job
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 
 from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
-from .test_training import jobs, pid_code, pids, precreate, spec
+from .test_training import go, jobs, pid_code, pids, precreate, spec, unless
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
@@ -101,6 +105,7 @@ def hand_on_a_waiting_task(
     job = seen["job"]
     poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
     poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
+    assert CANCELLER.wait_idle(timeout=30)  # the listener's worker has logged what it did
     return dr, job
 
 
@@ -178,6 +183,7 @@ def test_listener_ignores_a_tasks_own_end_and_tasks_without_a_job(vertex_conn: E
     fire("on_task_instance_failed", ti, previous_state="running")
     fire("on_task_instance_failed", ti)
     fire("on_task_instance_success", ti)
+    assert CANCELLER.wait_idle(timeout=30)
     assert vertex_conn.store.get(job["name"])["state"] in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING")
 
 
@@ -194,14 +200,16 @@ def test_the_owner_record_names_the_job_and_the_connection(vertex_conn: Emulator
 
 
 def test_a_cleared_task_cancels_the_job_an_earlier_try_left_running(
-    vertex_conn: Emulator, capfd: Any
+    vertex_conn: Emulator, tmp_path: Path, capfd: Any
 ) -> None:
-    """A first try (as after a clear) finds a RUNNING job of its run: it cancels it and starts afresh."""
+    """A job of this task made in another retry budget -- by a try before the task was cleared, which
+    gave it a new ``max_tries`` -- is still running: the try cancels it and starts its own."""
     when = datetime(2024, 7, 1, tzinfo=timezone.utc)
-    earlier = precreate("cleared", when, "import time; time.sleep(60)")
-    poll(lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_RUNNING", what="earlier runs")
+    flag = tmp_path / "go"
+    earlier = precreate("cleared", when, unless(flag), budget="m5")
+    go(flag)
     with DAG("cleared", schedule=None, start_date=START) as dag:
-        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3)
+        VertexTrainingOperator(task_id="train", spec=spec(unless(flag)), deferrable=False, poll_interval=0.3)
     dr = run_dag(dag, logical_date=when)
     assert ti_state(dr, "train") == "success"
     out = dag_xcom(dr, "train")
@@ -209,23 +217,103 @@ def test_a_cleared_task_cancels_the_job_an_earlier_try_left_running(
     poll(
         lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_CANCELLED", what="old cancelled"
     )
-    assert f"Cancelling {earlier['name']} (RUNNING): an earlier try left it running" in logged(capfd)
+    assert f"Cancelling {earlier['name']} (RUNNING): made by a try before the task was cleared" in logged(
+        capfd
+    )
     assert len(jobs(vertex_conn)) == 2
 
 
-def test_with_cancel_on_kill_false_a_cleared_task_reattaches(vertex_conn: Emulator, capfd: Any) -> None:
-    """cancel_on_kill=False: never cancel, and a second job would bill twice: re-attach instead."""
+def test_a_cleared_task_runs_again_even_when_its_job_succeeded(vertex_conn: Emulator) -> None:
+    """A clear means "run it again": the succeeded job of a try before the clear is not re-attached to."""
+    when = datetime(2024, 7, 3, tzinfo=timezone.utc)
+    earlier = precreate("cleared_done", when, "pass", budget="m5")
+    poll(lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_SUCCEEDED", what="done")
+    with DAG("cleared_done", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3)
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "success"
+    second = dag_xcom(dr, "train")
+    assert second["name"] != earlier["name"] and second["state"] == "JOB_STATE_SUCCEEDED"
+    assert len(jobs(vertex_conn)) == 2
+
+
+def test_with_cancel_on_kill_false_a_cleared_task_leaves_the_earlier_job_alone(
+    vertex_conn: Emulator, tmp_path: Path, capfd: Any
+) -> None:
+    """cancel_on_kill=False: the cleared task still runs again, but never cancels the earlier job."""
     when = datetime(2024, 7, 2, tzinfo=timezone.utc)
-    earlier = precreate("cleared_keep", when, "import time; time.sleep(2)")
-    poll(lambda: vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_RUNNING", what="earlier runs")
+    flag = tmp_path / "go"
+    earlier = precreate("cleared_keep", when, unless(flag), budget="m5")
+    go(flag)
     with DAG("cleared_keep", schedule=None, start_date=START) as dag:
         VertexTrainingOperator(
-            task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3, cancel_on_kill=False
+            task_id="train",
+            spec=spec(unless(flag)),
+            deferrable=False,
+            poll_interval=0.3,
+            cancel_on_kill=False,
         )
     dr = run_dag(dag, logical_date=when)
     assert ti_state(dr, "train") == "success"
-    assert [j["name"] for j in jobs(vertex_conn)] == [earlier["name"]]
-    assert f"Re-attaching to {earlier['name']} (RUNNING), found by its run labels" in logged(capfd)
+    assert dag_xcom(dr, "train")["name"] != earlier["name"]
+    assert vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_RUNNING"
+    assert f"Leaving {earlier['name']} (RUNNING), made by a try before the task was cleared" in logged(
+        capfd
+    )
+    VertexJobsHook().cancel_job(earlier["name"])
+
+
+def test_a_labelled_job_of_another_spec_is_not_adopted(
+    vertex_conn: Emulator, tmp_path: Path, capfd: Any
+) -> None:
+    """Another deployment (or a deleted and re-created run) left a job with this run's labels, made
+    from another spec: the task starts its own and leaves that one alone."""
+    when = datetime(2024, 7, 4, tzinfo=timezone.utc)
+    flag = tmp_path / "go"
+    foreign = precreate("foreign", when, unless(flag))
+    go(flag)
+    with DAG("foreign", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass"), deferrable=False, poll_interval=0.3)
+    dr = run_dag(dag, logical_date=when)
+    assert ti_state(dr, "train") == "success"
+    assert dag_xcom(dr, "train")["name"] != foreign["name"]
+    assert vertex_conn.store.get(foreign["name"])["state"] == "JOB_STATE_RUNNING"
+    assert f"Not adopting {foreign['name']} (RUNNING)" in logged(capfd)
+    VertexJobsHook().cancel_job(foreign["name"])
+
+
+class DiesAfterItsJobStarted(VertexTrainingOperator):
+    """Try 1 creates its job and fails (the job runs on); before try 2 a deploy lowers ``retries`` to 0.
+    With "fresh try" reckoned as ``try_number == max_tries - retries + 1``, try 2 looked like the first
+    try after a clear: it cancelled the running job and started a second one."""
+
+    def execute(self, context: Any) -> Any:
+        if context["ti"].try_number == 1:
+            self.attach_or_create(context)
+            raise RuntimeError("try 1 fails after its job started")
+        self.retries = 0  # the DAG file as deployed between the tries
+        return super().execute(context)
+
+
+def test_lowering_retries_between_tries_does_not_make_a_retry_look_fresh(
+    vertex_conn: Emulator, tmp_path: Path, capfd: Any
+) -> None:
+    flag = tmp_path / "go"
+    with DAG("retries_lowered", schedule=None, start_date=START) as dag:
+        DiesAfterItsJobStarted(
+            task_id="train",
+            spec=spec(unless(flag)),
+            deferrable=False,
+            poll_interval=0.3,
+            retries=1,
+            retry_delay=timedelta(0),
+            on_retry_callback=lambda context: flag.write_text(""),
+        )
+    dr = run_dag(dag)
+    [job] = jobs(vertex_conn)  # one job: try 2 re-attached to try 1's
+    assert ti_state(dr, "train") == "success"
+    assert dag_xcom(dr, "train")["name"] == job["name"]
+    assert re.search(rf"Re-attaching to {job['name']} \((RUNNING|SUCCEEDED)\)", logged(capfd))
 
 
 class MarkedWhileStarting(VertexTrainingOperator):

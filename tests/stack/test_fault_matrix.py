@@ -4,6 +4,8 @@ real task runner, real triggers run inline, an in-process emulator with real rep
 * 10 / 30 / 50 % of JobService calls failing with UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED
   or INTERNAL (one code per cell), for a deferred and a non-deferred task;
 * 0.3 s added to every call;
+* 50 % of Creates whose answer is lost after the job was made (the emulator runs the call, then
+  answers UNAVAILABLE or DEADLINE_EXCEEDED): the duplicates column counts what a re-sent Create made;
 * a worker replica crashing (SIGKILL, exit 137) with and without ``restart_job_on_worker_restart``.
 
 Each cell reports runs, successes, failures carrying the right message, duplicate jobs and orphan
@@ -138,6 +140,18 @@ def test_api_fault_cell(cell: Any, capfd: Any, code: str, rate: float) -> None:
     assert figures["jobs"] == 2 and figures["duplicates"] == 0 and figures["orphans"] == 0
     if rate >= 0.3:
         assert figures["injected_faults"] > 0
+
+
+@pytest.mark.parametrize("code", ["UNAVAILABLE", "DEADLINE_EXCEEDED"])
+def test_lost_create_answer_cell(cell: Any, capfd: Any, code: str) -> None:
+    faults = Faults(
+        lost_answer_rate={"CreateCustomJob": 0.5}, error_codes=[code], seed=zlib.crc32(code.encode())
+    )
+    out = cell(f"lost_{code.lower()}", faults, spec("print('ok')"), capfd)
+    figures = out["figures"]
+    Figures.record("fault_matrix", f"Create answer lost 50% ({code})", figures)
+    assert out["states"] == {"train_deferred": "success", "train_sync": "success"}
+    assert figures["jobs"] == 2 and figures["duplicates"] == 0 and figures["orphans"] == 0
 
 
 def test_latency_cell(cell: Any, capfd: Any) -> None:

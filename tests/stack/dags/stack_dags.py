@@ -78,3 +78,16 @@ with DAG(
         poll_interval=1.0,
     )
 stack_backfill = dag
+
+# A run that times out (dagrun_timeout) while its task waits deferred: the scheduler ends the run and
+# the package's listener cancels the job.
+with DAG(
+    "stack_timeout",
+    schedule=None,
+    start_date=START,
+    params=PARAMS,
+    default_args={"retries": 0},
+    dagrun_timeout=timedelta(seconds=25),
+) as dag:
+    VertexTrainingOperator(task_id="train", spec=spec(), deferrable=True, poll_interval=1.0)
+stack_timeout = dag

@@ -1,0 +1,94 @@
+"""The Vertex AI label rules: the one place that decides whether a label key or value is valid.
+
+Pure (standard library only) and neutral: the specs (the bottom layer) and the hooks both import it,
+so a spec's ``labels`` and the labels a hook sends are judged by the same rule.
+
+The rule, from the v1 protos' ``labels`` field ("Label keys and values can be no longer than 64
+characters (Unicode codepoints), can only contain lowercase letters, numeric characters, underscores
+and dashes. International characters are allowed.") and the Google Cloud labels page it links to
+(keys and values at most 63 characters; keys start with a lowercase letter or an international
+character; at most 64 labels per resource). Google's API references spell it as the patterns
+``[\\p{Ll}\\p{Lo}][\\p{Ll}\\p{Lo}\\p{N}_-]{0,62}`` for a key and ``[\\p{Ll}\\p{Lo}\\p{N}_-]{0,63}`` for a
+value, which is what this module checks (the stricter 63 of the two lengths):
+
+* a *letter* is a character of Unicode category ``Ll`` (lowercase letter: ``a``, ``é``, ``ß``) or
+  ``Lo`` (a letter without case: ``日``, ``ا``); an uppercase or titlecase letter is not;
+* a *number* is a character of a Unicode ``N`` category (``0``-``9``, ``٣``, ...);
+* keys: 1-63 characters, the first a letter, the rest letters, numbers, ``_`` or ``-``;
+* values: 0-63 characters of letters, numbers, ``_`` or ``-``;
+* at most 64 labels.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+
+__all__ = [
+    "MAX_LABELS",
+    "MAX_LABEL_LENGTH",
+    "is_label_char",
+    "is_label_letter",
+    "label_error",
+    "labels_error",
+]
+
+MAX_LABELS = 64
+MAX_LABEL_LENGTH = 63
+
+_LETTER_CATEGORIES = frozenset({"Ll", "Lo"})
+_NUMBER_CATEGORIES = frozenset({"Nd", "Nl", "No"})
+
+
+def is_label_letter(ch: str) -> bool:
+    """A lowercase (``Ll``) or caseless (``Lo``) letter: what a label key may start with."""
+    return unicodedata.category(ch) in _LETTER_CATEGORIES
+
+
+def is_label_char(ch: str) -> bool:
+    """A character a label key or value may contain: a letter, a number, ``_`` or ``-``."""
+    return ch in "_-" or unicodedata.category(ch) in _LETTER_CATEGORIES | _NUMBER_CATEGORIES
+
+
+def _bad_chars(text: str) -> str:
+    return "".join(dict.fromkeys(ch for ch in text if not is_label_char(ch)))
+
+
+def label_error(field: str, key: object, value: object) -> str | None:
+    """Why the label ``key: value`` of ``field`` breaks the rule, or ``None``.
+
+    The message names the field and the rule: ``"<field>: label key ..."`` for a bad key,
+    ``"<field>.<key>: label value ..."`` for a bad value.
+    """
+    if not isinstance(key, str) or not key or len(key) > MAX_LABEL_LENGTH:
+        return f"{field}: label key {key!r} must be 1-{MAX_LABEL_LENGTH} characters"
+    if not is_label_letter(key[0]):
+        return f"{field}: label key {key!r} must start with a lowercase letter"
+    bad = _bad_chars(key)
+    if bad:
+        return (
+            f"{field}: label key {key!r} may contain only lowercase letters, numbers, '_' and '-' "
+            f"(got {bad!r})"
+        )
+    if not isinstance(value, str):
+        return f"{field}.{key}: label value must be a string (got {type(value).__name__})"
+    if len(value) > MAX_LABEL_LENGTH:
+        return f"{field}.{key}: label value must be at most {MAX_LABEL_LENGTH} characters (got {len(value)})"
+    bad = _bad_chars(value)
+    if bad:
+        return (
+            f"{field}.{key}: label value {value!r} may contain only lowercase letters, numbers, '_' "
+            f"and '-' (got {bad!r})"
+        )
+    return None
+
+
+def labels_error(field: str, labels: Mapping[str, str] | Mapping[object, object]) -> str | None:
+    """Why ``labels`` break the rule (their number, or the first label that does), or ``None``."""
+    if len(labels) > MAX_LABELS:
+        return f"{field}: at most {MAX_LABELS} labels are allowed (got {len(labels)})"
+    for key, value in labels.items():
+        error = label_error(field, key, value)
+        if error is not None:
+            return error
+    return None

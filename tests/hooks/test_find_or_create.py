@@ -1,0 +1,186 @@
+"""find_or_create against the emulator: whose job a task adopts, and concurrent tries converging.
+
+* A job carrying the run's labels but another spec fingerprint (another deployment, a copy, a
+  re-created DAG run with another spec) is never adopted, nor cancelled.
+* A job of another retry budget (a try before the task was cleared) is never adopted: a clear runs
+  the task again; its unfinished job is cancelled, or left alone with ``cancel_earlier=False``.
+* 50 concurrent callers with the same run labels end with exactly one live job, and every caller
+  returns that job.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from airflow_vertex_dist.emulator import testing
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.faults import update_faults
+from airflow_vertex_dist.hooks.connection import RetryPolicy
+from airflow_vertex_dist.hooks.labels import run_labels, spec_fingerprint
+from airflow_vertex_dist.hooks.vertex_jobs import LIVE_STATES, VertexJobsHook
+
+FAST_RETRY = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=30.0, rpc_timeout_s=10.0)
+SLEEP = "import time; time.sleep(120)"
+
+
+def _labels(test: str) -> dict[str, str]:
+    return run_labels("adopt_tests", test, "scheduled__2026-11-30T00:00:00+00:00", -1)
+
+
+@pytest.fixture
+def queued(em: Emulator) -> Iterator[Callable[[], None]]:
+    """Call it to make new jobs stay QUEUED (live, no replica process started) until the test ends."""
+    yield lambda: update_faults(em.config.faults, {"queued_s": 300.0})
+    update_faults(em.config.faults, {"queued_s": 0.0})
+
+
+def _cancel_all(hook: VertexJobsHook, labels: dict[str, str]) -> None:
+    for job in hook.find_jobs("customJobs", labels):
+        if job["state"] in LIVE_STATES:
+            hook.cancel_job(job["name"])
+
+
+def test_a_job_with_another_spec_fingerprint_is_not_adopted(
+    em: Emulator, transport: str, capfd: pytest.CaptureFixture[str], queued: Callable[[], None]
+) -> None:
+    labels = _labels(f"foreign-{transport}")
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        # Another deployment's job for the same dag/task/run ids, made from another spec.
+        theirs, created = hook.find_or_create(
+            "customJobs", testing.container_job("theirs", SLEEP), labels=labels
+        )
+        assert created and theirs["labels"]["airflow-spec"] == spec_fingerprint(
+            testing.container_job("theirs", SLEEP)
+        )
+
+        ours_body = testing.container_job("ours", SLEEP)
+        ours, created = hook.find_or_create("customJobs", ours_body, labels=labels)
+        assert created and ours["name"] != theirs["name"]
+        assert ours["labels"]["airflow-spec"] == spec_fingerprint(ours_body)
+        out, err = capfd.readouterr()
+        assert f"Not adopting {theirs['name']} (QUEUED)" in out + err
+        assert hook.get_job(theirs["name"])["state"] == "JOB_STATE_QUEUED"  # not ours: never cancelled
+
+        # The same spec again (a retry): adopts its own job, not the foreign one.
+        again, created = hook.find_or_create("customJobs", ours_body, labels=labels)
+        assert (again["name"], created) == (ours["name"], False)
+        _cancel_all(hook, labels)
+
+
+def test_a_job_without_a_fingerprint_is_not_adopted(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
+    """A job carrying only the four run labels (made by hand, or by a copy of the console's job)."""
+    labels = _labels("unfingerprinted")
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        body = testing.container_job("same", SLEEP)
+        bare = hook.create_custom_job({**body, "labels": labels})
+        job, created = hook.find_or_create("customJobs", body, labels=labels)
+        assert created and job["name"] != bare["name"]
+        _cancel_all(hook, labels)
+
+
+def test_a_job_of_an_earlier_retry_budget_is_not_adopted(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
+    """A cleared task runs again: the job of a try before the clear (another budget) is cancelled when
+    unfinished, never re-attached to, even when it succeeded."""
+    labels = _labels("budget")
+    body = testing.container_job("budget", "pass")
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        done, _ = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m0")
+        testing.wait_for_state(em, done["name"], ["JOB_STATE_SUCCEEDED"], timeout=60)
+        # A retry in the same budget re-attaches to the succeeded job.
+        assert hook.find_or_create("customJobs", body, labels=labels, retry_budget="m0") == (
+            hook.get_job(done["name"]),
+            False,
+        )
+        queued()
+        # After a clear (max_tries changed): a job of its own, although the earlier one succeeded.
+        second, created = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m1")
+        assert created and second["name"] != done["name"] and second["labels"]["airflow-budget"] == "m1"
+        # A second clear: the unfinished job of the budget before is cancelled...
+        third, created = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m2")
+        assert created and third["name"] != second["name"]
+        assert hook.get_job(second["name"])["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+        # ... unless cancel_earlier=False (cancel_on_kill=False): left running.
+        fourth, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m3", cancel_earlier=False
+        )
+        assert created and hook.get_job(third["name"])["state"] == "JOB_STATE_QUEUED"
+        _cancel_all(hook, labels)
+
+
+def test_fifty_concurrent_callers_converge_on_one_live_job(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
+    """Two copies of one task instance (a zombie and its retry) may call find_or_create at once: List
+    then Create has no request id, and before convergence 50 callers made 12 live jobs."""
+    labels = _labels("concurrent")
+    body = testing.container_job("concurrent", SLEEP)
+    queued()
+    callers = 50
+    barrier = threading.Barrier(callers)
+    results: list[tuple[dict[str, Any], bool]] = []
+    errors: list[BaseException] = []
+    before = em.call_counts().get("CreateCustomJob", 0)
+
+    def one() -> None:
+        try:
+            with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+                hook.get_conn()  # connect first, so the barrier lines up the calls themselves
+                barrier.wait(timeout=60)
+                results.append(hook.find_or_create("customJobs", body, labels=labels))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(callers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    assert len(results) == callers
+
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        every = hook.find_jobs("customJobs", labels)
+        live = [job["name"] for job in every if job["state"] in LIVE_STATES]
+        returned = {job["name"] for job, _ in results}
+        assert len(live) == 1, f"{len(live)} live jobs of {len(every)} created"
+        assert returned == set(live)  # every caller reports the one kept job: none a cancelled one
+        assert sum(created for _, created in results) == 1
+        creates = em.call_counts()["CreateCustomJob"] - before
+        print(f"\n{callers} concurrent callers: {creates} Creates, {len(every)} jobs, 1 live")
+        _cancel_all(hook, labels)
+
+
+def test_lost_create_answers_make_no_duplicate(
+    em: Emulator, transport: str, queued: Callable[[], None]
+) -> None:
+    """The emulator's lost-answer fault: Create runs (the job exists), then the client gets UNAVAILABLE.
+    The hook finds the job by its create token instead of sending Create again: one job per run."""
+    queued()
+    update_faults(
+        em.config.faults,
+        {"lost_answer_rate": {"CreateCustomJob": 0.5}, "error_codes": ["UNAVAILABLE"], "seed": 11},
+    )
+    runs = [_labels(f"lost-{transport}-{i}") for i in range(8)]
+    try:
+        with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+            for labels in runs:
+                hook.find_or_create("customJobs", testing.container_job("lost", SLEEP), labels=labels)
+            lost = em.service.injector.injected_counts().get("CreateCustomJob (answer lost)", 0)
+            assert lost > 0  # the fault did hit
+            update_faults(em.config.faults, {"lost_answer_rate": {}})
+            per_run = [len(hook.find_jobs("customJobs", labels)) for labels in runs]
+            assert per_run == [1] * len(runs), per_run
+            for labels in runs:
+                _cancel_all(hook, labels)
+    finally:
+        update_faults(em.config.faults, {"lost_answer_rate": {}})

@@ -1,0 +1,76 @@
+"""Whose job a task waits on, and who cancels it, on the real stack.
+
+* A job another deployment left with this run's labels but another spec is not adopted: the task
+  starts its own job, and the foreign one runs on untouched.
+* A run past its ``dagrun_timeout`` is ended by the scheduler; the package's listener cancels the job
+  its deferred task waited on, and no replica process is left.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from airflow_vertex_dist.hooks.labels import run_labels
+
+from .figures import Figures
+from .stack import AirflowStack, poll_until
+from .test_crashes import SLEEP, job_replicas_gone, run_jobs, wait_job
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
+
+
+def test_a_foreign_labelled_job_is_not_adopted(stack: AirflowStack) -> None:
+    run_id = "manual__foreign_job"
+    foreign_body: dict[str, Any] = {
+        "displayName": "another-deployment",
+        "labels": run_labels("stack_deferred", "train", run_id, -1),
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {"machineType": "n1-standard-4"},
+                    "replicaCount": "1",
+                    "containerSpec": {
+                        "imageUri": "python:3.11",
+                        "command": [sys.executable, "-c", SLEEP.format(s=600)],
+                    },
+                }
+            ]
+        },
+    }
+    url = f"{stack.rest_endpoint}/v1/projects/stack-project/locations/us-central1/customJobs"
+    resp = stack._http.post(url, json=foreign_body)
+    resp.raise_for_status()
+    foreign = resp.json()
+    stack.trigger("stack_deferred", {"code": "print('trained')"}, run_id=run_id)
+    state = stack.wait_run("stack_deferred", run_id, timeout=300)
+    jobs = {j["name"]: j for j in run_jobs(stack, "stack_deferred", run_id)}
+    ours = [j for name, j in jobs.items() if name != foreign["name"]]
+    Figures.record(
+        "crashes",
+        "foreign_labelled_job",
+        {"outcome": state, "jobs_of_the_task": len(ours), "foreign_state": jobs[foreign["name"]]["state"]},
+    )
+    try:
+        assert state == "success"
+        assert len(ours) == 1 and ours[0]["state"] == "JOB_STATE_SUCCEEDED"
+        assert jobs[foreign["name"]]["state"] in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING")
+    finally:
+        stack._http.post(f"{stack.rest_endpoint}/v1/{foreign['name']}:cancel", json={})
+
+
+def test_dagrun_timeout_cancels_the_job(stack: AirflowStack) -> None:
+    run_id = stack.trigger("stack_timeout", {"code": SLEEP.format(s=600)})
+    job = wait_job(stack, "stack_timeout", run_id, {"JOB_STATE_RUNNING"})
+    stack.wait_task_state("stack_timeout", run_id, "train", {"deferred"})
+    state = stack.wait_run("stack_timeout", run_id, timeout=180)
+    done = wait_job(stack, "stack_timeout", run_id, {"JOB_STATE_CANCELLED"}, timeout=120)
+    poll_until(lambda: job_replicas_gone(stack, job), timeout=60, what="replicas of the cancelled job gone")
+    Figures.record(
+        "crashes", "dagrun_timeout", {"outcome": state, "job_state": done["state"], "replicas_left": 0}
+    )
+    assert state == "failed"
+    assert done["name"] == job["name"]
+    assert len(run_jobs(stack, "stack_timeout", run_id)) == 1
