@@ -109,7 +109,13 @@ class VertexJobOperator(VertexBaseOperator):
 
     job_kind: ClassVar[JobKind]
     spec_model: ClassVar[type[BaseModel]]
-    template_fields: Sequence[str] = ("spec", "project_id", "location")
+    template_fields: Sequence[str] = (
+        "spec",
+        "vertex_dist_conn_id",
+        "project_id",
+        "location",
+        "impersonation_chain",
+    )
     template_fields_renderers: ClassVar[dict[str, str]] = {"spec": "json"}
     operator_extra_links = (VertexJobLink(),)
     ui_color = "#d2e3fc"
@@ -327,6 +333,7 @@ class VertexJobOperator(VertexBaseOperator):
             partial_success=self.partial_success,
             paused_grace=self.paused_grace,
             timeout=timeout.total_seconds() if timeout is not None else None,
+            impersonation_chain=self.hook.impersonation_chain_override,
         )
 
     def _defer(self, job: dict[str, Any]) -> None:
