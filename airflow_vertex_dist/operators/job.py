@@ -31,7 +31,7 @@ still ends the deferral first, the resumed task cancels the job before failing.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from airflow.sdk import conf
@@ -158,10 +158,21 @@ class VertexJobOperator(VertexBaseOperator):
         self._cancelled = False
 
     # -- spec ----------------------------------------------------------------------------------
-    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
-        super().render_template_fields(context, jinja_env)
-        self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
-        self.spec = spec_to_field(self._spec, self.spec_model)
+    def _do_render_template_fields(
+        self,
+        parent: Any,
+        template_fields: Iterable[str],
+        context: Context,
+        jinja_env: Any,
+        seen_oids: set[int],
+    ) -> None:
+        """Render, then validate the rendered spec. Hooked here, not in ``render_template_fields``: a
+        mapped task's instance is rendered by this method alone (the Task SDK's ``MappedOperator``
+        calls it on the unmapped task), a plain task through ``render_template_fields``."""
+        super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+        if parent is self:  # not a nested templated object
+            self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
+            self.spec = spec_to_field(self._spec, self.spec_model)
 
     @property
     def validated_spec(self) -> Any:
