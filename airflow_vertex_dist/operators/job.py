@@ -105,6 +105,9 @@ class VertexJobOperator(VertexBaseOperator):
         to this).
     :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
     :param paused_grace: seconds a PAUSED job may stay paused before the task fails.
+    :param lineage_inputs: the job's input data for OpenLineage: URIs (``gs://bucket/path``) or
+        Airflow Assets, reported with the Assets in ``inlets`` (see
+        :mod:`airflow_vertex_dist.operators.lineage`). Templated.
     """
 
     job_kind: ClassVar[JobKind]
@@ -115,6 +118,7 @@ class VertexJobOperator(VertexBaseOperator):
         "project_id",
         "location",
         "impersonation_chain",
+        "lineage_inputs",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"spec": "json"}
     operator_extra_links = (VertexJobLink(),)
@@ -131,6 +135,7 @@ class VertexJobOperator(VertexBaseOperator):
         poll_interval: float = 10.0,
         partial_success: Literal["fail", "succeed"] = "fail",
         paused_grace: float = 3600.0,
+        lineage_inputs: Sequence[Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -154,7 +159,9 @@ class VertexJobOperator(VertexBaseOperator):
         self.poll_interval = float(poll_interval)
         self.partial_success = partial_success
         self.paused_grace = float(paused_grace)
+        self.lineage_inputs = list(lineage_inputs or [])
         self._job_name: str | None = None
+        self._final_job: dict[str, Any] | None = None  # the job as it ended the try (for lineage)
         self._cancelled = False
 
     # -- spec ----------------------------------------------------------------------------------
@@ -320,6 +327,7 @@ class VertexJobOperator(VertexBaseOperator):
             self._check_still_running(context, job)
         if not self.wait:
             self.log.info("wait=False: not waiting for %s (%s)", job["name"], short_state(job_state(job)))
+            self._final_job = job
             return self.job_outputs(job)
         if self.deferrable:
             verdict = job_verdict(job, partial_success=self.partial_success)
@@ -392,6 +400,7 @@ class VertexJobOperator(VertexBaseOperator):
 
     def _finish(self, job: dict[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
         ok, message = verdict
+        self._final_job = job
         if not ok:
             raise AirflowException(message)
         self.log.info("%s", message)
@@ -405,6 +414,7 @@ class VertexJobOperator(VertexBaseOperator):
             verdict, job = read_event(event)
         except ValueError as exc:
             raise AirflowException(str(exc)) from None
+        self._final_job = job
         if not verdict.ok or job is None:
             raise AirflowException(verdict.message or f"job {self._job_name} did not succeed: {event!r}")
         for line in ProgressLog().update(job):  # the final state and, for a study, its trials
@@ -421,6 +431,28 @@ class VertexJobOperator(VertexBaseOperator):
             if job is not None and job_state(job) not in TERMINAL_STATES:
                 self._cancel(str(job["name"]), reason="execution_timeout")
             raise
+
+    # -- OpenLineage (called by the OpenLineage provider, when installed) -----------------------
+    def _lineage(self, job: dict[str, Any] | None) -> Any:
+        from airflow_vertex_dist.operators.lineage import operator_lineage  # the provider's types
+
+        spec = self.validated_spec
+        return operator_lineage(
+            kind=self.job_kind,
+            body=self.job_body(),
+            reduction_server=getattr(getattr(spec, "trial_job", spec), "reduction_server", None) is not None,
+            declared_inputs=self.lineage_inputs,
+            inlets=self.inlets or [],
+            job=job,
+        )
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """Inputs, the model location and the job facet, before the job exists."""
+        return self._lineage(None)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """As at start, with the job's resource name (and a study's best trial's model location)."""
+        return self._lineage(self._final_job)
 
     # -- kill ----------------------------------------------------------------------------------
     def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:
