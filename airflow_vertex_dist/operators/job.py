@@ -31,7 +31,7 @@ still ends the deferral first, the resumed task cancels the job before failing.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from airflow.sdk import conf
@@ -54,7 +54,7 @@ from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
-from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
+from airflow_vertex_dist.operators.spec_field import check_keys, coerce_spec, has_jinja, spec_to_field
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -151,6 +151,8 @@ class VertexJobOperator(VertexBaseOperator):
             self._spec = coerce_spec(spec, self.spec_model)
             if self._spec is not spec:  # a dict or a document: the field holds the validated spec
                 field = spec_to_field(self._spec, self.spec_model)
+        elif isinstance(field, Mapping):  # its keys now, its values once rendered
+            check_keys(field, self.spec_model)
         self.spec = field
         self.deferrable = deferrable
         self.wait = wait
@@ -415,6 +417,8 @@ class VertexJobOperator(VertexBaseOperator):
         except ValueError as exc:
             raise AirflowException(str(exc)) from None
         self._final_job = job
+        if job is not None:
+            self._job_name = str(job["name"])
         if not verdict.ok or job is None:
             raise AirflowException(verdict.message or f"job {self._job_name} did not succeed: {event!r}")
         for line in ProgressLog().update(job):  # the final state and, for a study, its trials
@@ -431,6 +435,11 @@ class VertexJobOperator(VertexBaseOperator):
             if job is not None and job_state(job) not in TERMINAL_STATES:
                 self._cancel(str(job["name"]), reason="execution_timeout")
             raise
+
+    @property
+    def job_known(self) -> bool:
+        """Whether this try got to its job (the job link reads no XCom when it did not)."""
+        return self._job_name is not None
 
     # -- OpenLineage (called by the OpenLineage provider, when installed) -----------------------
     def _lineage(self, job: dict[str, Any] | None) -> Any:
