@@ -11,16 +11,14 @@ primary?)``.
 
 from __future__ import annotations
 
-import difflib
 import re
-import types
-import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.specs._fields import fields_at, items_of, models_in, unknown_field_rule
 
 __all__ = [
     "SpecError",
@@ -63,76 +61,6 @@ def _path(root: str, loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation can hold directly (through Optional, unions, Annotated)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType, typing.Annotated):
-        args = typing.get_args(annotation)[:1] if origin is typing.Annotated else typing.get_args(annotation)
-        return [m for arg in args for m in _models_in(arg)]
-    return []
-
-
-def _items_of(annotation: Any) -> Any:
-    """The item annotation of a tuple/list annotation (through Optional), else ``None``."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            item = _items_of(arg)
-            if item is not None:
-                return item
-        return None
-    if origin in (tuple, list, set, frozenset):
-        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-        return typing.Union[tuple(args)] if len(args) > 1 else (args[0] if args else None)  # noqa: UP007
-    return None
-
-
-def _tags(model: type[BaseModel]) -> set[Any]:
-    """The values of ``model``'s literal fields: a discriminated union names its member by one."""
-    return {
-        value
-        for field in model.model_fields.values()
-        if typing.get_origin(field.annotation) is typing.Literal
-        for value in typing.get_args(field.annotation)
-    }
-
-
-def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[list[str], tuple[int | str, ...]]:
-    """The field names of the (sub)model found at ``loc`` under ``model`` (empty when unknown), and
-    ``loc`` without the union tags pydantic puts in it (``parameters[0].double.x`` -> ``parameters[0].x``)."""
-    annotation: Any = model
-    shown: list[int | str] = []
-    for index, part in enumerate(loc):
-        if isinstance(part, int):
-            annotation = _items_of(annotation)
-            shown.append(part)
-            continue
-        models = _models_in(annotation)
-        named = [m for m in models if m.__name__ == part or part in _tags(m)]  # a union member's tag
-        if named and len(models) > 1:
-            annotation = named[0]
-            continue
-        found = [m.model_fields[part].annotation for m in models if part in m.model_fields]
-        if not found:
-            return [], (*shown, *loc[index:])
-        annotation = found[0]
-        shown.append(part)
-    names: list[str] = []
-    for m in _models_in(annotation):
-        names += [n for n in m.model_fields if n not in names]
-    return names, tuple(shown)
-
-
-def unknown_field_rule(name: str, known: list[str]) -> str:
-    """``unknown field (did you mean <closest>?)``, or the known fields when none is close."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    if close:
-        return f"unknown field (did you mean {close[0]}?)"
-    return f"unknown field (known: {', '.join(known)})" if known else "unknown field"
-
-
 def check_keys(value: Mapping[str, Any], model: type[BaseModel], *, root: str = "spec") -> None:
     """Check the keys (not the values) of a spec dict against ``model``: what can be checked while
     its values still hold Jinja. :class:`SpecError` lists every unknown key with its path."""
@@ -140,7 +68,7 @@ def check_keys(value: Mapping[str, Any], model: type[BaseModel], *, root: str = 
 
     def walk(data: Any, annotation: Any, path: str) -> None:
         if isinstance(data, Mapping):
-            models = _models_in(annotation)
+            models = models_in(annotation)
             if not models:
                 return  # a plain dict field (labels, env...): any key goes
             known: list[str] = []
@@ -154,7 +82,7 @@ def check_keys(value: Mapping[str, Any], model: type[BaseModel], *, root: str = 
                 field = next(m.model_fields[key] for m in models if key in m.model_fields)
                 walk(item, field.annotation, where)
         elif isinstance(data, list | tuple):
-            item_annotation = _items_of(annotation)
+            item_annotation = items_of(annotation)
             if item_annotation is not None:
                 for index, item in enumerate(data):
                     walk(item, item_annotation, f"{path}[{index}]")
@@ -176,7 +104,7 @@ def spec_error(
         loc = tuple(error["loc"])
         if error["type"] == "extra_forbidden" and loc:
             owner = model or _model_named(exc.title)
-            known, where = _fields_at(owner, loc[:-1]) if owner is not None else ([], loc[:-1])
+            known, where = fields_at(owner, loc[:-1]) if owner is not None else ([], loc[:-1])
             lines.append(f"{_path(root, (*where, loc[-1]))}: {unknown_field_rule(str(loc[-1]), known)}")
             continue
         named = _RULE_PATH.match(message)

@@ -123,3 +123,4 @@ def test_a_rendered_typo_in_a_document_template() -> None:
         op.render_template_fields({"params": {"spec": bad}})  # type: ignore[arg-type]
     assert "spec.base_output_dir: unknown field (did you mean base_output_directory?)" in str(info.value)
     assert "after rendering" in str(info.value)
+
