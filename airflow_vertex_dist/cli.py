@@ -14,12 +14,16 @@ __all__ = ["main"]
 def _render(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from airflow_vertex_dist.operators.spec_field import SpecError, spec_error
     from airflow_vertex_dist.specs import load_spec
 
     try:
         spec = load_spec(args.spec, location=args.location)
     except ValidationError as exc:
-        print(f"invalid spec {args.spec}:\n{exc}", file=sys.stderr)
+        print(f"{args.spec}: {spec_error(exc)}", file=sys.stderr)
+        return 2
+    except SpecError as exc:
+        print(f"{args.spec}: {exc}", file=sys.stderr)
         return 2
     except (OSError, ValueError, ImportError, AttributeError) as exc:
         print(f"cannot load {args.spec}: {exc}", file=sys.stderr)

@@ -41,6 +41,12 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "Credentials JSON text (kept secret).",
                         "schema": {"type": ["string", "null"], "format": "password"},
                     },
+                    "credential_config_file": {
+                        "label": "Credential configuration file",
+                        "description": "Workload identity federation: the path of a credential "
+                        "configuration file, or its JSON text.",
+                        "schema": {"type": ["string", "null"]},
+                    },
                     "impersonation_chain": {
                         "label": "Impersonation chain",
                         "description": "Service account to impersonate, or a "

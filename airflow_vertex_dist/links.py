@@ -35,6 +35,10 @@ class VertexJobLink(BaseOperatorLink):
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         from airflow.sdk.execution_time.xcom import XCom
 
+        if getattr(operator, "job_known", True) is False:
+            # This try never got to a job (a spec error, say): there is no link to read, and asking
+            # for it would log a misleading "XCom not found" after the real error.
+            return ""
         value: Any = XCom.get_value(ti_key=ti_key, key=LINK_XCOM_KEY)
         if isinstance(value, dict) and isinstance(value.get("console_url"), str):
             return str(value["console_url"])

@@ -259,13 +259,20 @@ def test_emulator_flags_in_the_docs_are_the_clis() -> None:
     assert mentioned - pip_flags <= flags, sorted(mentioned - pip_flags - flags)
 
 
+def _redirect_at(argv: list[str]) -> int:
+    """Where a command line's redirections start (its length when it has none)."""
+    return next((i for i, a in enumerate(argv) if a == "&" or re.match(r"^\d?>", a)), len(argv))
+
+
 def _command_lines(block: Block) -> Iterator[list[str]]:
     """The ``airflow-vertex-dist`` and ``make`` command lines of a shell block, split like a shell."""
     text = block.code.replace("\\\n", " ")
     for line in text.splitlines():
         line = line.strip()
         if line.startswith(("airflow-vertex-dist ", "make ")):
-            yield shlex.split(line, comments=True)
+            argv = shlex.split(line, comments=True)
+            # the command itself: not its redirections or a trailing "&"
+            yield argv[: _redirect_at(argv)]
 
 
 def test_shell_commands_in_the_docs_parse(capsys: pytest.CaptureFixture[str]) -> None:

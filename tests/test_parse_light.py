@@ -72,6 +72,18 @@ def test_building_tasks_loads_no_trigger_and_no_client(tmp_path: Path) -> None:
     assert not [m for m in modules if m.startswith("google.cloud.")], "a google.cloud submodule was imported"
 
 
+def test_building_tasks_loads_no_openlineage(tmp_path: Path) -> None:
+    """The OpenLineage methods import the provider when the provider calls them, not at parse time
+    (OpenLineage is on here: a transport is configured)."""
+    on = "import json, os, sys\nos.environ['AIRFLOW__OPENLINEAGE__TRANSPORT'] = '{\"type\": \"console\"}'"
+    probe = PROBE.replace("import json, sys", on, 1)
+    modules = _modules_after(probe, tmp_path)
+    # (Airflow's providers manager reads every provider's get_provider_info: not ours to avoid.)
+    provider_info = {"airflow.providers.openlineage", "airflow.providers.openlineage.get_provider_info"}
+    lineage = sorted(m for m in modules if "openlineage" in m or m.endswith(".lineage"))
+    assert not set(lineage) - provider_info, lineage
+
+
 def test_cancel_and_sensor_tasks_load_no_hook_module(tmp_path: Path) -> None:
     # The hook class is looked up when a task first uses its hook, not when the task is built.
     modules = _modules_after(PROBE_HOOKLESS, tmp_path)

@@ -106,31 +106,47 @@ def async_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | Non
 def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credentials, str | None]:
     """Credentials for ``conn`` and the project they name (if any).
 
-    Anonymous for an emulator; else key file, key JSON or application default credentials, wrapped in
-    impersonated credentials when ``impersonation_chain`` is set.
+    Anonymous for an emulator or with ``is_anonymous``; else key file, key JSON, credential
+    configuration file (workload identity federation) or application default credentials, wrapped in
+    impersonated credentials when ``impersonation_chain`` is set. The connection's ``project`` wins
+    over the credentials' own; a credential configuration file names none (the connection's
+    ``project`` or the task's ``project_id`` is needed).
     """
     if conn.is_emulator:
         return auth_credentials.AnonymousCredentials(), None  # type: ignore[no-untyped-call]
+    if conn.is_anonymous:
+        return auth_credentials.AnonymousCredentials(), conn.project  # type: ignore[no-untyped-call]
+    scopes = list(conn.scopes or SCOPES)
     project: str | None
+    config = conn.credential_config_file
     if conn.key_path:
         creds, project = google.auth.load_credentials_from_file(  # type: ignore[no-untyped-call]
-            conn.key_path, scopes=SCOPES
+            conn.key_path, scopes=scopes
         )
     elif conn.keyfile_dict:
         creds, project = google.auth.load_credentials_from_dict(  # type: ignore[no-untyped-call]
-            json.loads(conn.keyfile_dict), scopes=SCOPES
+            json.loads(conn.keyfile_dict.get_secret_value()), scopes=scopes
         )
+    elif config:
+        # Loaded unscoped, then scoped: with scopes, google-auth looks the project up at once (a token
+        # exchange and a Resource Manager call); here the project is the connection's (or the task's).
+        if config.startswith("{"):
+            creds, _ = google.auth.load_credentials_from_dict(json.loads(config))  # type: ignore[no-untyped-call]
+        else:
+            creds, _ = google.auth.load_credentials_from_file(config)  # type: ignore[no-untyped-call]
+        creds = auth_credentials.with_scopes_if_required(creds, scopes)  # type: ignore[no-untyped-call]
+        project = None
     else:
-        creds, project = google.auth.default(scopes=SCOPES)
+        creds, project = google.auth.default(scopes=scopes)
     if conn.impersonation_chain:
         *delegates, target = conn.impersonation_chain
         creds = impersonated_credentials.Credentials(  # type: ignore[no-untyped-call]
             source_credentials=creds,
             target_principal=target,
             delegates=list(delegates) or None,
-            target_scopes=list(SCOPES),
+            target_scopes=scopes,
         )
-    return creds, project
+    return creds, conn.project or project
 
 
 def _regional_endpoint(location: str) -> str:

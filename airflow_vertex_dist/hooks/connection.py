@@ -3,7 +3,10 @@
 Pure (pydantic only): no Google import. The hooks turn :class:`VertexConnection` into credentials and
 clients in :mod:`airflow_vertex_dist.hooks._clients`.
 
-Fields (connection ``extra``, JSON; the older ``extra__vertex_dist__<field>`` keys are accepted too):
+The hooks read two connection types: ``vertex_dist`` and the Google provider's
+``google_cloud_platform``, as it is (its extras below; the Google provider package is not needed).
+Fields (connection ``extra``, JSON; the prefixed ``extra__vertex_dist__<field>`` and
+``extra__google_cloud_platform__<field>`` keys are accepted too):
 
 ``project``, ``location``
     Defaults for the hook (a hook's ``project_id`` / ``location`` argument wins). Without a project,
@@ -11,9 +14,22 @@ Fields (connection ``extra``, JSON; the older ``extra__vertex_dist__<field>`` ke
 ``key_path`` | ``keyfile_dict``
     A service account (or any google-auth credentials) JSON file path, or its JSON text. Neither means
     Application Default Credentials.
+``credential_config_file``
+    A credential configuration file (workload identity federation: an ``external_account`` JSON), as
+    a path or as its JSON text.
+``is_anonymous``
+    ``true``: anonymous credentials (the other credentials fields must be empty).
 ``impersonation_chain``
     A service account to impersonate, or a chain (list, or comma separated), the last one being the
-    target; the credentials above sign for the first.
+    target; the credentials above sign for the first. An operator's ``impersonation_chain`` replaces it.
+``scope``
+    OAuth scopes, comma separated (default ``https://www.googleapis.com/auth/cloud-platform``).
+``num_retries``
+    Accepted (a ``google_cloud_platform`` connection's form saves it) and not used: the hooks retry by
+    their :class:`RetryPolicy`.
+
+A key kept in Secret Manager (``key_secret_name``) and the client credentials grant flow
+(``idp_issuer_url``, ``client_id``, ``client_secret``) are refused with an error naming the field.
 ``transport``
     ``grpc`` (default) or ``rest``.
 ``api_endpoint``
@@ -29,27 +45,78 @@ Fields (connection ``extra``, JSON; the older ``extra__vertex_dist__<field>`` ke
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from airflow_vertex_dist.hooks import CONN_TYPE, DEFAULT_CONN_ID, HOOK_NAME
 
 __all__ = [
     "CONN_TYPE",
+    "CONN_TYPES",
     "DEFAULT_CONN_ID",
+    "GOOGLE_CONN_TYPE",
     "HOOK_NAME",
     "RetryPolicy",
     "VertexConnection",
     "connection_fields",
     "connection_type_info",
+    "parse_impersonation_chain",
     "ui_field_behaviour",
 ]
 
-_PREFIX = f"extra__{CONN_TYPE}__"
+#: The Google provider's connection type, read as it is.
+GOOGLE_CONN_TYPE = "google_cloud_platform"
+#: The connection types the hooks read.
+CONN_TYPES = (CONN_TYPE, GOOGLE_CONN_TYPE)
+
+_PREFIXES = tuple(f"extra__{kind}__" for kind in CONN_TYPES)
+
+#: The extra's name of a field, where it differs (the Google provider's ``scope``).
+_ALIASES = {"scope": "scopes"}
+
+#: Google provider fields this provider refuses: the rule says what to use instead.
+_UNSUPPORTED = {
+    "key_secret_name": "a key kept in Secret Manager is not supported here; give key_path, keyfile_dict "
+    "or credential_config_file, or keep the whole connection in a secrets backend",
+    "key_secret_project_id": "a key kept in Secret Manager is not supported here; give key_path, "
+    "keyfile_dict or credential_config_file, or keep the whole connection in a secrets backend",
+    "idp_issuer_url": "the client credentials grant flow is not supported here; use "
+    "credential_config_file (workload identity federation) instead",
+    "client_id": "the client credentials grant flow is not supported here; use credential_config_file "
+    "(workload identity federation) instead",
+    "client_secret": "the client credentials grant flow is not supported here; use "
+    "credential_config_file (workload identity federation) instead",
+    "idp_extra_parameters": "the client credentials grant flow is not supported here; use "
+    "credential_config_file (workload identity federation) instead",
+}
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def parse_impersonation_chain(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """A chain as a tuple: ``None`` is empty, a string is split on commas, blanks are dropped."""
+    if value is None:
+        return ()
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    for part in parts:
+        if not isinstance(part, str):
+            raise ValueError(f"impersonation_chain: each entry must be a string, got {type(part).__name__}")
+    return tuple(part.strip() for part in parts if part.strip())
 
 
 @dataclass(frozen=True)
@@ -76,13 +143,20 @@ class VertexConnection(BaseModel):
     project: str | None = None
     location: str | None = None
     key_path: str | None = None
-    keyfile_dict: str | None = None
+    # Secret: never in a repr, a log line or an error message.
+    keyfile_dict: SecretStr | None = Field(default=None, repr=False)
+    credential_config_file: str | None = None
+    is_anonymous: bool = False
     impersonation_chain: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    num_retries: int | None = Field(default=None, ge=0)
     transport: Literal["grpc", "rest"] = "grpc"
     api_endpoint: str | None = None
     web_endpoint: str | None = None
 
-    @field_validator("project", "location", "key_path", "api_endpoint", "web_endpoint", mode="before")
+    @field_validator(
+        "project", "location", "key_path", "api_endpoint", "web_endpoint", "num_retries", mode="before"
+    )
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():
@@ -105,13 +179,34 @@ class VertexConnection(BaseModel):
                 raise ValueError("must be a JSON object")
         return value
 
-    @field_validator("impersonation_chain", mode="before")
+    @field_validator("credential_config_file", mode="before")
+    @classmethod
+    def _config_file(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return json.dumps(value)
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            if value.lstrip().startswith("{"):
+                try:
+                    json.loads(value)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(
+                        f"must be a credential configuration file's path or its JSON text ({exc.msg})"
+                    ) from None
+            return value.strip()
+        return value
+
+    @field_validator("is_anonymous", mode="before")
+    @classmethod
+    def _flag(cls, value: Any) -> Any:
+        return False if _blank(value) else value
+
+    @field_validator("impersonation_chain", "scopes", mode="before")
     @classmethod
     def _chain(cls, value: Any) -> Any:
-        if value is None:
-            return ()
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
+        if isinstance(value, str | list | tuple) or value is None:
+            return parse_impersonation_chain(value)
         return value
 
     @field_validator("transport", mode="before")
@@ -123,8 +218,13 @@ class VertexConnection(BaseModel):
 
     @model_validator(mode="after")
     def _one_key(self) -> VertexConnection:
-        if self.key_path and self.keyfile_dict:
-            raise ValueError("key_path and keyfile_dict: give one credentials source, not both")
+        given = [
+            name
+            for name in ("key_path", "keyfile_dict", "credential_config_file", "is_anonymous")
+            if getattr(self, name)
+        ]
+        if len(given) > 1:
+            raise ValueError(f"{' and '.join(given)}: give one credentials source, not {len(given)}")
         if self.api_endpoint and self.transport == "grpc" and "://" in self.api_endpoint:
             scheme = self.api_endpoint.split("://", 1)[0]
             if scheme not in ("grpc", "dns"):
@@ -160,25 +260,62 @@ class VertexConnection(BaseModel):
         return None
 
     @classmethod
-    def from_extra(cls, extra: Mapping[str, Any], *, conn_id: str = DEFAULT_CONN_ID) -> VertexConnection:
-        """Parse a connection's extras; ``ValueError`` naming ``<conn_id>.extra.<field>`` and the rule."""
+    def known_extras(cls) -> list[str]:
+        """The extra names this model reads (``scope`` for the ``scopes`` field)."""
+        renamed = {field: key for key, field in _ALIASES.items()}
+        return [renamed.get(name, name) for name in cls.model_fields]
+
+    @classmethod
+    def from_extra(
+        cls,
+        extra: Mapping[str, Any],
+        *,
+        conn_id: str = DEFAULT_CONN_ID,
+        conn_type: str | None = None,
+    ) -> VertexConnection:
+        """Parse a connection's extras; ``ValueError`` naming ``<conn_id>.extra.<field>`` and the rule.
+
+        ``conn_type`` (when given) must be ``vertex_dist`` or ``google_cloud_platform``.
+        """
+        if conn_type and conn_type not in CONN_TYPES:
+            raise ValueError(
+                f"{conn_id}.conn_type: {conn_type!r} is not a connection these hooks read "
+                f"(use {' or '.join(CONN_TYPES)})"
+            )
         values: dict[str, Any] = {}
+        problems: list[str] = []
         for key, value in extra.items():
-            name = key[len(_PREFIX) :] if key.startswith(_PREFIX) else key
-            if name in values and value in (None, ""):
+            name = next((key[len(p) :] for p in _PREFIXES if key.startswith(p)), key)
+            if name in _UNSUPPORTED:
+                if not _blank(value):
+                    problems.append(f"{conn_id}.extra.{name}: {_UNSUPPORTED[name]}")
+                continue
+            name = _ALIASES.get(name, name)
+            if name in values and _blank(value):
                 continue
             values[name] = value
         try:
-            return cls.model_validate(values)
+            conn = cls.model_validate(values)
         except ValidationError as exc:
-            problems = []
-            for err in exc.errors():
-                loc = ".".join(str(part) for part in err["loc"])
+            renamed = {field: key for key, field in _ALIASES.items()}
+            for err in exc.errors(include_input=False):
+                loc = ".".join(renamed.get(str(part), str(part)) for part in err["loc"])
                 msg = err["msg"].removeprefix("Value error, ")
                 if err["type"] == "extra_forbidden":
-                    msg = f"unknown field (known: {', '.join(cls.model_fields)})"
+                    close = difflib.get_close_matches(loc, cls.known_extras(), n=1)
+                    hint = f"did you mean {close[0]}? " if close else ""
+                    msg = f"unknown field ({hint}known: {', '.join(cls.known_extras())})"
                 problems.append(f"{conn_id}.extra{'.' + loc if loc else ''}: {msg}")
             raise ValueError("; ".join(problems)) from None
+        if problems:
+            raise ValueError("; ".join(problems))
+        return conn
+
+    def with_impersonation_chain(self, chain: str | Sequence[str] | None) -> VertexConnection:
+        """This connection with ``chain`` replacing its own (``None`` keeps the connection's)."""
+        if chain is None:
+            return self
+        return self.model_copy(update={"impersonation_chain": parse_impersonation_chain(chain)})
 
 
 # The connection form, declared once. ``connection_fields()`` is the provider-info ``conn-fields``
@@ -196,6 +333,11 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "label": "Key JSON",
         "description": "Credentials JSON text (kept secret).",
         "secret": True,
+    },
+    "credential_config_file": {
+        "label": "Credential configuration file",
+        "description": "Workload identity federation: the path of a credential configuration file, or "
+        "its JSON text.",
     },
     "impersonation_chain": {
         "label": "Impersonation chain",

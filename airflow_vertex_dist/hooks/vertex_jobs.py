@@ -20,7 +20,7 @@ import asyncio
 import importlib
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import BaseHook
@@ -31,6 +31,7 @@ from airflow_vertex_dist.hooks.connection import (
     RetryPolicy,
     VertexConnection,
     connection_fields,
+    parse_impersonation_chain,
     ui_field_behaviour,
 )
 from airflow_vertex_dist.hooks.job_dicts import (
@@ -177,9 +178,11 @@ class _VertexHookBase(BaseHook):
         project_id: str | None = None,
         location: str | None = None,
         retry_policy: RetryPolicy | None = None,
+        impersonation_chain: str | Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         self.vertex_dist_conn_id = vertex_dist_conn_id
+        self.impersonation_chain = impersonation_chain
         self._project_id = project_id
         self._location = location
         self.retry_policy = retry_policy or RetryPolicy()
@@ -189,7 +192,10 @@ class _VertexHookBase(BaseHook):
 
     # -- connection ------------------------------------------------------------------------------
     def _set_connection(self, conn: Connection) -> VertexConnection:
-        self._conn = VertexConnection.from_extra(conn.extra_dejson, conn_id=self.vertex_dist_conn_id)
+        parsed = VertexConnection.from_extra(
+            conn.extra_dejson, conn_id=self.vertex_dist_conn_id, conn_type=conn.conn_type
+        )
+        self._conn = parsed.with_impersonation_chain(self.impersonation_chain)
         return self._conn
 
     @property
@@ -199,6 +205,11 @@ class _VertexHookBase(BaseHook):
             self._set_connection(self.get_connection(self.vertex_dist_conn_id))
         assert self._conn is not None
         return self._conn
+
+    @property
+    def impersonation_chain_override(self) -> tuple[str, ...]:
+        """The hook's own ``impersonation_chain`` (empty: the connection's applies)."""
+        return parse_impersonation_chain(self.impersonation_chain)
 
     @property
     def is_emulator(self) -> bool:
@@ -262,10 +273,11 @@ class _VertexHookBase(BaseHook):
 class VertexJobsHook(_VertexHookBase):
     """Synchronous JobService hook (the operators' side).
 
-    :param vertex_dist_conn_id: a ``vertex_dist`` connection.
+    :param vertex_dist_conn_id: a ``vertex_dist`` or ``google_cloud_platform`` connection.
     :param project_id: overrides the connection's project.
     :param location: overrides the connection's location.
     :param retry_policy: backoff and deadline for transient errors.
+    :param impersonation_chain: replaces the connection's impersonation chain.
     """
 
     # Defined on this class itself: Airflow (< 3.2) only reads these from the connection type's own hook
@@ -605,6 +617,7 @@ class VertexJobsAsyncHook(_VertexHookBase):
                 project_id=self._project_id,
                 location=self._location,
                 retry_policy=self.retry_policy,
+                impersonation_chain=self.impersonation_chain,
             )
             self._sync._conn = self._conn
         return self._sync

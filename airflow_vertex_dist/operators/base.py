@@ -43,6 +43,7 @@ class VertexHookMixin:
     vertex_dist_conn_id: str
     project_id: str | None
     location: str | None
+    impersonation_chain: str | Sequence[str] | None = None
 
     @functools.cached_property
     def hook(self) -> VertexJobsHook:
@@ -50,19 +51,23 @@ class VertexHookMixin:
             self.vertex_dist_conn_id,
             project_id=self.project_id,
             location=self.location,
+            impersonation_chain=self.impersonation_chain,
         )
 
 
 class VertexBaseOperator(VertexHookMixin, BaseOperator):
     """Owns a :class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook`.
 
-    :param vertex_dist_conn_id: the ``vertex_dist`` connection (project, location, credentials, or an
-        ``api_endpoint`` pointing at the local emulator).
+    :param vertex_dist_conn_id: the connection: a ``vertex_dist`` one (project, location, credentials,
+        or an ``api_endpoint`` pointing at the local emulator) or a ``google_cloud_platform`` one, as it
+        is. Templated.
     :param project_id: overrides the connection's project.
     :param location: overrides the connection's location (region).
+    :param impersonation_chain: a service account to impersonate, or a chain ending at the target
+        (list, or comma separated); replaces the connection's. Templated.
     """
 
-    template_fields: Sequence[str] = ("project_id", "location")
+    template_fields: Sequence[str] = ("vertex_dist_conn_id", "project_id", "location", "impersonation_chain")
 
     def __init__(
         self,
@@ -70,9 +75,11 @@ class VertexBaseOperator(VertexHookMixin, BaseOperator):
         vertex_dist_conn_id: str = DEFAULT_CONN_ID,
         project_id: str | None = None,
         location: str | None = None,
+        impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.vertex_dist_conn_id = vertex_dist_conn_id
         self.project_id = project_id
         self.location = location
+        self.impersonation_chain = impersonation_chain

@@ -32,7 +32,7 @@ still ends the deferral first, the resumed task cancels the job before failing.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel
@@ -61,7 +61,7 @@ from airflow_vertex_dist.hooks.labels import (
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
-from airflow_vertex_dist.operators.spec_field import coerce_spec, has_jinja, spec_to_field
+from airflow_vertex_dist.operators.spec_field import check_keys, coerce_spec, has_jinja, spec_to_field
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -112,11 +112,21 @@ class VertexJobOperator(VertexBaseOperator):
         to this).
     :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
     :param paused_grace: seconds a PAUSED job may stay paused before the task fails.
+    :param lineage_inputs: the job's input data for OpenLineage: URIs (``gs://bucket/path``) or
+        Airflow Assets, reported with the Assets in ``inlets`` (see
+        :mod:`airflow_vertex_dist.operators.lineage`). Templated.
     """
 
     job_kind: ClassVar[JobKind]
     spec_model: ClassVar[type[BaseModel]]
-    template_fields: Sequence[str] = ("spec", "project_id", "location")
+    template_fields: Sequence[str] = (
+        "spec",
+        "vertex_dist_conn_id",
+        "project_id",
+        "location",
+        "impersonation_chain",
+        "lineage_inputs",
+    )
     template_fields_renderers: ClassVar[dict[str, str]] = {"spec": "json"}
     operator_extra_links = (VertexJobLink(),)
     ui_color = "#d2e3fc"
@@ -132,6 +142,7 @@ class VertexJobOperator(VertexBaseOperator):
         poll_interval: float = 10.0,
         partial_success: Literal["fail", "succeed"] = "fail",
         paused_grace: float = 3600.0,
+        lineage_inputs: Sequence[Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -147,6 +158,8 @@ class VertexJobOperator(VertexBaseOperator):
             self._spec = coerce_spec(spec, self.spec_model)
             if self._spec is not spec:  # a dict or a document: the field holds the validated spec
                 field = spec_to_field(self._spec, self.spec_model)
+        elif isinstance(field, Mapping):  # its keys now, its values once rendered
+            check_keys(field, self.spec_model)
         self.spec = field
         self.deferrable = deferrable
         self.wait = wait
@@ -155,14 +168,27 @@ class VertexJobOperator(VertexBaseOperator):
         self.poll_interval = float(poll_interval)
         self.partial_success = partial_success
         self.paused_grace = float(paused_grace)
+        self.lineage_inputs = list(lineage_inputs or [])
         self._job_name: str | None = None
+        self._final_job: dict[str, Any] | None = None  # the job as it ended the try (for lineage)
         self._cancelled = False
 
     # -- spec ----------------------------------------------------------------------------------
-    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
-        super().render_template_fields(context, jinja_env)
-        self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
-        self.spec = spec_to_field(self._spec, self.spec_model)
+    def _do_render_template_fields(
+        self,
+        parent: Any,
+        template_fields: Iterable[str],
+        context: Context,
+        jinja_env: Any,
+        seen_oids: set[int],
+    ) -> None:
+        """Render, then validate the rendered spec. Hooked here, not in ``render_template_fields``: a
+        mapped task's instance is rendered by this method alone (the Task SDK's ``MappedOperator``
+        calls it on the unmapped task), a plain task through ``render_template_fields``."""
+        super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+        if parent is self:  # not a nested templated object
+            self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
+            self.spec = spec_to_field(self._spec, self.spec_model)
 
     @property
     def validated_spec(self) -> Any:
@@ -333,6 +359,7 @@ class VertexJobOperator(VertexBaseOperator):
             self._check_still_running(context, job)
         if not self.wait:
             self.log.info("wait=False: not waiting for %s (%s)", job["name"], short_state(job_state(job)))
+            self._final_job = job
             return self.job_outputs(job)
         if self.deferrable:
             verdict = job_verdict(job, partial_success=self.partial_success)
@@ -357,6 +384,7 @@ class VertexJobOperator(VertexBaseOperator):
             partial_success=self.partial_success,
             paused_grace=self.paused_grace,
             timeout=timeout.total_seconds() if timeout is not None else None,
+            impersonation_chain=self.hook.impersonation_chain_override,
         )
 
     def _defer(self, job: dict[str, Any]) -> None:
@@ -404,6 +432,7 @@ class VertexJobOperator(VertexBaseOperator):
 
     def _finish(self, job: dict[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
         ok, message = verdict
+        self._final_job = job
         if not ok:
             raise AirflowException(message)
         self.log.info("%s", message)
@@ -417,6 +446,9 @@ class VertexJobOperator(VertexBaseOperator):
             verdict, job = read_event(event)
         except ValueError as exc:
             raise AirflowException(str(exc)) from None
+        self._final_job = job
+        if job is not None:
+            self._job_name = str(job["name"])
         if not verdict.ok or job is None:
             raise AirflowException(verdict.message or f"job {self._job_name} did not succeed: {event!r}")
         for line in ProgressLog().update(job):  # the final state and, for a study, its trials
@@ -434,6 +466,33 @@ class VertexJobOperator(VertexBaseOperator):
             if job is not None and job_state(job) not in TERMINAL_STATES:
                 self._cancel(str(job["name"]), reason="execution_timeout")
             raise
+
+    @property
+    def job_known(self) -> bool:
+        """Whether this try got to its job (the job link reads no XCom when it did not)."""
+        return self._job_name is not None
+
+    # -- OpenLineage (called by the OpenLineage provider, when installed) -----------------------
+    def _lineage(self, job: dict[str, Any] | None) -> Any:
+        from airflow_vertex_dist.operators.lineage import operator_lineage  # the provider's types
+
+        spec = self.validated_spec
+        return operator_lineage(
+            kind=self.job_kind,
+            body=self.job_body(),
+            reduction_server=getattr(getattr(spec, "trial_job", spec), "reduction_server", None) is not None,
+            declared_inputs=self.lineage_inputs,
+            inlets=self.inlets or [],
+            job=job,
+        )
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """Inputs, the model location and the job facet, before the job exists."""
+        return self._lineage(None)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """As at start, with the job's resource name (and a study's best trial's model location)."""
+        return self._lineage(self._final_job)
 
     # -- kill ----------------------------------------------------------------------------------
     def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:

@@ -3,7 +3,10 @@
 The field holds a spec's JSON dict (a spec model given to the operator is dumped to it), or a
 template rendering to a JSON/YAML string, e.g. ``"{{ var.value.my_spec }}"``. Jinja in its string
 values is rendered by Airflow like any templated dict; the result is then validated again, and a bad
-rendered value fails with its field path: ``spec.primary.container.args[1]: ...``.
+rendered value fails with its field path: ``spec.primary.container.args[1]: ...``. A dict with Jinja
+has its keys checked when the task is built (:func:`check_keys`), its values after rendering. An
+unknown field is named with the closest valid one: ``spec.primery: unknown field (did you mean
+primary?)``.
 """
 
 from __future__ import annotations
@@ -15,8 +18,17 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.specs._fields import fields_at, items_of, models_in, unknown_field_rule
 
-__all__ = ["SpecError", "coerce_spec", "has_jinja", "spec_error", "spec_to_field"]
+__all__ = [
+    "SpecError",
+    "check_keys",
+    "coerce_spec",
+    "has_jinja",
+    "spec_error",
+    "spec_to_field",
+    "unknown_field_rule",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -49,12 +61,52 @@ def _path(root: str, loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def spec_error(exc: ValidationError, *, root: str = "spec", when: str = "") -> SpecError:
-    """One line per error: ``spec.primary.replica_count: <rule> (got <value>)``."""
+def check_keys(value: Mapping[str, Any], model: type[BaseModel], *, root: str = "spec") -> None:
+    """Check the keys (not the values) of a spec dict against ``model``: what can be checked while
+    its values still hold Jinja. :class:`SpecError` lists every unknown key with its path."""
+    lines: list[str] = []
+
+    def walk(data: Any, annotation: Any, path: str) -> None:
+        if isinstance(data, Mapping):
+            models = models_in(annotation)
+            if not models:
+                return  # a plain dict field (labels, env...): any key goes
+            known: list[str] = []
+            for m in models:
+                known += [n for n in m.model_fields if n not in known]
+            for key, item in data.items():
+                where = f"{path}.{key}"
+                if key not in known:
+                    lines.append(f"{where}: {unknown_field_rule(str(key), known)}")
+                    continue
+                field = next(m.model_fields[key] for m in models if key in m.model_fields)
+                walk(item, field.annotation, where)
+        elif isinstance(data, list | tuple):
+            item_annotation = items_of(annotation)
+            if item_annotation is not None:
+                for index, item in enumerate(data):
+                    walk(item, item_annotation, f"{path}[{index}]")
+
+    walk(value, model, root)
+    if lines:
+        raise SpecError("\n".join([f"invalid {model.__name__} spec:", *("  " + line for line in lines)]))
+
+
+def spec_error(
+    exc: ValidationError, *, root: str = "spec", when: str = "", model: type[BaseModel] | None = None
+) -> SpecError:
+    """One line per error: ``spec.primary.replica_count: <rule> (got <value>)``; an unknown field
+    names the closest valid one of ``model`` (the model that raised ``exc``, by default found by its
+    title among the spec models)."""
     lines = []
     for error in exc.errors(include_url=False):
         message = str(error["msg"])
         loc = tuple(error["loc"])
+        if error["type"] == "extra_forbidden" and loc:
+            owner = model or _model_named(exc.title)
+            known, where = fields_at(owner, loc[:-1]) if owner is not None else ([], loc[:-1])
+            lines.append(f"{_path(root, (*where, loc[-1]))}: {unknown_field_rule(str(loc[-1]), known)}")
+            continue
         named = _RULE_PATH.match(message)
         if named:
             # The spec's own rules name their field relative to the model that raised them
@@ -68,6 +120,14 @@ def spec_error(exc: ValidationError, *, root: str = "spec", when: str = "") -> S
             lines.append(f"{_path(root, loc)}: {message}{suffix}")
     head = f"invalid {exc.title} spec{when}:"
     return SpecError("\n".join([head, *("  " + line for line in lines)]))
+
+
+def _model_named(title: str) -> type[BaseModel] | None:
+    """The spec model called ``title`` (the title of its ValidationError)."""
+    from airflow_vertex_dist import specs
+
+    found = getattr(specs, title, None)
+    return found if isinstance(found, type) and issubclass(found, BaseModel) else None
 
 
 def _parse_document(text: str | bytes, when: str) -> Any:
@@ -103,7 +163,7 @@ def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
     try:
         return model.model_validate(dict(value))
     except ValidationError as exc:
-        raise spec_error(exc, when=when) from None
+        raise spec_error(exc, when=when, model=model) from None
 
 
 def spec_to_field(value: Any, model: type[BaseModel]) -> Any:

@@ -258,7 +258,9 @@ class DistributedTrainingJob(SpecModel):
             if not pool.machine.has_gpu:
                 fail(
                     f"reduction_server: Reduction Server needs GPU {role} doing NCCL all-reduce "
-                    f"({role} is {pool.machine.machine_type} without accelerators)"
+                    f"({role} is {pool.machine.machine_type} without accelerators); add GPUs to the "
+                    "primary and the workers (machine.accelerator_type and accelerator_count), or for "
+                    "CPU training drop reduction_server and use parameter_servers instead"
                 )
         sizing = self.reducer_sizing()
         if rs.replica_count == "auto":

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import math
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -89,6 +89,7 @@ class PollerKey:
     project: str
     location: str
     kind: JobKind
+    impersonation_chain: tuple[str, ...] = ()
 
 
 def list_filter(oldest_create_time: str | None) -> str:
@@ -157,6 +158,7 @@ class JobPoller:
             project_id=key.project,
             location=key.location,
             retry_policy=retry_policy or POLLER_RETRY,
+            impersonation_chain=key.impersonation_chain or None,
         )
         self._loop = asyncio.get_running_loop()
         self._subs: dict[str, set[_Subscription]] = {}
@@ -380,13 +382,21 @@ def watch_job(
     conn_id: str = DEFAULT_CONN_ID,
     poll_interval: float = 10.0,
     page_size: int = DEFAULT_PAGE_SIZE,
+    impersonation_chain: Sequence[str] = (),
 ) -> JobWatch:
     """Wait on ``job_name`` through the shared poller of the running event loop.
 
     The project, location and kind come from the job name; ``conn_id`` gives the credentials and
-    endpoint. Pollers are shared by every waiter with the same connection, project, location and kind;
-    the poll interval is the smallest of their ``poll_interval``.
+    endpoint (``impersonation_chain``, when given, replaces the connection's). Pollers are shared by
+    every waiter with the same connection, impersonation chain, project, location and kind; the poll
+    interval is the smallest of their ``poll_interval``.
     """
     name = parse_job_name(job_name)
-    key = PollerKey(conn_id=conn_id, project=name.project, location=name.location, kind=name.kind)
+    key = PollerKey(
+        conn_id=conn_id,
+        project=name.project,
+        location=name.location,
+        kind=name.kind,
+        impersonation_chain=tuple(impersonation_chain),
+    )
     return JobWatch(key, str(name), float(poll_interval), page_size)

@@ -15,6 +15,7 @@ DAGS = Path(__file__).resolve().parents[2] / "dags"
 EXPECTED = {
     "backfill_tuning.py": ["vertex_dist_backfill_tuning"],
     "parameter_server.py": ["vertex_dist_parameter_server"],
+    "per_segment.py": ["vertex_dist_per_segment"],
     "prep_to_train.py": ["vertex_dist_data_prep", "vertex_dist_train_on_prep"],
     "reduction_server.py": ["vertex_dist_reduction_server"],
     "retraining.py": ["vertex_dist_retraining"],

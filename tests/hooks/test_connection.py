@@ -54,7 +54,7 @@ def test_emulator_endpoints() -> None:
     ("extra", "message"),
     [
         ({"transport": "http2"}, r"c1\.extra\.transport: Input should be 'grpc' or 'rest'"),
-        ({"projet": "p"}, r"c1\.extra\.projet: unknown field \(known: project, location"),
+        ({"projet": "p"}, r"c1\.extra\.projet: unknown field \(did you mean project\? known: project, "),
         ({"keyfile_dict": "{not json"}, r"c1\.extra\.keyfile_dict: must be the key file's JSON text"),
         ({"keyfile_dict": "[1]"}, r"c1\.extra\.keyfile_dict: must be a JSON object"),
         ({"key_path": "/k.json", "keyfile_dict": "{}"}, r"c1\.extra: key_path and keyfile_dict: give one"),
@@ -68,7 +68,8 @@ def test_bad_extras_name_the_field(extra: dict[str, object], message: str) -> No
 
 def test_keyfile_dict_accepts_object() -> None:
     conn = VertexConnection.from_extra({"keyfile_dict": {"type": "service_account"}})
-    assert json.loads(conn.keyfile_dict or "") == {"type": "service_account"}
+    assert conn.keyfile_dict is not None
+    assert json.loads(conn.keyfile_dict.get_secret_value()) == {"type": "service_account"}
 
 
 def test_ui_metadata() -> None:
@@ -78,6 +79,7 @@ def test_ui_metadata() -> None:
         "location",
         "key_path",
         "keyfile_dict",
+        "credential_config_file",
         "impersonation_chain",
         "transport",
         "api_endpoint",

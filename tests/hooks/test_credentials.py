@@ -86,3 +86,170 @@ def test_vertex_client_uses_the_regional_endpoint(key_info: dict[str, Any], tran
     client = build_sync_client(conn, "europe-west4")  # no network until the first call
     assert "europe-west4-aiplatform.googleapis.com" in client.transport._host
     client.transport.close()
+
+
+# -- google_cloud_platform connections, as the Google provider's form and docs write them -------------
+
+
+def _hook_for(monkeypatch: pytest.MonkeyPatch, extra: dict[str, Any], **hook_kwargs: Any) -> Any:
+    """A hook reading an env ``google_cloud_platform`` connection ``gcp_test`` with ``extra``."""
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GCP_TEST", json.dumps({"conn_type": "google_cloud_platform", "extra": extra})
+    )
+    return VertexJobsHook("gcp_test", location="us-central1", **hook_kwargs)
+
+
+@pytest.fixture
+def no_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building credentials must not call out: any google-auth HTTP request fails the test."""
+    from google.auth.transport import requests as auth_requests
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"unexpected HTTP request: {args} {kwargs}")
+
+    monkeypatch.setattr(auth_requests.Request, "__call__", refuse)
+
+
+@pytest.mark.parametrize("prefixed", [False, True])
+def test_gcp_connection_key_path(
+    key_info: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefixed: bool
+) -> None:
+    path = tmp_path / "key.json"
+    path.write_text(json.dumps(key_info))
+    prefix = "extra__google_cloud_platform__" if prefixed else ""
+    # The Google provider's form saves every field, the unused ones empty.
+    extra = {
+        f"{prefix}key_path": str(path),
+        f"{prefix}keyfile_dict": "",
+        f"{prefix}key_secret_name": "",
+        f"{prefix}num_retries": 5,
+        f"{prefix}scope": "",
+        f"{prefix}is_anonymous": False,
+    }
+    hook = _hook_for(monkeypatch, extra)
+    creds, project = build_credentials(hook.connection)
+    assert isinstance(creds, service_account.Credentials)
+    assert creds.service_account_email == key_info["client_email"]
+    assert project == "key-project"
+    assert hook.parent == "projects/key-project/locations/us-central1"
+
+
+def test_gcp_connection_keyfile_dict_project_and_scope(
+    key_info: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = {
+        "extra__google_cloud_platform__keyfile_dict": json.dumps(key_info),
+        "extra__google_cloud_platform__project": "other-project",
+        "extra__google_cloud_platform__scope": "https://www.googleapis.com/auth/cloud-platform.read-only, "
+        "https://www.googleapis.com/auth/userinfo.email",
+    }
+    hook = _hook_for(monkeypatch, extra)
+    creds, project = build_credentials(hook.connection)
+    assert isinstance(creds, service_account.Credentials)
+    assert project == "other-project"  # the connection's project wins over the key's
+    assert creds.scopes == [
+        "https://www.googleapis.com/auth/cloud-platform.read-only",
+        "https://www.googleapis.com/auth/userinfo.email",
+    ]
+
+
+def _external_account(tmp_path: Path) -> dict[str, Any]:
+    token = tmp_path / "oidc-token"
+    token.write_text("header.payload.signature")
+    return {
+        "type": "external_account",
+        "audience": "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/pool/"
+        "providers/oidc",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+        "token_url": "https://sts.googleapis.com/v1/token",
+        "credential_source": {"file": str(token)},
+    }
+
+
+@pytest.mark.usefixtures("no_http")
+@pytest.mark.parametrize("form", ["path", "json"])
+def test_gcp_connection_credential_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    from google.auth import identity_pool
+
+    config = _external_account(tmp_path)
+    path = tmp_path / "wif.json"
+    path.write_text(json.dumps(config))
+    value = str(path) if form == "path" else json.dumps(config)
+    hook = _hook_for(monkeypatch, {"credential_config_file": value, "project": "wif-project"})
+    creds, project = build_credentials(hook.connection)
+    assert isinstance(creds, identity_pool.Credentials)
+    assert creds._audience == config["audience"]
+    assert creds.scopes == ["https://www.googleapis.com/auth/cloud-platform"]
+    assert project == "wif-project"
+    assert hook.project_id == "wif-project"
+
+
+def test_gcp_connection_impersonation_chain_and_a_tasks_own(
+    key_info: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = {
+        "keyfile_dict": json.dumps(key_info),
+        "impersonation_chain": "conn-target@p.iam.gserviceaccount.com",
+    }
+    creds, _ = build_credentials(_hook_for(monkeypatch, extra).connection)
+    assert isinstance(creds, impersonated_credentials.Credentials)
+    assert creds._target_principal == "conn-target@p.iam.gserviceaccount.com"
+    assert not creds._delegates
+
+    chain = ["hop@p.iam.gserviceaccount.com", "task-target@p.iam.gserviceaccount.com"]
+    creds, _ = build_credentials(_hook_for(monkeypatch, extra, impersonation_chain=chain).connection)
+    assert isinstance(creds, impersonated_credentials.Credentials)
+    assert creds._target_principal == "task-target@p.iam.gserviceaccount.com"
+    assert creds._delegates == ["hop@p.iam.gserviceaccount.com"]
+    assert creds._source_credentials.service_account_email == key_info["client_email"]
+
+
+def test_gcp_connection_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = _hook_for(monkeypatch, {"is_anonymous": True, "project": "anon"})
+    creds, project = build_credentials(hook.connection)
+    assert isinstance(creds, AnonymousCredentials)
+    assert project == "anon"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"key_secret_name": "my-key"}, r"gcp_test\.extra\.key_secret_name: a key kept in Secret Manager"),
+        ({"client_secret": "s"}, r"gcp_test\.extra\.client_secret: the client credentials grant flow"),
+        ({"key_pth": "/k.json"}, r"gcp_test\.extra\.key_pth: unknown field \(did you mean key_path\?"),
+        ({"num_retries": -1}, r"gcp_test\.extra\.num_retries: Input should be greater than or equal to 0"),
+        (
+            {"key_path": "/k.json", "credential_config_file": "/c.json"},
+            r"gcp_test\.extra: key_path and credential_config_file: give one credentials source",
+        ),
+        ({"credential_config_file": "{oops"}, r"credential_config_file: must be a credential configuration"),
+    ],
+)
+def test_gcp_connection_errors_name_the_field(
+    monkeypatch: pytest.MonkeyPatch, extra: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        _ = _hook_for(monkeypatch, extra).connection
+
+
+def test_other_connection_types_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+    monkeypatch.setenv("AIRFLOW_CONN_PG", json.dumps({"conn_type": "postgres", "extra": {}}))
+    with pytest.raises(ValueError, match=r"pg\.conn_type: 'postgres' is not a connection these hooks read"):
+        _ = VertexJobsHook("pg").connection
+
+
+def test_the_key_never_shows(key_info: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = key_info["private_key"].splitlines()[1]
+    conn = VertexConnection.from_extra({"keyfile_dict": key_info})
+    assert secret not in repr(conn) and secret not in str(conn)
+    assert "keyfile_dict" not in repr(conn)
+    # an error elsewhere in the connection does not echo the key
+    with pytest.raises(ValueError) as info:
+        VertexConnection.from_extra({"keyfile_dict": key_info, "transport": "http2", "projet": "p"})
+    assert secret not in str(info.value)

@@ -133,6 +133,13 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "needs GPU primary",
     ),
     (
+        "rs-cpu-says-what-to-do",
+        J(("primary.machine", CPU), ("workers", ...), ("reduction_server", RS)),
+        "reduction_server",
+        "add GPUs to the primary and the workers (machine.accelerator_type and accelerator_count), or "
+        "for CPU training drop reduction_server and use parameter_servers instead",
+    ),
+    (
         "rs-cpu-workers",
         J(("workers.machine", CPU), ("reduction_server", RS)),
         "reduction_server",

@@ -26,6 +26,7 @@ CASES: list[dict[str, Any]] = [
         "paused_grace": 0,
         "timeout": 3600,
         "page_size": 500,
+        "impersonation_chain": "hop@p.iam.gserviceaccount.com,target@p.iam.gserviceaccount.com",
     },
 ]
 
