@@ -26,14 +26,14 @@ def _free_port() -> int:
 
 
 def _script() -> str:
-    grpc_port, rest_port = _free_port(), _free_port()
+    ports = {"8781": _free_port(), "8780": _free_port(), "8782": _free_port()}  # grpc, rest, storage
     parts = []
     for match in _FENCE.finditer(PAGE.read_text()):
         lang, body = match["lang"], match["body"]
         if lang == "bash":
             if re.search(r"^(pip install|make )", body, re.M):
                 continue  # installing: done here already
-            parts.append(body.replace("8781", str(grpc_port)).replace("8780", str(rest_port)))
+            parts.append(re.sub(r"\b878[012]\b", lambda m: str(ports[m[0]]), body))
         elif lang == "python" and "DAG(" in body:  # "Save this as $AIRFLOW_HOME/dags/quickstart.py"
             parts.append(f"cat > \"$AIRFLOW_HOME/dags/quickstart.py\" <<'PYEOF'\n{body}PYEOF\n")
     return "\n".join(parts)
