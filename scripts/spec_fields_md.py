@@ -72,11 +72,26 @@ def _default(field: Any) -> str:
     return f"`{value!r}`"
 
 
+def models() -> list[str]:
+    """:data:`MODELS` (the reading order), then every other spec model ``specs`` exports."""
+    from airflow_vertex_dist import specs
+    from airflow_vertex_dist.specs._base import SpecModel
+
+    rest = [
+        name
+        for name in specs.__all__
+        if name not in MODELS
+        and isinstance(getattr(specs, name), type)
+        and issubclass(getattr(specs, name), SpecModel)
+    ]
+    return [*MODELS, *rest]
+
+
 def render() -> str:
     from airflow_vertex_dist import specs
 
     parts = [START, ""]
-    for name in MODELS:
+    for name in models():
         model: type[BaseModel] = getattr(specs, name)
         parts += [f"### `{name}`", "", "| field | type | default |", "| --- | --- | --- |"]
         for field_name, field in model.model_fields.items():

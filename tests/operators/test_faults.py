@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from airflow.sdk import DAG
@@ -33,8 +34,8 @@ FAST_RETRY = RetryPolicy(initial_s=0.05, maximum_s=0.5, multiplier=2.0, deadline
 class FastRetryHook(VertexJobsHook):
     """The hook with a shorter first backoff (1 s by default), to keep the test short."""
 
-    def __init__(self, conn_id: str, *, project_id: str | None = None, location: str | None = None) -> None:
-        super().__init__(conn_id, project_id=project_id, location=location, retry_policy=FAST_RETRY)
+    def __init__(self, conn_id: str, **kwargs: Any) -> None:
+        super().__init__(conn_id, retry_policy=FAST_RETRY, **kwargs)
 
 
 class Training(VertexTrainingOperator):
