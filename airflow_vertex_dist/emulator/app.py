@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow_vertex_dist.emulator.config import EmulatorConfig
 from airflow_vertex_dist.emulator.grpc_server import GrpcServer
+from airflow_vertex_dist.emulator.logging_api import LogEntriesApi, grpc_handler
 from airflow_vertex_dist.emulator.rest import RestServer
 from airflow_vertex_dist.emulator.service import JobService, RunnerLike
 from airflow_vertex_dist.emulator.store import JobStore
@@ -44,6 +45,8 @@ class Emulator:
         self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
         self.runner: RunnerLike = _make_runner(self.store, config)
         self.service = JobService(self.store, self.runner, config.faults)
+        #: the Cloud Logging read API over the replica logs (served by both servers)
+        self.logs = LogEntriesApi(self.store, Path(config.state_dir), fault=self.service.injector.draw)
         self._grpc: GrpcServer | None = None
         self._rest: RestServer | None = None
         self._closed = False
@@ -51,9 +54,14 @@ class Emulator:
     def start(self) -> Emulator:
         if self._grpc is not None:
             return self
-        rest = RestServer(self.service, self.config.host, self.config.rest_port)
+        rest = RestServer(self.service, self.config.host, self.config.rest_port, logs=self.logs)
         try:
-            grpc_server = GrpcServer(self.service, self.config.host, self.config.grpc_port)
+            grpc_server = GrpcServer(
+                self.service,
+                self.config.host,
+                self.config.grpc_port,
+                extra_handlers=(grpc_handler(self.logs),),
+            )
         except BaseException:
             rest.stop()
             raise

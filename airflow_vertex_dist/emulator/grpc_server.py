@@ -82,12 +82,20 @@ class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
 class GrpcServer:
     """Serves ``service`` on ``host:port`` (port 0 picks a free one; see :attr:`port`)."""
 
-    def __init__(self, service: JobService, host: str = "127.0.0.1", port: int = 0, *, max_workers: int = 16):
+    def __init__(
+        self,
+        service: JobService,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_workers: int = 16,
+        extra_handlers: tuple[grpc.GenericRpcHandler, ...] = (),
+    ):
         self.host = host
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
         )
-        self._server.add_generic_rpc_handlers((_Handler(service),))
+        self._server.add_generic_rpc_handlers((_Handler(service), *extra_handlers))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         bound = self._server.add_insecure_port(address)
         if bound == 0:

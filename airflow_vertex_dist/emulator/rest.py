@@ -37,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from airflow_vertex_dist.emulator import logging_api
 from airflow_vertex_dist.emulator.faults import FaultsError, faults_to_json, update_faults
 from airflow_vertex_dist.emulator.service import KINDS, METHODS, ApiError, JobService, MethodInfo
 
@@ -183,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._web(path, query)
             elif path.startswith("/ui/") and method in ("GET", "HEAD"):
                 self._ui(path)
+            elif path == logging_api.REST_PATH and method == "POST" and self.server.logs is not None:
+                self._send_json(200, logging_api.rest_list(self.server.logs, self._json_body()))
             elif path == "/emulator/stats" and method in ("GET", "HEAD"):
                 self._send_json(200, self.server.service.stats())
             elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
@@ -191,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._index()
             else:
                 raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
-        except ApiError as exc:
+        except (ApiError, logging_api.LoggingApiError) as exc:
             self._send_error(exc.code, exc.message)
         except Exception as exc:  # a bug in the emulator: say so as INTERNAL
             _log.exception("%s %s failed", method, path)
@@ -412,17 +415,27 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], service: JobService) -> None:
+    def __init__(
+        self, address: tuple[str, int], service: JobService, logs: logging_api.LogEntriesApi | None = None
+    ) -> None:
         self.service = service
+        self.logs = logs
         super().__init__(address, _Handler)
 
 
 class RestServer:
     """Serves the REST API and pages for ``service`` on ``host:port`` (port 0 picks a free one)."""
 
-    def __init__(self, service: JobService, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        service: JobService,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        logs: logging_api.LogEntriesApi | None = None,
+    ) -> None:
         self.host = host
-        self._server = _Server((host, port), service)
+        self._server = _Server((host, port), service, logs)
         self.port: int = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
 
