@@ -24,8 +24,10 @@ Where the emulator must differ (docs/emulator.md says so too):
   that level; a Python traceback (from ``Traceback (most recent call last):`` through its final
   ``SomeError: ...`` line) ERROR; anything else INFO.
 * Timestamps. Lines carry no time of their own; a line's ``timestamp`` is the log file's
-  modification time when the emulator first reads it (an upper bound of when it was printed),
-  strictly increasing per replica, so one replica's lines sort in the order it printed them.
+  modification time when the emulator first reads it (never earlier than it was printed), or just
+  after the last line read before it if that is later: a line read later always sorts later, so a
+  reader that resumes after the last (timestamp, insertId) it saw misses nothing, and one replica's
+  lines sort in the order it printed them.
   Files are read when a request comes in. After an emulator restart, the lines already written get
   the file's modification time at that first read.
 """
@@ -220,6 +222,7 @@ class LogEntriesApi:
         self.calls = 0
         self._files: dict[tuple[str, str], _FileState] = {}
         self._meta: dict[str, _JobMeta] = {}
+        self._last_ts = 0
         self._lock = threading.Lock()
 
     # -- the API ------------------------------------------------------------------------------
@@ -379,7 +382,9 @@ class LogEntriesApi:
             text = raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r")
             severity, payload = _classify(text, state)
             state.line_no += 1
-            state.last_ts = max(state.last_ts + 1, mtime)
+            # later than every line read before (any replica's): a reader's (timestamp, insertId)
+            # cursor never skips a line read after it
+            state.last_ts = self._last_ts = max(state.last_ts + 1, self._last_ts + 1, mtime)
             state.entries.append(
                 _Entry(
                     timestamp=state.last_ts,

@@ -24,9 +24,12 @@ from airflow_vertex_dist.emulator.testing import (
 PROJECT = PARENT.split("/")[1]
 ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}
 
+# Every replica prints, then leaves a mark; the primary ends the job (exit 0) once all three have
+# marked, the workers wait to be stopped.
 TRAINER = """
-import json, os
+import json, os, pathlib, time
 task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+me = f"{task['type']}-{task['index']}"
 for step in range(5):
     print(f"{task['type']} step {step}")
 print('{"severity": "WARNING", "message": "structured warning"}')
@@ -36,6 +39,11 @@ if task["type"] == "workerpool1":
         raise ValueError("boom")
     except ValueError:
         import traceback; traceback.print_exc()
+shared = pathlib.Path(SHARED)
+(shared / me).touch()
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline and (me != "workerpool0-0" or len(list(shared.iterdir())) < 3):
+    time.sleep(0.02)
 """
 
 
@@ -88,8 +96,9 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One finished CustomJob (primary + 2 workers) on a running emulator."""
     with running_emulator(tmp_path_factory.mktemp("logging")) as em:
         client = grpc_client(em)
+        code = f"SHARED = {str(tmp_path_factory.mktemp('marks'))!r}" + TRAINER
         job = client.create_custom_job(
-            parent=PARENT, custom_job=_custom(container_job("logs", TRAINER, workers=2))
+            parent=PARENT, custom_job=_custom(container_job("logs", code, workers=2))
         )
         wait_for_state(client, job.name, ENDED)
         yield em, job.name.rsplit("/", 1)[-1]
@@ -160,11 +169,19 @@ def test_rest_client_filters_severity_time_and_not(finished: Any) -> None:
         client.list_entries(filter_=f'resource.labels.job_id="{job_id}"', order_by="timestamp desc")
     )
     assert [e.timestamp for e in everything] == sorted((e.timestamp for e in everything), reverse=True)
-    middle = sorted(everything, key=lambda e: (e.timestamp, e.insert_id))[len(everything) // 2]
-    stamp = middle.timestamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    later = list(client.list_entries(filter_=f'resource.labels.job_id="{job_id}" AND timestamp>="{stamp}"'))
-    assert later and all(e.timestamp >= middle.timestamp for e in later)
-    assert len(later) < len(everything)
+    # time ranges, at the entries' own (nanosecond) precision
+    body = {
+        "resourceNames": [f"projects/{PROJECT}"],
+        "filter": f"resource.labels.job_id={job_id}",
+        "pageSize": 1000,
+    }
+    ordered = _post(em, body)[1]["entries"]
+    middle = len(ordered) // 2
+    stamp = ordered[middle]["timestamp"]
+    later = _post(em, {**body, "filter": f'{body["filter"]} AND timestamp>="{stamp}"'})[1]["entries"]
+    assert later == ordered[middle:]
+    earlier = _post(em, {**body, "filter": f'{body["filter"]} timestamp<"{stamp}"'})[1]["entries"]
+    assert earlier == ordered[:middle]
     not_primary = list(
         client.list_entries(
             filter_=f'resource.labels.job_id="{job_id}" -resource.labels.task_name="workerpool0-0"'
@@ -293,3 +310,31 @@ def test_injected_resource_exhausted_reaches_the_client(tmp_path: Path) -> None:
         with pytest.raises(exceptions.ResourceExhausted):
             _gapic(em).list_log_entries(request={"resource_names": [f"projects/{PROJECT}"]}, retry=None)
         assert em.logs.calls == 1
+
+
+def test_a_line_read_later_sorts_after_every_line_read_before(tmp_path: Path) -> None:
+    """Even when its file's modification time is older (a write racing the previous read)."""
+    import os
+
+    from airflow_vertex_dist.emulator.logging_api import LogEntriesApi
+    from airflow_vertex_dist.emulator.store import JobStore
+
+    store = JobStore(tmp_path / "jobs.sqlite3")
+    try:
+        job = store.insert("customJobs", PARENT, {"displayName": "race"})
+        job_id = job["name"].rsplit("/", 1)[-1]
+        logs = tmp_path / "logs" / job_id
+        logs.mkdir(parents=True)
+        (logs / "workerpool0-0.log").write_text("primary line\n")
+        api = LogEntriesApi(store, tmp_path)
+        first = api.list_entries([f"projects/{PROJECT}"])["entries"]
+        late = logs / "workerpool1-0.log"
+        late.write_text("worker line\n")
+        old = time.time() - 60
+        os.utime(late, (old, old))
+        second = api.list_entries([f"projects/{PROJECT}"])["entries"]
+    finally:
+        store.close()
+    assert [e["textPayload"] for e in first] == ["primary line"]
+    assert [e["textPayload"] for e in second] == ["primary line", "worker line"]
+    assert second[1]["timestamp"] > first[0]["timestamp"]
