@@ -107,7 +107,7 @@ class VertexJobOperator(VertexBaseOperator):
         to this).
     :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
     :param paused_grace: seconds a PAUSED job may stay paused before the task fails.
-    :param stream_logs: replica log lines in the task log while a non-deferred wait runs: ``True``
+    :param stream_logs: replica log lines in the task log while the job runs, deferred or not: ``True``
         (the primary's lines and every replica's warnings and errors), ``"all"``, a list of replica
         keys, or ``False``. A failed job's error quotes its failing replica's last lines either way.
     """
@@ -334,7 +334,13 @@ class VertexJobOperator(VertexBaseOperator):
             partial_success=self.partial_success,
             paused_grace=self.paused_grace,
             timeout=timeout.total_seconds() if timeout is not None else None,
+            stream_logs=self._log_selection(),
         )
+
+    def _log_selection(self) -> Any:
+        from airflow_vertex_dist.operators.log_stream import selection_of
+
+        return selection_of(self.stream_logs)
 
     def _defer(self, job: dict[str, Any]) -> None:
         self.log.info("Deferring: waiting for %s in the triggerer", job["name"])

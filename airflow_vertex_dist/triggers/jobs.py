@@ -62,6 +62,7 @@ from airflow_vertex_dist.triggers.conditions import (
     check_wait_settings,
     job_event,
 )
+from airflow_vertex_dist.triggers.log_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
 __all__ = [
@@ -97,6 +98,10 @@ class VertexJobTrigger(BaseTrigger):
     :param timeout: seconds from the start of :meth:`run` to the deadline, when the triggerer gives
         no ``timeout_after``.
     :param page_size: List page size of the shared poller.
+    :param stream_logs: replica selection whose log lines the trigger writes to its log (which
+        reaches the task log): ``"default"``, ``"all"``, a list of replica keys, or ``None`` (off).
+        Lines come from the process's shared log poller (:mod:`~airflow_vertex_dist.triggers.log_poller`).
+    :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     """
 
     def __init__(
@@ -112,6 +117,9 @@ class VertexJobTrigger(BaseTrigger):
         paused_grace: float = 3600.0,
         timeout: float | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        stream_logs: Any = None,
+        log_timestamp: str = "",
+        log_insert_id: str = "",
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         parse_job_name(job_name)
@@ -130,6 +138,9 @@ class VertexJobTrigger(BaseTrigger):
         self.paused_grace = float(paused_grace)
         self.timeout = None if timeout is None else float(timeout)
         self.page_size = int(page_size)
+        self.stream_logs = stream_logs
+        self.log_timestamp = str(log_timestamp or "")
+        self.log_insert_id = str(log_insert_id or "")
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -145,6 +156,9 @@ class VertexJobTrigger(BaseTrigger):
                 "paused_grace": self.paused_grace,
                 "timeout": self.timeout,
                 "page_size": self.page_size,
+                "stream_logs": self.stream_logs,
+                "log_timestamp": self.log_timestamp,
+                "log_insert_id": self.log_insert_id,
             },
         )
 
@@ -168,6 +182,7 @@ class VertexJobTrigger(BaseTrigger):
         deadline = self._deadline(started)
         progress = ProgressLog()
         paused = PausedClock()
+        logs = log_stream_start(self) if self.stream_logs is not None else None
         try:
             async with watch_job(
                 self.job_name,
@@ -195,6 +210,8 @@ class VertexJobTrigger(BaseTrigger):
                     if event is not None:
                         if job_state(job) == "JOB_STATE_PAUSED":  # past its grace
                             event = await self._give_up(str(event["message"]), job, left="PAUSED")
+                        if logs is not None:
+                            await logs.finish(timeout=2 * self.poll_interval + 5)
                         yield _event(event)
                         return
         except JobNotFoundError as exc:
@@ -204,6 +221,9 @@ class VertexJobTrigger(BaseTrigger):
             yield _event(
                 {"status": "error", "message": f"waiting for job {self.job_name} failed: {exc}", "job": None}
             )
+        finally:
+            if logs is not None:
+                logs.close()
 
     async def _timed_out(self, started: float) -> dict[str, Any]:
         waited = time.monotonic() - started

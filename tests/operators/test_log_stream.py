@@ -100,6 +100,12 @@ def test_deferred_failure_explains_the_failure(vertex_conn: Emulator, capfd: Any
     out = logged(capfd)
     diagnosis = out[out.index("Last lines of workerpool1-1 (Cloud Logging):") :]
     assert "shard 7 is corrupt: giving up" in diagnosis
+    # streamed from the trigger while it waited
+    assert "[workerpool0-0] workerpool0-0 step 0" in out
+    assert "[workerpool0-0] workerpool0-0 step 1" in out
+    assert "[workerpool1-1] RuntimeError: corrupt shard 7" in out
+    assert "[workerpool1-0] workerpool1-0 step 0" not in out
+    assert out.count("[workerpool0-0] workerpool0-0 step 0") == 1
 
 
 @pytest.mark.parametrize("value", ["some", [], ["worker-1"], 3, None])

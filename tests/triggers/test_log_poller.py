@@ -178,3 +178,21 @@ def test_module_imports_no_google_cloud(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_job_trigger_carries_its_log_settings_and_cursor() -> None:
+    from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+
+    trigger = VertexJobTrigger(
+        job_name="projects/p/locations/l/customJobs/1",
+        stream_logs=["workerpool1-0"],
+        log_timestamp="2026-01-01T00:00:00.000000001Z",
+        log_insert_id="1.workerpool1-0.000000003",
+    )
+    path, kwargs = trigger.serialize()
+    assert kwargs["stream_logs"] == ["workerpool1-0"]
+    assert (kwargs["log_timestamp"], kwargs["log_insert_id"]) == (
+        "2026-01-01T00:00:00.000000001Z",
+        "1.workerpool1-0.000000003",
+    )
+    assert VertexJobTrigger(**json.loads(json.dumps(kwargs))).serialize() == (path, kwargs)
