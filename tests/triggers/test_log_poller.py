@@ -196,3 +196,34 @@ def test_the_job_trigger_carries_its_log_settings_and_cursor() -> None:
         "1.workerpool1-0.000000003",
     )
     assert VertexJobTrigger(**json.loads(json.dumps(kwargs))).serialize() == (path, kwargs)
+
+
+def test_the_budget_comes_from_the_providers_config_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_vertex_dist.triggers.log_poller import process_budget
+
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_READS_PER_MINUTE", "600")
+
+    async def spacing() -> float:
+        return process_budget().spacing
+
+    assert asyncio.run(spacing()) == pytest.approx(0.1)
+
+
+def test_a_worker_slot_wait_reads_at_most_once_per_min_interval(em: Emulator) -> None:
+    import logging
+
+    from airflow_vertex_dist.hooks.logs import VertexLogsHook
+    from airflow_vertex_dist.operators.log_stream import LogStreamer
+
+    job_id = _finished_job(em, "paced", 2)
+    hook = VertexLogsHook()
+    try:
+        streamer = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=60)
+        before = em.logs.calls
+        assert streamer.poll() == 2
+        assert streamer.poll() == 0  # within the interval: no read
+        assert em.logs.calls - before == 1
+        assert streamer.poll(force=True) == 0  # forced: reads, nothing new
+        assert em.logs.calls - before == 2
+    finally:
+        hook.close()
