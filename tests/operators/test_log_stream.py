@@ -158,3 +158,34 @@ def test_failure_details_are_bounded_and_masked() -> None:
     body = text.split("(Cloud Logging):\n", 1)[1].splitlines()
     assert len(body) == FAILURE_LINES
     assert max(len(line) for line in body) <= MAX_LINE_CHARS
+
+
+@pytest.mark.parametrize("deferrable", [True, False])
+def test_a_job_sensor_streams_the_watched_jobs_lines(
+    vertex_conn: Emulator, capfd: Any, deferrable: bool
+) -> None:
+    from airflow_vertex_dist.sensors.jobs import VertexJobSensor
+
+    code = "for i in range(3): print(f'sensor sees line {i}', flush=True)"
+    spec = DistributedTrainingJob(
+        display_name="watched",
+        primary=WorkerPool(
+            machine=Machine(machine_type="n1-standard-4"),
+            container=Container(image_uri="python:3.11", command=(PY, "-c", code)),
+        ),
+    )
+    with DAG(f"logs_sensor_{deferrable}", schedule=None, start_date=START) as dag:
+        train = VertexTrainingOperator(task_id="train", spec=spec, wait=False, stream_logs=False)
+        done = VertexJobSensor(
+            task_id="done",
+            job_name="{{ ti.xcom_pull(task_ids='train')['name'] }}",
+            deferrable=deferrable,
+            poke_interval=0.3,
+            stream_logs="all",
+        )
+        train >> done
+    dr = run_dag(dag)
+    assert ti_state(dr, "done") == "success"
+    out = logged(capfd)
+    for i in range(3):
+        assert out.count(f"[workerpool0-0] sensor sees line {i}") == 1
