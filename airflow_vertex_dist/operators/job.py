@@ -387,6 +387,9 @@ class VertexJobOperator(VertexBaseOperator):
             self.log.error("execution_timeout reached while waiting for %s", name)
             self._cancel(name, reason="execution_timeout")
             raise
+        finally:
+            if streamer is not None:
+                streamer.hook.close()
 
     def _log_streamer(self, name: str) -> Any:
         from airflow_vertex_dist.operators.log_stream import LogStreamer, selection_of

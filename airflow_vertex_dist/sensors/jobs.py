@@ -109,6 +109,9 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             self._link_pushed = True
 
     def _settle(self, job: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+        if self._streamer is not None:
+            self._streamer.hook.close()
+            self._streamer = None
         if not verdict.ok:
             raise AirflowFailException(verdict.message)
         self.log.info("%s", verdict.message)
