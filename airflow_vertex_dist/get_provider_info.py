@@ -77,6 +77,13 @@ def get_provider_info() -> dict[str, Any]:
                         "http://127.0.0.1:8780.",
                         "schema": {"type": ["string", "null"]},
                     },
+                    "logging_endpoint": {
+                        "label": "Logging endpoint",
+                        "description": "Cloud Logging API endpoint for replica logs: host:port (gRPC) "
+                        "or http://host:port (REST). Empty: the emulator's when API endpoint is set, "
+                        "else logging.googleapis.com.",
+                        "schema": {"type": ["string", "null"]},
+                    },
                 },
                 "ui-field-behaviour": {
                     "hidden-fields": ["host", "schema", "login", "password", "port", "extra"],

@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow_vertex_dist.emulator.config import EmulatorConfig, check_exposure
 from airflow_vertex_dist.emulator.grpc_server import GrpcServer
+from airflow_vertex_dist.emulator.logging_api import LogEntriesApi, grpc_handler
 from airflow_vertex_dist.emulator.rest import RestServer
 from airflow_vertex_dist.emulator.service import JobService, RunnerLike
 from airflow_vertex_dist.emulator.storage import StorageServer
@@ -49,6 +50,8 @@ class Emulator:
         self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
         self.runner: RunnerLike = _make_runner(self.store, config)
         self.service = JobService(self.store, self.runner, config.faults)
+        #: the Cloud Logging read API over the replica logs (served by both servers)
+        self.logs = LogEntriesApi(self.store, Path(config.state_dir), fault=self.service.injector.draw)
         self._grpc: GrpcServer | None = None
         self._rest: RestServer | None = None
         self._storage: StorageServer | None = None
@@ -58,9 +61,17 @@ class Emulator:
         if self._grpc is not None:
             return self
         token = self.config.auth_token
-        rest = RestServer(self.service, self.config.host, self.config.rest_port, auth_token=token)
+        rest = RestServer(
+            self.service, self.config.host, self.config.rest_port, auth_token=token, logs=self.logs
+        )
         try:
-            grpc_server = GrpcServer(self.service, self.config.host, self.config.grpc_port, auth_token=token)
+            grpc_server = GrpcServer(
+                self.service,
+                self.config.host,
+                self.config.grpc_port,
+                auth_token=token,
+                extra_handlers=(grpc_handler(self.logs),),
+            )
         except BaseException:
             rest.stop()
             raise

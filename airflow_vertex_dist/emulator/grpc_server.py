@@ -76,12 +76,17 @@ def _unary(service: JobService, info: MethodInfo, auth_token: str | None) -> grp
     return grpc.unary_unary_rpc_method_handler(handle, response_serializer=_serializer(info))
 
 
+def _has_token(metadata: Any, auth_token: str) -> bool:
+    """Whether the call's metadata carries ``authorization: Bearer <auth_token>`` (constant time)."""
+    given = next((str(v) for k, v in metadata if k == "authorization"), "")
+    scheme, _, token = given.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), auth_token.encode())
+
+
 def _check_token(context: grpc.ServicerContext, auth_token: str | None) -> None:
     if auth_token is None:
         return
-    given = next((str(v) for k, v in context.invocation_metadata() if k == "authorization"), "")
-    scheme, _, token = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), auth_token.encode()):
+    if not _has_token(context.invocation_metadata(), auth_token):
         context.abort(
             grpc.StatusCode.UNAUTHENTICATED,
             "this emulator requires its access token: send 'authorization: Bearer <token>' metadata",
@@ -96,6 +101,28 @@ def _unimplemented(method: str, auth_token: str | None) -> grpc.RpcMethodHandler
             f"JobService.{method} is not implemented by the emulator "
             "(it serves CustomJob and HyperparameterTuningJob Create/Get/List/Cancel/Delete)",
         )
+        raise AssertionError("unreachable")  # pragma: no cover - abort raises
+
+    return grpc.unary_unary_rpc_method_handler(handle)
+
+
+class _TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses a call without the access token, whichever service it is for."""
+
+    def __init__(self, auth_token: str) -> None:
+        self._auth_token = auth_token
+
+    def intercept_service(
+        self, continuation: Callable[[Any], Any], handler_call_details: grpc.HandlerCallDetails
+    ) -> Any:
+        if _has_token(handler_call_details.invocation_metadata or (), self._auth_token):
+            return continuation(handler_call_details)
+        return _refusal(self._auth_token)
+
+
+def _refusal(auth_token: str) -> grpc.RpcMethodHandler:
+    def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+        _check_token(context, auth_token)  # aborts: UNAUTHENTICATED
         raise AssertionError("unreachable")  # pragma: no cover - abort raises
 
     return grpc.unary_unary_rpc_method_handler(handle)
@@ -127,13 +154,16 @@ class GrpcServer:
         *,
         max_workers: int = 16,
         auth_token: str | None = None,
+        extra_handlers: tuple[grpc.GenericRpcHandler, ...] = (),
     ):
         self.host = host
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
             options=[("grpc.max_receive_message_length", _TRANSPORT_MAX_BYTES)],
+            # the token guards every service served here (extra_handlers too, e.g. the Logging API)
+            interceptors=[_TokenInterceptor(auth_token)] if auth_token is not None else [],
         )
-        self._server.add_generic_rpc_handlers((_Handler(service, auth_token),))
+        self._server.add_generic_rpc_handlers((_Handler(service, auth_token), *extra_handlers))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         bound = self._server.add_insecure_port(address)
         if bound == 0:

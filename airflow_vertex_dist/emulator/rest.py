@@ -49,6 +49,7 @@ from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from airflow_vertex_dist.emulator import logging_api
 from airflow_vertex_dist.emulator.faults import FaultsError, faults_to_json, update_faults
 from airflow_vertex_dist.emulator.service import KINDS, METHODS, ApiError, JobService, MethodInfo
 
@@ -286,6 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._web(path, query)
             elif path.startswith("/ui/") and method in ("GET", "HEAD"):
                 self._ui(path)
+            elif path == logging_api.REST_PATH and method == "POST" and self.server.logs is not None:
+                self._send_json(200, logging_api.rest_list(self.server.logs, self._json_body()))
             elif path == "/emulator/stats" and method in ("GET", "HEAD"):
                 self._send_json(200, self.server.service.stats())
             elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
@@ -296,7 +299,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
         except _Refused as exc:
             self._send_error(exc.code, exc.message, exc.status)
-        except ApiError as exc:
+        except (ApiError, logging_api.LoggingApiError) as exc:
             self._send_error(exc.code, exc.message)
         except Exception as exc:  # a bug in the emulator: say so as INTERNAL
             _log.exception("%s %s failed", method, path)
@@ -557,10 +560,17 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: tuple[str, int], service: JobService, auth_token: str | None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: JobService,
+        auth_token: str | None,
+        logs: logging_api.LogEntriesApi | None = None,
+    ) -> None:
         self.service = service
         self.auth_token = auth_token
         self.bind_host = address[0].strip("[]").lower()
+        self.logs = logs
         super().__init__(address, _Handler)
 
     def host_allowed(self, name: str) -> bool:
@@ -587,10 +597,16 @@ class RestServer:
     """Serves the REST API and pages for ``service`` on ``host:port`` (port 0 picks a free one)."""
 
     def __init__(
-        self, service: JobService, host: str = "127.0.0.1", port: int = 0, *, auth_token: str | None = None
+        self,
+        service: JobService,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        auth_token: str | None = None,
+        logs: logging_api.LogEntriesApi | None = None,
     ) -> None:
         self.host = host
-        self._server = _Server((host, port), service, auth_token)
+        self._server = _Server((host, port), service, auth_token, logs)
         self.port: int = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
 

@@ -186,6 +186,17 @@ class JobStore:
             ).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def by_id(self, job_id: str) -> dict[str, Any] | None:
+        """The job (any kind, any parent) whose name ends in ``/<job_id>``, or None."""
+        if not job_id.isdigit():
+            return None
+        with self._lock:
+            row = self._db.execute("SELECT body FROM jobs WHERE name LIKE ?", (f"%/{job_id}",)).fetchone()
+        if row is None:
+            return None
+        body: dict[str, Any] = json.loads(row[0])
+        return body
+
     def non_terminal(self) -> builtins.list[dict[str, Any]]:
         """Every job (any kind, any parent) not in a terminal state, in creation order."""
         marks = ", ".join("?" for _ in TERMINAL_STATES)

@@ -41,6 +41,11 @@ A key kept in Secret Manager (``key_secret_name``) and the client credentials gr
     The emulator's web (REST) base URL, used for links to a job's page: ``<web_endpoint>/ui/<job name>``.
     Defaults to ``api_endpoint`` when the transport is REST. The emulator serves gRPC and REST on two
     ports, so a gRPC connection to it should set both.
+``logging_endpoint``
+    Where the logs hook reads replica logs (the Cloud Logging API): ``host:port`` (gRPC) or
+    ``http://host:port`` (REST). Empty means the emulator's own endpoint when ``api_endpoint`` points
+    at the emulator (it serves the Logging read API on the same ports), else Cloud Logging's
+    ``logging.googleapis.com``.
 """
 
 from __future__ import annotations
@@ -153,9 +158,17 @@ class VertexConnection(BaseModel):
     transport: Literal["grpc", "rest"] = "grpc"
     api_endpoint: str | None = None
     web_endpoint: str | None = None
+    logging_endpoint: str | None = None
 
     @field_validator(
-        "project", "location", "key_path", "api_endpoint", "web_endpoint", "num_retries", mode="before"
+        "project",
+        "location",
+        "key_path",
+        "api_endpoint",
+        "web_endpoint",
+        "logging_endpoint",
+        "num_retries",
+        mode="before",
     )
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
@@ -259,6 +272,13 @@ class VertexConnection(BaseModel):
             return self.rest_url
         return None
 
+    @property
+    def logging_target(self) -> str | None:
+        """The Logging endpoint: ``logging_endpoint``, else the emulator's, else None (Google's)."""
+        if self.logging_endpoint:
+            return self.logging_endpoint
+        return self.api_endpoint
+
     @classmethod
     def known_extras(cls) -> list[str]:
         """The extra names this model reads (``scope`` for the ``scopes`` field)."""
@@ -357,6 +377,11 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "web_endpoint": {
         "label": "Web endpoint (emulator)",
         "description": "The emulator's web base URL for job links, e.g. http://127.0.0.1:8780.",
+    },
+    "logging_endpoint": {
+        "label": "Logging endpoint",
+        "description": "Cloud Logging API endpoint for replica logs: host:port (gRPC) or http://host:port "
+        "(REST). Empty: the emulator's when API endpoint is set, else logging.googleapis.com.",
     },
 }
 

@@ -49,6 +49,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     check_if_exists,
     check_wait_settings,
     job_state,
+    parse_job_name,
     short_state,
 )
 from airflow_vertex_dist.hooks.labels import (
@@ -60,6 +61,7 @@ from airflow_vertex_dist.hooks.labels import (
 )
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
+from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
 from airflow_vertex_dist.operators.spec_field import check_keys, coerce_spec, has_jinja, spec_to_field
 
@@ -115,6 +117,9 @@ class VertexJobOperator(VertexBaseOperator):
     :param lineage_inputs: the job's input data for OpenLineage: URIs (``gs://bucket/path``) or
         Airflow Assets, reported with the Assets in ``inlets`` (see
         :mod:`airflow_vertex_dist.operators.lineage`). Templated.
+    :param stream_logs: replica log lines in the task log while the job runs, deferred or not: ``True``
+        (the primary's lines and every replica's warnings and errors), ``"all"``, a list of replica
+        keys, or ``False``. A failed job's error quotes its failing replica's last lines either way.
     """
 
     job_kind: ClassVar[JobKind]
@@ -143,9 +148,11 @@ class VertexJobOperator(VertexBaseOperator):
         partial_success: Literal["fail", "succeed"] = "fail",
         paused_grace: float = 3600.0,
         lineage_inputs: Sequence[Any] | None = None,
+        stream_logs: StreamLogs = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.stream_logs = check_stream_logs(stream_logs)
         check_if_exists(if_exists)
         check_wait_settings(partial_success, poll_interval, paused_grace)
         if spec is None:
@@ -385,7 +392,13 @@ class VertexJobOperator(VertexBaseOperator):
             paused_grace=self.paused_grace,
             timeout=timeout.total_seconds() if timeout is not None else None,
             impersonation_chain=self.hook.impersonation_chain_override,
+            stream_logs=self._log_selection(),
         )
+
+    def _log_selection(self) -> Any:
+        from airflow_vertex_dist.operators.log_stream import selection_of
+
+        return selection_of(self.stream_logs)
 
     def _defer(self, job: dict[str, Any]) -> None:
         self.log.info("Deferring: waiting for %s in the triggerer", job["name"])
@@ -400,6 +413,7 @@ class VertexJobOperator(VertexBaseOperator):
         from airflow_vertex_dist.triggers.conditions import PausedClock, ProgressLog, cancel_outcome
 
         name = str(job["name"])
+        streamer = self._log_streamer(name)
         progress = ProgressLog()
         delay = min(1.0, self.poll_interval)
         paused = PausedClock()
@@ -413,6 +427,8 @@ class VertexJobOperator(VertexBaseOperator):
                     paused_for_s=paused.paused_for(job),
                     paused_grace_s=self.paused_grace,
                 )
+                if streamer is not None:
+                    streamer.poll(force=verdict is not None)
                 if verdict is not None:
                     if not verdict[0] and job_state(job) == "JOB_STATE_PAUSED":  # past its grace
                         cancelled = self._cancel(name, reason="PAUSED past its grace")
@@ -429,12 +445,38 @@ class VertexJobOperator(VertexBaseOperator):
             self.log.error("execution_timeout reached while waiting for %s", name)
             self._cancel(name, reason="execution_timeout")
             raise
+        finally:
+            if streamer is not None:
+                streamer.hook.close()
+
+    def _log_streamer(self, name: str) -> Any:
+        from airflow_vertex_dist.operators.log_stream import LogStreamer, selection_of
+
+        selection = selection_of(self.stream_logs)
+        if selection is None:
+            return None
+        job = parse_job_name(name)
+        return LogStreamer(self._logs_hook(job.project), job.job_id, selection, self.log)
+
+    def _logs_hook(self, project: str) -> Any:
+        from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+        return VertexLogsHook(self.vertex_dist_conn_id, project_id=project)
+
+    def _failure_details(self, job: dict[str, Any]) -> str:
+        from airflow_vertex_dist.operators.log_stream import failure_details
+
+        hook = self._logs_hook(parse_job_name(str(job["name"])).project)
+        try:
+            return failure_details(job, lambda job_id, replica, n: hook.tail(job_id, replica, lines=n))
+        finally:
+            hook.close()
 
     def _finish(self, job: dict[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
         ok, message = verdict
         self._final_job = job
         if not ok:
-            raise AirflowException(message)
+            raise AirflowException(message + self._failure_details(job))
         self.log.info("%s", message)
         return self.job_outputs(job)
 
@@ -450,7 +492,10 @@ class VertexJobOperator(VertexBaseOperator):
         if job is not None:
             self._job_name = str(job["name"])
         if not verdict.ok or job is None:
-            raise AirflowException(verdict.message or f"job {self._job_name} did not succeed: {event!r}")
+            details = self._failure_details(job) if job is not None else ""
+            raise AirflowException(
+                (verdict.message or f"job {self._job_name} did not succeed: {event!r}") + details
+            )
         for line in ProgressLog().update(job):  # the final state and, for a study, its trials
             self.log.info("%s", line)
         self.log.info("%s", verdict.message or f"job {job['name']} succeeded")

@@ -26,6 +26,7 @@ from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
+from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.outputs import job_output, tuning_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 from airflow_vertex_dist.triggers.conditions import (
@@ -48,7 +49,12 @@ __all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]
 
 
 class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
-    """Polls (or defers on) one job until :meth:`condition` gives a verdict."""
+    """Polls (or defers on) one job until :meth:`condition` gives a verdict.
+
+    Every sensor takes ``stream_logs`` as the training operators do: the watched job's replica lines
+    in the task log while it waits (``True``: the primary's lines and every replica's warnings and
+    errors; ``"all"``; a list of replica keys; ``False``).
+    """
 
     template_fields: Sequence[str] = ("job_name", "project_id", "location")
     operator_extra_links = (VertexJobLink(),)
@@ -62,9 +68,12 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         project_id: str | None = None,
         location: str | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        stream_logs: StreamLogs = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.stream_logs = check_stream_logs(stream_logs)
+        self._streamer: Any = None
         if not job_name:
             raise ValueError("job_name: required")
         if not has_jinja(job_name):
@@ -100,6 +109,9 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             self._link_pushed = True
 
     def _settle(self, job: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+        if self._streamer is not None:
+            self._streamer.hook.close()
+            self._streamer = None
         if not verdict.ok:
             raise AirflowFailException(verdict.message)
         self.log.info("%s", verdict.message)
@@ -111,6 +123,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         for line in self._progress.update(job):
             self.log.info("%s", line)
         verdict = self.condition(job)
+        self._stream_lines(force=verdict is not None)
         if verdict is None:
             return False
         return PokeReturnValue(is_done=True, xcom_value=self._settle(job, verdict))
@@ -128,13 +141,31 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             timeout=timedelta(seconds=float(self.timeout)) if self.timeout is not None else None,
         )
 
+    def _stream_lines(self, *, force: bool) -> None:
+        """Poke mode: write the job's new replica lines (a rescheduled poke starts a new stream)."""
+        from airflow_vertex_dist.operators.log_stream import LogStreamer, selection_of
+
+        selection = selection_of(self.stream_logs)
+        if selection is None:
+            return
+        if self._streamer is None:
+            from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+            name = parse_job_name(self._name)
+            hook = VertexLogsHook(self.vertex_dist_conn_id, project_id=name.project)
+            self._streamer = LogStreamer(hook, name.job_id, selection, self.log)
+        self._streamer.poll(force=force)
+
     def _trigger_kwargs(self, name: str) -> dict[str, Any]:
+        from airflow_vertex_dist.operators.log_stream import selection_of
+
         return {
             "job_name": name,
             "conn_id": self.vertex_dist_conn_id,
             "project_id": self.project_id,
             "location": self.location,
             "poll_interval": float(self.poke_interval),
+            "stream_logs": selection_of(self.stream_logs),
         }
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:

@@ -62,6 +62,7 @@ from airflow_vertex_dist.triggers.conditions import (
     check_wait_settings,
     job_event,
 )
+from airflow_vertex_dist.triggers.log_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
 __all__ = [
@@ -99,6 +100,10 @@ class VertexJobTrigger(BaseTrigger):
     :param page_size: List page size of the shared poller.
     :param impersonation_chain: replaces the connection's impersonation chain (the task's own; a list
         or comma separated).
+    :param stream_logs: replica selection whose log lines the trigger writes to its log (which
+        reaches the task log): ``"default"``, ``"all"``, a list of replica keys, or ``None`` (off).
+        Lines come from the process's shared log poller (:mod:`~airflow_vertex_dist.triggers.log_poller`).
+    :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     """
 
     def __init__(
@@ -115,6 +120,9 @@ class VertexJobTrigger(BaseTrigger):
         timeout: float | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         impersonation_chain: str | Sequence[str] = "",
+        stream_logs: Any = None,
+        log_timestamp: str = "",
+        log_insert_id: str = "",
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         parse_job_name(job_name)
@@ -135,6 +143,9 @@ class VertexJobTrigger(BaseTrigger):
         self.page_size = int(page_size)
         # Kept comma-joined: trigger kwargs are plain JSON scalars.
         self.impersonation_chain = ",".join(parse_impersonation_chain(impersonation_chain))
+        self.stream_logs = stream_logs
+        self.log_timestamp = str(log_timestamp or "")
+        self.log_insert_id = str(log_insert_id or "")
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -151,6 +162,9 @@ class VertexJobTrigger(BaseTrigger):
                 "timeout": self.timeout,
                 "page_size": self.page_size,
                 "impersonation_chain": self.impersonation_chain,
+                "stream_logs": self.stream_logs,
+                "log_timestamp": self.log_timestamp,
+                "log_insert_id": self.log_insert_id,
             },
         )
 
@@ -174,6 +188,7 @@ class VertexJobTrigger(BaseTrigger):
         deadline = self._deadline(started)
         progress = ProgressLog()
         paused = PausedClock()
+        logs = log_stream_start(self) if self.stream_logs is not None else None
         try:
             async with watch_job(
                 self.job_name,
@@ -202,6 +217,8 @@ class VertexJobTrigger(BaseTrigger):
                     if event is not None:
                         if job_state(job) == "JOB_STATE_PAUSED":  # past its grace
                             event = await self._give_up(str(event["message"]), job, left="PAUSED")
+                        if logs is not None:
+                            await logs.finish(timeout=2 * self.poll_interval + 5)
                         yield _event(event)
                         return
         except JobNotFoundError as exc:
@@ -211,6 +228,9 @@ class VertexJobTrigger(BaseTrigger):
             yield _event(
                 {"status": "error", "message": f"waiting for job {self.job_name} failed: {exc}", "job": None}
             )
+        finally:
+            if logs is not None:
+                logs.close()
 
     async def _timed_out(self, started: float) -> dict[str, Any]:
         waited = time.monotonic() - started

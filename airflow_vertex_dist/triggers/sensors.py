@@ -78,6 +78,9 @@ class _SensorTrigger(BaseTrigger):
         project_id: str | None = None,
         location: str | None = None,
         poll_interval: float = 10.0,
+        stream_logs: Any = None,
+        log_timestamp: str = "",
+        log_insert_id: str = "",
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
@@ -85,6 +88,10 @@ class _SensorTrigger(BaseTrigger):
         self.project_id = project_id
         self.location = location
         self.poll_interval = float(poll_interval)
+        #: replica log streaming, as VertexJobTrigger does it (triggers/log_stream.py); None: off
+        self.stream_logs = stream_logs
+        self.log_timestamp = str(log_timestamp or "")
+        self.log_insert_id = str(log_insert_id or "")
 
     def _kwargs(self) -> dict[str, Any]:
         return {}
@@ -98,6 +105,9 @@ class _SensorTrigger(BaseTrigger):
                 "project_id": self.project_id,
                 "location": self.location,
                 "poll_interval": self.poll_interval,
+                "stream_logs": self.stream_logs,
+                "log_timestamp": self.log_timestamp,
+                "log_insert_id": self.log_insert_id,
                 **self._kwargs(),
             },
         )
@@ -112,7 +122,10 @@ class _SensorTrigger(BaseTrigger):
             payload = {"status": status, "message": message, "job": compact_job(job) if job else None}
             return TriggerEvent(payload)  # type: ignore[no-untyped-call]
 
+        from airflow_vertex_dist.triggers.log_stream import log_stream_start
+
         progress = ProgressLog()
+        logs = log_stream_start(self) if self.stream_logs is not None else None
         try:
             async with watch_job(
                 self.job_name, conn_id=self.conn_id, poll_interval=self.poll_interval
@@ -122,6 +135,8 @@ class _SensorTrigger(BaseTrigger):
                         self.log.info("%s", line)
                     verdict = self.evaluate(job)
                     if verdict is not None:
+                        if logs is not None:
+                            await logs.finish(timeout=2 * self.poll_interval + 5)
                         yield event(verdict.status, verdict.message, job)
                         return
         except JobNotFoundError as exc:
@@ -129,6 +144,9 @@ class _SensorTrigger(BaseTrigger):
         except Exception as exc:  # a non-transient API error (transient ones never end the wait)
             self.log.error("Waiting on %s failed: %s", self.job_name, exc)
             yield event("error", f"waiting on job {self.job_name} failed: {exc}", None)
+        finally:
+            if logs is not None:
+                logs.close()
 
 
 class VertexJobStateTrigger(_SensorTrigger):

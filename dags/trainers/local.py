@@ -30,6 +30,7 @@ __all__ = [
     "DAGS_DIR",
     "DDP_TRAINER_IMAGE",
     "IMAGES",
+    "LOGS_DEMO_IMAGE",
     "PACKAGE_NAME",
     "PREP_IMAGE",
     "PS_TRAINER_IMAGE",
@@ -48,10 +49,12 @@ DAGS_DIR = TRAINERS_DIR.parent
 PS_TRAINER_IMAGE = "example.com/ml/ps-trainer:1.0"
 DDP_TRAINER_IMAGE = "example.com/ml/ddp-trainer:1.0"
 PREP_IMAGE = "example.com/ml/prep:1.0"
+LOGS_DEMO_IMAGE = "example.com/ml/logs-demo:1.0"
 IMAGES: Mapping[str, str] = {
     PS_TRAINER_IMAGE: "trainers.ps_trainer",
     DDP_TRAINER_IMAGE: "trainers.ddp_trainer",
     PREP_IMAGE: "trainers.prep",
+    LOGS_DEMO_IMAGE: "trainers.logs_demo",
 }
 #: the distribution name of the sdist (the import package is ``trainers``)
 PACKAGE_NAME = "vertex-dist-example-trainers"

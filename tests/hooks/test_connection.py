@@ -66,6 +66,13 @@ def test_bad_extras_name_the_field(extra: dict[str, object], message: str) -> No
         VertexConnection.from_extra(extra, conn_id="c1")
 
 
+def test_logging_endpoint_defaults_to_the_emulators() -> None:
+    assert VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781"}).logging_target == "127.0.0.1:8781"
+    own = VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781", "logging_endpoint": "127.0.0.1:9"})
+    assert own.logging_target == "127.0.0.1:9"
+    assert VertexConnection.from_extra({"logging_endpoint": " "}).logging_target is None
+
+
 def test_keyfile_dict_accepts_object() -> None:
     conn = VertexConnection.from_extra({"keyfile_dict": {"type": "service_account"}})
     assert conn.keyfile_dict is not None
@@ -84,6 +91,7 @@ def test_ui_metadata() -> None:
         "transport",
         "api_endpoint",
         "web_endpoint",
+        "logging_endpoint",
     }
     assert fields["keyfile_dict"]["schema"]["format"] == "password"
     info = connection_type_info()

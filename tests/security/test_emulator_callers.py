@@ -195,3 +195,29 @@ def test_the_stock_grpc_client_passes_the_token_as_metadata(guarded: Emulator) -
     assert client.get_custom_job(name=job.name, metadata=metadata).display_name == "grpc-token"
     with pytest.raises(exceptions.Unauthenticated):  # unserved methods ask for the token first too
         client.get_nas_job(name=f"{PARENT}/nasJobs/1")
+
+
+def test_with_a_token_the_logging_api_needs_it_too(guarded: Emulator) -> None:
+    """The Cloud Logging read API shares the ports, so it shares the token (gRPC and REST)."""
+    import grpc
+    from google.api_core import exceptions
+    from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
+    from google.cloud.logging_v2.services.logging_service_v2.transports.grpc import (
+        LoggingServiceV2GrpcTransport,
+    )
+
+    client = LoggingServiceV2Client(
+        transport=LoggingServiceV2GrpcTransport(channel=grpc.insecure_channel(guarded.grpc_target))
+    )
+    request = {"resource_names": ["projects/local-project"]}
+    with pytest.raises(exceptions.Unauthenticated):
+        client.list_log_entries(request=request)
+    metadata = [("authorization", f"Bearer {TOKEN}")]
+    assert list(client.list_log_entries(request=request, metadata=metadata)) == []
+
+    web = Http(guarded)
+    body = json.dumps({"resourceNames": ["projects/local-project"]}).encode()
+    status, data = web.request("POST", "/v2/entries:list", body, JSON)
+    assert status == 401 and data["error"]["status"] == "UNAUTHENTICATED", data
+    status, data = web.request("POST", "/v2/entries:list", body, {**JSON, "Authorization": f"Bearer {TOKEN}"})
+    assert status == 200, data

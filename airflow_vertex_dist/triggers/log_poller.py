@@ -1,0 +1,339 @@
+"""One shared Cloud Logging poller per triggerer event loop and per (connection, project).
+
+Cloud Logging allows about 60 ``entries.list`` requests a minute per project, so triggers streaming
+replica logs never call it themselves: they subscribe a job id (with their replica selection and a
+:class:`LogCursor`) to the loop's :class:`LogPoller`, which every interval makes ONE ``entries.list``
+call for all of them -- filter ``resource.type="ml_job" AND (resource.labels.job_id="1" OR ...) AND
+timestamp>="<oldest cursor>"`` (without the job ids when more than :data:`MAX_IDS_IN_FILTER` jobs
+stream: the lines of other jobs are then dropped here) -- follows its pages, and hands every line to
+the subscribers of its job whose selection takes it and whose cursor it is after.
+
+A cursor is the (timestamp, insert id) of the last line a subscriber received; lines come in
+(timestamp, insert id) order, so a line is new exactly when it sorts after the cursor: nothing is
+repeated across pages or cycles (each read starts at the oldest point the poller has read up to for
+any subscriber, so a caught-up poller reads only new lines), and a subscriber that comes back with
+its last cursor resumes where it stopped. Read calls are paced by a budget per event loop (a
+triggerer process runs one): ``[vertex_dist] log_reads_per_minute``, default 50, shared by every log
+poller of the loop. RESOURCE_EXHAUSTED
+and other transient errors back the poller off (doubling, up to :data:`MAX_BACKOFF_S`) and never
+end a subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
+from airflow_vertex_dist.hooks.job_dicts import rfc3339_key
+from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter
+
+__all__ = [
+    "DEFAULT_READS_PER_MINUTE",
+    "MAX_IDS_IN_FILTER",
+    "LogCursor",
+    "LogPoller",
+    "LogPollerKey",
+    "ReadBudget",
+    "as_kwargs",
+    "get_log_poller",
+    "process_budget",
+    "selection_takes",
+]
+
+log = logging.getLogger(__name__)
+
+#: Cloud Logging's read quota is 60 a minute per project; leave room for a person in the console.
+DEFAULT_READS_PER_MINUTE = 50
+#: Beyond this many streaming jobs the filter leaves the job ids out (a filter is at most 20,000 chars).
+MAX_IDS_IN_FILTER = 300
+MAX_BACKOFF_S = 60.0
+#: Pages followed in one cycle; the rest is read at the next cycle (the cursors remember where).
+MAX_PAGES_PER_CYCLE = 10
+PAGE_SIZE = 1000
+#: The poller's hook retries briefly; the poller itself retries at the next (backed-off) cycle.
+LOG_POLLER_RETRY = RetryPolicy(initial_s=0.5, maximum_s=5.0, deadline_s=20.0, rpc_timeout_s=30.0)
+
+_SEVERITY_RANK = {
+    "DEFAULT": 0,
+    "DEBUG": 100,
+    "INFO": 200,
+    "NOTICE": 300,
+    "WARNING": 400,
+    "ERROR": 500,
+    "CRITICAL": 600,
+    "ALERT": 700,
+    "EMERGENCY": 800,
+}
+
+
+@dataclass(frozen=True)
+class LogCursor:
+    """The last line a subscriber received: ``timestamp`` (RFC 3339, "" for none yet) and ``insert_id``."""
+
+    timestamp: str = ""
+    insert_id: str = ""
+
+    def before(self, line: LogLine) -> bool:
+        """Whether ``line`` sorts after this cursor (is new to its holder)."""
+        if not self.timestamp:
+            return True
+        return (rfc3339_key(line.timestamp), line.insert_id) > (rfc3339_key(self.timestamp), self.insert_id)
+
+    @classmethod
+    def of(cls, line: LogLine) -> LogCursor:
+        return cls(line.timestamp, line.insert_id)
+
+
+def selection_takes(selection: ReplicaSelection, line: LogLine) -> bool:
+    """Whether a subscriber with ``selection`` wants ``line`` (see ``stream_logs``)."""
+    if selection == "all":
+        return True
+    if selection == "default":
+        return line.replica == PRIMARY or _SEVERITY_RANK.get(line.severity, 0) >= _SEVERITY_RANK["WARNING"]
+    return line.replica in selection
+
+
+class ReadBudget:
+    """At most ``per_minute`` reads a minute, evenly spaced (one process-wide instance by default)."""
+
+    def __init__(self, per_minute: int) -> None:
+        if per_minute <= 0:
+            raise ValueError(f"log_reads_per_minute: must be a positive number (got {per_minute!r})")
+        self.spacing = 60.0 / per_minute
+        self._next = 0.0
+        self._lock: asyncio.Lock | None = None
+
+    async def acquire(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            now = time.monotonic()
+            wait = self._next - now
+            if wait > 0:
+                await asyncio.sleep(wait)  # the budget's pacing itself, not a wait for state
+            self._next = max(now, self._next) + self.spacing
+
+
+_BUDGETS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ReadBudget] = weakref.WeakKeyDictionary()
+
+
+def process_budget() -> ReadBudget:
+    """The running loop's read budget, from ``[vertex_dist] log_reads_per_minute``."""
+    loop = asyncio.get_running_loop()
+    budget = _BUDGETS.get(loop)
+    if budget is None:
+        from airflow.configuration import conf
+
+        per_minute = conf.getint("vertex_dist", "log_reads_per_minute", fallback=DEFAULT_READS_PER_MINUTE)
+        budget = _BUDGETS[loop] = ReadBudget(per_minute)
+    return budget
+
+
+@dataclass(frozen=True)
+class LogPollerKey:
+    conn_id: str
+    project: str
+
+
+class _LogSubscription:
+    def __init__(
+        self, poller: LogPoller, job_id: str, selection: ReplicaSelection, cursor: LogCursor, interval: float
+    ) -> None:
+        self.poller = poller
+        self.job_id = job_id
+        self.selection = selection
+        self.cursor = cursor
+        #: how far the poller has read for this subscriber (>= cursor: lines of other jobs, or not
+        #: selected, move it too); the next read starts there
+        self.position = cursor
+        self.interval = interval
+        self._lines: list[LogLine] = []
+        self._ready = asyncio.Event()
+        self.closed = False
+
+    def offer(self, line: LogLine) -> None:
+        if self.cursor.before(line) and selection_takes(self.selection, line):
+            self._lines.append(line)
+            self.cursor = LogCursor.of(line)
+            self._ready.set()
+
+    def take(self) -> list[LogLine]:
+        """The lines received since the last take (possibly none), oldest first."""
+        lines, self._lines = self._lines, []
+        self._ready.clear()
+        return lines
+
+    async def wait(self, timeout: float | None = None) -> list[LogLine]:
+        """The next lines, waiting up to ``timeout`` seconds for some."""
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout=timeout)
+        except ASYNC_TIMEOUT:
+            pass
+        return self.take()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.poller._unsubscribe(self)
+
+
+class LogPoller:
+    """Reads the replica logs of every subscribed job of one (connection, project); see the module doc."""
+
+    def __init__(self, key: LogPollerKey, *, budget: ReadBudget | None = None) -> None:
+        from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+        self.key = key
+        self.hook = VertexLogsHook(key.conn_id, project_id=key.project, retry_policy=LOG_POLLER_RETRY)
+        self.budget = budget or process_budget()
+        self._loop = asyncio.get_running_loop()
+        self._subs: set[_LogSubscription] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._cycle_done = asyncio.Event()
+        #: completed cycles, entries.list calls, and consecutive failed cycles (for logs and tests).
+        self.cycles = 0
+        self.read_calls = 0
+        self.failures = 0
+
+    def subscribe(
+        self,
+        job_id: str,
+        *,
+        selection: ReplicaSelection = "default",
+        cursor: LogCursor | None = None,
+        interval: float = 10.0,
+    ) -> _LogSubscription:
+        if not interval > 0:
+            raise ValueError(f"log_poll_interval: must be a positive number of seconds (got {interval!r})")
+        sub = _LogSubscription(self, job_id, selection, cursor or LogCursor(), float(interval))
+        self._subs.add(sub)
+        if self._task is None or self._task.done():
+            self._task = self._loop.create_task(self._run(), name=f"vertex-log-poller {self.key.project}")
+        self._wake.set()
+        return sub
+
+    def _unsubscribe(self, sub: _LogSubscription) -> None:
+        self._subs.discard(sub)
+        if not self._subs:
+            registry = _REGISTRY.get(self._loop)
+            if registry is not None and registry.get(self.key) is self:
+                del registry[self.key]
+            if self._task is not None and not self._task.done():
+                self._task.cancel()
+
+    async def next_cycle(self) -> int:
+        """Wait until the next cycle completes; returns the cycle count."""
+        await self._cycle_done.wait()
+        return self.cycles
+
+    def _interval(self) -> float:
+        return min((sub.interval for sub in self._subs), default=10.0)
+
+    async def _run(self) -> None:
+        try:
+            while self._subs:
+                self._wake.clear()
+                delay = self._interval()
+                try:
+                    await self.poll_once()
+                    self.failures = 0
+                except Exception as exc:
+                    if not _is_transient(exc):
+                        raise
+                    self.failures += 1
+                    delay = min(delay * 2**self.failures, max(delay, MAX_BACKOFF_S))
+                    log.warning("Reading replica logs failed (%s); next try in %.1fs", exc, delay)
+                self.cycles += 1
+                done, self._cycle_done = self._cycle_done, asyncio.Event()
+                done.set()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                except ASYNC_TIMEOUT:
+                    continue
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # streaming logs is best effort: never fail the waits that use it
+            log.exception("The replica log poller of %s stopped", self.key.project)
+        finally:
+            await asyncio.to_thread(self.hook.close)
+
+    def _filter(self, subs: Sequence[_LogSubscription]) -> str:
+        job_ids = {sub.job_id for sub in subs}
+        since: str | None = None
+        stamps = [sub.position.timestamp for sub in subs]
+        if all(stamps):
+            since = min(stamps, key=rfc3339_key)
+        selections = {repr(sub.selection) for sub in subs}
+        selection: ReplicaSelection = subs[0].selection if len(selections) == 1 else "all"
+        if len(job_ids) > MAX_IDS_IN_FILTER:
+            text = 'resource.type="ml_job"'
+            if since:
+                text += f' AND timestamp>="{since}"'
+            return text
+        return jobs_filter(job_ids, since=since, selection=selection)
+
+    async def poll_once(self) -> None:
+        """One cycle: one ``entries.list`` call for every subscribed job, and its further pages."""
+        subs = list(self._subs)
+        if not subs:
+            return
+        by_job: dict[str, list[_LogSubscription]] = {}
+        for sub in subs:
+            by_job.setdefault(sub.job_id, []).append(sub)
+        text = self._filter(subs)
+        token = ""
+        for _ in range(MAX_PAGES_PER_CYCLE):
+            await self.budget.acquire()
+            self.read_calls += 1
+            lines, token = await asyncio.to_thread(
+                self.hook.list_page, text, page_size=PAGE_SIZE, page_token=token
+            )
+            for line in lines:
+                for sub in by_job.get(line.job_id, ()):
+                    sub.offer(line)
+            if lines:
+                last = LogCursor.of(lines[-1])
+                for sub in subs:
+                    if sub.position.before(lines[-1]):
+                        sub.position = last
+            if not token:
+                break
+
+
+def _is_transient(exc: BaseException) -> bool:
+    from google.api_core.exceptions import RetryError
+
+    from airflow_vertex_dist.hooks._clients import is_transient
+
+    return is_transient(exc) or isinstance(exc, (RetryError, *ASYNC_TIMEOUT))
+
+
+_REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[LogPollerKey, LogPoller]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def get_log_poller(
+    project: str, *, conn_id: str = DEFAULT_CONN_ID, budget: ReadBudget | None = None
+) -> LogPoller:
+    """The running loop's log poller for (``conn_id``, ``project``), created on first use."""
+    loop = asyncio.get_running_loop()
+    pollers = _REGISTRY.setdefault(loop, {})
+    key = LogPollerKey(conn_id=conn_id, project=project)
+    poller = pollers.get(key)
+    if poller is None:
+        poller = pollers[key] = LogPoller(key, budget=budget)
+    return poller
+
+
+def as_kwargs(cursor: LogCursor) -> dict[str, Any]:
+    """The cursor as a trigger's serialized kwargs carry it."""
+    return {"log_timestamp": cursor.timestamp, "log_insert_id": cursor.insert_id}

@@ -1,0 +1,58 @@
+"""A trigger's replica log stream: lines from the shared log poller written to the trigger's log.
+
+In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows its job's replica lines
+(``[<replica key>] <text>``, in order per replica) while the triggerer waits for the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
+
+__all__ = ["TriggerLogStream", "log_stream_start"]
+
+
+class TriggerLogStream:
+    """Subscribes ``trigger``'s job to the loop's log poller and writes its lines as they come."""
+
+    def __init__(self, trigger: Any) -> None:
+        name = parse_job_name(trigger.job_name)
+        self.trigger = trigger
+        self.poller = get_log_poller(name.project, conn_id=trigger.conn_id)
+        self.sub = self.poller.subscribe(
+            name.job_id,
+            selection=trigger.stream_logs,
+            cursor=LogCursor(trigger.log_timestamp, trigger.log_insert_id),
+            interval=trigger.poll_interval,
+        )
+        self._task = asyncio.get_running_loop().create_task(self._pump(), name=f"vertex-logs {name.job_id}")
+
+    def _write(self, lines: list[Any]) -> None:
+        for line in lines:
+            self.trigger.log.info("[%s] %s", line.key, line.text)
+        if lines:
+            # the resume point, were this trigger rebuilt from its kwargs in this process
+            self.trigger.log_timestamp, self.trigger.log_insert_id = lines[-1].timestamp, lines[-1].insert_id
+
+    async def _pump(self) -> None:
+        while True:
+            self._write(await self.sub.wait())
+
+    async def finish(self, timeout: float) -> None:
+        """After the job ended: one more poll cycle (bounded by ``timeout``), then write what it read."""
+        with contextlib.suppress(*ASYNC_TIMEOUT):
+            await asyncio.wait_for(self.poller.next_cycle(), timeout=timeout)
+        self._write(self.sub.take())
+
+    def close(self) -> None:
+        self._task.cancel()
+        self.sub.close()
+
+
+def log_stream_start(trigger: Any) -> TriggerLogStream:
+    return TriggerLogStream(trigger)

@@ -1,0 +1,150 @@
+"""Replica logs streaming at scale: Logging read calls per interval, and print-to-task-log delay.
+
+``python -m benchmarks.log_streaming --sizes 10,100,1000 --interval 2`` starts an emulator, stores N
+CustomJobs whose two replicas' log files a writer thread appends to (a line carries the wall time it
+was written), subscribes every job to one shared log poller (``triggers/log_poller.py``, the one a
+triggerer runs) and counts the emulator's ``ListLogEntries`` calls per poll interval, and the delay
+from a line being written to the poller handing it to its trigger (which writes it to the task log).
+The replicas are files, not processes: what is measured is the read side. Prints Markdown rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LogStreamResult", "main", "measure"]
+
+
+@dataclass
+class LogStreamResult:
+    jobs: int
+    interval_s: float
+    cycles: int
+    read_calls: int
+    lines: int
+    delay_p50_s: float
+    delay_p99_s: float
+
+    @property
+    def calls_per_interval(self) -> float:
+        return self.read_calls / max(1, self.cycles)
+
+    def row(self) -> str:
+        return (
+            f"| {self.jobs:,} | {self.interval_s:g} s | {self.cycles} | {self.read_calls} | "
+            f"{self.calls_per_interval:.2f} | {self.lines:,} | "
+            f"{self.delay_p50_s:.2f} / {self.delay_p99_s:.2f} |"
+        )
+
+
+HEADER = (
+    "| jobs streaming | poll interval | poll cycles | entries.list calls | calls per interval | lines | "
+    "print → task log p50 / p99 (s) |\n|---|---|---|---|---|---|---|"
+)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
+    from airflow_vertex_dist.emulator.app import Emulator
+    from airflow_vertex_dist.emulator.testing import PARENT, make_config
+    from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller
+
+    config = make_config(work)
+    with Emulator(config) as em:
+        os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps(
+            {"conn_type": "vertex_dist", "extra": {"project": "test-project", "api_endpoint": em.grpc_target}}
+        )
+        files: list[Path] = []
+        ids: list[str] = []
+        for i in range(jobs):
+            job = em.store.insert("customJobs", PARENT, {"displayName": f"stream-{i}"})
+            job_id = str(job["name"]).rsplit("/", 1)[-1]
+            ids.append(job_id)
+            folder = Path(config.state_dir) / "logs" / job_id
+            folder.mkdir(parents=True)
+            for key in ("workerpool0-0", "workerpool1-0"):
+                path = folder / f"{key}.log"
+                path.touch()
+                files.append(path)
+        stop = threading.Event()
+        rng = random.Random(seed)
+
+        def write() -> None:
+            # about two lines per job and interval, spread over the interval
+            per_tick = max(1, jobs // 10)
+            while not stop.is_set():
+                for path in rng.sample(files, min(per_tick, len(files))):
+                    with open(path, "a") as fh:
+                        fh.write(f"t={time.time():.6f} loss=0.1\n")
+                stop.wait(interval / 10 * 0.5)
+
+        writer = threading.Thread(target=write, daemon=True)
+
+        async def run() -> tuple[int, int, list[float]]:
+            poller = get_log_poller("test-project", budget=ReadBudget(6000))
+            subs = [poller.subscribe(job_id, selection="all", interval=interval) for job_id in ids]
+            delays: list[float] = []
+
+            async def drain() -> None:
+                while True:
+                    for sub in subs:
+                        for line in sub.take():
+                            delays.append(time.time() - float(line.text.split()[0][2:]))
+                    await asyncio.sleep(0.01)  # the consumers' own pace, not a wait for state
+
+            await poller.next_cycle()  # the first cycle reads the (empty) history
+            writer.start()
+            start_cycles, start_calls = poller.cycles, em.logs.calls
+            drainer = asyncio.get_running_loop().create_task(drain())
+            for _ in range(cycles):
+                await poller.next_cycle()
+            measured = (poller.cycles - start_cycles, em.logs.calls - start_calls)
+            stop.set()
+            drainer.cancel()
+            for sub in subs:
+                sub.close()
+            return measured[0], measured[1], delays
+
+        done, calls, delays = asyncio.run(run())
+        writer.join(timeout=10)
+    return LogStreamResult(
+        jobs=jobs,
+        interval_s=interval,
+        cycles=done,
+        read_calls=calls,
+        lines=len(delays),
+        delay_p50_s=statistics.median(delays) if delays else float("nan"),
+        delay_p99_s=_percentile(delays, 0.99),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.log_streaming", description=__doc__)
+    parser.add_argument("--sizes", default="10,100,1000", help="comma-separated numbers of streaming jobs")
+    parser.add_argument("--interval", type=float, default=2.0, help="poll interval, seconds")
+    parser.add_argument("--cycles", type=int, default=8, help="poll cycles measured per size")
+    args = parser.parse_args(argv)
+    print(HEADER)
+    for size in (int(s) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory(prefix="bench-logs-") as work:
+            print(measure(Path(work), size, args.interval, args.cycles).row(), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""VertexLogsHook against the emulator's Logging API, over gRPC and REST, with the stock clients."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.testing import PARENT, container_job, grpc_client, wait_for_state
+from airflow_vertex_dist.hooks.logs import VertexLogsHook, jobs_filter, replicas_clause
+
+# Every replica prints its steps and leaves a mark; workerpool1-1 waits for the others' marks, warns,
+# errs and exits 1 (failing the job); the others wait for the job to stop them.
+TRAINER = """
+import json, os, pathlib, sys, time
+task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+me = f"{task['type']}-{task['index']}"
+shared = pathlib.Path(SHARED)
+for step in range(3):
+    print(f"{me} step {step}")
+(shared / me).touch()
+deadline = time.monotonic() + 30
+if me == "workerpool1-1":
+    while len(list(shared.iterdir())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    print("WARNING: disk almost full")
+    print("ERROR: shard 7 is corrupt")
+    sys.exit(1)
+while time.monotonic() < deadline:
+    time.sleep(0.05)
+"""
+
+
+@pytest.fixture(scope="module")
+def job_id(emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> str:
+    from google.cloud import aiplatform_v1
+
+    code = f"SHARED = {str(tmp_path_factory.mktemp('marks'))!r}" + TRAINER
+    client = grpc_client(emulator)
+    body = aiplatform_v1.CustomJob.from_json(json.dumps(container_job("logs", code, workers=2)))
+    job = client.create_custom_job(parent=PARENT, custom_job=body)
+    wait_for_state(client, job.name, {"JOB_STATE_FAILED"})
+    return str(job.name.rsplit("/", 1)[-1])
+
+
+def _texts(lines: list[Any]) -> list[tuple[str, str]]:
+    return [(line.key, line.text) for line in lines]
+
+
+def test_read_lines_all_replicas_in_order(transport: str, job_id: str) -> None:
+    hook = VertexLogsHook()
+    try:
+        lines = hook.read_lines([job_id])
+    finally:
+        hook.close()
+    by_key: dict[str, list[str]] = {}
+    for line in lines:
+        assert line.job_id == job_id
+        by_key.setdefault(line.key, []).append(line.text)
+    assert by_key["workerpool0-0"] == [f"workerpool0-0 step {i}" for i in range(3)]
+    assert by_key["workerpool1-1"][-2:] == ["WARNING: disk almost full", "ERROR: shard 7 is corrupt"]
+    assert len({line.insert_id for line in lines}) == len(lines)
+
+
+def test_default_selection_is_primary_plus_warnings(transport: str, job_id: str) -> None:
+    hook = VertexLogsHook()
+    try:
+        lines = hook.read_lines([job_id], selection="default")
+    finally:
+        hook.close()
+    assert {line.key for line in lines if line.severity == "INFO"} == {"workerpool0-0"}
+    assert ("workerpool1-1", "ERROR: shard 7 is corrupt") in _texts(lines)
+    assert [line.severity for line in lines if line.key == "workerpool1-1"] == ["WARNING", "ERROR"]
+
+
+def test_pages_join_without_loss_or_repeat(grpc_conn: str, job_id: str) -> None:
+    hook = VertexLogsHook()
+    try:
+        text = jobs_filter([job_id])
+        everything, _ = hook.list_page(text)
+        seen: list[str] = []
+        token = ""
+        while True:
+            page, token = hook.list_page(text, page_size=2, page_token=token)
+            seen.extend(line.insert_id for line in page)
+            if not token:
+                break
+    finally:
+        hook.close()
+    assert seen == [line.insert_id for line in everything]
+
+
+def test_tail_gives_the_last_lines_oldest_first(transport: str, job_id: str) -> None:
+    hook = VertexLogsHook()
+    try:
+        tail = hook.tail(job_id, "workerpool1-1", lines=2)
+    finally:
+        hook.close()
+    assert [line.text for line in tail] == ["WARNING: disk almost full", "ERROR: shard 7 is corrupt"]
+
+
+@pytest.mark.parametrize(
+    ("selection", "message"),
+    [([], "an empty list of replica keys"), ("primary", "must be 'all', a list of replica keys or False")],
+)
+def test_bad_selection_names_stream_logs(selection: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        replicas_clause(selection)
+
+
+def test_filter_text() -> None:
+    assert jobs_filter(["2", "1"], since="2026-01-01T00:00:00Z", selection=["workerpool1-0"]) == (
+        'resource.type="ml_job" AND (resource.labels.job_id="1" OR resource.labels.job_id="2") '
+        'AND timestamp>="2026-01-01T00:00:00Z" AND (resource.labels.task_name="workerpool1-0")'
+    )
