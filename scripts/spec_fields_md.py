@@ -93,6 +93,7 @@ def render() -> str:
     parts = [START, ""]
     for name in models():
         model: type[BaseModel] = getattr(specs, name)
+        model.model_rebuild()  # forward references resolved, whatever this process built before
         parts += [f"### `{name}`", "", "| field | type | default |", "| --- | --- | --- |"]
         for field_name, field in model.model_fields.items():
             parts.append(f"| `{field_name}` | `{_type(field.annotation)}` | {_default(field)} |")

@@ -19,7 +19,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_request_uris", "gcs_parts", "is_gcs_uri", "join_uri", "to_local_path"]
+__all__ = [
+    "GCS_NOTE",
+    "check_request_uris",
+    "gcs_parts",
+    "is_gcs_uri",
+    "join_uri",
+    "to_local_path",
+]
+
+#: the line the emulator writes first in every replica log: Vertex AI mounts buckets at /gcs/ (Cloud
+#: Storage FUSE), the emulator does not. Not training output: log tails and the Logging API skip it.
+GCS_NOTE = (
+    "---- emulator: /gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally; "
+    "use gs:// URIs with google-cloud-storage or gcsfs (STORAGE_EMULATOR_HOST) ----"
+)
 
 _PREFIX = "gs://"
 #: Cloud Storage bucket names: lower-case letters, digits, ``-``, ``_`` and ``.``, starting and

@@ -47,6 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.emulator.gcs import GCS_NOTE
 from airflow_vertex_dist.emulator.log_filter import (
     SEVERITIES,
     LogFilterError,
@@ -380,6 +381,8 @@ class LogEntriesApi:
         state.offset += len(chunk)
         for raw in chunk.split(b"\n")[:-1]:
             text = raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r")
+            if text == GCS_NOTE:
+                continue  # the emulator's own note, not the replica's output
             severity, payload = _classify(text, state)
             state.line_no += 1
             # later than every line read before (any replica's): a reader's (timestamp, insertId)

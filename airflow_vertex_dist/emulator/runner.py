@@ -79,7 +79,7 @@ from airflow_vertex_dist.emulator.cluster import (
     replicas_of,
 )
 from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.gcs import to_local_path
+from airflow_vertex_dist.emulator.gcs import GCS_NOTE, to_local_path
 from airflow_vertex_dist.emulator.packages import InstallInterrupted, PackageInstallError, install_packages
 from airflow_vertex_dist.emulator.procs import free_ports, read_tail, spawn
 from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobStore, now_rfc3339
@@ -93,10 +93,6 @@ DEFAULT_TIMEOUT_S = 7 * 24 * 3600.0
 REPLICA_HOST = "127.0.0.1"
 _WAKE_S = 0.25  # how often a running job re-reads the faults
 _PYTHON_RE = re.compile(r"python[0-9.]*")
-_GCS_NOTE = (
-    "---- emulator: /gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally; "
-    "use gs:// URIs with google-cloud-storage or gcsfs (STORAGE_EMULATOR_HOST) ----\n"
-)
 _REDUCER_CODE = (
     "import signal\n"
     "print('emulated Reduction Server replica: accepted and idle; it performs no reduction', flush=True)\n"
@@ -522,7 +518,7 @@ class CustomJobRun(JobDriver):
         with open(slot.log_path, "ab") as fh:
             if slot.restarts:
                 fh.write(f"---- emulator: restart {slot.restarts} of {slot.replica.key} ----\n".encode())
-            fh.write(_GCS_NOTE.encode())
+            fh.write(f"{GCS_NOTE}\n".encode())
             fh.flush()
             try:
                 proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.config.stop_grace_s)
@@ -866,7 +862,7 @@ class Runner:
 
 def _replica_tail(path: Path, lines: int) -> list[str]:
     """The replica's last log lines, without the emulator's ``/gcs/`` note (it is in the file)."""
-    return [line for line in read_tail(path, lines + 1) if line != _GCS_NOTE.strip()][-lines:]
+    return [line for line in read_tail(path, lines + 1) if line != GCS_NOTE][-lines:]
 
 
 def _recovered(state: str, survivors: list[int]) -> Callable[[dict[str, Any]], None]:

@@ -1,8 +1,10 @@
 """The support matrix's "done when": a DAG written from the README alone passes on every cell.
 
 A deferrable training task and a job sensor on its XCom, on the emulator through the connection the
-README's "Run it locally" sets; then the training task runs again in the same run (its next try, as
-when a user clears it): it re-attaches to the job that run succeeded with, and the sensor waits on it.
+README's "Run it locally" sets; then the training task runs again in the same run: ``dag.test()``
+re-creates the run under the same run id, so the task's new try finds the job its run succeeded with
+(same run labels, spec fingerprint and retry budget) and re-attaches to it, and the sensor waits on
+it. (A task cleared by hand starts a job of its own instead: tests/operators/test_user_actions.py.)
 """
 
 from __future__ import annotations

@@ -80,7 +80,16 @@ def test_a_runs_cancels_stay_within_its_budget(
     print(f"\n{JOBS} cancels with the API unreachable, budget 2 s: {took:.1f} s")
     assert cancelled == []
     assert took < 5.0  # the budget, plus the one call under way when it ran out
-    assert caplog.text.count("not cancelled: the run's 2s budget is spent") >= JOBS - 2
+    # Each attempted cancel retries until the budget's deadline (at least 0.1 s each), so how many get
+    # a try before it is spent depends on the machine's speed; every job is accounted for either way,
+    # and once the first one has used up the budget, most are not even tried.
+    messages = [record.getMessage() for record in caplog.records]
+    spent = sum("not cancelled: the run's 2s budget is spent" in m for m in messages)
+    failed = sum(
+        m.startswith("run failed (timed_out): cancelling job ") and m.endswith(" failed") for m in messages
+    )
+    assert spent + failed == JOBS, caplog.text
+    assert spent >= JOBS // 2, caplog.text
 
 
 def test_a_full_queue_drops_and_logs_instead_of_blocking() -> None:

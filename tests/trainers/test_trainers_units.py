@@ -319,7 +319,7 @@ def test_image_map_flags_parse_back_in_the_emulator_cli(
     from airflow_vertex_dist.emulator.cli import _image_map
 
     flags = shlex.split(" ".join(local.image_map_flags()))
-    assert flags[::2] == ["--image-map"] * 3
+    assert flags[::2] == ["--image-map"] * len(local.image_map())
     assert dict(_image_map(value) for value in flags[1::2]) == local.image_map()
     ps_command = local.image_map()[local.PS_TRAINER_IMAGE]
     assert ps_command[0] == "env" and ps_command[1].startswith(f"PYTHONPATH={local.DAGS_DIR}")
