@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_vertex_dist.emulator.store import rfc3339_nanos
+from airflow_vertex_dist.log_severity import SEVERITIES
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_FILTER_CHARS",
-    "SEVERITIES",
     "LogFilterError",
     "LogPredicate",
     "compile_log_filter",
@@ -42,18 +42,6 @@ __all__ = [
 MAX_FILTER_CHARS = 20_000
 MAX_DEPTH = 64
 
-#: google.logging.type.LogSeverity
-SEVERITIES: dict[str, int] = {
-    "DEFAULT": 0,
-    "DEBUG": 100,
-    "INFO": 200,
-    "NOTICE": 300,
-    "WARNING": 400,
-    "ERROR": 500,
-    "CRITICAL": 600,
-    "ALERT": 700,
-    "EMERGENCY": 800,
-}
 
 #: an entry as the evaluator sees it: ``field path -> value`` (a str, or an int for severity/times).
 LogPredicate = Callable[[Mapping[str, Any]], bool]

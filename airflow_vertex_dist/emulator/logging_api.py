@@ -49,12 +49,12 @@ from typing import Any
 
 from airflow_vertex_dist.emulator.gcs import GCS_NOTE
 from airflow_vertex_dist.emulator.log_filter import (
-    SEVERITIES,
     LogFilterError,
     LogPredicate,
     compile_log_filter,
 )
 from airflow_vertex_dist.emulator.store import JobStore
+from airflow_vertex_dist.log_severity import SEVERITIES
 
 __all__ = [
     "GRPC_SERVICE",

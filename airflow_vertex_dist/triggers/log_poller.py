@@ -33,6 +33,7 @@ from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import rfc3339_key
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter
+from airflow_vertex_dist.log_severity import SEVERITIES
 
 __all__ = [
     "DEFAULT_READS_PER_MINUTE",
@@ -60,18 +61,6 @@ PAGE_SIZE = 1000
 #: The poller's hook retries briefly; the poller itself retries at the next (backed-off) cycle.
 LOG_POLLER_RETRY = RetryPolicy(initial_s=0.5, maximum_s=5.0, deadline_s=20.0, rpc_timeout_s=30.0)
 
-_SEVERITY_RANK = {
-    "DEFAULT": 0,
-    "DEBUG": 100,
-    "INFO": 200,
-    "NOTICE": 300,
-    "WARNING": 400,
-    "ERROR": 500,
-    "CRITICAL": 600,
-    "ALERT": 700,
-    "EMERGENCY": 800,
-}
-
 
 @dataclass(frozen=True)
 class LogCursor:
@@ -96,7 +85,7 @@ def selection_takes(selection: ReplicaSelection, line: LogLine) -> bool:
     if selection == "all":
         return True
     if selection == "default":
-        return line.replica == PRIMARY or _SEVERITY_RANK.get(line.severity, 0) >= _SEVERITY_RANK["WARNING"]
+        return line.replica == PRIMARY or SEVERITIES.get(line.severity, 0) >= SEVERITIES["WARNING"]
     return line.replica in selection
 
 
