@@ -75,16 +75,7 @@ class FaultInjector:
             seed = self.faults.seed
         if latency > 0:
             time.sleep(latency)  # the injected fault itself, not a wait for state
-        if rate <= 0:
-            return None
-        with self._lock:
-            if seed != self._seed:
-                self._seed, self._rng = seed, random.Random(seed)
-            if self._rng.random() >= rate:
-                return None
-            code = codes[self._rng.randrange(len(codes))] if len(codes) > 1 else codes[0]
-            self.injected[method] = self.injected.get(method, 0) + 1
-            return code
+        return self._draw_code(rate, codes, seed, method)
 
     def draw_lost(self, method: str) -> str | None:
         """After ``method`` ran: a status code name to replace its answer with, or None."""
@@ -92,6 +83,10 @@ class FaultInjector:
             rate = self.faults.lost_answer_rate.get(method, self.faults.lost_answer_rate.get("*", 0.0))
             codes = list(self.faults.error_codes) or ["UNAVAILABLE"]
             seed = self.faults.seed
+        return self._draw_code(rate, codes, seed, f"{method} (answer lost)")
+
+    def _draw_code(self, rate: float, codes: list[str], seed: int | None, key: str) -> str | None:
+        """With probability ``rate`` (from the seeded generator), one of ``codes``, counted under ``key``."""
         if rate <= 0:
             return None
         with self._lock:
@@ -100,7 +95,6 @@ class FaultInjector:
             if self._rng.random() >= rate:
                 return None
             code = codes[self._rng.randrange(len(codes))] if len(codes) > 1 else codes[0]
-            key = f"{method} (answer lost)"
             self.injected[key] = self.injected.get(key, 0) + 1
             return code
 
