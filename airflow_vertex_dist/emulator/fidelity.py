@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_vertex_dist.emulator.fields import ROOTS, ProtoField, walk
+from airflow_vertex_dist.emulator.fields import ROOTS, ProtoField, is_repeated, walk
 
 __all__ = ["NOTES", "Note", "field_table", "note_for", "unapplied_fields"]
 
@@ -252,5 +252,5 @@ def _set_paths(pb: Any, path: str) -> Iterator[str]:
             continue
         if fd.message_type.full_name.startswith("google.protobuf."):
             continue
-        for item in value if fd.is_repeated else [value]:
+        for item in value if is_repeated(fd) else [value]:
             yield from _set_paths(item, child)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ProtoField", "ROOTS", "field_doc", "walk"]
+__all__ = ["ROOTS", "ProtoField", "field_doc", "is_repeated", "walk"]
 
 #: The resources whose fields are walked.
 ROOTS = ("CustomJob", "HyperparameterTuningJob")
@@ -91,10 +91,24 @@ def _siblings(fd: Any) -> tuple[str, ...]:
     return tuple(other.json_name for other in oneof.fields if other.name != fd.name)
 
 
+def is_repeated(fd: Any) -> bool:
+    """Whether the field descriptor ``fd`` is a repeated (or map) field.
+
+    A version branch kept here, not in ``_compat.py`` (which loads Airflow, and the emulator need
+    not): ``FieldDescriptor.is_repeated`` is new in protobuf 5.x/6.x (4.25, which the lowest
+    supported google-cloud-aiplatform resolves to, lacks it), and the newest versions deprecate
+    ``label``; use whichever the installed protobuf has.
+    """
+    flag = getattr(fd, "is_repeated", None)
+    if flag is not None:
+        return bool(flag)
+    return bool(fd.label == fd.LABEL_REPEATED)
+
+
 def _walk(desc: Any, path: str, stack: tuple[str, ...], max_repeat: int) -> Iterator[ProtoField]:
     for fd in desc.fields:
         child_path = f"{path}.{fd.json_name}"
-        repeated = bool(fd.is_repeated)
+        repeated = is_repeated(fd)
         common: dict[str, Any] = {
             "path": child_path,
             "name": fd.name,
