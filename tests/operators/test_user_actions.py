@@ -84,7 +84,12 @@ def hand_on_a_waiting_task(
     pid_dir = tmp_path / "pids"
     with DAG(dag_id, schedule=None, start_date=START) as dag:
         VertexTrainingOperator(
-            task_id="train", spec=spec(pid_code(pid_dir), workers=1), deferrable=False, poll_interval=0.3
+            task_id="train",
+            spec=spec(pid_code(pid_dir), workers=1),
+            deferrable=False,
+            poll_interval=0.3,
+            # if the user's hand below fails, the try ends (and the test fails) instead of waiting forever
+            execution_timeout=timedelta(minutes=3),
         )
     seen: dict[str, Any] = {}
 
