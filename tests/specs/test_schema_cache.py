@@ -19,11 +19,9 @@ from airflow_vertex_dist.specs._schema_cache import ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Counts the core schemas pydantic generates for spec models (a cached one is not generated), then
-#: validates every bad spec of the table and every example, and reports what came out.
-PROBE = """
-import json, sys
-from pydantic import ValidationError
+#: Probe prelude: records in ``generated`` each spec model whose core schema pydantic generates (a
+#: cached one is not generated).
+COUNT_GENERATED = """
 from pydantic._internal import _generate_schema
 
 generated = []
@@ -33,6 +31,13 @@ def counting(self, cls):
         generated.append(cls.__qualname__)
     return _model_schema(self, cls)
 _generate_schema.GenerateSchema._model_schema = counting
+"""
+
+#: Counts the core schemas pydantic generates for spec models (a cached one is not generated), then
+#: validates every bad spec of the table and every example, and reports what came out.
+PROBE = COUNT_GENERATED + """
+import json, sys
+from pydantic import ValidationError
 
 from airflow_vertex_dist.specs import DistributedTrainingJob, HyperparameterTuningJob, error_lines
 from airflow_vertex_dist.specs import _schema_cache, examples

@@ -12,20 +12,11 @@ from pathlib import Path
 
 from airflow_vertex_dist.specs._schema_cache import ENV_VAR
 
-from .test_schema_cache import _cache_files, _probe, _run
+from .test_schema_cache import COUNT_GENERATED, _cache_files, _probe, _run
 
 #: Builds one small spec model, as a DAG file with one task builds a few; prints what was generated.
-ONE_MODEL = """
+ONE_MODEL = COUNT_GENERATED + """
 import json
-from pydantic._internal import _generate_schema
-
-generated = []
-_model_schema = _generate_schema.GenerateSchema._model_schema
-def counting(self, cls):
-    if cls.__module__.startswith("airflow_vertex_dist.specs"):
-        generated.append(cls.__qualname__)
-    return _model_schema(self, cls)
-_generate_schema.GenerateSchema._model_schema = counting
 
 from airflow_vertex_dist.specs import Machine
 Machine(machine_type="n1-standard-4")
