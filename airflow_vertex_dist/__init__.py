@@ -9,4 +9,12 @@ from __future__ import annotations
 
 __all__ = ["__version__"]
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    # ``__version__`` is read from the installed distribution's metadata (one source: pyproject.toml),
+    # on first access only, so importing the package root stays free.
+    if name == "__version__":
+        from airflow_vertex_dist.common.version import package_version
+
+        return package_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

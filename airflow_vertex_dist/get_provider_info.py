@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_vertex_dist.common.version import package_version
+
 __all__ = ["get_provider_info"]
 
 
@@ -13,7 +15,7 @@ def get_provider_info() -> dict[str, Any]:
         "name": "Vertex AI distributed training",
         "description": "Distributed training and hyperparameter tuning on Google Vertex AI: "
         "typed cluster specs, deferrable operators, job/replica/trial sensors and a local emulator.",
-        "versions": ["0.1.0"],
+        "versions": [package_version()],
         "connection-types": [
             {
                 "connection-type": "vertex_dist",

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.emulator.store import rfc3339_nanos
-from airflow_vertex_dist.log_severity import SEVERITIES
 
 __all__ = [
     "MAX_DEPTH",

@@ -47,6 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.emulator.gcs import GCS_NOTE
 from airflow_vertex_dist.emulator.log_filter import (
     LogFilterError,
@@ -54,7 +55,6 @@ from airflow_vertex_dist.emulator.log_filter import (
     compile_log_filter,
 )
 from airflow_vertex_dist.emulator.store import JobStore
-from airflow_vertex_dist.log_severity import SEVERITIES
 
 __all__ = [
     "GRPC_SERVICE",

@@ -30,6 +30,7 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio imp
 from google.cloud.aiplatform_v1.services.job_service.transports.rest import JobServiceRestTransport
 from google.protobuf import field_mask_pb2
 
+from airflow_vertex_dist.common.version import DISTRIBUTION, package_version
 from airflow_vertex_dist.hooks.connection import RetryPolicy, VertexConnection
 from airflow_vertex_dist.hooks.job_dicts import CUSTOM_JOBS, JobKind
 
@@ -71,7 +72,7 @@ TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
     google.auth.exceptions.TransportError,
 )
 
-_CLIENT_INFO = ClientInfo(user_agent="airflow-vertex-dist/0.1.0")  # type: ignore[no-untyped-call]
+_CLIENT_INFO = ClientInfo(user_agent=f"{DISTRIBUTION}/{package_version()}")  # type: ignore[no-untyped-call]
 
 
 def is_transient(exc: BaseException) -> bool:

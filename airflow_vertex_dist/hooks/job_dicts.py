@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 
 __all__ = [
     "ACTIVE_STATES",

@@ -2,7 +2,7 @@
 
 Pure: no Google or Airflow imports, so DAG files and operators can use it at parse time.
 
-The Vertex AI label rules live in :mod:`airflow_vertex_dist.label_rules` (shared with the specs):
+The Vertex AI label rules live in :mod:`airflow_vertex_dist.common.labels` (shared with the specs):
 at most 64 labels; keys and values at most 63 lowercase (or caseless) letters, numbers, ``_`` and
 ``-``, international letters included; keys start with a letter. The project also makes every value
 it writes start with a letter, so a value is never mistaken for a number by filter parsers.
@@ -22,14 +22,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_vertex_dist._regex import LazyRegex
-from airflow_vertex_dist.label_rules import (
+from airflow_vertex_dist.common.labels import (
     MAX_LABEL_LENGTH,
     MAX_LABELS,
     is_label_char,
     is_label_letter,
     labels_error,
 )
+from airflow_vertex_dist.common.regex import LazyRegex
 
 __all__ = [
     "BUDGET_LABEL",
@@ -152,7 +152,7 @@ def retry_budget(max_tries: int) -> str:
 
 def validate_labels(labels: Mapping[str, str], *, field: str = "labels") -> None:
     """Raise ``ValueError`` naming ``field`` (or ``field.<key>``) and the rule for the first label that
-    breaks one (:mod:`airflow_vertex_dist.label_rules`: the specs' rule too)."""
+    breaks one (:mod:`airflow_vertex_dist.common.labels`: the specs' rule too)."""
     error = labels_error(field, labels)
     if error is not None:
         raise ValueError(error)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._fields import fields_at, items_of, models_in, unknown_field_rule
 
 __all__ = [

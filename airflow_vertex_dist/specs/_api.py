@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 
 __all__ = [
     "ACCELERATOR_NUMBERS",

@@ -11,8 +11,8 @@ from typing import Annotated, Any, NoReturn
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
 
-from airflow_vertex_dist._regex import LazyRegex
-from airflow_vertex_dist.label_rules import labels_error
+from airflow_vertex_dist.common.labels import labels_error
+from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _schema_cache
 
 __all__ = [
@@ -115,7 +115,7 @@ Duration = Annotated[timedelta, _DurationSchema()]
 
 
 def check_labels(field: str, labels: dict[str, str]) -> None:
-    """The Vertex AI label rules (:mod:`airflow_vertex_dist.label_rules`, shared with the hooks)."""
+    """The Vertex AI label rules (:mod:`airflow_vertex_dist.common.labels`, shared with the hooks)."""
     error = labels_error(field, labels)
     if error is not None:
         fail(error)

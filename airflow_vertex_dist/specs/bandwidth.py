@@ -27,7 +27,7 @@ Machine types not covered return ``None``: the sizing check then cannot run, and
 
 from __future__ import annotations
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 
 __all__ = ["GPU_ATTACHED_GBPS", "MACHINE_GBPS", "egress_gbps", "vcpus"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._base import Duration, SpecModel, duration_to_api, fail
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import LOGGER, SERVER_CONTEXT, SpecModel, check_labels, fail
 from airflow_vertex_dist.specs.bandwidth import egress_gbps

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, NamedTuple
 
-from airflow_vertex_dist._regex import LazyRegex
+from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.hooks.job_dicts import (
     ACTIVE_STATES,
     PARTIAL_SUCCESS,

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from airflow_vertex_dist.common.labels import is_label_char, is_label_letter, labels_error
 from airflow_vertex_dist.emulator.filters import compile_filter
 from airflow_vertex_dist.hooks.labels import (
     label_filter,
@@ -17,7 +18,6 @@ from airflow_vertex_dist.hooks.labels import (
     spec_fingerprint,
     validate_labels,
 )
-from airflow_vertex_dist.label_rules import is_label_char, is_label_letter, labels_error
 
 
 def valid_value(value: str) -> bool:
@@ -64,7 +64,7 @@ def test_sanitize_appends_hash_when_lossy(raw: str, prefix: str) -> None:
 
 @pytest.mark.parametrize("valid", ["fit_model-2", "ünïcode", "données", "日本語", "étape_٣"])
 def test_sanitize_keeps_valid_values(valid: str) -> None:
-    """International letters are valid in Vertex AI labels (see label_rules): kept as they are."""
+    """International letters are valid in Vertex AI labels (see common.labels): kept as they are."""
     assert sanitize_label_value(valid) == valid
 
 

@@ -1,4 +1,4 @@
-"""One label rule for the specs and the hooks (airflow_vertex_dist.label_rules).
+"""One label rule for the specs and the hooks (airflow_vertex_dist.common.labels).
 
 A spec's ``labels`` used to pass validation with international letters that the hook then refused at
 run time (``{"équipe": "données"}``). Both now ask the same module, so they always agree.
