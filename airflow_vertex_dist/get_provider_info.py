@@ -134,4 +134,22 @@ def get_provider_info() -> dict[str, Any]:
         "extra-links": [
             "airflow_vertex_dist.links.VertexJobLink",
         ],
+        "config": {
+            "vertex_dist": {
+                "description": "Settings of the Vertex AI distributed training provider.",
+                "options": {
+                    "log_reads_per_minute": {
+                        "description": "Cloud Logging read requests (entries.list) a triggerer process "
+                        "may make per minute to stream replica logs into task logs, shared by every "
+                        "deferred task that streams. Cloud Logging allows about 60 a minute per "
+                        "project: keep the sum over your triggerers below that, with room for people "
+                        "reading logs in the console.",
+                        "version_added": "0.1.0",
+                        "type": "integer",
+                        "example": "30",
+                        "default": "50",
+                    },
+                },
+            },
+        },
     }

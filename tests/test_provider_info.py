@@ -64,3 +64,59 @@ def test_airflows_plugin_manager_loads_the_listener_plugin() -> None:
     assert not {k: v for k, v in errors.items() if "airflow_vertex_dist" in k}, errors
     assert "airflow_vertex_dist" in [p.name for p in plugins]
     assert any(isinstance(p, ManualStateListener) for p in get_listener_manager().pm.get_plugins())
+
+
+PACKAGE = Path(__file__).parent.parent / "airflow_vertex_dist"
+#: the provider's own section of the Airflow configuration
+SECTION = "vertex_dist"
+
+
+def _config_reads() -> list[tuple[str, str, str]]:
+    """Every ``conf.get*(section, option, ...)`` / ``conf.has_option(...)`` call of the package, from its
+    source: (place, section, option); an option that is not a string literal is reported as ``?``."""
+    import ast
+
+    reads = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            owner_name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            method = node.func.attr
+            if owner_name != "conf" or not (method.startswith("get") or method == "has_option"):
+                continue
+            args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else "?"
+                    for a in node.args[:2]]  # fmt: skip
+            while len(args) < 2:
+                args.append("?")
+            place = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+            reads.append((place, args[0], args[1]))
+    return reads
+
+
+def test_every_option_of_the_providers_section_that_the_code_reads_is_declared() -> None:
+    reads = _config_reads()
+    ours = [(place, option) for place, section, option in reads if section in (SECTION, "?")]
+    assert ours, "the scan found no read of the provider's section: is it still reading conf.get*?"
+    declared = get_provider_info()["config"][SECTION]["options"]
+    undeclared = [f"{place}: {option}" for place, option in ours if option not in declared]
+    assert not undeclared, f"read but not declared in get_provider_info()['config']: {undeclared}"
+    unread = set(declared) - {option for _, option in ours}
+    assert not unread, f"declared but never read: {sorted(unread)}"
+
+
+def test_the_declared_defaults_are_the_codes_fallbacks() -> None:
+    from airflow_vertex_dist.triggers.log_poller import DEFAULT_READS_PER_MINUTE
+
+    option = get_provider_info()["config"][SECTION]["options"]["log_reads_per_minute"]
+    assert int(option["default"]) == DEFAULT_READS_PER_MINUTE
+    assert option["type"] == "integer" and option["description"]
+
+
+def test_airflows_configuration_knows_the_providers_options() -> None:
+    """Airflow loads the declared section (what ``airflow config list`` shows) with its default."""
+    from airflow.configuration import conf
+
+    assert conf.getint(SECTION, "log_reads_per_minute") == 50
