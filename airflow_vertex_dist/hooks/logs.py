@@ -172,6 +172,8 @@ class VertexLogsHook(_VertexHookBase):
         emulator, its ``api_endpoint``) says where Cloud Logging is.
     :param project_id: overrides the connection's project.
     :param retry_policy: backoff and deadline for transient errors (RESOURCE_EXHAUSTED included).
+    :param impersonation_chain: replaces the connection's impersonation chain (the task's own, as the
+        job hook takes it): the Logging client's credentials are those of the chain's last account.
     """
 
     def __init__(
@@ -180,8 +182,14 @@ class VertexLogsHook(_VertexHookBase):
         *,
         project_id: str | None = None,
         retry_policy: RetryPolicy | None = None,
+        impersonation_chain: str | Sequence[str] | None = None,
     ) -> None:
-        super().__init__(vertex_dist_conn_id, project_id=project_id, retry_policy=retry_policy)
+        super().__init__(
+            vertex_dist_conn_id,
+            project_id=project_id,
+            retry_policy=retry_policy,
+            impersonation_chain=impersonation_chain,
+        )
         self._client: Any = None
         self._rest = False
         self._rest_url = ""

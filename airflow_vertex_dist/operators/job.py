@@ -461,7 +461,11 @@ class VertexJobOperator(VertexBaseOperator):
     def _logs_hook(self, project: str) -> Any:
         from airflow_vertex_dist.hooks.logs import VertexLogsHook
 
-        return VertexLogsHook(self.vertex_dist_conn_id, project_id=project)
+        return VertexLogsHook(
+            self.vertex_dist_conn_id,
+            project_id=project,
+            impersonation_chain=self.hook.impersonation_chain_override or None,
+        )
 
     def _failure_details(self, job: dict[str, Any]) -> str:
         from airflow_vertex_dist.operators.log_stream import failure_details

@@ -53,10 +53,12 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
 
     Every sensor takes ``stream_logs`` as the training operators do: the watched job's replica lines
     in the task log while it waits (``True``: the primary's lines and every replica's warnings and
-    errors; ``"all"``; a list of replica keys; ``False``).
+    errors; ``"all"``; a list of replica keys; ``False``), and ``impersonation_chain`` (a service
+    account to impersonate, or a chain ending at the target; replaces the connection's), which both
+    the job reads and the log reads use, poking or deferred.
     """
 
-    template_fields: Sequence[str] = ("job_name", "project_id", "location")
+    template_fields: Sequence[str] = ("job_name", "project_id", "location", "impersonation_chain")
     operator_extra_links = (VertexJobLink(),)
     ui_color = "#e6f4ea"
 
@@ -69,9 +71,11 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         location: str | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         stream_logs: StreamLogs = True,
+        impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.impersonation_chain = impersonation_chain
         self.stream_logs = check_stream_logs(stream_logs)
         self._streamer: Any = None
         if not job_name:
@@ -149,12 +153,19 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         if selection is None:
             return
         if self._streamer is None:
-            from airflow_vertex_dist.hooks.logs import VertexLogsHook
-
             name = parse_job_name(self._name)
-            hook = VertexLogsHook(self.vertex_dist_conn_id, project_id=name.project)
-            self._streamer = LogStreamer(hook, name.job_id, selection, self.log)
+            self._streamer = LogStreamer(self._logs_hook(name.project), name.job_id, selection, self.log)
         self._streamer.poll(force=force)
+
+    def _logs_hook(self, project: str) -> Any:
+        """The Cloud Logging reader of the poke loop: this task's connection and impersonation chain."""
+        from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+        return VertexLogsHook(
+            self.vertex_dist_conn_id,
+            project_id=project,
+            impersonation_chain=self.hook.impersonation_chain_override or None,
+        )
 
     def _trigger_kwargs(self, name: str) -> dict[str, Any]:
         from airflow_vertex_dist.operators.log_stream import selection_of
@@ -166,6 +177,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             "location": self.location,
             "poll_interval": float(self.poke_interval),
             "stream_logs": selection_of(self.stream_logs),
+            "impersonation_chain": self.hook.impersonation_chain_override,
         }
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:

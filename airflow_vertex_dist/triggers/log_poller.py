@@ -1,4 +1,6 @@
-"""One shared Cloud Logging poller per triggerer event loop and per (connection, project).
+"""One shared Cloud Logging poller per triggerer event loop and per (connection, project, impersonation
+chain): tasks that impersonate different service accounts read with their own credentials, never with
+another task's.
 
 Cloud Logging allows about 60 ``entries.list`` requests a minute per project, so triggers streaming
 replica logs never call it themselves: they subscribe a job id (with their replica selection and a
@@ -127,8 +129,15 @@ def process_budget() -> ReadBudget:
 
 @dataclass(frozen=True)
 class LogPollerKey:
+    """What a log poller reads with: one poller (one reader, one set of credentials) per distinct key.
+
+    ``impersonation_chain`` is the task's own chain (empty: the connection's): tasks that impersonate
+    different accounts never share a reader, so no task reads logs with another's credentials.
+    """
+
     conn_id: str
     project: str
+    impersonation_chain: tuple[str, ...] = ()
 
 
 class _LogSubscription:
@@ -180,7 +189,12 @@ class LogPoller:
         from airflow_vertex_dist.hooks.logs import VertexLogsHook
 
         self.key = key
-        self.hook = VertexLogsHook(key.conn_id, project_id=key.project, retry_policy=LOG_POLLER_RETRY)
+        self.hook = VertexLogsHook(
+            key.conn_id,
+            project_id=key.project,
+            retry_policy=LOG_POLLER_RETRY,
+            impersonation_chain=key.impersonation_chain or None,
+        )
         self.budget = budget or process_budget()
         self._loop = asyncio.get_running_loop()
         self._subs: set[_LogSubscription] = set()
@@ -311,12 +325,17 @@ _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[LogPollerKe
 
 
 def get_log_poller(
-    project: str, *, conn_id: str = DEFAULT_CONN_ID, budget: ReadBudget | None = None
+    project: str,
+    *,
+    conn_id: str = DEFAULT_CONN_ID,
+    impersonation_chain: Sequence[str] = (),
+    budget: ReadBudget | None = None,
 ) -> LogPoller:
-    """The running loop's log poller for (``conn_id``, ``project``), created on first use."""
+    """The running loop's log poller for (``conn_id``, ``project``, ``impersonation_chain``), created on
+    first use. Pollers of one loop share its read budget, whatever their key."""
     loop = asyncio.get_running_loop()
     pollers = _REGISTRY.setdefault(loop, {})
-    key = LogPollerKey(conn_id=conn_id, project=project)
+    key = LogPollerKey(conn_id=conn_id, project=project, impersonation_chain=tuple(impersonation_chain))
     poller = pollers.get(key)
     if poller is None:
         poller = pollers[key] = LogPoller(key, budget=budget)

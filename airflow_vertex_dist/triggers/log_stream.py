@@ -11,6 +11,7 @@ import contextlib
 from typing import Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
 
@@ -23,7 +24,11 @@ class TriggerLogStream:
     def __init__(self, trigger: Any) -> None:
         name = parse_job_name(trigger.job_name)
         self.trigger = trigger
-        self.poller = get_log_poller(name.project, conn_id=trigger.conn_id)
+        self.poller = get_log_poller(
+            name.project,
+            conn_id=trigger.conn_id,
+            impersonation_chain=parse_impersonation_chain(getattr(trigger, "impersonation_chain", "")),
+        )
         self.sub = self.poller.subscribe(
             name.job_id,
             selection=trigger.stream_logs,

@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import FAILURE_STATES, TERMINAL_STATES, compact_job
 from airflow_vertex_dist.triggers.conditions import (
     ProgressLog,
@@ -81,6 +82,7 @@ class _SensorTrigger(BaseTrigger):
         stream_logs: Any = None,
         log_timestamp: str = "",
         log_insert_id: str = "",
+        impersonation_chain: str | Sequence[str] = "",
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.job_name = job_name
@@ -92,6 +94,8 @@ class _SensorTrigger(BaseTrigger):
         self.stream_logs = stream_logs
         self.log_timestamp = str(log_timestamp or "")
         self.log_insert_id = str(log_insert_id or "")
+        #: the task's own chain (comma-joined: kwargs are JSON scalars); "" means the connection's
+        self.impersonation_chain = ",".join(parse_impersonation_chain(impersonation_chain))
 
     def _kwargs(self) -> dict[str, Any]:
         return {}
@@ -108,6 +112,7 @@ class _SensorTrigger(BaseTrigger):
                 "stream_logs": self.stream_logs,
                 "log_timestamp": self.log_timestamp,
                 "log_insert_id": self.log_insert_id,
+                "impersonation_chain": self.impersonation_chain,
                 **self._kwargs(),
             },
         )
@@ -128,7 +133,10 @@ class _SensorTrigger(BaseTrigger):
         logs = log_stream_start(self) if self.stream_logs is not None else None
         try:
             async with watch_job(
-                self.job_name, conn_id=self.conn_id, poll_interval=self.poll_interval
+                self.job_name,
+                conn_id=self.conn_id,
+                poll_interval=self.poll_interval,
+                impersonation_chain=parse_impersonation_chain(self.impersonation_chain),
             ) as updates:
                 async for job in updates:
                     for line in progress.update(job):
