@@ -144,7 +144,7 @@ def get_provider_info() -> dict[str, Any]:
                         "deferred task that streams. Cloud Logging allows about 60 a minute per "
                         "project: keep the sum over your triggerers below that, with room for people "
                         "reading logs in the console.",
-                        "version_added": "0.1.0",
+                        "version_added": None,  # the first release has it (no version spelled here)
                         "type": "integer",
                         "example": "30",
                         "default": "50",
