@@ -11,7 +11,8 @@ second billed job. Every Create therefore carries a one-off ``create-token`` lab
 error the hook first looks the token up with List and only re-sends when no job carries it.
 
 ``google.*`` is imported lazily (inside methods, via :mod:`airflow_vertex_dist.hooks._clients`), so
-importing this module loads no ``google.cloud`` module.
+importing this module loads no ``google.cloud`` module; the asyncio hook makes that first import in a
+worker thread (:mod:`airflow_vertex_dist.hooks.off_loop`), never on the event loop.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from airflow_vertex_dist.hooks.labels import (
     spec_fingerprint,
     validate_labels,
 )
+from airflow_vertex_dist.hooks.off_loop import load_clients
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -588,7 +590,12 @@ class VertexJobsAsyncHook(_VertexHookBase):
     _sync: VertexJobsHook | None = None  # the REST transport's sync hook, made on first use
 
     async def aconnection(self) -> VertexConnection:
-        """The parsed connection, fetched without blocking the event loop."""
+        """The parsed connection, fetched without blocking the event loop.
+
+        Every call of this hook passes here first, so this is also where the Google clients are first
+        imported: in a worker thread (:func:`~airflow_vertex_dist.hooks.off_loop.load_clients`), never
+        on the event loop, whose other triggers would stall for the import's second or more."""
+        await load_clients()
         if self._conn is None:
             self._set_connection(await self.aget_connection(self.vertex_dist_conn_id))
         assert self._conn is not None
@@ -660,6 +667,7 @@ class VertexJobsAsyncHook(_VertexHookBase):
 
     async def get_job_or_none(self, name: str) -> dict[str, Any] | None:
         """The job, or ``None`` when it does not exist (deleted)."""
+        await load_clients()
         from google.api_core.exceptions import NotFound
 
         try:

@@ -36,6 +36,7 @@ from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import rfc3339_key
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter
+from airflow_vertex_dist.hooks.off_loop import load_clients
 
 __all__ = [
     "DEFAULT_READS_PER_MINUTE",
@@ -242,6 +243,7 @@ class LogPoller:
 
     async def _run(self) -> None:
         try:
+            await load_clients()  # off the loop; _is_transient below then imports nothing new
             while self._subs:
                 self._wake.clear()
                 delay = self._interval()

@@ -47,6 +47,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     rfc3339_key,
 )
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from airflow_vertex_dist.hooks.off_loop import load_clients
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -214,6 +215,7 @@ class JobPoller:
 
     async def _run(self) -> None:
         try:
+            await load_clients()  # off the loop; _is_transient below then imports nothing new
             while self._subs:
                 self._wake.clear()
                 delay = self._interval()

@@ -13,6 +13,7 @@ MODULES = [
     "airflow_vertex_dist.hooks.job_dicts",
     "airflow_vertex_dist.hooks.vertex_jobs",
     "airflow_vertex_dist.hooks.logs",
+    "airflow_vertex_dist.hooks.off_loop",
     "airflow_vertex_dist.triggers.conditions",
     "airflow_vertex_dist.triggers.jobs",
     "airflow_vertex_dist.triggers.poller",
