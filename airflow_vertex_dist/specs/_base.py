@@ -47,6 +47,12 @@ class SpecModel(BaseModel):
         return cached if cached is not None else handler(source)
 
     @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Each spec model registers itself with the schema cache, which imports nothing of the models."""
+        super().__pydantic_init_subclass__(**kwargs)
+        _schema_cache.register(cls)
+
+    @classmethod
     def __pydantic_on_complete__(cls) -> None:
         _schema_cache.completed(cls)
 

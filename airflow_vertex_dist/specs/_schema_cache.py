@@ -53,13 +53,12 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic_core import CoreSchema
 
-__all__ = ["ENV_VAR", "cache_file", "completed", "lookup", "warm"]
+__all__ = ["ENV_VAR", "cache_file", "completed", "lookup", "register", "warm"]
 
 ENV_VAR = "AIRFLOW_VERTEX_DIST_SCHEMA_CACHE"
 _OFF = {"off", "0", "false", "no", "none", ""}
 _PREFIX = "spec-schemas-"
-#: the modules that define spec models (every one is hashed into the key and imported by ``warm``)
-_MODEL_MODULES = ("_base", "cluster", "job", "study", "tuning")
+#: the specs package: importing it imports every module that defines a spec model (a test keeps that)
 _PACKAGE = __name__.rpartition(".")[0]
 
 
@@ -73,6 +72,8 @@ class _State:
     #: the loaded file was missing, stale or unreadable: the first schema built here writes a new one
     cold = False
     writing = False
+    #: every spec model class defined so far, in definition order (see ``register``)
+    models: list[type[BaseModel]] = []
 
 
 def _settings() -> tuple[Path | None, bool]:
@@ -82,8 +83,7 @@ def _settings() -> tuple[Path | None, bool]:
         if raw.strip().lower() in _OFF:
             return None, False
         return Path(raw).expanduser(), True
-    base = Path(__file__).with_name("_base.py")
-    return Path(importlib.util.cache_from_source(str(base))).parent, not sys.dont_write_bytecode
+    return Path(importlib.util.cache_from_source(__file__)).parent, not sys.dont_write_bytecode
 
 
 def _versions() -> str:
@@ -153,24 +153,27 @@ def lookup(cls: type[BaseModel]) -> CoreSchema | None:
     return schema
 
 
-def _spec_models() -> list[type[BaseModel]] | None:
-    """Every spec model class, or None while a spec module is still being imported."""
-    from airflow_vertex_dist.specs._base import SpecModel
+def register(cls: type[BaseModel]) -> None:
+    """Record spec model ``cls``: the spec base class calls this for each subclass as it is defined.
 
-    for short in _MODEL_MODULES:
-        module = sys.modules.get(f"{_PACKAGE}.{short}")
-        spec = getattr(module, "__spec__", None)
-        if module is None or getattr(spec, "_initializing", False):
-            return None
-    found: list[type[BaseModel]] = []
-    todo: list[type[BaseModel]] = [SpecModel]
-    while todo:
-        cls = todo.pop()
-        for sub in cls.__subclasses__():
-            if sub.__module__.startswith(f"{_PACKAGE}.") and sub not in found:
-                found.append(sub)
-                todo.append(sub)
-    return found
+    Models register themselves so that this module needs nothing of the models' own modules (it sits
+    below them). Only the package's own models are cached: a user's subclass elsewhere builds its schema
+    as usual."""
+    if cls.__module__.startswith(f"{_PACKAGE}.") and cls not in _State.models:
+        _State.models.append(cls)
+
+
+def _initializing(name: str) -> bool:
+    module = sys.modules.get(name)
+    return module is None or getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
+def _spec_models() -> list[type[BaseModel]] | None:
+    """Every spec model class, or None while the specs package or a model's module is being imported
+    (the package imports every model module, so once it is done every model is registered)."""
+    if _initializing(_PACKAGE) or any(_initializing(cls.__module__) for cls in _State.models):
+        return None
+    return list(_State.models)
 
 
 def _open_temp(path: Path) -> tuple[int, str]:
@@ -181,7 +184,7 @@ def _open_temp(path: Path) -> tuple[int, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{_PREFIX}", dir=path.parent)
     try:
-        source_mode = os.stat(Path(__file__).with_name("_base.py")).st_mode
+        source_mode = os.stat(__file__).st_mode
         os.fchmod(fd, (source_mode | 0o200) & 0o666)
     except BaseException:
         os.close(fd)
@@ -235,8 +238,7 @@ def completed(cls: type[BaseModel]) -> None:
 
 def warm() -> Path | None:
     """Build every spec model's schema and write the cache now; the file written, or None when off."""
-    for short in _MODEL_MODULES:
-        importlib.import_module(f"{_PACKAGE}.{short}")
+    importlib.import_module(_PACKAGE)
     path = cache_file()
     models = _spec_models()
     if path is None or models is None:

@@ -188,3 +188,36 @@ def test_this_test_session_reads_the_cache_its_conftest_wrote() -> None:
 
     assert os.environ[ENV_VAR] != "off"
     assert _schema_cache.lookup(Machine) is not None
+
+
+def test_importing_the_specs_package_registers_every_spec_model() -> None:
+    """The cache holds the models registered once the specs package is imported (its ``warm`` imports
+    only the package): every module under specs/ that defines a model must be imported by the package,
+    or its models would miss the cache. Run in a fresh interpreter, so no test has imported more."""
+    probe = """
+import importlib, json, pkgutil
+import airflow_vertex_dist.specs as specs
+from airflow_vertex_dist.specs import _schema_cache
+before = sorted(f"{c.__module__}.{c.__qualname__}" for c in _schema_cache._spec_models())
+for info in pkgutil.iter_modules(specs.__path__):
+    importlib.import_module(f"airflow_vertex_dist.specs.{info.name}")
+after = sorted(f"{c.__module__}.{c.__qualname__}" for c in _schema_cache._spec_models())
+print(json.dumps({"before": before, "after": after}))
+"""
+    out = _run({ENV_VAR: "off"}, "-c", probe)
+    assert len(out["before"]) >= 20
+    assert out["after"] == out["before"]
+
+
+def test_the_cache_module_imports_no_spec_module() -> None:
+    """No import cycle: the models register themselves with the cache, which sits below them."""
+    import ast
+
+    source = (ROOT / "airflow_vertex_dist" / "specs" / "_schema_cache.py").read_text()
+    imported = [
+        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert not [name for name in imported if name and name.startswith("airflow_vertex_dist")]
