@@ -20,8 +20,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# ruff, then the layer contracts of .importlinter (the package's architecture, docs/architecture.md)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
