@@ -18,9 +18,10 @@ job deleted / API error      error (transient errors are retried, never end the 
 deadline reached             the job is cancelled (``cancel_on_kill``), then error
 ===========================  ==============================================================
 
-Every update is fed to a :class:`~airflow_vertex_dist.triggers.conditions.ProgressLog`: the
-triggerer's log (which reaches the task log) shows each state change, replicas up k/n and trials
-done k/N with the best metric so far.
+The waiting itself is :class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`'s: every update is
+fed to a :class:`~airflow_vertex_dist.triggers.conditions.ProgressLog`, so the triggerer's log (which
+reaches the task log) shows each state change, replicas up k/n and trials done k/N with the best metric
+so far.
 
 A PAUSED job past its grace is billed for nothing and would block the run: with ``cancel_on_kill`` it
 is cancelled, so it ends CANCELLED and a retry's find-or-create creates a new job instead of
@@ -39,40 +40,18 @@ marked by hand before the triggerer started this trigger is covered by
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
+from airflow_vertex_dist.hooks.job_dicts import check_wait_settings, compact_job, job_state, parse_job_name
+from airflow_vertex_dist.triggers.base import JobWaitTrigger
+from airflow_vertex_dist.triggers.conditions import PausedClock, cancel_outcome, job_event
+from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT
-from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy, parse_impersonation_chain
-from airflow_vertex_dist.hooks.job_dicts import (
-    compact_job,
-    job_state,
-    parse_job_name,
-)
-from airflow_vertex_dist.triggers.conditions import (
-    PARTIAL_SUCCESS,
-    PausedClock,
-    ProgressLog,
-    cancel_outcome,
-    check_wait_settings,
-    job_event,
-)
-from airflow_vertex_dist.triggers.log_stream import log_stream_start
-from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
-
-__all__ = [
-    "PARTIAL_SUCCESS",
-    "PausedClock",
-    "VertexJobTrigger",
-    "cancel_outcome",
-    "check_wait_settings",
-    "job_event",
-]
+__all__ = ["VertexJobTrigger"]
 
 #: Fire this many seconds before the deadline (the scheduler fails a timed-out trigger on its own).
 DEADLINE_MARGIN_S = 1.0
@@ -80,30 +59,17 @@ DEADLINE_MARGIN_S = 1.0
 ON_KILL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_timeout_s=10.0)
 
 
-def _event(payload: dict[str, Any]) -> TriggerEvent:
-    return TriggerEvent(payload)  # type: ignore[no-untyped-call]
-
-
-class VertexJobTrigger(BaseTrigger):
+class VertexJobTrigger(JobWaitTrigger):
     """Waits for a Vertex AI CustomJob or HyperparameterTuningJob to end; see the module doc.
 
-    :param job_name: ``projects/P/locations/L/(customJobs|hyperparameterTuningJobs)/ID``.
-    :param conn_id: the ``vertex_dist`` connection.
-    :param project_id: kept for the record; the job name decides the project.
-    :param location: kept for the record; the job name decides the location.
-    :param poll_interval: seconds between polls (the shared poller uses its waiters' smallest).
+    The common parameters are :class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`'s; besides:
+
     :param cancel_on_kill: cancel the job when the task is killed or times out.
     :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
     :param paused_grace: seconds a PAUSED job may stay paused before the trigger fails.
     :param timeout: seconds from the start of :meth:`run` to the deadline, when the triggerer gives
         no ``timeout_after``.
     :param page_size: List page size of the shared poller.
-    :param impersonation_chain: replaces the connection's impersonation chain (the task's own; a list
-        or comma separated).
-    :param stream_logs: replica selection whose log lines the trigger writes to its log (which
-        reaches the task log): ``"default"``, ``"all"``, a list of replica keys, or ``None`` (off).
-        Lines come from the process's shared log poller (:mod:`~airflow_vertex_dist.triggers.log_poller`).
-    :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     """
 
     def __init__(
@@ -124,52 +90,44 @@ class VertexJobTrigger(BaseTrigger):
         log_timestamp: str = "",
         log_insert_id: str = "",
     ) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
         parse_job_name(job_name)
         check_wait_settings(partial_success, poll_interval, paused_grace)
         if timeout is not None and not float(timeout) > 0:
             raise ValueError(f"timeout: must be a positive number of seconds or None (got {timeout!r})")
         if int(page_size) < 1:
             raise ValueError(f"page_size: must be at least 1 (got {page_size!r})")
-        self.job_name = job_name
-        self.conn_id = conn_id
-        self.project_id = project_id
-        self.location = location
-        self.poll_interval = float(poll_interval)
+        super().__init__(
+            job_name=job_name,
+            conn_id=conn_id,
+            project_id=project_id,
+            location=location,
+            poll_interval=poll_interval,
+            stream_logs=stream_logs,
+            log_timestamp=log_timestamp,
+            log_insert_id=log_insert_id,
+            impersonation_chain=impersonation_chain,
+        )
         self.cancel_on_kill = bool(cancel_on_kill)
         self.partial_success = partial_success
         self.paused_grace = float(paused_grace)
         self.timeout = None if timeout is None else float(timeout)
         self.page_size = int(page_size)
-        # Kept comma-joined: trigger kwargs are plain JSON scalars.
-        self.impersonation_chain = ",".join(parse_impersonation_chain(impersonation_chain))
-        self.stream_logs = stream_logs
-        self.log_timestamp = str(log_timestamp or "")
-        self.log_insert_id = str(log_insert_id or "")
+        self._paused = PausedClock()
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "job_name": self.job_name,
-                "conn_id": self.conn_id,
-                "project_id": self.project_id,
-                "location": self.location,
-                "poll_interval": self.poll_interval,
-                "cancel_on_kill": self.cancel_on_kill,
-                "partial_success": self.partial_success,
-                "paused_grace": self.paused_grace,
-                "timeout": self.timeout,
-                "page_size": self.page_size,
-                "impersonation_chain": self.impersonation_chain,
-                "stream_logs": self.stream_logs,
-                "log_timestamp": self.log_timestamp,
-                "log_insert_id": self.log_insert_id,
-            },
-        )
+    def serialize_kwargs(self) -> dict[str, Any]:
+        return {
+            "cancel_on_kill": self.cancel_on_kill,
+            "partial_success": self.partial_success,
+            "paused_grace": self.paused_grace,
+            "timeout": self.timeout,
+            "page_size": self.page_size,
+        }
+
+    def watch_page_size(self) -> int:
+        return self.page_size
 
     # -- deadline ------------------------------------------------------------------------------------
-    def _deadline(self, started: float) -> float | None:
+    def deadline(self, started: float) -> float | None:
         """The deadline on the ``time.monotonic()`` clock, or ``None``."""
         candidates = []
         timeout_after = getattr(self, "timeout_after", None)
@@ -182,61 +140,22 @@ class VertexJobTrigger(BaseTrigger):
             candidates.append(started + self.timeout)
         return min(candidates) - DEADLINE_MARGIN_S if candidates else None
 
-    # -- run -------------------------------------------------------------------------------------------
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        started = time.monotonic()
-        deadline = self._deadline(started)
-        progress = ProgressLog()
-        paused = PausedClock()
-        logs = log_stream_start(self) if self.stream_logs is not None else None
-        try:
-            async with watch_job(
-                self.job_name,
-                conn_id=self.conn_id,
-                poll_interval=self.poll_interval,
-                page_size=self.page_size,
-                impersonation_chain=parse_impersonation_chain(self.impersonation_chain),
-            ) as updates:
-                while True:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        yield _event(await self._timed_out(started))
-                        return
-                    try:
-                        job = await asyncio.wait_for(updates.next(), timeout=remaining)
-                    except ASYNC_TIMEOUT:
-                        continue
-                    for line in progress.update(job):
-                        self.log.info("%s", line)
-                    event = job_event(
-                        job,
-                        partial_success=self.partial_success,
-                        paused_for_s=paused.paused_for(job),
-                        paused_grace=self.paused_grace,
-                    )
-                    if event is not None:
-                        if job_state(job) == "JOB_STATE_PAUSED":  # past its grace
-                            event = await self._give_up(str(event["message"]), job, left="PAUSED")
-                        if logs is not None:
-                            await logs.finish(timeout=2 * self.poll_interval + 5)
-                        yield _event(event)
-                        return
-        except JobNotFoundError as exc:
-            yield _event({"status": "error", "message": str(exc), "job": None})
-        except Exception as exc:  # a non-transient API error: end the task with the API's message
-            self.log.error("Waiting for %s failed: %s", self.job_name, exc)
-            yield _event(
-                {"status": "error", "message": f"waiting for job {self.job_name} failed: {exc}", "job": None}
-            )
-        finally:
-            if logs is not None:
-                logs.close()
+    # -- the verdict -----------------------------------------------------------------------------------
+    def begin_wait(self) -> None:
+        self._paused = PausedClock()
 
-    async def _timed_out(self, started: float) -> dict[str, Any]:
-        waited = time.monotonic() - started
-        return await self._give_up(f"job {self.job_name}: the task timed out after waiting {waited:.0f}s")
+    async def decide(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        event = job_event(
+            job,
+            partial_success=self.partial_success,
+            paused_for_s=self._paused.paused_for(job),
+            paused_grace=self.paused_grace,
+        )
+        if event is not None and job_state(job) == "JOB_STATE_PAUSED":  # past its grace
+            event = await self.give_up(str(event["message"]), job, left="PAUSED")
+        return event
 
-    async def _give_up(
+    async def give_up(
         self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
     ) -> dict[str, Any]:
         """The error event of a task that stops waiting: cancel the job first if ``cancel_on_kill``."""

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.triggers.base import JobWaitTrigger
 
 __all__ = ["TriggerLogStream", "log_stream_start"]
 
@@ -21,13 +24,13 @@ __all__ = ["TriggerLogStream", "log_stream_start"]
 class TriggerLogStream:
     """Subscribes ``trigger``'s job to the loop's log poller and writes its lines as they come."""
 
-    def __init__(self, trigger: Any) -> None:
+    def __init__(self, trigger: JobWaitTrigger) -> None:
         name = parse_job_name(trigger.job_name)
         self.trigger = trigger
         self.poller = get_log_poller(
             name.project,
             conn_id=trigger.conn_id,
-            impersonation_chain=parse_impersonation_chain(getattr(trigger, "impersonation_chain", "")),
+            impersonation_chain=parse_impersonation_chain(trigger.impersonation_chain),
         )
         self.sub = self.poller.subscribe(
             name.job_id,
@@ -59,5 +62,5 @@ class TriggerLogStream:
         self.sub.close()
 
 
-def log_stream_start(trigger: Any) -> TriggerLogStream:
+def log_stream_start(trigger: JobWaitTrigger) -> TriggerLogStream:
     return TriggerLogStream(trigger)

@@ -79,3 +79,32 @@ def test_round_trip_through_base_serialization() -> None:
 def test_bad_kwargs_name_the_field(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         VertexJobTrigger(**kwargs)
+
+
+class ElsewhereTrigger(VertexJobTrigger):
+    """A subclass defined outside the package: it must serialize under this module's path."""
+
+    def __init__(self, *, note: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.note = note
+
+    def serialize_kwargs(self) -> dict[str, Any]:
+        return {**super().serialize_kwargs(), "note": self.note}
+
+
+def test_a_subclass_defined_elsewhere_serializes_under_its_own_classpath() -> None:
+    trigger = ElsewhereTrigger(job_name=NAME, note="mine", poll_interval=3)
+    row = Trigger.from_object(trigger)
+    assert row.classpath == f"{__name__}.ElsewhereTrigger"
+    rebuilt = import_string(row.classpath)(**row.kwargs)
+    assert type(rebuilt) is ElsewhereTrigger
+    assert rebuilt.serialize() == trigger.serialize()
+    assert rebuilt.note == "mine" and rebuilt.poll_interval == 3.0
+
+
+def test_a_subclass_the_triggerer_could_not_import_is_refused_when_serialized() -> None:
+    class Local(VertexJobTrigger):
+        pass
+
+    with pytest.raises(TypeError, match=r"<locals>\.Local: a trigger class must be defined at the top level"):
+        Local(job_name=NAME).serialize()

@@ -1,0 +1,195 @@
+"""The base of every trigger of the package: one job waited on through the shared poller, one event.
+
+:class:`JobWaitTrigger` holds what the job trigger (:mod:`~airflow_vertex_dist.triggers.jobs`) and the
+sensor triggers (:mod:`~airflow_vertex_dist.triggers.sensors`) share:
+
+- the common kwargs (job name, connection, the task's impersonation chain, poll interval, the replica
+  log stream and its cursor);
+- :meth:`~JobWaitTrigger.serialize`, whose classpath is derived from ``type(self)`` (module and
+  qualified name), so a subclass defined in another module serializes under its own path and the
+  triggerer imports that subclass again. A class the triggerer could not import by that path (one
+  nested in a class or defined in a function) is refused when it is serialized, not when the triggerer
+  fails to rebuild it;
+- :meth:`~JobWaitTrigger.run`: subscribe to the process's shared job poller
+  (:func:`~airflow_vertex_dist.triggers.poller.watch_job`), log every update's progress
+  (:class:`~airflow_vertex_dist.triggers.conditions.ProgressLog`), ask :meth:`~JobWaitTrigger.decide`
+  whether the wait is over, and fire exactly one event,
+  ``{"status": "success" | "error", "message": str, "job": <compact job> | None}``. A deleted job or a
+  non-transient API error ends the wait with an error event (transient errors are retried by the
+  poller and never end it); a subclass with a deadline (:meth:`~JobWaitTrigger.deadline`) gives up
+  through :meth:`~JobWaitTrigger.give_up` when it passes.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
+from airflow_vertex_dist.hooks.job_dicts import compact_job
+from airflow_vertex_dist.triggers.conditions import ProgressLog
+from airflow_vertex_dist.triggers.log_stream import log_stream_start
+from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
+
+__all__ = ["JobWaitTrigger", "trigger_classpath"]
+
+
+def trigger_classpath(cls: type) -> str:
+    """``module.ClassName`` of a trigger class, as the triggerer imports it again.
+
+    ``TypeError`` for a class that is not defined at the top level of its module: its qualified name
+    (``Outer.Inner``, ``f.<locals>.Local``) cannot be imported by that path.
+    """
+    if "." in cls.__qualname__:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__}: a trigger class must be defined at the top level of "
+            "a module, or the triggerer cannot import it by its classpath"
+        )
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class JobWaitTrigger(BaseTrigger):
+    """Waits on one Vertex AI job until :meth:`decide` ends the wait; see the module doc.
+
+    :param job_name: ``projects/P/locations/L/(customJobs|hyperparameterTuningJobs)/ID``.
+    :param conn_id: the ``vertex_dist`` connection.
+    :param project_id: kept for the record; the job name decides the project.
+    :param location: kept for the record; the job name decides the location.
+    :param poll_interval: seconds between polls (the shared poller uses its waiters' smallest).
+    :param stream_logs: replica selection whose log lines the trigger writes to its log (which
+        reaches the task log): ``"default"``, ``"all"``, a list of replica keys, or ``None`` (off).
+        Lines come from the process's shared log poller (:mod:`~airflow_vertex_dist.triggers.log_poller`).
+    :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
+    :param impersonation_chain: replaces the connection's impersonation chain for the job and log
+        reads (the task's own; a list or comma separated).
+    """
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        conn_id: str,
+        project_id: str | None = None,
+        location: str | None = None,
+        poll_interval: float = 10.0,
+        stream_logs: Any = None,
+        log_timestamp: str = "",
+        log_insert_id: str = "",
+        impersonation_chain: str | Sequence[str] = "",
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.job_name = job_name
+        self.conn_id = conn_id
+        self.project_id = project_id
+        self.location = location
+        self.poll_interval = float(poll_interval)
+        #: replica log streaming (triggers/log_stream.py); None: off
+        self.stream_logs = stream_logs
+        self.log_timestamp = str(log_timestamp or "")
+        self.log_insert_id = str(log_insert_id or "")
+        #: the task's own chain (comma-joined: kwargs are JSON scalars); "" means the connection's
+        self.impersonation_chain = ",".join(parse_impersonation_chain(impersonation_chain))
+
+    # -- serialization ---------------------------------------------------------------------------------
+    def serialize_kwargs(self) -> dict[str, Any]:
+        """The subclass's own kwargs (plain JSON), stored after the common ones."""
+        return {}
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            trigger_classpath(type(self)),
+            {
+                "job_name": self.job_name,
+                "conn_id": self.conn_id,
+                "project_id": self.project_id,
+                "location": self.location,
+                "poll_interval": self.poll_interval,
+                "stream_logs": self.stream_logs,
+                "log_timestamp": self.log_timestamp,
+                "log_insert_id": self.log_insert_id,
+                "impersonation_chain": self.impersonation_chain,
+                **self.serialize_kwargs(),
+            },
+        )
+
+    # -- what a subclass decides -----------------------------------------------------------------------
+    @abc.abstractmethod
+    async def decide(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        """The event payload once the wait is over for this job update, ``None`` to keep waiting."""
+
+    def begin_wait(self) -> None:
+        """Called at the start of :meth:`run`: reset what one wait keeps between updates."""
+
+    def watch_page_size(self) -> int:
+        """The List page size of the shared poller this trigger waits through."""
+        return DEFAULT_PAGE_SIZE
+
+    def deadline(self, started: float) -> float | None:
+        """When to give up, on the ``time.monotonic()`` clock; ``None`` (the default): never."""
+        return None
+
+    async def give_up(
+        self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
+    ) -> dict[str, Any]:
+        """The error event of a wait that stops before the job ended (``left``: the job's state)."""
+        return {"status": "error", "message": message, "job": compact_job(job) if job else None}
+
+    # -- the wait ----------------------------------------------------------------------------------------
+    def event(self, status: str, message: str, job: dict[str, Any] | None) -> dict[str, Any]:
+        """An event payload: ``job`` compacted (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`)."""
+        return {"status": status, "message": message, "job": compact_job(job) if job else None}
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        started = time.monotonic()
+        deadline = self.deadline(started)
+        self.begin_wait()
+        progress = ProgressLog()
+        logs = log_stream_start(self) if self.stream_logs is not None else None
+        try:
+            async with watch_job(
+                self.job_name,
+                conn_id=self.conn_id,
+                poll_interval=self.poll_interval,
+                page_size=self.watch_page_size(),
+                impersonation_chain=parse_impersonation_chain(self.impersonation_chain),
+            ) as updates:
+                while True:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        waited = time.monotonic() - started
+                        yield _fire(
+                            await self.give_up(
+                                f"job {self.job_name}: the task timed out after waiting {waited:.0f}s"
+                            )
+                        )
+                        return
+                    try:
+                        job = await asyncio.wait_for(updates.next(), timeout=remaining)
+                    except ASYNC_TIMEOUT:
+                        continue
+                    for line in progress.update(job):
+                        self.log.info("%s", line)
+                    payload = await self.decide(job)
+                    if payload is not None:
+                        if logs is not None:
+                            await logs.finish(timeout=2 * self.poll_interval + 5)
+                        yield _fire(payload)
+                        return
+        except JobNotFoundError as exc:
+            yield _fire(self.event("error", str(exc), None))
+        except Exception as exc:  # a non-transient API error (transient ones never end the wait)
+            self.log.error("Waiting for %s failed: %s", self.job_name, exc)
+            yield _fire(self.event("error", f"waiting for job {self.job_name} failed: {exc}", None))
+        finally:
+            if logs is not None:
+                logs.close()
+
+
+def _fire(payload: dict[str, Any]) -> TriggerEvent:
+    return TriggerEvent(payload)  # type: ignore[no-untyped-call]
