@@ -8,23 +8,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
 
-if TYPE_CHECKING:
-    from airflow_vertex_dist.triggers.base import JobWaitTrigger
+__all__ = ["LogStreamingTrigger", "TriggerLogStream", "log_stream_start"]
 
-__all__ = ["TriggerLogStream", "log_stream_start"]
+
+class _InfoLog(Protocol):
+    def info(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class LogStreamingTrigger(Protocol):
+    """What a log stream reads of its trigger (:class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`);
+    it writes the resume cursor (``log_timestamp``, ``log_insert_id``) back."""
+
+    job_name: str
+    conn_id: str
+    impersonation_chain: str
+    poll_interval: float
+    stream_logs: Any
+    log_timestamp: str
+    log_insert_id: str
+
+    @property
+    def log(self) -> _InfoLog: ...
 
 
 class TriggerLogStream:
     """Subscribes ``trigger``'s job to the loop's log poller and writes its lines as they come."""
 
-    def __init__(self, trigger: JobWaitTrigger) -> None:
+    def __init__(self, trigger: LogStreamingTrigger) -> None:
         name = parse_job_name(trigger.job_name)
         self.trigger = trigger
         self.poller = get_log_poller(
@@ -62,5 +79,5 @@ class TriggerLogStream:
         self.sub.close()
 
 
-def log_stream_start(trigger: JobWaitTrigger) -> TriggerLogStream:
+def log_stream_start(trigger: LogStreamingTrigger) -> TriggerLogStream:
     return TriggerLogStream(trigger)
