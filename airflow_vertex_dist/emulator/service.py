@@ -178,8 +178,7 @@ def _validation_text(exc: Exception) -> str:
 
     if not isinstance(exc, ValidationError):
         return str(exc)
-    lines = [line.replace("Value error, ", "", 1) for line in error_lines(exc)]
-    return "; ".join(lines) or str(exc)
+    return "; ".join(error_lines(exc)) or str(exc)
 
 
 def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> None:

@@ -11,14 +11,13 @@ primary?)``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.specs._fields import fields_at, items_of, models_in, unknown_field_rule
+from airflow_vertex_dist.specs._fields import items_of, models_in
+from airflow_vertex_dist.specs.errors import error_text, unknown_field_rule
 
 __all__ = [
     "SpecError",
@@ -31,8 +30,6 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
-
-_RULE_PATH = LazyRegex(r"^(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+|\[\d+\])*): (?P<rule>.+)$", re.S)
 
 _JINJA_MARKERS = ("{{", "{%", "{#")
 
@@ -52,13 +49,6 @@ def has_jinja(value: Any) -> bool:
     if isinstance(value, list | tuple | set | frozenset):
         return any(has_jinja(v) for v in value)
     return False
-
-
-def _path(root: str, loc: tuple[int | str, ...]) -> str:
-    out = root
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
 
 
 def check_keys(value: Mapping[str, Any], model: type[BaseModel], *, root: str = "spec") -> None:
@@ -96,38 +86,8 @@ def spec_error(
     exc: ValidationError, *, root: str = "spec", when: str = "", model: type[BaseModel] | None = None
 ) -> SpecError:
     """One line per error: ``spec.primary.replica_count: <rule> (got <value>)``; an unknown field
-    names the closest valid one of ``model`` (the model that raised ``exc``, by default found by its
-    title among the spec models)."""
-    lines = []
-    for error in exc.errors(include_url=False):
-        message = str(error["msg"])
-        loc = tuple(error["loc"])
-        if error["type"] == "extra_forbidden" and loc:
-            owner = model or _model_named(exc.title)
-            known, where = fields_at(owner, loc[:-1]) if owner is not None else ([], loc[:-1])
-            lines.append(f"{_path(root, (*where, loc[-1]))}: {unknown_field_rule(str(loc[-1]), known)}")
-            continue
-        named = _RULE_PATH.match(message)
-        if named:
-            # The spec's own rules name their field relative to the model that raised them
-            # ("display_name: must not be empty", "reduction_server: ..."): anchor that path.
-            first = re.split(r"[.\[]", named["path"], maxsplit=1)[0]
-            base = loc[:-1] if loc and loc[-1] == first else loc
-            lines.append(f"{_path(root, base)}.{named['path']}: {named['rule']}")
-        else:
-            got = error.get("input")
-            suffix = "" if isinstance(got, Mapping | list) or got is None else f" (got {got!r})"
-            lines.append(f"{_path(root, loc)}: {message}{suffix}")
-    head = f"invalid {exc.title} spec{when}:"
-    return SpecError("\n".join([head, *("  " + line for line in lines)]))
-
-
-def _model_named(title: str) -> type[BaseModel] | None:
-    """The spec model called ``title`` (the title of its ValidationError)."""
-    from airflow_vertex_dist import specs
-
-    found = getattr(specs, title, None)
-    return found if isinstance(found, type) and issubclass(found, BaseModel) else None
+    names the closest valid one of ``model`` (:func:`airflow_vertex_dist.specs.errors.error_text`)."""
+    return SpecError(error_text(exc, root=root, when=when, model=model))
 
 
 def _parse_document(text: str | bytes, when: str) -> Any:

@@ -10,7 +10,6 @@ Pure: importing this package loads neither Airflow nor any ``google.cloud`` modu
 
 from __future__ import annotations
 
-from airflow_vertex_dist.specs._base import error_lines
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.cluster import (
     Container,
@@ -28,6 +27,7 @@ from airflow_vertex_dist.specs.cluster import (
     is_reduction_server_image,
     reduction_server_image,
 )
+from airflow_vertex_dist.specs.errors import SpecValidationError, error_lines, error_text
 from airflow_vertex_dist.specs.job import POOL_ROLES, DistributedTrainingJob, ReducerSizing
 from airflow_vertex_dist.specs.loading import Spec, load_spec, spec_from_dict
 from airflow_vertex_dist.specs.study import (
@@ -77,12 +77,14 @@ __all__ = [
     "SafetyMetricConfig",
     "Scheduling",
     "Spec",
+    "SpecValidationError",
     "Study",
     "StudyStoppingConfig",
     "StudyTimeConstraint",
     "WorkerPool",
     "egress_gbps",
     "error_lines",
+    "error_text",
     "is_reduction_server_image",
     "load_spec",
     "pools_table",

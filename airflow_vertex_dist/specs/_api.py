@@ -1,5 +1,5 @@
 """Helpers for reading v1 JSON bodies (camelCase, as REST or ``to_json`` give them) back into
-spec dicts, raising pydantic ``ValidationError`` for structural problems."""
+spec dicts, raising pydantic ``ValidationError`` (:class:`SpecValidationError`) for structural problems."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
-from pydantic import ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
-
 from airflow_vertex_dist.common.regex import LazyRegex
+from airflow_vertex_dist.specs.errors import SpecValidationError
 
 __all__ = [
     "ACCELERATOR_NUMBERS",
@@ -116,13 +114,8 @@ def snake(name: str) -> str:
 
 
 def reject(title: str, loc: Sequence[str | int], rule: str, value: Any) -> NoReturn:
-    """Raise a ``ValidationError`` at ``loc`` with ``rule`` as its message."""
-    detail: InitErrorDetails = {
-        "type": PydanticCustomError("vertex_spec_rule", "{rule}", {"rule": rule}),
-        "loc": tuple(loc),
-        "input": value,
-    }
-    raise ValidationError.from_exception_data(title, [detail])
+    """Raise a :class:`SpecValidationError` at ``loc`` with ``rule`` as its message."""
+    SpecValidationError.raise_rule(title, tuple(loc), rule, value)
 
 
 def is_unset(value: Any) -> bool:

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from datetime import timedelta
 from typing import Annotated, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
+from typing_extensions import Self
 
 from airflow_vertex_dist.common.labels import labels_error
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _schema_cache
+from airflow_vertex_dist.specs.errors import SpecValidationError
 
 __all__ = [
     "LOGGER",
     "SERVER_CONTEXT",
     "Duration",
     "SpecModel",
+    "SpecValidationError",
     "check_labels",
     "duration_to_api",
-    "error_lines",
     "fail",
     "parse_duration",
 ]
@@ -34,9 +35,54 @@ SERVER_CONTEXT: dict[str, bool] = {"server": True}
 
 
 class SpecModel(BaseModel):
-    """Base of every spec: immutable, unknown keys rejected, buildable from a plain dict."""
+    """Base of every spec: immutable, unknown keys rejected, buildable from a plain dict.
+
+    A spec that does not validate, built in Python or validated from a dict or JSON, raises
+    :class:`~airflow_vertex_dist.specs.errors.SpecValidationError` (a ``pydantic.ValidationError``)
+    whose text is the project's ``path: rule`` lines. Nested models validated from dicts are checked
+    by the outer model's validator, so its error covers them, with their paths.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except SpecValidationError:
+            raise
+        except ValidationError as exc:
+            raise SpecValidationError.of(exc, type(self)) from None
+
+    # Pydantic treats this __init__ as its own (the flag RootModel sets too): nested models validated
+    # from dicts do not call it, and the models' core schemas stay what they were.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(obj, **kwargs)
+        except SpecValidationError:
+            raise
+        except ValidationError as exc:
+            raise SpecValidationError.of(exc, cls) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except SpecValidationError:
+            raise
+        except ValidationError as exc:
+            raise SpecValidationError.of(exc, cls) from None
+
+    @classmethod
+    def model_validate_strings(cls, obj: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_strings(obj, **kwargs)
+        except SpecValidationError:
+            raise
+        except ValidationError as exc:
+            raise SpecValidationError.of(exc, cls) from None
 
     @classmethod
     def __get_pydantic_core_schema__(
@@ -125,31 +171,3 @@ def check_labels(field: str, labels: dict[str, str]) -> None:
     error = labels_error(field, labels)
     if error is not None:
         fail(error)
-
-
-_PATH_PREFIX = LazyRegex(r"^([A-Za-z_][\w]*(?:[./][\w\[\]]+)*): ")
-
-
-def error_lines(exc: ValidationError) -> list[str]:
-    """One ``"field.path: rule"`` line per error of a spec ``ValidationError``.
-
-    Pydantic locates an error at the model that raised it; our rules start with the field path
-    relative to that model. This joins both, e.g. ``("primary", "machine")`` +
-    ``"accelerator_count: ..."`` -> ``"primary.machine.accelerator_count: ..."``.
-    """
-    lines = []
-    for err in exc.errors(include_url=False):
-        loc = [str(part) for part in err["loc"]]
-        msg = err["msg"]
-        match = _PATH_PREFIX.match(msg)
-        if match:
-            first = re.split(r"[./]", match.group(1))[0]
-            if loc and loc[-1] == first:
-                loc = loc[:-1]
-            path = ".".join([*loc, match.group(1)])
-            lines.append(f"{path}: {msg[match.end() :]}")
-        elif loc:
-            lines.append(f"{'.'.join(loc)}: {msg}")
-        else:
-            lines.append(msg)
-    return lines

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["fields_at", "items_of", "models_in", "unknown_field_rule"]
+__all__ = ["fields_at", "items_of", "models_in"]
 
 
 def models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -72,11 +71,3 @@ def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[list[
     for m in models_in(annotation):
         names += [n for n in m.model_fields if n not in names]
     return names, tuple(shown)
-
-
-def unknown_field_rule(name: str, known: list[str]) -> str:
-    """``unknown field (did you mean <closest>?)``, or the known fields when none is close."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    if close:
-        return f"unknown field (did you mean {close[0]}?)"
-    return f"unknown field (known: {', '.join(known)})" if known else "unknown field"

@@ -80,6 +80,25 @@ def test_curl_style_crud(emulator: Emulator) -> None:
             "bogus",
         ),
         ("POST", f"/v1/{PARENT}/customJobs", b"{not json", 400, "INVALID_ARGUMENT", "Invalid JSON payload"),
+        (  # a spec rule: the project's "path: rule" line, as the operators and the CLI show it
+            "POST",
+            f"/v1/{PARENT}/customJobs",
+            {
+                "displayName": "x",
+                "jobSpec": {
+                    "workerPoolSpecs": [
+                        {
+                            "machineSpec": {"machineType": "n1-standard-4"},
+                            "replicaCount": "2",
+                            "containerSpec": {"imageUri": "python:3.11"},
+                        }
+                    ]
+                },
+            },
+            400,
+            "INVALID_ARGUMENT",
+            "primary.replica_count: worker pool 0 holds exactly 1 replica",
+        ),
         ("GET", f"/v1/{PARENT}/customJobs?filter=state%3DDONE", None, 400, "INVALID_ARGUMENT", "JOB_STATE_"),
         ("GET", f"/v1/{PARENT}/customJobs?pageSize=-1", None, 400, "INVALID_ARGUMENT", "page_size"),
         ("GET", f"/v1/{PARENT}/customJobs?readMask=nope", None, 400, "INVALID_ARGUMENT", "read_mask"),

@@ -65,6 +65,8 @@ def T(*edits: tuple[str, Any]) -> dict[str, Any]:
 RS = {"replica_count": "auto"}
 CPU = {"machine_type": "n1-standard-8"}
 PARAM = "study.parameters.0"
+#: the same parameter as an error names it (the union tag, "double" etc., is not part of the path)
+AT = "study.parameters[0]"
 
 # (case id, spec dict, expected field path, expected rule text)
 BAD: list[tuple[str, dict[str, Any], str, str]] = [
@@ -295,7 +297,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "nfs-relative-path",
         J(("primary.nfs_mounts", [{"server": "10.0.0.2", "path": "data", "mount_point": "d"}])),
-        "primary.nfs_mounts.0.path",
+        "primary.nfs_mounts[0].path",
         "must start with '/'",
     ),
     # -- job fields
@@ -340,7 +342,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "persistent_resource_id",
         "lowercase letters",
     ),
-    ("unknown-field", J(("replicas", 3)), "replicas", "Extra inputs are not permitted"),
+    ("unknown-field", J(("replicas", 3)), "replicas", "unknown field (known: display_name, "),
     ("location-format", J(("location", "US Central")), "location", "region like 'us-central1'"),
     # -- tuning jobs and studies
     (
@@ -374,57 +376,57 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "study.metrics",
         "must be unique",
     ),
-    ("metric-goal", T(("study.metrics.0.goal", "BIGGER")), "study.metrics.0.goal", "Input should be"),
+    ("metric-goal", T(("study.metrics.0.goal", "BIGGER")), "study.metrics[0].goal", "Input should be"),
     (
         "metric-id-space",
         T(("study.metrics.0.metric_id", "my metric")),
-        "study.metrics.0.metric_id",
+        "study.metrics[0].metric_id",
         "no whitespace",
     ),
     ("no-parameters", T(("study.parameters", [])), "study.parameters", "at least one parameter"),
     (
         "double-min-max",
         T((f"{PARAM}.min_value", 1.0), (f"{PARAM}.max_value", 1.0)),
-        f"{PARAM}.double.min_value",
+        f"{AT}.min_value",
         "must be below max_value",
     ),
     (
         "log-scale-zero",
         T((f"{PARAM}.min_value", 0.0), (f"{PARAM}.scale_type", "LOG")),
-        f"{PARAM}.double.scale_type",
+        f"{AT}.scale_type",
         "strictly positive",
     ),
     (
         "integer-min-max",
         T((PARAM, {"type": "integer", "parameter_id": "n", "min_value": 5, "max_value": 2})),
-        f"{PARAM}.integer.min_value",
+        f"{AT}.min_value",
         "must be below max_value",
     ),
     (
         "discrete-order",
         T((PARAM, {"type": "discrete", "parameter_id": "d", "values": [1, 3, 2]})),
-        f"{PARAM}.discrete.values",
+        f"{AT}.values",
         "increasing and at least 1e-10 apart",
     ),
     (
         "discrete-too-many",
         T((PARAM, {"type": "discrete", "parameter_id": "d", "values": list(range(1001))})),
-        f"{PARAM}.discrete.values",
+        f"{AT}.values",
         "at most 1,000 values",
     ),
     (
         "categorical-empty",
         T((PARAM, {"type": "categorical", "parameter_id": "c", "values": []})),
-        f"{PARAM}.categorical.values",
+        f"{AT}.values",
         "at least one value",
     ),
     (
         "categorical-scale",
         T((PARAM, {"type": "categorical", "parameter_id": "c", "values": ["a"], "scale_type": "LOG"})),
-        f"{PARAM}.categorical.scale_type",
+        f"{AT}.scale_type",
         "leave unset for categorical",
     ),
-    ("parameter-type-missing", T((f"{PARAM}.type", ...)), PARAM, "Unable to extract tag"),
+    ("parameter-type-missing", T((f"{PARAM}.type", ...)), AT, "Unable to extract tag"),
     (
         "grid-with-double",
         T(("study.algorithm", "GRID_SEARCH")),
@@ -458,7 +460,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
                 ],
             )
         ),
-        f"{PARAM}.double.conditional_parameters",
+        f"{AT}.conditional_parameters",
         "cannot have conditional children",
     ),
     (
@@ -485,7 +487,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
                 },
             )
         ),
-        f"{PARAM}.integer.parent_values",
+        f"{AT}.parent_values",
         "9 is outside parent 'layers''s range [1, 4]",
     ),
     (
@@ -511,7 +513,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
                 },
             )
         ),
-        f"{PARAM}.categorical.parent_values",
+        f"{AT}.parent_values",
         "'sgd' is not one of parent 'opt''s values",
     ),
     (
@@ -536,7 +538,7 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
                 },
             )
         ),
-        f"{PARAM}.categorical.conditional_parameters",
+        f"{AT}.conditional_parameters",
         "must have disjoint parent_values",
     ),
     (

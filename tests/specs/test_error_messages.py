@@ -1,21 +1,32 @@
 """Every path a spec error can surface on gives the project's ``path: rule`` lines, and an unknown field
-names the closest valid one: a dict, a YAML document, the CLI's ``render``, a dict with Jinja (its
-keys at parse time), and the rendered spec."""
+names the closest valid one: a model built in Python (keywords, ``model_validate``, JSON), a dict, a
+YAML document, the CLI's ``render``, a dict with Jinja (its keys at parse time), and the rendered
+spec. The emulator's Create answers with the same lines (``tests/emulator/test_api_rest_raw.py``)."""
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from airflow_vertex_dist.cli import main as cli_main
 from airflow_vertex_dist.operators.spec_field import SpecError, check_keys, coerce_spec
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
-from airflow_vertex_dist.specs import DistributedTrainingJob, HyperparameterTuningJob
+from airflow_vertex_dist.specs import (
+    Container,
+    DistributedTrainingJob,
+    HyperparameterTuningJob,
+    Machine,
+    ReductionServer,
+    SpecValidationError,
+    WorkerPool,
+)
 from airflow_vertex_dist.specs.examples import PARAMETER_SERVER_EXAMPLE, TUNING_EXAMPLE
 
 TRAINING = PARAMETER_SERVER_EXAMPLE.model_dump(mode="json", exclude_unset=True)
@@ -124,3 +135,66 @@ def test_a_rendered_typo_in_a_document_template() -> None:
     assert "spec.base_output_dir: unknown field (did you mean base_output_directory?)" in str(info.value)
     assert "after rendering" in str(info.value)
 
+
+@pytest.mark.parametrize(("case", "model", "bad", "line"), CASES, ids=IDS)
+def test_a_model_built_in_python(case: str, model: Any, bad: dict[str, Any], line: str) -> None:
+    """Keyword construction and ``model_validate`` raise a ``SpecValidationError``: still a pydantic
+    ``ValidationError`` (``except ValidationError`` keeps working), its text the project's lines (no
+    ``spec.`` root: the model is not in an operator's field)."""
+    for build in (
+        lambda: model(**bad),
+        lambda: model.model_validate(bad),
+        lambda: model.model_validate_json(json.dumps(bad)),
+    ):
+        with pytest.raises(ValidationError) as info:
+            build()
+        assert isinstance(info.value, SpecValidationError)
+        text = str(info.value)
+        assert text.startswith(f"invalid {model.__name__} spec:\n  ")
+        assert "\n  " + line.removeprefix("spec.") in text
+        assert "Extra inputs are not permitted" not in text
+        assert [e["type"] for e in info.value.errors()] == ["extra_forbidden"]  # pydantic's own errors
+
+
+def test_a_typo_in_a_nested_model_built_in_python() -> None:
+    with pytest.raises(ValidationError) as info:
+        WorkerPool(
+            machine=Machine(machine_type="n1-standard-4"), container=Container(image_uri="t"), replcia_count=2
+        )
+    assert (
+        str(info.value)
+        == "invalid WorkerPool spec:\n  replcia_count: unknown field (did you mean replica_count?)"
+    )
+    with pytest.raises(SpecValidationError) as info:
+        Machine(machine_type="n1-standard-4", acelerator_count=1)
+    assert "acelerator_count: unknown field (did you mean accelerator_count?)" in str(info.value)
+
+
+def test_a_rule_of_a_model_built_in_python() -> None:
+    with pytest.raises(SpecValidationError) as info:
+        DistributedTrainingJob(
+            display_name="job",
+            primary=WorkerPool(
+                machine=Machine(machine_type="n1-standard-4"), container=Container(image_uri="t")
+            ),
+            reduction_server=ReductionServer(replica_count=2),
+        )
+    text = str(info.value)
+    assert text.startswith("invalid DistributedTrainingJob spec:\n  reduction_server: ")
+    assert "Value error" not in text and "validation error for" not in text
+
+
+def test_a_spec_validation_error_keeps_pydantic_errors() -> None:
+    """The errors behind the text are pydantic's: same types, locations, messages and inputs."""
+    bad = _with(TRAINING, "primary", "replica_count", 2)
+    bad["scheduling"] = {"strategy": "CHEAP", "timeout": "soon"}
+    raw = DistributedTrainingJob.__pydantic_validator__  # pydantic's validator, not the spec's hook
+    with pytest.raises(ValidationError) as expected:
+        raw.validate_python(bad)
+    assert not isinstance(expected.value, SpecValidationError)
+    with pytest.raises(SpecValidationError) as got:
+        DistributedTrainingJob.model_validate(bad)
+    assert got.value.errors(include_url=False, include_context=False) == expected.value.errors(
+        include_url=False, include_context=False
+    )
+    assert got.value.title == expected.value.title == "DistributedTrainingJob"
