@@ -1,7 +1,7 @@
 """The Cloud Logging v2 read API (``entries.list``) over the replica logs the emulator keeps.
 
 The runner writes each replica's stdout and stderr to ``<state_dir>/logs/<job id>/<replica key>.log``
-(runner.py). This module turns every complete line of those files into a ``LogEntry`` shaped as
+(custom_job.py). This module turns every complete line of those files into a ``LogEntry`` shaped as
 Vertex AI's own custom-job and tuning-trial entries are, and serves
 ``LoggingServiceV2.ListLogEntries`` (gRPC) and ``POST /v2/entries:list`` (REST), so the stock
 ``google-cloud-logging`` client reads them unchanged.

@@ -18,7 +18,7 @@ stays in the supervisor's tree, so stopping the replica stops all of it:
 The supervisor is started rather than set up in a ``preexec_fn``: running Python code between fork
 and exec in a process with gRPC threads crashes the child now and then (seen: SIGSEGV before exec).
 The death signal fires when the *thread* that started the supervisor exits, which is why the runner
-starts, restarts and stops a job's replicas from that job's own driver thread.
+starts and restarts a job's replicas from that job's own driver thread (the thread rule, driver.py).
 
 ``leftovers`` finds what a dead emulator left behind, for ``Runner.recover()``: processes whose
 environment carries the replica's ``CLOUD_ML_HP_METRIC_FILE`` (a path under the emulator's state

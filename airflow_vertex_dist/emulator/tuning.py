@@ -47,36 +47,23 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 import math
 import queue
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_vertex_dist.emulator.cluster import is_reduction_server
+from airflow_vertex_dist.emulator.custom_job import CustomJobRun
+from airflow_vertex_dist.emulator.driver import DriverHost, JobDriver
 from airflow_vertex_dist.emulator.gcs import join_uri
-from airflow_vertex_dist.emulator.runner import CustomJobRun, JobDriver
+from airflow_vertex_dist.emulator.hypertune import curve, final_measurement, measurements, read_hypertune
 from airflow_vertex_dist.emulator.search import Observation, ParamSpec, Search, Value, format_value
 from airflow_vertex_dist.emulator.stopping import Curve, decay_curve_should_stop, median_should_stop
 from airflow_vertex_dist.emulator.store import now_rfc3339
 
-if TYPE_CHECKING:
-    from airflow_vertex_dist.emulator.runner import Runner
-
-__all__ = [
-    "SEED_LABEL",
-    "TuningRun",
-    "curve",
-    "failed_trial_limit",
-    "final_measurement",
-    "measurements",
-    "read_hypertune",
-    "seed_for",
-    "trial_job_spec",
-]
+__all__ = ["SEED_LABEL", "TuningRun", "failed_trial_limit", "seed_for", "trial_job_spec"]
 
 SEED_LABEL = "emulator-seed"
 #: Seconds between two looks at running trials' metrics when an early-stopping rule is set.
@@ -87,129 +74,6 @@ _RULES = {
     "medianAutomatedStoppingSpec": median_should_stop,
     "decayCurveStoppingSpec": decay_curve_should_stop,
 }
-
-
-def read_hypertune(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines of a cloudml-hypertune metrics file, in order; unreadable lines are skipped."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return []
-    out: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            out.append(item)
-    return out
-
-
-def _value(line: Mapping[str, Any], metric_id: str) -> float | None:
-    raw = line.get(metric_id)
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _step(line: Mapping[str, Any]) -> str:
-    try:
-        return str(int(float(line.get("global_step") or 0)))
-    except (TypeError, ValueError):
-        return "0"
-
-
-def _elapsed(line: Mapping[str, Any], started: float | None) -> float | None:
-    """Seconds from the trial's start to the line's cloudml-hypertune ``timestamp`` (None if unknown)."""
-    if started is None:
-        return None
-    try:
-        stamp = float(line.get("timestamp"))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, stamp - started) if math.isfinite(stamp) else None
-
-
-def _with_elapsed(
-    measurement: dict[str, Any], line: Mapping[str, Any], started: float | None
-) -> dict[str, Any]:
-    elapsed = _elapsed(line, started)
-    if elapsed is not None:
-        measurement["elapsedDuration"] = f"{elapsed:.3f}s"
-    return measurement
-
-
-def measurements(
-    lines: Sequence[Mapping[str, Any]], metrics: Sequence[Mapping[str, Any]], started: float | None = None
-) -> list[dict[str, Any]]:
-    """Every reported line as a v1 Measurement (only the study's metrics); with the trial's start
-    time (``time.time()``), each carries its ``elapsedDuration``."""
-    out: list[dict[str, Any]] = []
-    for line in lines:
-        found = [
-            {"metricId": m["metricId"], "value": v}
-            for m in metrics
-            if (v := _value(line, str(m["metricId"]))) is not None
-        ]
-        if found:
-            out.append(_with_elapsed({"stepCount": _step(line), "metrics": found}, line, started))
-    return out
-
-
-def final_measurement(
-    lines: Sequence[Mapping[str, Any]],
-    metrics: Sequence[Mapping[str, Any]],
-    selection: str = "LAST_MEASUREMENT",
-    started: float | None = None,
-) -> dict[str, Any] | None:
-    """The trial's final Measurement per the study's selection type, or None when nothing was reported."""
-    best = selection == "BEST_MEASUREMENT"
-    chosen: list[dict[str, Any]] = []
-    step: str | None = None
-    first_line: Mapping[str, Any] | None = None
-    for m in metrics:
-        metric_id = str(m["metricId"])
-        maximize = str(m.get("goal") or "MAXIMIZE") != "MINIMIZE"
-        pick: tuple[float, Mapping[str, Any]] | None = None
-        for line in lines:
-            v = _value(line, metric_id)
-            if v is None:
-                continue
-            if pick is None or not best or (v > pick[0] if maximize else v < pick[0]):
-                pick = (v, line)
-        if pick is None:
-            continue
-        chosen.append({"metricId": metric_id, "value": pick[0]})
-        if step is None:
-            step = _step(pick[1])
-            first_line = pick[1]
-    if not chosen:
-        return None
-    return _with_elapsed({"stepCount": step or "0", "metrics": chosen}, first_line or {}, started)
-
-
-def curve(
-    lines: Sequence[Mapping[str, Any]], metric_id: str, started: float | None = None
-) -> list[tuple[float, float]]:
-    """A trial's ``(global_step, value)`` points for ``metric_id``, in reporting order; with the
-    trial's start time, ``(elapsed seconds, value)`` instead (``useElapsedDuration``)."""
-    out: list[tuple[float, float]] = []
-    for line in lines:
-        value = _value(line, metric_id)
-        if value is None:
-            continue
-        x = float(_step(line)) if started is None else _elapsed(line, started)
-        if x is not None:
-            out.append((x, value))
-    return out
 
 
 def failed_trial_limit(max_failed: int, max_trials: int) -> int:
@@ -250,8 +114,8 @@ class TuningRun(JobDriver):
 
     kind_label = "HyperparameterTuningJob"
 
-    def __init__(self, runner: Runner, name: str) -> None:
-        super().__init__(runner, name)
+    def __init__(self, host: DriverHost, name: str) -> None:
+        super().__init__(host, name)
         self.trial_runs: dict[str, CustomJobRun] = {}
         #: ``time.time()`` when each trial was started (the origin of its measurements' elapsedDuration)
         self.trial_started: dict[str, float] = {}
@@ -263,7 +127,7 @@ class TuningRun(JobDriver):
             self.finish("JOB_STATE_FAILED", 13, f"Internal emulator error while running the job: {exc!r}")
             self._stop_trials("stopped: the emulator failed while running the tuning job")
         finally:
-            self.runner._forget(self)
+            self.host.release(self)
             self.done.set()
 
     # -- the study loop -----------------------------------------------------------------------
@@ -391,14 +255,15 @@ class TuningRun(JobDriver):
             j.setdefault("trials", []).append(trial)
 
         self.store.update(self.job_name, add)
-        run = self.runner.start_trial(
+        run = CustomJobRun(
+            self.host,
             custom["name"],
-            trial_id,
+            trial=trial_id,
             on_running=lambda uris: self.events.put(("running", trial_id, uris)),
             on_done=lambda r: self.events.put(("trial_done", trial_id, r)),
         )
-        if run is None:
-            return False
+        if not self.host.launch(run):
+            return False  # the emulator is closing
         self.trial_runs[trial_id] = run
         return True
 
@@ -420,7 +285,7 @@ class TuningRun(JobDriver):
             if rule(points, completed, maximize=maximize):
                 stopping.add(trial_id)
                 self._update_trial(trial_id, {"state": "STOPPING"})
-                self.runner.cancel(run.job_name)
+                self.host.cancel(run.job_name)
 
     def _settle_trial(
         self,
@@ -484,7 +349,7 @@ class TuningRun(JobDriver):
         """Cancel running trials' CustomJobs, wait for them, mark their trials INFEASIBLE."""
         runs = dict(self.trial_runs)
         for run in runs.values():
-            self.runner.cancel(run.job_name)
+            self.host.cancel(run.job_name)
         for run in runs.values():
             run.done.wait(timeout=self.config.stop_grace_s + 10.0)
         stamp = now_rfc3339()
@@ -508,4 +373,3 @@ def _all_params(search: Search) -> list[ParamSpec]:
 
     walk(search.params)
     return out
-

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from airflow_vertex_dist.emulator import testing
+from airflow_vertex_dist.emulator.hypertune import curve, final_measurement, measurements
 from airflow_vertex_dist.emulator.stopping import decay_curve_should_stop, median_should_stop
-from airflow_vertex_dist.emulator.tuning import curve, final_measurement, measurements
 
 GOOD_A = [(1.0, 3.0), (2.0, 6.0), (3.0, 9.0)]
 GOOD_B = [(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.emulator.config import EmulatorConfig
+from airflow_vertex_dist.emulator.hypertune import final_measurement
 from airflow_vertex_dist.emulator.runner import Runner
 from airflow_vertex_dist.emulator.store import JobStore
-from airflow_vertex_dist.emulator.tuning import failed_trial_limit, final_measurement
+from airflow_vertex_dist.emulator.tuning import failed_trial_limit
 
 from .test_runner import PARENT, TRAINERS, finished, in_groups, wait_for
 

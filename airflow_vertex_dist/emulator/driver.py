@@ -1,0 +1,210 @@
+"""A job's driver thread: the base of every kind of job the emulator runs.
+
+One driver thread per job (:class:`JobDriver`; the kinds are in drivers.py). It loads the job, takes
+it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there; a cancel still ends
+it), reads cancel and close requests from its event queue and writes the job's terminal state. The
+driver knows the runner only through :class:`DriverHost`, so no driver module imports the runner.
+
+The thread rule: a replica's supervisor asks for the parent-death signal (``PR_SET_PDEATHSIG``,
+procs.py), and Linux sends that signal when the *thread* that started the supervisor exits, not when
+the process does. A replica started from a short-lived thread (a gRPC or REST request thread, a
+timer) would be stopped as soon as that thread ends. So every replica of a job is started -- and
+restarted -- from that job's own driver thread, which lives as long as the job runs;
+:meth:`JobDriver.check_driver_thread` refuses any other thread (tests/emulator/test_driver.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from airflow_vertex_dist.emulator.config import EmulatorConfig
+from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobStore, now_rfc3339
+
+__all__ = ["DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
+
+log = logging.getLogger(__name__)
+
+
+def job_id_of(name: str) -> str:
+    """The numeric id at the end of a job's resource name."""
+    return name.rsplit("/", 1)[-1]
+
+
+class JobError(Exception):
+    """The job cannot run: it ends FAILED with this error code and message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Interrupted(Exception):
+    """Preparation stopped for a cancel or close request."""
+
+
+class DriverHost(Protocol):
+    """What a driver needs from the runner that owns it (the runner is the one implementation)."""
+
+    @property
+    def store(self) -> JobStore: ...
+
+    @property
+    def config(self) -> EmulatorConfig: ...
+
+    def launch(self, driver: JobDriver) -> bool:
+        """Register and start ``driver``; False when the emulator is closing or the job already runs."""
+        ...
+
+    def release(self, driver: JobDriver) -> None:
+        """Forget ``driver``: its thread is ending."""
+        ...
+
+    def cancel(self, name: str) -> None:
+        """Begin cancelling job ``name`` (non-blocking)."""
+        ...
+
+
+class JobDriver(threading.Thread):
+    """A job's driver thread: the QUEUED/PENDING phases, cancel/close events, terminal updates.
+
+    Subclasses implement ``run``. Every replica of the job must be started from this thread (the
+    thread rule, in the module docstring): call :meth:`check_driver_thread` before starting one.
+    """
+
+    kind_label = "job"
+
+    def __init__(self, host: DriverHost, name: str) -> None:
+        super().__init__(name=f"emulator-{job_id_of(name)}", daemon=True)
+        self.host = host
+        self.store = host.store
+        self.config = host.config
+        self.job_name = name
+        self.job_id = job_id_of(name)
+        self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.closing = False
+        self.final_state: str | None = None
+        self.done = threading.Event()
+        #: set with every cancel/close request, for work that cannot read the event queue (pip)
+        self.stop_requested = threading.Event()
+
+    # -- requests from other threads ----------------------------------------------------------
+
+    def request_cancel(self) -> None:
+        self.events.put(("cancel",))
+        self.stop_requested.set()
+
+    def request_close(self) -> None:
+        self.events.put(("close",))
+        self.stop_requested.set()
+
+    # -- helpers for subclasses ---------------------------------------------------------------
+
+    def check_driver_thread(self, action: str) -> None:
+        """Raise RuntimeError unless the caller is this job's driver thread (the thread rule)."""
+        current = threading.current_thread()
+        if current is not self:
+            raise RuntimeError(
+                f"{action} must run on the job's driver thread {self.name!r}, not on {current.name!r}: "
+                "the parent-death signal fires when the thread that started a replica exits"
+            )
+
+    def schedule(self) -> dict[str, Any] | None:
+        """Load the job and take it through QUEUED and PENDING (with the scheduling faults' delays).
+
+        The job dict, ready to start; ``None`` when it is gone, already over, or a cancel or close
+        came during the wait.
+        """
+        try:
+            job = self.store.get(self.job_name)
+        except KeyError:
+            return None
+        if job.get("state") in TERMINAL_STATES:
+            return None
+        faults = self.config.faults
+        with faults.lock:
+            queued_s, pending_s = faults.queued_s, faults.pending_s
+        if job.get("state") == "JOB_STATE_QUEUED" and self.wait_phase(queued_s):
+            return None
+        self.set_state("JOB_STATE_PENDING")
+        if self.wait_phase(pending_s):
+            return None
+        return job
+
+    def wait_phase(self, seconds: float) -> bool:
+        """Stay in the current phase for ``seconds``; True when a cancel or close ended the job."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                event = self.events.get(timeout=remaining)
+            except queue.Empty:
+                return False
+            if self.handle_control(event):
+                return True
+
+    def handle_control(self, event: tuple[Any, ...]) -> bool:
+        """Handle cancel/close; True when the job is over (or the emulator is closing)."""
+        if event[0] == "close":
+            self.closing = True
+            return True
+        if event[0] == "cancel":
+            self.on_cancel()
+            self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
+            return True
+        return False
+
+    def on_cancel(self) -> None:
+        """Stop what the job runs (subclasses)."""
+
+    def set_state(self, state: str, **fields: Any) -> dict[str, Any] | None:
+        def apply(job: dict[str, Any]) -> None:
+            if job.get("state") in TERMINAL_STATES:
+                return
+            if job.get("state") == "JOB_STATE_CANCELLING" and state != "JOB_STATE_CANCELLED":
+                return  # a cancel is under way: only CANCELLED may follow
+            job["state"] = state
+            job.update(fields)
+
+        try:
+            return self.store.update(self.job_name, apply)
+        except KeyError:
+            return None
+
+    def finish(self, state: str, code: int | None = None, message: str | None = None) -> None:
+        if self.final_state is not None:
+            return
+
+        def apply(job: dict[str, Any]) -> None:
+            if job.get("state") in TERMINAL_STATES:
+                return
+            if job.get("state") == "JOB_STATE_CANCELLING" and state != "JOB_STATE_CANCELLED":
+                # the job ended on its own while a cancel was being handled: the cancel wins,
+                # as the service reports a cancelled job whatever its replicas did meanwhile
+                job["state"] = "JOB_STATE_CANCELLED"
+                job["error"] = {"code": 1, "message": f"{self.kind_label} {self.job_name} was cancelled."}
+            else:
+                job["state"] = state
+                if code is not None:
+                    job["error"] = {"code": code, "message": message or ""}
+                else:
+                    job.pop("error", None)
+            job["endTime"] = now_rfc3339()
+
+        try:
+            final = self.store.update(self.job_name, apply)
+            self.final_state = str(final.get("state"))
+        except KeyError:
+            self.final_state = state
+        detail = f": {message}" if message else ""
+        log.info("%s %s ended %s%s", self.kind_label, self.job_name, self.final_state, detail)
+
+    def log_dir(self) -> Path:
+        return self.config.state_dir / "logs" / self.job_id
