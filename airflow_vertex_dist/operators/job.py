@@ -85,10 +85,11 @@ def job_verdict(
 ) -> tuple[bool, str] | None:
     """``(succeeded, message)`` once the job ended for the task, ``None`` while it should wait.
 
-    The same rules and messages as the trigger's (:func:`~airflow_vertex_dist.triggers.conditions.job_event`),
-    so a deferred and a non-deferred wait end a task alike.
+    The same rules and messages as the trigger's
+    (:func:`~airflow_vertex_dist.triggers.conditions.states.job_event`), so a deferred and a
+    non-deferred wait end a task alike.
     """
-    from airflow_vertex_dist.triggers.conditions import job_event  # the wait rules: not at parse time
+    from airflow_vertex_dist.triggers.conditions.states import job_event  # the wait rules: not at parse time
 
     event = job_event(
         job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s
@@ -355,7 +356,7 @@ class VertexJobOperator(VertexBaseOperator):
         message = f"the task instance was set to {state} while it started job {name}"
         if job_state(job) in TERMINAL_STATES:
             raise AirflowException(f"{message}; the job had already ended ({short_state(job_state(job))})")
-        from airflow_vertex_dist.triggers.conditions import cancel_outcome
+        from airflow_vertex_dist.triggers.conditions.states import cancel_outcome
 
         cancelled = self._cancel(name, reason=f"task set to {state}")
         raise AirflowException(message + cancel_outcome(True, cancelled))
@@ -410,7 +411,8 @@ class VertexJobOperator(VertexBaseOperator):
 
     def _poll(self, job: dict[str, Any]) -> tuple[dict[str, Any], tuple[bool, str]]:
         """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval``."""
-        from airflow_vertex_dist.triggers.conditions import PausedClock, ProgressLog, cancel_outcome
+        from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
+        from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome
 
         name = str(job["name"])
         streamer = self._log_streamer(name)
@@ -486,7 +488,8 @@ class VertexJobOperator(VertexBaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger fired: success returns the outputs, an error raises its message."""
-        from airflow_vertex_dist.triggers.conditions import ProgressLog, read_event
+        from airflow_vertex_dist.triggers.conditions.events import read_event
+        from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 
         try:
             verdict, job = read_event(event)

@@ -44,7 +44,7 @@ def job_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
 
 
 def tuning_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
-    from airflow_vertex_dist.triggers.conditions import trial_summary  # not needed at parse time
+    from airflow_vertex_dist.triggers.conditions.trials import trial_summary  # not needed at parse time
 
     summary = trial_summary(job)
     out = job_output(job, console_url)

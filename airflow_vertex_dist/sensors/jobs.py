@@ -29,17 +29,11 @@ from airflow_vertex_dist.operators.base import VertexHookMixin
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.outputs import job_output, tuning_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
-from airflow_vertex_dist.triggers.conditions import (
-    ProgressLog,
-    Verdict,
-    check_replica_names,
-    check_trial_condition,
-    job_condition,
-    normalize_state,
-    read_event,
-    replica_condition,
-    trial_condition,
-)
+from airflow_vertex_dist.triggers.conditions.events import Verdict, read_event
+from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
+from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names, replica_condition
+from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
+from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -12,7 +12,7 @@ sensor triggers (:mod:`~airflow_vertex_dist.triggers.sensors`) share:
   fails to rebuild it;
 - :meth:`~JobWaitTrigger.run`: subscribe to the process's shared job poller
   (:func:`~airflow_vertex_dist.triggers.poller.watch_job`), log every update's progress
-  (:class:`~airflow_vertex_dist.triggers.conditions.ProgressLog`), ask :meth:`~JobWaitTrigger.decide`
+  (:class:`~airflow_vertex_dist.triggers.conditions.progress.ProgressLog`), ask :meth:`~JobWaitTrigger.decide`
   whether the wait is over, and fire exactly one event,
   ``{"status": "success" | "error", "message": str, "job": <compact job> | None}``. A deleted job or a
   non-transient API error ends the wait with an error event (transient errors are retried by the
@@ -33,7 +33,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import compact_job
-from airflow_vertex_dist.triggers.conditions import ProgressLog
+from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 from airflow_vertex_dist.triggers.log_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 

@@ -19,7 +19,7 @@ deadline reached             the job is cancelled (``cancel_on_kill``), then err
 ===========================  ==============================================================
 
 The waiting itself is :class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`'s: every update is
-fed to a :class:`~airflow_vertex_dist.triggers.conditions.ProgressLog`, so the triggerer's log (which
+fed to a :class:`~airflow_vertex_dist.triggers.conditions.progress.ProgressLog`, so the triggerer's log (which
 reaches the task log) shows each state change, replicas up k/n and trials done k/N with the best metric
 so far.
 
@@ -48,7 +48,7 @@ from typing import Any
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import check_wait_settings, compact_job, job_state, parse_job_name
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
-from airflow_vertex_dist.triggers.conditions import PausedClock, cancel_outcome, job_event
+from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE
 
 __all__ = ["VertexJobTrigger"]

@@ -14,15 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
-from airflow_vertex_dist.triggers.conditions import (
-    Verdict,
-    check_replica_names,
-    check_trial_condition,
-    job_condition,
-    normalize_state,
-    replica_condition,
-    trial_condition,
-)
+from airflow_vertex_dist.triggers.conditions.events import Verdict
+from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names, replica_condition
+from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
+from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
 
 __all__ = [
     "SensorTrigger",

@@ -6,16 +6,17 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.triggers.conditions import (
-    best_trial,
+from airflow_vertex_dist.triggers.conditions.events import read_event
+from airflow_vertex_dist.triggers.conditions.replicas import (
     check_replica_names,
-    check_trial_condition,
     expected_replicas,
-    job_condition,
-    normalize_state,
-    read_event,
     replica_condition,
     resolve_replicas,
+)
+from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
+from airflow_vertex_dist.triggers.conditions.trials import (
+    best_trial,
+    check_trial_condition,
     trial_condition,
     trial_summary,
 )
