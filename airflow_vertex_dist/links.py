@@ -8,6 +8,7 @@ The Vertex AI console, or the emulator's own job page when the connection points
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperatorLink
@@ -16,15 +17,60 @@ if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
 
-__all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "VertexJobLink"]
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+__all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "OwnedJob", "VertexJobLink"]
 
 #: The XCom key of ``{"name", "console_url"}`` (defined here, below the operators, which re-export it
 #: from ``airflow_vertex_dist.operators.outputs``).
 LINK_XCOM_KEY = "vertex_job"
-#: The XCom key of ``{"name", "conn_id"}``: pushed by an operator that owns its job and cancels it when
-#: killed (``cancel_on_kill``); :mod:`airflow_vertex_dist.listeners` cancels that job when a user marks
-#: the task failed or successful by hand.
+#: The XCom key of an :class:`OwnedJob` record (``{"name", "conn_id", "impersonation_chain"}``): pushed
+#: by an operator that owns its job and cancels it when killed (``cancel_on_kill``);
+#: :mod:`airflow_vertex_dist.listeners` cancels that job when a user marks the task failed or
+#: successful by hand.
 OWNER_XCOM_KEY = "vertex_job_owner"
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnedJob:
+    """A job a task owns, and the task's credentials for it: its connection id and its own
+    impersonation chain (empty: the connection's applies). Whoever cancels the job for the task (the
+    listener) does it with the same credentials as the task."""
+
+    name: str
+    conn_id: str
+    impersonation_chain: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """The JSON value pushed under :data:`OWNER_XCOM_KEY`."""
+        chain = list(self.impersonation_chain)
+        return {"name": self.name, "conn_id": self.conn_id, "impersonation_chain": chain}
+
+    @classmethod
+    def from_record(cls, value: Any) -> OwnedJob | None:
+        """The owned job of a record, ``None`` for anything that is not one (a record of an older
+        version, without ``impersonation_chain``, is one: the connection's chain applies)."""
+        if not isinstance(value, dict) or not all(isinstance(value.get(k), str) for k in ("name", "conn_id")):
+            return None
+        chain = value.get("impersonation_chain") or []
+        if not (isinstance(chain, list) and all(isinstance(part, str) for part in chain)):
+            return None
+        return cls(value["name"], value["conn_id"], tuple(chain))
+
+    def hook(self, **kwargs: Any) -> VertexJobsHook:
+        """A hook for the job's project and location with the task's credentials (``kwargs``: the
+        hook's other settings, e.g. ``retry_policy``)."""
+        from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+
+        where = parse_job_name(self.name)
+        return VertexJobsHook(
+            self.conn_id,
+            project_id=where.project,
+            location=where.location,
+            impersonation_chain=list(self.impersonation_chain) or None,
+            **kwargs,
+        )
 
 
 class VertexJobLink(BaseOperatorLink):

@@ -7,8 +7,9 @@ a busy triggerer) loses its trigger before it ever ran, so nothing would cancel 
 run on, billed, with no task waiting for it. Before Airflow 3.3 no trigger is told at all.
 
 This listener closes that gap from the other side. For a task of ours that owns a job with
-``cancel_on_kill=True`` -- it pushed ``{"name", "conn_id"}`` under :data:`OWNER_XCOM_KEY` -- it
-cancels that job unless it already ended or is being cancelled:
+``cancel_on_kill=True`` -- it pushed ``{"name", "conn_id", "impersonation_chain"}`` under
+:data:`OWNER_XCOM_KEY` -- it cancels that job unless it already ended or is being cancelled, with the
+task's credentials: its connection and its own ``impersonation_chain`` (empty: the connection's):
 
 * Airflow's REST API (and so the UI) fires ``on_task_instance_failed`` / ``on_task_instance_success``
   with ``previous_state=None`` for a task's state set by hand, in the API server's process (3.1 and
@@ -48,7 +49,7 @@ from airflow.listeners import hookimpl
 from airflow.plugins_manager import AirflowPlugin
 
 from airflow_vertex_dist.hooks.connection import RetryPolicy
-from airflow_vertex_dist.links import OWNER_XCOM_KEY
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 
 __all__ = [
     "CANCELLER",
@@ -140,42 +141,32 @@ def _owner_records(dag_id: str, run_id: str, task_id: str | None = None, map_ind
         return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]
 
 
-def _as_owner(value: Any) -> dict[str, str] | None:
-    if isinstance(value, dict) and all(isinstance(value.get(k), str) for k in ("name", "conn_id")):
-        return {"name": value["name"], "conn_id": value["conn_id"]}
-    return None
-
-
-def owned_job(task_instance: Any) -> dict[str, str] | None:
-    """The ``{"name", "conn_id"}`` record the task instance's try pushed, or ``None``."""
+def owned_job(task_instance: Any) -> OwnedJob | None:
+    """The job the task instance's try recorded it owns, or ``None``."""
     ti = task_instance
     map_index = getattr(ti, "map_index", -1)
     records = _owner_records(ti.dag_id, ti.run_id, ti.task_id, -1 if map_index is None else map_index)
-    return _as_owner(records[0]) if records else None
+    return OwnedJob.from_record(records[0]) if records else None
 
 
-def _cancel(owned: dict[str, str], action: str, deadline: float | None = None) -> str | None:
+def _cancel(owned: OwnedJob, action: str, deadline: float | None = None) -> str | None:
     """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent.
     ``deadline`` (``time.monotonic()``) shortens :data:`CANCEL_RETRY` to what is left of a budget."""
-    from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
-    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+    from airflow_vertex_dist.hooks.job_dicts import job_state
 
-    name = parse_job_name(owned["name"])
     policy = CANCEL_RETRY
     if deadline is not None:
         left = max(0.1, deadline - time.monotonic())
         policy = dataclasses.replace(
             policy, deadline_s=min(policy.deadline_s, left), rpc_timeout_s=min(policy.rpc_timeout_s, left)
         )
-    with VertexJobsHook(
-        owned["conn_id"], project_id=name.project, location=name.location, retry_policy=policy
-    ) as hook:
-        job, sent = hook.cancel_unless_ended(owned["name"])
+    with owned.hook(retry_policy=policy) as hook:
+        job, sent = hook.cancel_unless_ended(owned.name)
     if not sent:
-        log.info("%s: job %s is %s: not cancelling", action, owned["name"], job_state(job))
+        log.info("%s: job %s is %s: not cancelling", action, owned.name, job_state(job))
         return None
-    log.warning("%s: cancelled job %s (was %s)", action, owned["name"], job_state(job))
-    return owned["name"]
+    log.warning("%s: cancelled job %s (was %s)", action, owned.name, job_state(job))
+    return owned.name
 
 
 def cancel_owned_job(task_instance: Any, action: str, budget_s: float | None = None) -> str | None:
@@ -193,18 +184,16 @@ def cancel_run_jobs(dag_run: Any, action: str, budget_s: float | None = None) ->
     deadline = time.monotonic() + budget_s
     cancelled = []
     for value in _owner_records(dag_run.dag_id, dag_run.run_id):
-        owned = _as_owner(value)
+        owned = OwnedJob.from_record(value)
         if owned is None:
             continue
         if time.monotonic() >= deadline:
-            log.error(
-                "%s: job %s not cancelled: the run's %gs budget is spent", action, owned["name"], budget_s
-            )
+            log.error("%s: job %s not cancelled: the run's %gs budget is spent", action, owned.name, budget_s)
             continue
         try:
             name = _cancel(owned, action, deadline)
         except Exception:
-            log.exception("%s: cancelling job %s failed", action, owned["name"])
+            log.exception("%s: cancelling job %s failed", action, owned.name)
             continue
         if name is not None:
             cancelled.append(name)

@@ -59,7 +59,7 @@ from airflow_vertex_dist.hooks.labels import (
     run_labels,
     spec_fingerprint,
 )
-from airflow_vertex_dist.links import OWNER_XCOM_KEY, VertexJobLink
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, job_output
@@ -321,9 +321,14 @@ class VertexJobOperator(VertexBaseOperator):
         ti = context["ti"]
         ti.xcom_push(key=LINK_XCOM_KEY, value={"name": self._job_name, "console_url": console})
         if self.cancel_on_kill and self.wait:  # what the listener cancels if the task is marked by hand
-            owner = {"name": self._job_name, "conn_id": self.vertex_dist_conn_id}
-            ti.xcom_push(key=OWNER_XCOM_KEY, value=owner)
+            # with the task's own impersonation chain: the listener cancels with the task's credentials
+            ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())
         return job
+
+    def owned_job(self, name: str) -> OwnedJob:
+        """``name`` as this task's job: with its connection and its own impersonation chain, what the
+        listener cancels it with when a user marks the task by hand."""
+        return OwnedJob(name, self.vertex_dist_conn_id, self.hook.impersonation_chain_override)
 
     # -- execute -------------------------------------------------------------------------------
     def _state_now(self, context: Context) -> str | None:

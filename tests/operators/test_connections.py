@@ -143,3 +143,59 @@ def test_the_task_chain_reaches_the_hook_and_the_trigger(monkeypatch: pytest.Mon
     )
     assert inherited.hook.connection.impersonation_chain == ("conn-sa@p.iam.gserviceaccount.com",)
     assert inherited.make_trigger(name).serialize()[1]["impersonation_chain"] == ""
+
+
+def test_the_listener_cancels_with_the_tasks_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner record the task pushes carries its own impersonation chain, and the hook the listener
+    cancels with (when a user marks the task by hand) has the task's connection and credentials."""
+    from google.auth import impersonated_credentials
+
+    from airflow_vertex_dist.hooks._clients import build_credentials
+    from airflow_vertex_dist.links import OwnedJob
+
+    key_json, _ = _key_json()
+    extra = {
+        "keyfile_dict": key_json,
+        "project": "p",
+        "impersonation_chain": "conn-sa@p.iam.gserviceaccount.com",
+    }
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_TEAM_GCP", json.dumps({"conn_type": "google_cloud_platform", "extra": extra})
+    )
+    spec = DistributedTrainingJob(
+        display_name="x",
+        primary=WorkerPool(machine=Machine(machine_type="n1-standard-4"), container=Container(image_uri="t")),
+    )
+    name = "projects/p/locations/europe-west4/customJobs/7"
+    chain = ["hop@p.iam.gserviceaccount.com", "task-sa@p.iam.gserviceaccount.com"]
+    own = VertexTrainingOperator(
+        task_id="t",
+        spec=spec,
+        vertex_dist_conn_id="team_gcp",
+        location="europe-west4",
+        impersonation_chain=chain,
+    )
+    record = json.loads(json.dumps(own.owned_job(name).record()))  # as XCom stores it
+    assert record == {"name": name, "conn_id": "team_gcp", "impersonation_chain": chain}
+    owned = OwnedJob.from_record(record)
+    assert owned is not None
+    hook = owned.hook()
+    assert hook.connection == own.hook.connection
+    assert (hook.project_id, hook.location) == ("p", "europe-west4")
+    creds, _ = build_credentials(hook.connection)
+    assert isinstance(creds, impersonated_credentials.Credentials)
+    assert creds._target_principal == "task-sa@p.iam.gserviceaccount.com"
+    assert creds._delegates == ["hop@p.iam.gserviceaccount.com"]
+
+    # a task without a chain of its own: the connection's applies, for the task and for the cancel
+    inherited = VertexTrainingOperator(
+        task_id="u", spec=spec, vertex_dist_conn_id="team_gcp", location="europe-west4"
+    )
+    owned = OwnedJob.from_record(inherited.owned_job(name).record())
+    assert owned is not None and owned.impersonation_chain == ()
+    assert owned.hook().connection == inherited.hook.connection
+    creds, _ = build_credentials(owned.hook().connection)
+    assert creds._target_principal == "conn-sa@p.iam.gserviceaccount.com"
+    # a record pushed by an earlier version (no chain in it) still names the job
+    assert OwnedJob.from_record({"name": name, "conn_id": "team_gcp"}) == OwnedJob(name, "team_gcp")
+    assert OwnedJob.from_record({"name": name, "conn_id": "team_gcp", "impersonation_chain": "x"}) is None

@@ -27,7 +27,7 @@ from airflow.sdk import DAG
 
 from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
-from airflow_vertex_dist.links import OWNER_XCOM_KEY
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.listeners import CANCELLER, owned_job
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 
@@ -76,7 +76,11 @@ def fire(hook: str, ti: Any, previous_state: Any = None) -> None:
 
 
 def hand_on_a_waiting_task(
-    vertex_conn: Emulator, tmp_path: Path, dag_id: str, act: Callable[[dict[str, Any]], None]
+    vertex_conn: Emulator,
+    tmp_path: Path,
+    dag_id: str,
+    act: Callable[[dict[str, Any]], None],
+    impersonation_chain: list[str] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Run a DAG whose task waits on a two-replica job; once the job runs and the try has pushed its
     owner record, ``act(job)`` plays the user's hand (from another thread: ``dag.test()`` must run in
@@ -85,6 +89,7 @@ def hand_on_a_waiting_task(
     with DAG(dag_id, schedule=None, start_date=START) as dag:
         VertexTrainingOperator(
             task_id="train",
+            impersonation_chain=impersonation_chain,
             spec=spec(pid_code(pid_dir), workers=1),
             deferrable=False,
             poll_interval=0.3,
@@ -114,15 +119,34 @@ def hand_on_a_waiting_task(
     return dr, job
 
 
-@pytest.mark.parametrize("hook", ["on_task_instance_failed", "on_task_instance_success"])
+@pytest.mark.parametrize(
+    ("hook", "chain"),
+    [
+        ("on_task_instance_failed", None),
+        # a task with its own impersonation chain: the listener cancels with it (the emulator takes any
+        # credentials; test_connections checks the credentials the listener's hook builds)
+        ("on_task_instance_success", ["task-sa@test-project.iam.gserviceaccount.com"]),
+    ],
+)
 def test_marking_a_waiting_task_by_hand_cancels_its_job(
-    vertex_conn: Emulator, tmp_path: Path, hook: str, caplog: pytest.LogCaptureFixture
+    vertex_conn: Emulator,
+    tmp_path: Path,
+    hook: str,
+    chain: list[str] | None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     dag_id = f"mark_{hook}"
-    # As the API server applies it: the listeners fire with previous_state=None.
-    dr, job = hand_on_a_waiting_task(vertex_conn, tmp_path, dag_id, lambda job: fire(hook, orm_ti(dag_id)))
+    seen: list[Any] = []
+
+    def mark(job: dict[str, Any]) -> None:
+        ti = orm_ti(dag_id)
+        seen.append(owned_job(ti))
+        fire(hook, ti)  # as the API server applies it: the listeners fire with previous_state=None
+
+    dr, job = hand_on_a_waiting_task(vertex_conn, tmp_path, dag_id, mark, impersonation_chain=chain)
     assert ti_state(dr, "train") == "failed"  # the waiting try saw its job cancelled
     assert f"cancelled job {job['name']} (was JOB_STATE_RUNNING)" in caplog.text
+    assert seen == [OwnedJob(job["name"], "vertex_dist_default", tuple(chain or ()))]
 
 
 @pytest.mark.parametrize(
@@ -201,6 +225,7 @@ def test_the_owner_record_names_the_job_and_the_connection(vertex_conn: Emulator
     assert dag_xcom(dr, "train", key=OWNER_XCOM_KEY) == {
         "name": job["name"],
         "conn_id": "vertex_dist_default",
+        "impersonation_chain": [],  # the task has none of its own: the connection's applies
     }
 
 
@@ -262,9 +287,7 @@ def test_with_cancel_on_kill_false_a_cleared_task_leaves_the_earlier_job_alone(
     assert ti_state(dr, "train") == "success"
     assert dag_xcom(dr, "train")["name"] != earlier["name"]
     assert vertex_conn.store.get(earlier["name"])["state"] == "JOB_STATE_RUNNING"
-    assert f"Leaving {earlier['name']} (RUNNING), made by a try before the task was cleared" in logged(
-        capfd
-    )
+    assert f"Leaving {earlier['name']} (RUNNING), made by a try before the task was cleared" in logged(capfd)
     VertexJobsHook().cancel_job(earlier["name"])
 
 
