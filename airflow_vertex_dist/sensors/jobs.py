@@ -164,7 +164,16 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
     def _trigger_kwargs(self, name: str) -> dict[str, Any]:
         from airflow_vertex_dist.operators.log_stream import selection_of
 
+        cursor: dict[str, str] = {}
+        if self._streamer is not None:  # the first poke wrote lines: the trigger goes on after them
+            cursor = {
+                "log_timestamp": self._streamer.cursor.timestamp,
+                "log_insert_id": self._streamer.cursor.insert_id,
+            }
+            self._streamer.hook.close()
+            self._streamer = None
         return {
+            **cursor,
             "job_name": name,
             "conn_id": self.vertex_dist_conn_id,
             "project_id": self.project_id,
@@ -270,10 +279,7 @@ class VertexTrialSensor(_VertexJobWaitSensor):
     ) -> None:
         super().__init__(**kwargs)
         check_trial_condition(min_succeeded, metric_threshold)
-        if (
-            not has_jinja(self.job_name)
-            and parse_job_name(self.job_name).kind != "hyperparameterTuningJobs"
-        ):
+        if not has_jinja(self.job_name) and parse_job_name(self.job_name).kind != "hyperparameterTuningJobs":
             raise ValueError(f"job_name: {self.job_name!r} is not a hyperparameterTuningJobs name")
         self.min_succeeded = None if min_succeeded is None else int(min_succeeded)
         self.metric_threshold = None if metric_threshold is None else float(metric_threshold)

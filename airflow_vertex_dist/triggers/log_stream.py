@@ -1,7 +1,10 @@
 """A trigger's replica log stream: lines from the shared log poller written to the trigger's log.
 
 In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows its job's replica lines
-(``[<replica key>] <text>``, in order per replica) while the triggerer waits for the job.
+(``[<replica key>] <text>``, in order per replica) while the triggerer waits for the job. The stream
+resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
+instance's XCom (:mod:`airflow_vertex_dist.triggers.log_cursor`), so a restarted triggerer does not
+write the lines already shown again.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any, Protocol
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+from airflow_vertex_dist.triggers.log_cursor import CursorStore, later
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
 
 __all__ = ["LogStreamingTrigger", "TriggerLogStream", "log_stream_start"]
@@ -24,7 +28,8 @@ class _InfoLog(Protocol):
 
 class LogStreamingTrigger(Protocol):
     """What a log stream reads of its trigger (:class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`);
-    it writes the resume cursor (``log_timestamp``, ``log_insert_id``) back."""
+    it writes the resume cursor (``log_timestamp``, ``log_insert_id``) back. The triggerer also gives a
+    trigger its ``task_instance``, which the stream's cursor store reads when it is there."""
 
     job_name: str
     conn_id: str
@@ -39,11 +44,18 @@ class LogStreamingTrigger(Protocol):
 
 
 class TriggerLogStream:
-    """Subscribes ``trigger``'s job to the loop's log poller and writes its lines as they come."""
+    """Subscribes ``trigger``'s job to the loop's log poller and writes its lines as they come.
 
-    def __init__(self, trigger: LogStreamingTrigger) -> None:
+    ``cursor`` is where to resume (after that line; default: the trigger's kwargs' cursor); ``store``
+    keeps the cursor across triggerer restarts (None: the kwargs' cursor only).
+    """
+
+    def __init__(
+        self, trigger: LogStreamingTrigger, cursor: LogCursor | None = None, store: CursorStore | None = None
+    ) -> None:
         name = parse_job_name(trigger.job_name)
         self.trigger = trigger
+        self.store = store
         self.poller = get_log_poller(
             name.project,
             conn_id=trigger.conn_id,
@@ -52,7 +64,7 @@ class TriggerLogStream:
         self.sub = self.poller.subscribe(
             name.job_id,
             selection=trigger.stream_logs,
-            cursor=LogCursor(trigger.log_timestamp, trigger.log_insert_id),
+            cursor=cursor or LogCursor(trigger.log_timestamp, trigger.log_insert_id),
             interval=trigger.poll_interval,
         )
         self._task = asyncio.get_running_loop().create_task(self._pump(), name=f"vertex-logs {name.job_id}")
@@ -61,8 +73,11 @@ class TriggerLogStream:
         for line in lines:
             self.trigger.log.info("[%s] %s", line.key, line.text)
         if lines:
-            # the resume point, were this trigger rebuilt from its kwargs in this process
+            # the resume point, were this trigger rebuilt from its kwargs in this process ...
             self.trigger.log_timestamp, self.trigger.log_insert_id = lines[-1].timestamp, lines[-1].insert_id
+            # ... or by another triggerer (saved after the lines are written: a crash repeats, never drops)
+            if self.store is not None:
+                self.store.save(LogCursor.of(lines[-1]))
 
     async def _pump(self) -> None:
         while True:
@@ -73,11 +88,26 @@ class TriggerLogStream:
         with contextlib.suppress(*ASYNC_TIMEOUT):
             await asyncio.wait_for(self.poller.next_cycle(), timeout=timeout)
         self._write(self.sub.take())
+        if self.store is not None:
+            await self.store.flush(timeout=timeout)
 
     def close(self) -> None:
         self._task.cancel()
         self.sub.close()
+        if self.store is not None:
+            self.store.close()
 
 
-def log_stream_start(trigger: LogStreamingTrigger) -> TriggerLogStream:
-    return TriggerLogStream(trigger)
+async def log_stream_start(trigger: LogStreamingTrigger) -> TriggerLogStream:
+    """Start ``trigger``'s stream after the later of its kwargs' cursor and its saved one."""
+    cursor = LogCursor(trigger.log_timestamp, trigger.log_insert_id)
+    store = CursorStore.of(trigger)
+    if store is not None:
+        saved = await store.load()
+        if saved is not None:
+            resumed = later(cursor, saved)
+            if resumed != cursor:
+                trigger.log.info("Replica logs resume after %s (the cursor saved before a restart)", resumed)
+            cursor = resumed
+        store.saved = cursor
+    return TriggerLogStream(trigger, cursor, store)
