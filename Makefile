@@ -48,7 +48,8 @@ test: lint typecheck unit compat test-stack
 # the fault matrix and a backfill under crashes; then docs/reliability.md from the run's figures.
 test-stack: $(STAMP)
 	@$(PY) -m pytest -m stack --timeout 1800 tests/stack/test_fault_matrix.py tests/stack/test_crashes.py \
-		tests/stack/test_canary.py tests/stack/test_adoption.py tests/stack/test_backfill.py $(PYTEST_ARGS); rc=$$?; \
+		tests/stack/test_canary.py tests/stack/test_adoption.py tests/stack/test_backfill.py \
+		tests/stack/test_training_logs.py $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no stack tests: failing" >&2; exit 1; fi; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
@@ -65,7 +66,7 @@ ANCHOR_VENV  ?= benchmarks/.venv-anchor
 ANCHOR_PY    := $(ANCHOR_VENV)/bin/python
 ANCHOR_STAMP := $(ANCHOR_VENV)/.installed
 
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick bench-logs
 
 $(ANCHOR_STAMP): | $(STAMP)
 	test -x $(ANCHOR_PY) || $(PYTHON) -m venv $(ANCHOR_VENV)
@@ -77,6 +78,11 @@ $(ANCHOR_STAMP): | $(STAMP)
 
 bench: $(STAMP) $(ANCHOR_STAMP)
 	$(PY) -m benchmarks --anchor-python $(ANCHOR_PY) --out docs/benchmarks.md
+
+# Section 5 alone (replica logs streamed into task logs: Logging reads per interval with 10/100/1,000
+# jobs, print -> task log delay), replaced in docs/benchmarks.md; it needs no anchor venv.
+bench-logs: $(STAMP)
+	$(PY) -m benchmarks --only logs --no-anchor --replace-sections --out docs/benchmarks.md
 
 # Tiny counts, only to keep the benchmarks working (uses the anchor venv when it exists).
 bench-quick: $(STAMP)

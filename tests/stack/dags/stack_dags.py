@@ -91,3 +91,46 @@ with DAG(
 ) as dag:
     VertexTrainingOperator(task_id="train", spec=spec(), deferrable=True, poll_interval=1.0)
 stack_timeout = dag
+
+# Training logs (issue 15): a primary and two workers print numbered lines; workerpool1-1 then prints a
+# distinctive line and exits 3, failing the job. Every replica's lines are streamed (stream_logs="all"),
+# waiting in the triggerer or in the worker slot. (No Jinja braces in the code: the spec is templated.)
+REPLICA_CODE = """
+import json, os, sys, time
+task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+key = "%s-%d" % (task["type"], task["index"])
+for i in range(5):
+    print("%s says line %d" % (key, i), flush=True)
+    time.sleep(0.3)
+if key == "workerpool1-1":
+    time.sleep(3)
+    print("workerpool1-1 found a poisoned batch 0xDEADBEEF", flush=True)
+    sys.exit(3)
+time.sleep(300)
+"""
+LOGS_SPEC = {
+    "display_name": "stack-logs-{{ dag.dag_id }}",
+    "primary": pool(REPLICA_CODE),
+    "workers": pool(REPLICA_CODE, count=2),
+}
+for dag_id, deferrable in (("stack_logs_deferred", True), ("stack_logs_sync", False)):
+    with DAG(dag_id, schedule=None, start_date=START, default_args={"retries": 0}) as dag:
+        VertexTrainingOperator(
+            task_id="train", spec=LOGS_SPEC, deferrable=deferrable, poll_interval=1.0, stream_logs="all"
+        )
+    globals()[dag_id] = dag
+
+# A primary printing TICKS numbered lines over about 25 s, streamed from the triggerer, which the test
+# restarts mid-stream: every line must be in the task log exactly once.
+TICKS = 80
+TICK_CODE = (
+    f"import time\nfor i in range({TICKS}):\n    print('tick %d' % i, flush=True)\n    time.sleep(0.3)\n"
+)
+with DAG("stack_logs_restart", schedule=None, start_date=START, default_args={"retries": 0}) as dag:
+    VertexTrainingOperator(
+        task_id="train",
+        spec={"display_name": "stack-logs-restart", "primary": pool(TICK_CODE)},
+        deferrable=True,
+        poll_interval=1.0,
+    )
+stack_logs_restart = dag

@@ -1,0 +1,109 @@
+"""Replica logs in the task log on the real stack, read through the API server's log route (the UI's).
+
+* A primary and two workers print numbered lines; ``workerpool1-1`` then prints a distinctive line and
+  exits 3. Deferred (lines from the triggerer) and waiting in the worker slot, the task's log shows
+  every replica's lines, each exactly once, and the failure names ``workerpool1-1`` and quotes its last
+  lines.
+* The triggerer is restarted while a deferred task streams: every line is in the task log exactly
+  once (the stream resumes from the cursor it saved in its task instance's XCom).
+
+The restart goes last: the reliability suite has seen a new triggerer be slow to pick up later
+triggers (tests/stack/test_crashes.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from collections import Counter
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from .figures import Figures
+from .stack import AirflowStack, poll_until
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
+
+REPLICAS = ("workerpool0-0", "workerpool1-0", "workerpool1-1")
+LINES = 5
+DISTINCTIVE = "workerpool1-1 found a poisoned batch 0xDEADBEEF"
+TICKS = 80  # tests/stack/dags/stack_dags.py
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON document (the log route's structured records), depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def task_log(stack: AirflowStack, dag_id: str, run_id: str) -> tuple[list[str], str]:
+    """The try's log as the UI gets it: its records' messages, and all its text (errors included)."""
+    doc = json.loads(stack.task_log(dag_id, run_id, "train", 1))
+    events = [str(r.get("event", "")) for r in doc.get("content", []) if isinstance(r, dict)]
+    return events, "\n".join(_strings(doc))
+
+
+@pytest.mark.parametrize("dag_id", ["stack_logs_deferred", "stack_logs_sync"])
+def test_every_replicas_lines_and_the_failing_workers_last_lines(stack: AirflowStack, dag_id: str) -> None:
+    run_id = stack.trigger(dag_id)
+    if dag_id == "stack_logs_deferred":
+        stack.wait_task_state(dag_id, run_id, "train", {"deferred"}, timeout=180)
+    assert stack.wait_run(dag_id, run_id, timeout=300) == "failed"
+    events, text = task_log(stack, dag_id, run_id)
+    counts = Counter(events)
+    for key in REPLICAS:
+        for i in range(LINES):
+            line = f"[{key}] {key} says line {i}"
+            assert counts[line] == 1, f"{line!r} appears {counts[line]} times in:\n{text[-4000:]}"
+    assert counts[f"[workerpool1-1] {DISTINCTIVE}"] == 1, text[-4000:]
+    assert "The replica workerpool1-1 exited with a non-zero status of 3" in text, text[-4000:]
+    quoted = text[text.index("Last lines of workerpool1-1 (Cloud Logging):") :]
+    assert DISTINCTIVE in quoted and "workerpool1-1 says line 4" in quoted, quoted[:2000]
+    Figures.record(
+        "training_logs",
+        dag_id,
+        {"replica_lines": sum(counts[e] for e in counts if e.startswith("[workerpool"))},
+    )
+
+
+def test_a_triggerer_restart_mid_stream_repeats_and_drops_nothing(stack: AirflowStack) -> None:
+    dag_id = "stack_logs_restart"
+    run_id = stack.trigger(dag_id)
+    stack.wait_task_state(dag_id, run_id, "train", {"deferred"}, timeout=180)
+
+    def streaming() -> bool:  # some lines are in the task log, far from all
+        events, _ = task_log(stack, dag_id, run_id)
+        return any(e == "[workerpool0-0] tick 5" for e in events)
+
+    poll_until(streaming, timeout=120, interval=0.5, what="the first ticks in the task log")
+    stack.kill("triggerer", signal.SIGTERM)  # a graceful restart, as a deployment does it
+    stack.start_service("triggerer")
+    assert stack.wait_run(dag_id, run_id, timeout=300) == "success"
+
+    events, text = task_log(stack, dag_id, run_id)
+    ticks = Counter(
+        int(m.group(1)) for e in events if (m := re.fullmatch(r"\[workerpool0-0\] tick (\d+)", e))
+    )
+    repeated = sorted(i for i, n in ticks.items() if n > 1)
+    dropped = sorted(set(range(TICKS)) - set(ticks))
+    Figures.record(
+        "training_logs",
+        "triggerer_restart",
+        {"ticks": TICKS, "repeated": len(repeated), "dropped": len(dropped)},
+    )
+    assert not repeated and not dropped, f"repeated {repeated}, dropped {dropped}:\n{text[-6000:]}"
+    # the second triggerer resumed from the saved cursor (not from the start)
+    assert any(e.startswith("Replica logs resume after ") for e in events), text[-6000:]
+    run = quote(run_id, safe="")
+    entry = stack.api(
+        "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/train/xcomEntries/vertex_dist_log_cursor"
+    )
+    assert "timestamp" in str(entry["value"])
