@@ -48,8 +48,8 @@ test: lint typecheck unit compat test-stack
 # the fault matrix and a backfill under crashes; then docs/reliability.md from the run's figures.
 test-stack: $(STAMP)
 	@$(PY) -m pytest -m stack --timeout 1800 tests/stack/test_fault_matrix.py tests/stack/test_crashes.py \
-		tests/stack/test_canary.py tests/stack/test_adoption.py tests/stack/test_backfill.py \
-		tests/stack/test_training_logs.py $(PYTEST_ARGS); rc=$$?; \
+		tests/stack/test_canary.py tests/stack/test_adoption.py tests/stack/test_triggerers.py \
+		tests/stack/test_backfill.py tests/stack/test_training_logs.py $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no stack tests: failing" >&2; exit 1; fi; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 

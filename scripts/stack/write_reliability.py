@@ -22,6 +22,10 @@ OUT = ROOT / "docs" / "reliability.md"
 
 CRASHES = [
     ("triggerer_kill9", "`kill -9` of the triggerer while 3 deferred runs wait, then a new triggerer"),
+    (
+        "two_triggerers_kill9",
+        "two triggerers (`--capacity 15` each) hold 20 deferred runs; `kill -9` of the one holding more",
+    ),
     ("task_kill9", "`kill -9` of the task's process right after its job was created (retries=2)"),
     ("mark_failed_stack_deferred", "deferred task marked failed through the REST API"),
     ("mark_failed_stack_sync", "running (non-deferred) task marked failed through the REST API"),
@@ -84,6 +88,14 @@ def _cell(value: Any) -> str:
 def _crash_outcome(key: str, fig: dict[str, Any]) -> str:
     if key == "triggerer_kill9":
         return f"{fig['succeeded']}/{fig['runs']} runs succeeded; jobs per run: {_cell(fig['jobs'])}"
+    if key == "two_triggerers_kill9":
+        return (
+            f"{fig['succeeded']}/{fig['runs']} runs succeeded; "
+            + ", ".join(f"{runs} runs with {jobs} job(s)" for jobs, runs in fig["jobs_per_run"].items())
+            + f"; the killed triggerer held {fig['held_by_killed']}, the survivor "
+            f"{fig['held_by_survivor']} and took the first over {fig['took_over_s']} s after the kill; "
+            f"orphan processes: {fig['orphans']}; {fig['seconds']} s"
+        )
     if key == "task_kill9":
         return f"run {fig['outcome']} after {fig['tries']} tries; {fig['jobs']} job (re-attached)"
     if key == "foreign_labelled_job":
@@ -137,6 +149,11 @@ def render(figures: dict[str, Any]) -> str:
     for key, title in CRASHES:
         out.append(f"| {title} | {_crash_outcome(key, crashes[key]) if key in crashes else 'not run'} |")
     out += [
+        "",
+        "The two-triggerer scenario replaces the stack's triggerer by two for its duration (each with",
+        "`--capacity 15`, so that both hold some of the 20 triggers: with the default capacity the first",
+        "triggerer to look takes every unassigned trigger). Its jobs wait for a release file, so none ends",
+        "before the survivor has taken over; the run's other triggers move as the survivor's own finish.",
         "",
         "The emulator keeps its jobs in SQLite; a job that was running when the emulator died comes back",
         "FAILED with an error saying the emulator restarted (its leftover replica processes are killed),",

@@ -374,12 +374,22 @@ class AirflowStack:
         if rc != 0:
             raise StackError(f"airflow db migrate failed ({rc}):\n{_tail(log)}")
 
-    def start_service(self, name: str) -> Proc:
-        argv = [str(VENV_BIN / "airflow"), name]
+    def start_service(self, name: str, *, key: str | None = None, args: Iterable[str] = ()) -> Proc:
+        """Start ``airflow <name> [args]`` as ``self.procs[key]`` (``key`` defaults to ``name``; give
+        another to run a second instance, e.g. ``"triggerer-2"``).
+
+        Each triggerer serves its trigger logs on a port of its own (Airflow's default, 8794, is one per
+        host: a second triggerer, or another stack on the machine, would find it taken).
+        """
+        key = key or name
+        argv = [str(VENV_BIN / "airflow"), name, *args]
         if name == "api-server":
             argv += ["--host", "127.0.0.1", "--port", str(self.api_port), "--workers", "1"]
-        proc = Proc(name, argv, self.airflow_env(), self.root / f"{name}.log").start()
-        self.procs[name] = proc
+        env = self.airflow_env()
+        if name == "triggerer":
+            env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(free_port())
+        proc = Proc(key, argv, env, self.root / f"{key}.log").start()
+        self.procs[key] = proc
         return proc
 
     def _wait_api(self) -> None:
@@ -508,6 +518,24 @@ class AirflowStack:
         assert proc.popen is not None
         proc.popen.wait(30)
 
+    def tree_pids(self, root: int) -> list[int]:
+        """``root`` and its descendants: the live ones (zombies excluded) carrying the stack's marker."""
+        alive = set(self.marked_pids())
+        children: dict[int, list[int]] = {}
+        for pid in alive:
+            try:
+                ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(pid)
+        found, todo = [], [root]
+        while todo:
+            pid = todo.pop()
+            if pid in alive:
+                found.append(pid)
+            todo.extend(children.get(pid, []))
+        return found
+
     def marked_pids(self) -> list[int]:
         """Live processes carrying this stack's marker in their environment (zombies excluded)."""
         needle = f"{MARKER_ENV}={self.marker}".encode()
@@ -551,9 +579,12 @@ class AirflowStack:
 
     def stop(self) -> list[int]:
         """Stop everything (Airflow services, emulator, then PostgreSQL); returns pids still alive."""
-        for name in ("scheduler", "triggerer", "dag-processor", "api-server", "emulator"):
-            if name in self.procs:
-                self.procs[name].stop()
+        # the Airflow services (every instance; schedulers first, the api-server last), then the
+        # emulator, then PostgreSQL
+        order = ("scheduler", "worker", "triggerer", "dag-processor", "api-server", "emulator")
+        names = [n for n in self.procs if n != "postgres"]
+        for name in sorted(names, key=lambda n: next((i for i, p in enumerate(order) if p in n), 0)):
+            self.procs[name].stop()
         if "postgres" in self.procs:
             self.procs["postgres"].stop(sig=signal.SIGINT)  # fast shutdown
         self._http.close()

@@ -134,3 +134,17 @@ with DAG("stack_logs_restart", schedule=None, start_date=START, default_args={"r
         poll_interval=1.0,
     )
 stack_logs_restart = dag
+
+# Twenty runs deferred at once, spread over two triggerers (tests/stack/test_triggerers.py): more than
+# Airflow's default 16 active runs and tasks of one DAG.
+with DAG(
+    "stack_two_triggerers",
+    schedule=None,
+    start_date=START,
+    params=PARAMS,
+    default_args=DEFAULT_ARGS,
+    max_active_runs=30,
+    max_active_tasks=30,
+) as dag:
+    VertexTrainingOperator(task_id="train", spec=spec(workers=False), deferrable=True, poll_interval=1.0)
+stack_two_triggerers = dag

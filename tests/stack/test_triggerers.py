@@ -1,0 +1,149 @@
+"""Two triggerers, one killed (``kill -9``) while both hold deferred tasks: the other takes over.
+
+The session's triggerer is replaced by two, each started with ``--capacity 15``: a triggerer assigns
+itself every unassigned trigger up to its capacity, so with the default (1000) the first to look would
+take all 20; with 15 each, both hold some. Every job waits for a release file, so no job ends before
+the scenario says so. The triggerer holding more triggers is killed; the survivor takes over as many
+of them as its capacity allows while their jobs still run (once the dead one's heartbeat is older
+than ``[triggerer] triggerer_health_check_threshold``); then the jobs are released and the survivor
+takes the rest as its own triggers finish. Every run must succeed with exactly one job, and no process
+of the killed triggerer nor any replica may be left. The session's single triggerer is restored after.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .figures import Figures
+from .stack import AirflowStack, poll_until
+from .test_crashes import run_jobs
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
+
+DAG_ID = "stack_two_triggerers"
+RUNS = 20
+CAPACITY = 15
+WAIT_FOR_FILE = "import os, time\nwhile not os.path.exists({path!r}):\n    time.sleep(0.5)\nprint('trained')"
+
+
+def live_triggerers(stack: AirflowStack) -> set[int]:
+    data = stack.api(
+        "GET", "/api/v2/jobs", params={"job_type": "TriggererJob", "is_alive": "true", "limit": 100}
+    )
+    return {int(job["id"]) for job in data["jobs"]}
+
+
+def start_triggerer(stack: AirflowStack, key: str) -> int:
+    """Start a triggerer with the scenario's capacity; its triggerer job id, once it heartbeats."""
+    before = live_triggerers(stack)
+    stack.start_service("triggerer", key=key, args=["--capacity", str(CAPACITY)])
+    new: set[int] = poll_until(
+        lambda: live_triggerers(stack) - before, timeout=120, interval=1.0, what=f"{key} heartbeating"
+    )
+    assert len(new) == 1, new
+    return new.pop()
+
+
+def holders(stack: AirflowStack, run_ids: set[str]) -> dict[str, int | None]:
+    """The triggerer id holding each run's deferred task's trigger (``None``: not deferred or unassigned)."""
+    data = stack.api(
+        "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/~/taskInstances", params={"state": "deferred", "limit": 100}
+    )
+    out: dict[str, int | None] = dict.fromkeys(run_ids)
+    for ti in data["task_instances"]:
+        if ti["dag_run_id"] in run_ids:
+            trigger: dict[str, Any] | None = ti.get("trigger")
+            out[ti["dag_run_id"]] = trigger.get("triggerer_id") if trigger else None
+    return out
+
+
+def test_kill9_of_one_of_two_triggerers(stack: AirflowStack) -> None:
+    release = stack.root / "two-triggerers-release"
+    stack.procs["triggerer"].stop()
+    ids: dict[str, int] = {}
+    run_ids: set[str] = set()
+    try:
+        ids["triggerer"] = start_triggerer(stack, "triggerer")
+        ids["triggerer-2"] = start_triggerer(stack, "triggerer-2")
+        started = time.monotonic()
+        code = WAIT_FOR_FILE.format(path=str(release))
+        run_ids = {stack.trigger(DAG_ID, {"code": code}) for _ in range(RUNS)}
+
+        def spread() -> Counter[int | None] | None:
+            held = Counter(holders(stack, run_ids).values())
+            return held if None not in held and all(held[i] for i in ids.values()) else None
+
+        held = poll_until(spread, timeout=600, interval=1.0, what=f"{RUNS} triggers held by both triggerers")
+        victim = max(ids, key=lambda key: held[ids[key]])
+        survivor = next(key for key in ids if key != victim)
+        tree = stack.tree_pids(stack.procs[victim].pid)
+        stack.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+        poll_until(
+            lambda: not set(tree) & set(stack.marked_pids()),
+            timeout=30,
+            interval=0.2,
+            what=f"no process of the killed {victim} left",
+        )
+
+        # The survivor takes over what its capacity allows while those jobs still run.
+        own = held[ids[survivor]]
+        poll_until(
+            lambda: Counter(holders(stack, run_ids).values())[ids[survivor]] > own,
+            timeout=180,
+            interval=1.0,
+            what=f"{survivor} taking over triggers of the killed {victim}",
+        )
+        took_over_s = time.monotonic() - killed_at
+        release.touch()
+        states = [stack.wait_run(DAG_ID, run_id, timeout=600) for run_id in sorted(run_ids)]
+        elapsed = time.monotonic() - started
+        jobs = [run_jobs(stack, DAG_ID, run_id) for run_id in sorted(run_ids)]
+        per_run = Counter(len(js) for js in jobs)
+        job_ids = {str(j["name"]).rsplit("/", 1)[1] for js in jobs for j in js}
+        work = str(stack.emulator_state / "work") + "/"
+
+        def orphans() -> list[int]:
+            found = []
+            for pid in stack.replica_pids():
+                try:
+                    cwd = Path(f"/proc/{pid}/cwd").readlink()
+                except OSError:
+                    continue
+                if str(cwd).startswith(work) and str(cwd)[len(work) :].split("/", 1)[0] in job_ids:
+                    found.append(pid)
+            return found
+
+        poll_until(lambda: not orphans(), timeout=60, what="no replica process of the scenario left")
+        Figures.record(
+            "crashes",
+            "two_triggerers_kill9",
+            {
+                "runs": RUNS,
+                "succeeded": states.count("success"),
+                "jobs_per_run": dict(sorted(per_run.items())),
+                "held_by_killed": held[ids[victim]],
+                "held_by_survivor": own,
+                "took_over_s": round(took_over_s),
+                "orphans": len(orphans()) + len([pid for pid in tree if pid in stack.marked_pids()]),
+                "seconds": round(elapsed),
+            },
+        )
+        assert states == ["success"] * RUNS
+        assert per_run == Counter({1: RUNS}), per_run
+        assert all(js[0]["state"] == "JOB_STATE_SUCCEEDED" for js in jobs)
+    finally:
+        release.touch()  # whatever happened, no replica waits forever
+        for key in ("triggerer-2", "triggerer"):
+            if key in stack.procs:
+                stack.procs[key].stop()
+        stack.procs.pop("triggerer-2", None)
+        before = live_triggerers(stack)
+        stack.start_service("triggerer")  # the session's single triggerer, default capacity
+        poll_until(lambda: live_triggerers(stack) - before, timeout=120, interval=1.0, what="triggerer back")
