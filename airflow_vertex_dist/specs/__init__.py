@@ -12,41 +12,37 @@ from __future__ import annotations
 
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.cluster import (
-    Container,
-    Disk,
-    DnsPeeringConfig,
+    POOL_ROLES,
     LustreMount,
-    Machine,
     NfsMount,
-    PscInterfaceConfig,
-    PythonPackage,
     ReductionServer,
-    ReservationAffinity,
-    Scheduling,
     WorkerPool,
     is_reduction_server_image,
     reduction_server_image,
 )
 from airflow_vertex_dist.specs.errors import SpecValidationError, error_lines, error_text
-from airflow_vertex_dist.specs.job import POOL_ROLES, DistributedTrainingJob, ReducerSizing
+from airflow_vertex_dist.specs.job import DistributedTrainingJob, ReducerSizing
 from airflow_vertex_dist.specs.loading import Spec, load_spec, spec_from_dict
-from airflow_vertex_dist.specs.study import (
+from airflow_vertex_dist.specs.machine import Disk, Machine, ReservationAffinity
+from airflow_vertex_dist.specs.options import DnsPeeringConfig, PscInterfaceConfig, Scheduling
+from airflow_vertex_dist.specs.parameters import (
     CategoricalParameter,
     ConditionalParameter,
-    ConvexAutomatedStopping,
-    DecayCurveAutomatedStopping,
     DiscreteParameter,
     DoubleParameter,
     IntegerParameter,
-    MedianAutomatedStopping,
-    Metric,
     Parameter,
-    SafetyMetricConfig,
-    Study,
+)
+from airflow_vertex_dist.specs.stopping import (
+    ConvexAutomatedStopping,
+    DecayCurveAutomatedStopping,
+    MedianAutomatedStopping,
     StudyStoppingConfig,
     StudyTimeConstraint,
 )
+from airflow_vertex_dist.specs.study import Metric, SafetyMetricConfig, Study
 from airflow_vertex_dist.specs.table import pools_table
+from airflow_vertex_dist.specs.task import Container, PythonPackage
 from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
 __all__ = [

@@ -3,17 +3,18 @@ tests, the demo and the docs."""
 
 from __future__ import annotations
 
-from airflow_vertex_dist.specs.cluster import Container, Machine, ReductionServer, WorkerPool
+from airflow_vertex_dist.specs.cluster import ReductionServer, WorkerPool
 from airflow_vertex_dist.specs.job import DistributedTrainingJob
-from airflow_vertex_dist.specs.study import (
+from airflow_vertex_dist.specs.machine import Machine
+from airflow_vertex_dist.specs.parameters import (
     CategoricalParameter,
     ConditionalParameter,
     DiscreteParameter,
     DoubleParameter,
     IntegerParameter,
-    Metric,
-    Study,
 )
+from airflow_vertex_dist.specs.study import Metric, Study
+from airflow_vertex_dist.specs.task import Container
 from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
 __all__ = [

@@ -12,7 +12,8 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SERVER_CONTEXT, SpecModel, check_labels, fail
-from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key, job_spec_from_api
+from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
+from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key
 from airflow_vertex_dist.specs.study import Study
 
 __all__ = ["HyperparameterTuningJob"]
@@ -125,7 +126,11 @@ class HyperparameterTuningJob(SpecModel):
         if not isinstance(name, str):
             _api.reject(title, ("display_name",), "display_name: required, a string", name)
         trial: dict[str, Any] = {"display_name": name}
-        trial.update(job_spec_from_api(title, ("trial_job_spec",), body.get("trialJobSpec")))
+        trial.update(
+            job_spec_from_api(
+                title, ("trial_job_spec",), body.get("trialJobSpec"), DistributedTrainingJob.model_fields
+            )
+        )
         data["trial_job"] = trial
         data["study"] = Study.spec_from_api(title, ("study_spec",), body.get("studySpec"))
         # proto3: an omitted count is 0; max and parallel trial counts are Required (at least 1).

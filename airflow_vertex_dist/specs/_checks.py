@@ -1,0 +1,29 @@
+"""Field rules shared by several spec modules."""
+
+from __future__ import annotations
+
+from airflow_vertex_dist.specs._base import fail
+
+__all__ = ["INT64_MAX", "check_id", "nonblank"]
+
+
+def nonblank(field: str, value: str) -> str:
+    """A name-like string: not empty, no white space anywhere."""
+    if not value.strip():
+        fail(f"{field}: must not be empty")
+    if value != value.strip() or any(c.isspace() for c in value):
+        fail(f"{field}: must not contain whitespace (got {value!r})")
+    return value
+
+
+#: The largest int64 (proto ``int64`` fields).
+INT64_MAX = 2**63 - 1
+
+
+def check_id(field: str, value: str) -> str:
+    """A metric or parameter id: not empty, no white space, at most 128 characters."""
+    if not value or any(c.isspace() for c in value):
+        fail(f"{field}: must be non-empty and contain no whitespace (got {value!r})")
+    if len(value) > 128:
+        fail(f"{field}: at most 128 characters (got {len(value)})")
+    return value
