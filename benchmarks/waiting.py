@@ -68,7 +68,7 @@ def _insert_running(em: Any, parent: str, n: int, labels: dict[str, str]) -> lis
 
 def _end_all(em: Any, names: list[str], spread_s: float) -> dict[str, float]:
     """End every job, spread evenly over ``spread_s`` (so the delays sample every phase of a poll)."""
-    from airflow_vertex_dist.emulator.store import now_rfc3339
+    from airflow_vertex_dist.common.rfc3339 import now_rfc3339
 
     ended: dict[str, float] = {}
     start = time.monotonic()

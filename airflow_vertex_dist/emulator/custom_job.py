@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.common import durations
+from airflow_vertex_dist.common.rfc3339 import now_rfc3339
 from airflow_vertex_dist.emulator import procs
 from airflow_vertex_dist.emulator.cluster import (
     Replica,
@@ -72,7 +74,6 @@ from airflow_vertex_dist.emulator.driver import DriverHost, Interrupted, JobDriv
 from airflow_vertex_dist.emulator.gcs import GCS_NOTE, to_local_path
 from airflow_vertex_dist.emulator.procs import free_ports, read_tail, spawn
 from airflow_vertex_dist.emulator.replica_command import check_hypertune, replica_command
-from airflow_vertex_dist.emulator.store import now_rfc3339
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -93,16 +94,20 @@ _WAKE_S = 0.25  # how often a running job re-reads the faults
 
 
 def parse_duration(raw: Any, *, field: str, default: float) -> float:
-    """A protobuf Duration in JSON form (``"3600s"``, ``"0.5s"``) or a number, in seconds."""
+    """A protobuf Duration in JSON form (``"3600s"``, ``"0.5s"``; common.durations) or a number, in
+    seconds; ``default`` for none or zero."""
     if raw is None or raw == "":
         return default
-    text = str(raw).strip()
-    if text.endswith("s"):
-        text = text[:-1]
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{field}: must be a duration like '3600s' (got {raw!r})") from None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    else:
+        try:
+            parsed = durations.parse_duration(str(raw))
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise ValueError(f"{field}: must be a duration like '3600s' (got {raw!r})")
+        value = parsed.total_seconds()
     if value < 0:
         raise ValueError(f"{field}: must not be negative (got {raw!r})")
     return value if value > 0 else default

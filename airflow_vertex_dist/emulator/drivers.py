@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from airflow_vertex_dist.common.jobs import JobKind
 from airflow_vertex_dist.emulator.custom_job import CustomJobRun
 from airflow_vertex_dist.emulator.driver import DriverHost, JobDriver
-from airflow_vertex_dist.emulator.store import JobKind
 from airflow_vertex_dist.emulator.tuning import TuningRun
 
 __all__ = ["DRIVERS", "driver_for", "kind_of"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_vertex_dist.common.log_severity import SEVERITIES
-from airflow_vertex_dist.emulator.store import rfc3339_nanos
+from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
 
 __all__ = [
     "MAX_DEPTH",

@@ -43,11 +43,11 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from airflow_vertex_dist.common.log_severity import SEVERITIES
+from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos
 from airflow_vertex_dist.emulator.gcs import GCS_NOTE
 from airflow_vertex_dist.emulator.log_filter import (
     LogFilterError,
@@ -145,8 +145,8 @@ class _Entry:
                 "type": RESOURCE_TYPE,
                 "labels": {"project_id": meta.project, "job_id": meta.job_id, "task_name": self.replica},
             },
-            "timestamp": _rfc3339(self.timestamp),
-            "receiveTimestamp": _rfc3339(self.receive),
+            "timestamp": format_rfc3339_nanos(self.timestamp),
+            "receiveTimestamp": format_rfc3339_nanos(self.receive),
             "severity": _SEVERITY_NAMES.get(self.severity, "DEFAULT"),
             "insertId": self.insert_id,
         }
@@ -166,12 +166,6 @@ class _FileState:
     last_ts: int = 0
     in_traceback: bool = False
     entries: list[_Entry] = field(default_factory=list)
-
-
-def _rfc3339(nanos: int) -> str:
-    seconds, frac = divmod(nanos, 1_000_000_000)
-    stamp = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{frac:09d}Z"
 
 
 def _classify(line: str, state: _FileState) -> tuple[int, dict[str, Any] | None]:

@@ -22,12 +22,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.common.rfc3339 import now_rfc3339
 from airflow_vertex_dist.emulator import procs
 from airflow_vertex_dist.emulator.config import EmulatorConfig
 from airflow_vertex_dist.emulator.custom_job import CustomJobRun, replica_tail
 from airflow_vertex_dist.emulator.driver import JobDriver, job_id_of
 from airflow_vertex_dist.emulator.drivers import driver_for
-from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobStore, now_rfc3339
+from airflow_vertex_dist.emulator.store import JobStore
 
 __all__ = ["Runner"]
 

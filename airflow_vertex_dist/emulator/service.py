@@ -36,12 +36,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES, JobKind
+from airflow_vertex_dist.common.rfc3339 import now_rfc3339
 from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.emulator.faults import FaultInjector
 from airflow_vertex_dist.emulator.fidelity import unapplied_fields
 from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
 from airflow_vertex_dist.emulator.gcs import check_request_uris
-from airflow_vertex_dist.emulator.store import TERMINAL_STATES, JobKind, JobStore, now_rfc3339
+from airflow_vertex_dist.emulator.store import JobStore
 from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
 
 __all__ = [

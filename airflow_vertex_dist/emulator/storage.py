@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from airflow_vertex_dist.common.rfc3339 import format_rfc3339
 from airflow_vertex_dist.emulator.gcs import to_local_path
 
 __all__ = ["MAX_MULTIPART_BYTES", "StorageServer"]
@@ -69,7 +70,7 @@ class _Error(Exception):
 
 
 def _rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_rfc3339(datetime.fromtimestamp(ts, tz=timezone.utc))
 
 
 def _hashes(path: Path) -> tuple[str, str]:

@@ -16,24 +16,14 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES
+from airflow_vertex_dist.common.jobs import JOB_KINDS, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.common.rfc3339 import format_rfc3339, now_rfc3339, parse_rfc3339
 
-__all__ = [
-    "JOB_KINDS",
-    "TERMINAL_STATES",
-    "JobKind",
-    "JobStore",
-    "now_rfc3339",
-    "parse_rfc3339",
-    "rfc3339_nanos",
-]
-
-JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
-JOB_KINDS: tuple[JobKind, ...] = ("customJobs", "hyperparameterTuningJobs")
+__all__ = ["JobStore"]
 
 
 _SCHEMA = """
@@ -50,49 +40,11 @@ CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
 """
 
 
-def now_rfc3339() -> str:
-    """The current UTC time as the v1 JSON form writes it: ``2026-01-02T03:04:05.123456Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_rfc3339(value: str) -> datetime:
-    """Parse an RFC 3339 timestamp (``Z`` or a numeric offset, 0-9 fraction digits) to an aware datetime."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    # datetime.fromisoformat takes at most 6 fraction digits: trim nanoseconds.
-    if "." in text:
-        head, _, rest = text.partition(".")
-        digits = ""
-        while rest and rest[0].isdigit():
-            digits, rest = digits + rest[0], rest[1:]
-        text = f"{head}.{(digits + '000000')[:6]}{rest}"
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp {value!r} has no time zone (RFC 3339 needs 'Z' or an offset)")
-    return parsed
-
-
-def rfc3339_nanos(value: str) -> int:
-    """An RFC 3339 timestamp as integer nanoseconds since the epoch (keeps all 9 fraction digits)."""
-    seconds = parse_rfc3339(value)
-    nanos = 0
-    head, dot, rest = value.strip().partition(".")
-    if dot:
-        digits = ""
-        while rest and rest[0].isdigit():
-            digits, rest = digits + rest[0], rest[1:]
-        nanos = int((digits + "000000000")[:9])
-    whole = seconds.replace(microsecond=0)
-    return int(whole.timestamp()) * 1_000_000_000 + nanos
-
-
 def _after(previous: str) -> str:
     """Now, or one microsecond after ``previous`` if the clock has not moved past it."""
     stamp = now_rfc3339()
     if previous and stamp <= previous:
-        later = parse_rfc3339(previous).astimezone(timezone.utc) + timedelta(microseconds=1)
-        stamp = later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        stamp = format_rfc3339(parse_rfc3339(previous) + timedelta(microseconds=1))
     return stamp
 
 

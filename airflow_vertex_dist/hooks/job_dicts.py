@@ -1,13 +1,24 @@
 """Helpers over the v1 JSON job dicts the hooks return (camelCase keys, enum names as strings).
 
-Pure: no Google or Airflow imports.
+Pure: no Google or Airflow imports. The job kinds, the active and terminal states and
+``rfc3339_key`` are defined in ``airflow_vertex_dist.common`` (shared with the emulator); they are
+still exported from here until the modules above the hooks import them from there.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
+from airflow_vertex_dist.common.jobs import (
+    ACTIVE_STATES,
+    CUSTOM_JOBS,
+    JOB_KINDS,
+    TERMINAL_STATES,
+    TUNING_JOBS,
+    JobKind,
+)
 from airflow_vertex_dist.common.regex import LazyRegex
+from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 
 __all__ = [
     "ACTIVE_STATES",
@@ -31,11 +42,6 @@ __all__ = [
     "rfc3339_key",
     "short_state",
 ]
-
-JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
-CUSTOM_JOBS: JobKind = "customJobs"
-TUNING_JOBS: JobKind = "hyperparameterTuningJobs"
-JOB_KINDS: tuple[JobKind, ...] = (CUSTOM_JOBS, TUNING_JOBS)
 
 #: What find-or-create does with this run's live or succeeded job (the hooks' and operators' ``if_exists``).
 IfExists = Literal["reattach", "fail", "recreate"]
@@ -67,26 +73,6 @@ def check_wait_settings(partial_success: str, poll_interval: float, paused_grace
         raise ValueError(f"paused_grace: must be >= 0 seconds (got {paused_grace!r})")
 
 
-#: Every state a job has not ended in. PAUSED is one: not terminal, though it does not progress by itself.
-ACTIVE_STATES = frozenset(
-    {
-        "JOB_STATE_QUEUED",
-        "JOB_STATE_PENDING",
-        "JOB_STATE_RUNNING",
-        "JOB_STATE_CANCELLING",
-        "JOB_STATE_PAUSED",
-        "JOB_STATE_UPDATING",
-    }
-)
-TERMINAL_STATES = frozenset(
-    {
-        "JOB_STATE_SUCCEEDED",
-        "JOB_STATE_FAILED",
-        "JOB_STATE_CANCELLED",
-        "JOB_STATE_EXPIRED",
-        "JOB_STATE_PARTIALLY_SUCCEEDED",
-    }
-)
 FAILURE_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
 #: States a retried task re-attaches to instead of creating a new job.
 REATTACHABLE_STATES = frozenset(
@@ -138,18 +124,6 @@ def parse_job_name(name: str, *, field: str = "job_name") -> JobName:
         )
     kind: JobKind = CUSTOM_JOBS if match["kind"] == CUSTOM_JOBS else TUNING_JOBS
     return JobName(match["project"], match["location"], kind, match["job_id"])
-
-
-def rfc3339_key(value: str) -> tuple[str, int]:
-    """A sort key for the API's UTC RFC 3339 times (``2026-01-02T03:04:05.123456789Z``).
-
-    Plain string order is wrong when the fraction's length varies (``...05Z`` sorts after
-    ``...05.5Z``); this splits seconds and nanoseconds.
-    """
-    text = value.rstrip("Z")
-    seconds, _, fraction = text.partition(".")
-    digits = "".join(ch for ch in fraction if ch.isdigit())[:9]
-    return seconds, int(digits.ljust(9, "0")) if digits else 0
 
 
 def job_state(job: dict[str, Any]) -> str:

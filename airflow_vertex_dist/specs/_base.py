@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationErro
 from pydantic_core import PydanticCustomError, core_schema
 from typing_extensions import Self
 
+from airflow_vertex_dist.common import durations
+from airflow_vertex_dist.common.durations import MAX_DURATION_S, duration_to_api
 from airflow_vertex_dist.common.labels import labels_error
-from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _schema_cache
 from airflow_vertex_dist.specs.errors import SpecValidationError
 
@@ -112,37 +113,23 @@ def fail(rule: str) -> NoReturn:
     raise PydanticCustomError("vertex_spec_rule", "{rule}", {"rule": rule})
 
 
-_DURATION_RE = LazyRegex(r"^(-?\d+)(?:\.(\d{1,9}))?s$")
-
-
 def parse_duration(value: Any) -> Any:
-    """Accept a ``timedelta``, a number of seconds, or the proto JSON form ``"3600s"``/``"1.5s"``."""
+    """Accept a ``timedelta``, a number of seconds, or the proto JSON form ``"3600s"``/``"1.5s"``
+    (:func:`airflow_vertex_dist.common.durations.parse_duration`)."""
     if isinstance(value, bool):
         return value  # left for pydantic to reject
     if isinstance(value, int | float):
-        if abs(value) > 10**10 or (isinstance(value, float) and not math.isfinite(value)):
+        if abs(value) > MAX_DURATION_S or (isinstance(value, float) and not math.isfinite(value)):
             fail(f"duration must be a finite number of seconds (got {value!r})")
         return timedelta(seconds=value)
     if isinstance(value, str):
-        match = _DURATION_RE.match(value.strip())
-        if match:
-            seconds = int(match.group(1))
-            if abs(seconds) > 10**10:
-                fail(f"duration out of range (got {value!r})")
-            frac = match.group(2) or ""
-            micros = int((frac + "000000")[:6]) if frac else 0
-            sign = -1 if seconds < 0 or match.group(1).startswith("-") else 1
-            return timedelta(seconds=seconds) + sign * timedelta(microseconds=micros)
+        try:
+            parsed = durations.parse_duration(value)
+        except ValueError as exc:
+            fail(str(exc))
+        if parsed is not None:
+            return parsed
     return value
-
-
-def duration_to_api(value: timedelta) -> str:
-    """Render a duration as proto JSON: ``"3600s"``, or ``"1.500000s"`` with a fraction."""
-    total_us = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-    seconds, micros = divmod(total_us, 1_000_000)
-    if micros == 0:
-        return f"{seconds}s"
-    return f"{seconds}.{micros:06d}s"
 
 
 class _DurationSchema:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator.store import JobStore, _after, parse_rfc3339
+from airflow_vertex_dist.common.rfc3339 import parse_rfc3339
+from airflow_vertex_dist.emulator.store import JobStore, _after
 
 PARENT = "projects/p/locations/us-central1"
 

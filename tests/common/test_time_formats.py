@@ -1,0 +1,88 @@
+"""The shared time formats (common/): RFC 3339 timestamps and protobuf Durations, one definition
+each for the specs, the hooks, the triggers and the emulator."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from airflow_vertex_dist.common.durations import MAX_DURATION_S, duration_to_api, parse_duration
+from airflow_vertex_dist.common.rfc3339 import (
+    format_rfc3339,
+    format_rfc3339_nanos,
+    now_rfc3339,
+    parse_rfc3339,
+    rfc3339_key,
+    rfc3339_nanos,
+    seconds_since,
+)
+from airflow_vertex_dist.emulator import custom_job
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3600s", timedelta(hours=1)),
+        (" 1.5s ", timedelta(seconds=1.5)),
+        ("0.000001s", timedelta(microseconds=1)),
+        ("1.123456789s", timedelta(seconds=1, microseconds=123456)),
+        ("-0.25s", timedelta(seconds=-0.25)),
+        ("-1.5s", timedelta(seconds=-1.5)),
+        ("3600", None),
+        ("1h", None),
+        ("1.1234567891s", None),
+        ("", None),
+    ],
+)
+def test_durations_are_read_in_the_proto_json_form(text: str, expected: timedelta | None) -> None:
+    assert parse_duration(text) == expected
+
+
+def test_durations_out_of_range_and_round_trips() -> None:
+    with pytest.raises(ValueError, match="out of range"):
+        parse_duration(f"{MAX_DURATION_S + 1}s")
+    assert parse_duration(f"{MAX_DURATION_S}s") == timedelta(seconds=MAX_DURATION_S)
+    for text in ("3600s", "1.500000s", "-2s", "0s"):
+        parsed = parse_duration(text)
+        assert parsed is not None and duration_to_api(parsed) == text
+
+
+def test_the_emulator_runs_the_timeout_the_specs_accept() -> None:
+    read = custom_job.parse_duration
+    assert read("1.5s", field="t", default=9.0) == 1.5
+    assert read(None, field="t", default=9.0) == read("0s", field="t", default=9.0) == 9.0
+    with pytest.raises(ValueError, match="t: must be a duration like '3600s'"):
+        read("soon", field="t", default=9.0)
+    with pytest.raises(ValueError, match="t: must not be negative"):
+        read("-1s", field="t", default=9.0)
+
+
+def test_timestamps_in_the_v1_json_form() -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert format_rfc3339(when) == "2026-01-02T01:04:05.123456Z"
+    assert parse_rfc3339("2026-01-02T01:04:05.123456789Z") == when
+    assert parse_rfc3339(now_rfc3339()).tzinfo is not None
+    nanos = rfc3339_nanos("2026-01-02T01:04:05.123456789Z")
+    assert nanos % 1_000_000_000 == 123456789
+    assert format_rfc3339_nanos(nanos) == "2026-01-02T01:04:05.123456789Z"
+    assert rfc3339_nanos("2026-01-02T03:04:05.5+02:00") == rfc3339_nanos("2026-01-02T01:04:05.500Z")
+
+
+def test_the_sort_key_orders_fractions_of_any_length() -> None:
+    stamps = ["2026-01-02T03:04:05.5Z", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.05Z", "garbage"]
+    assert sorted(stamps, key=rfc3339_key) == [
+        "2026-01-02T03:04:05Z",
+        "2026-01-02T03:04:05.05Z",
+        "2026-01-02T03:04:05.5Z",
+        "garbage",
+    ]
+
+
+def test_seconds_since_an_api_time() -> None:
+    an_hour_ago = format_rfc3339(datetime.now(timezone.utc) - timedelta(hours=1))
+    since = seconds_since(an_hour_ago)
+    assert since is not None and 3599 < since < 3700
+    assert seconds_since("2026-01-02T03:04:05") is None  # no time zone
+    assert seconds_since("yesterday") is None
+    assert seconds_since(None) is None
