@@ -23,10 +23,53 @@ from benchmarks.runner import BENCH_DIR
 DEFAULT_ANCHOR = BENCH_DIR / ".venv-anchor" / "bin" / "python"
 
 FULL = {"parse_runs": 7, "wait_sizes": "100,300,1000", "interval": 4.0, "backfill_runs": 200,
-        "threads": 32, "launches": 5, "gets": 500}  # fmt: skip
+        "threads": 32, "launches": 5, "gets": 500,
+        "log_sizes": "10,100,1000", "log_interval": 2.0, "log_cycles": 8}  # fmt: skip
 QUICK = {"parse_runs": 1, "wait_sizes": "10", "interval": 0.5, "backfill_runs": 10,
-         "threads": 4, "launches": 1, "gets": 20}  # fmt: skip
-SECTIONS = ("parse", "wait", "backfill", "emulator")
+         "threads": 4, "launches": 1, "gets": 20,
+         "log_sizes": "4", "log_interval": 0.5, "log_cycles": 2}  # fmt: skip
+SECTIONS = ("parse", "wait", "backfill", "emulator", "logs")
+
+
+#: the report's heading of each section (what ``--replace-sections`` swaps)
+SECTION_HEADINGS = {
+    "parse": "## 1. DAG parse cost",
+    "wait": "## 2. Waiting at scale",
+    "backfill": "## 3. Backfill submission",
+    "emulator": "## 4. The emulator",
+    "logs": "## 5. Replica logs in the task log",
+}
+
+
+def _blocks(text: str) -> tuple[str, dict[str, str], list[str]]:
+    """``text`` split at its ``## `` headings: (the part before the first, {heading: block}, order)."""
+    head: list[str] = []
+    blocks: dict[str, list[str]] = {}
+    order: list[str] = []
+    current = head
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            heading = line.rstrip("\n")
+            order.append(heading)
+            current = blocks[heading] = []
+        current.append(line)
+    return "".join(head), {k: "".join(v) for k, v in blocks.items()}, order
+
+
+def replace_sections(existing: str, rendered: str, headings: list[str]) -> str:
+    """``existing`` with the blocks under ``headings`` taken from ``rendered``; a block the existing
+    report lacks goes before its "Ratios" section (or at the end)."""
+    head, old, order = _blocks(existing)
+    _, new, _ = _blocks(rendered)
+    for heading in headings:
+        block = new[heading]
+        if not block.endswith("\n\n"):
+            block = block.rstrip("\n") + "\n\n"
+        if heading not in old:
+            ratios = next((i for i, h in enumerate(order) if h.startswith("## Ratios")), len(order))
+            order.insert(ratios, heading)
+        old[heading] = block
+    return head + "".join(old[h] for h in order)
 
 
 def _log(message: str) -> None:
@@ -55,9 +98,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="backfill submitter threads")
     p.add_argument("--launches", type=int, help="emulator create -> running launches")
     p.add_argument("--gets", type=int, help="Get calls per latency series")
+    p.add_argument("--log-sizes", help="comma-separated numbers of jobs streaming replica logs")
+    p.add_argument("--log-interval", type=float, help="poll interval of the log poller, seconds")
+    p.add_argument("--log-cycles", type=int, help="log poller cycles measured per size")
     p.add_argument("--keep-work", action="store_true", help="keep the temporary work directory")
     p.add_argument("--raw", type=Path, help="raw results as JSON (default: benchmarks/results/<report>.json)")
     p.add_argument("--from-json", type=Path, help="only render the report again from a run's raw results")
+    p.add_argument(
+        "--replace-sections",
+        action="store_true",
+        help="replace only the measured sections in the existing report (--out), keeping the rest "
+        "(`make bench-logs`)",
+    )
     return p
 
 
@@ -65,6 +117,7 @@ def _rerender(raw_path: Path, out: Path) -> None:
     """Render the report again from the raw results a run wrote beside it (no measuring)."""
     from benchmarks.backfill import BackfillResult
     from benchmarks.emulator_bench import EmulatorResult
+    from benchmarks.log_streaming import LogStreamResult
     from benchmarks.parse_cost import ParseVariant
     from benchmarks.report import RunInfo, render
     from benchmarks.waiting import WaitResult
@@ -76,6 +129,7 @@ def _rerender(raw_path: Path, out: Path) -> None:
         [WaitResult(**w) for w in raw["waiting"]],
         [BackfillResult(**b) for b in raw["backfill"]],
         EmulatorResult(**raw["emulator"]) if raw["emulator"] else None,
+        [LogStreamResult(**r) for r in raw.get("logs", [])],
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
@@ -89,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     sizes = [int(s) for s in str(settings["wait_sizes"]).split(",") if s.strip()]
+    log_sizes = [int(s) for s in str(settings["log_sizes"]).split(",") if s.strip()]
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - set(SECTIONS)
     if unknown:
@@ -121,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.backfill import measure_backfill
     from benchmarks.emulator_bench import measure_emulator
+    from benchmarks.log_streaming import measure_log_streaming
     from benchmarks.machine import machine_info, versions_of
     from benchmarks.parse_cost import measure_parse_cost
     from benchmarks.report import RunInfo, render
@@ -137,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         if anchor:
             versions["anchor"] = versions_of(anchor)
         parse = waiting = backfill = []
+        logs = []
         emulator = None
         if "parse" in only:
             _log(f"1. DAG parse cost: {settings['parse_runs']} runs")
@@ -156,6 +213,14 @@ def main(argv: list[str] | None = None) -> int:
             emulator = measure_emulator(
                 project_python, anchor, int(settings["launches"]), int(settings["gets"]), work, _log
             )
+        if "logs" in only:
+            _log(
+                f"5. replica logs: {log_sizes} jobs streaming, interval {settings['log_interval']} s, "
+                f"{settings['log_cycles']} cycles"
+            )
+            logs = measure_log_streaming(
+                log_sizes, float(settings["log_interval"]), int(settings["log_cycles"]), work, _log
+            )
         info = RunInfo(
             mode="quick" if args.quick else "full",
             started=started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -172,18 +237,24 @@ def main(argv: list[str] | None = None) -> int:
                 "backfill threads": settings["threads"],
                 "emulator launches": settings["launches"],
                 "Gets per series": settings["gets"],
+                "log-streaming jobs": "/".join(f"{n:,}" for n in log_sizes),
+                "log poll interval": f"{settings['log_interval']:g} s",
+                "log poll cycles": settings["log_cycles"],
             },
             notes=notes,
         )
-        text = render(info, parse, waiting, backfill, emulator)
+        text = render(info, parse, waiting, backfill, emulator, logs)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+        if args.replace_sections and out.exists():
+            text = replace_sections(out.read_text(), text, [SECTION_HEADINGS[s] for s in sorted(only)])
+        out.write_text(text.rstrip("\n") + "\n")
         raw = {
             "info": dataclasses.asdict(info),
             "parse": [dataclasses.asdict(v) | {"dag_file": str(v.dag_file)} for v in parse],
             "waiting": [dataclasses.asdict(w) for w in waiting],
             "backfill": [dataclasses.asdict(b) for b in backfill],
             "emulator": dataclasses.asdict(emulator) if emulator else None,
+            "logs": [dataclasses.asdict(r) for r in logs],
         }
         raw_path = args.raw or BENCH_DIR / "results" / f"{out.stem}.json"
         raw_path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ CustomJobs whose two replicas' log files a writer thread appends to (a line carr
 was written), subscribes every job to one shared log poller (``triggers/log_poller.py``, the one a
 triggerer runs) and counts the emulator's ``ListLogEntries`` calls per poll interval, and the delay
 from a line being written to the poller handing it to its trigger (which writes it to the task log).
-The replicas are files, not processes: what is measured is the read side. Prints Markdown rows.
+The replicas are files, not processes: what is measured is the read side. Prints Markdown rows;
+``make bench`` (and ``make bench-logs``, this section alone) puts them in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LogStreamResult", "main", "measure"]
+__all__ = ["HEADER", "LogStreamResult", "main", "measure", "measure_log_streaming"]
 
 
 @dataclass
@@ -34,12 +36,15 @@ class LogStreamResult:
     lines: int
     delay_p50_s: float
     delay_p99_s: float
+    error: str | None = None
 
     @property
     def calls_per_interval(self) -> float:
         return self.read_calls / max(1, self.cycles)
 
     def row(self) -> str:
+        if self.error:
+            return f"| {self.jobs:,} | {self.interval_s:g} s | error: {self.error[:160]} | | | | |"
         return (
             f"| {self.jobs:,} | {self.interval_s:g} s | {self.cycles} | {self.read_calls} | "
             f"{self.calls_per_interval:.2f} | {self.lines:,} | "
@@ -66,6 +71,7 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
     from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller
 
     config = make_config(work)
+    saved_conn = os.environ.get("AIRFLOW_CONN_VERTEX_DIST_DEFAULT")
     with Emulator(config) as em:
         os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps(
             {"conn_type": "vertex_dist", "extra": {"project": "test-project", "api_endpoint": em.grpc_target}}
@@ -121,8 +127,16 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
                 sub.close()
             return measured[0], measured[1], delays
 
-        done, calls, delays = asyncio.run(run())
-        writer.join(timeout=10)
+        try:
+            done, calls, delays = asyncio.run(run())
+        finally:
+            stop.set()
+            if writer.is_alive():
+                writer.join(timeout=10)
+            if saved_conn is None:
+                os.environ.pop("AIRFLOW_CONN_VERTEX_DIST_DEFAULT", None)
+            else:
+                os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = saved_conn
     return LogStreamResult(
         jobs=jobs,
         interval_s=interval,
@@ -132,6 +146,24 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
         delay_p50_s=statistics.median(delays) if delays else float("nan"),
         delay_p99_s=_percentile(delays, 0.99),
     )
+
+
+def measure_log_streaming(
+    sizes: list[int], interval: float, cycles: int, work: Path, log: Callable[[str], None] = print
+) -> list[LogStreamResult]:
+    """One :func:`measure` per size, each with its own emulator in a fresh directory under ``work``;
+    a size that fails gives a row with its error (the other sizes still run)."""
+    results = []
+    for size in sizes:
+        folder = Path(tempfile.mkdtemp(prefix=f"logs-{size}-", dir=work))
+        try:
+            result = measure(folder, size, interval, cycles)
+        except Exception as exc:  # a benchmark reports, it does not stop the run
+            result = LogStreamResult(size, interval, 0, 0, 0, float("nan"), float("nan"), error=repr(exc))
+        log(f"   {size:,} jobs: {result.calls_per_interval:.2f} calls per interval, "
+            f"p50 {result.delay_p50_s:.2f} s, p99 {result.delay_p99_s:.2f} s")  # fmt: skip
+        results.append(result)
+    return results
 
 
 def main(argv: list[str] | None = None) -> None:

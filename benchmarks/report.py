@@ -9,6 +9,8 @@ from typing import Any
 
 from benchmarks.backfill import BackfillResult
 from benchmarks.emulator_bench import EmulatorResult
+from benchmarks.log_streaming import HEADER as LOG_HEADER
+from benchmarks.log_streaming import LogStreamResult
 from benchmarks.parse_cost import ParseVariant
 from benchmarks.stats import percentile, ratio, summarize
 from benchmarks.waiting import WaitResult
@@ -23,6 +25,9 @@ class Goals:
     parse_over_floor_ms: float = 50.0
     calls_per_interval_at_1000: float = 12.0
     rss_per_job_kib: float = 64.0
+    #: Logging reads per poll interval per triggerer, and print -> task log p50 in poll intervals
+    log_calls_per_interval: float = 1.0
+    log_delay_p50_intervals: float = 2.0
 
 
 @dataclass
@@ -67,6 +72,7 @@ def render(
     waiting: list[WaitResult],
     backfill: list[BackfillResult],
     emulator: EmulatorResult | None,
+    logs: list[LogStreamResult] | None = None,
     goals: Goals = Goals(),
 ) -> str:
     lines: list[str] = []
@@ -370,6 +376,9 @@ def render(
             add(f"Error: {err}")
     add("")
 
+    # -- 5 ------------------------------------------------------------------------------------------
+    lines += _logs_section(info, logs or [], goals)
+
     # -- ratios --------------------------------------------------------------------------------------
     add("## Ratios (ours / anchor, same run)")
     add("")
@@ -465,3 +474,44 @@ def render(
         add("No anchor measured in this run (`--no-anchor` or no anchor venv): no ratios.")
     add("")
     return "\n".join(lines)
+
+
+def _logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> list[str]:
+    out = ["## 5. Replica logs in the task log", ""]
+    if not logs:
+        return out + ["Not run.", ""]
+    interval = logs[0].interval_s
+    out.append(
+        f"Measured {info.started} (`python -m benchmarks.log_streaming`; `make bench-logs` runs this "
+        f"section alone). N CustomJobs with two replicas each, whose log files a writer appends to (about "
+        "two lines per job and interval), all streaming through one shared log poller "
+        "(`triggers/log_poller.py`, the one a triggerer runs) against the emulator's Logging API; "
+        "entries.list calls counted at the emulator; the delay is from a line being written to the "
+        "poller handing it to its task's trigger (which writes it to the task log). Goals: "
+        f"{goals.log_calls_per_interval:g} `entries.list` call per interval per triggerer, p50 at most "
+        f"{goals.log_delay_p50_intervals:g} poll intervals."
+    )
+    out += ["", LOG_HEADER, *(r.row() for r in logs), ""]
+    verdicts = []
+    for r in logs:
+        if r.error:
+            continue
+        calls_ok = r.calls_per_interval <= goals.log_calls_per_interval
+        delay_ok = r.delay_p50_s <= goals.log_delay_p50_intervals * r.interval_s
+        verdicts.append(
+            f"{r.jobs:,} jobs: {r.calls_per_interval:.2f} calls per interval ({_met(calls_ok)}), "
+            f"p50 {r.delay_p50_s:.2f} s ≤ {goals.log_delay_p50_intervals * r.interval_s:g} s "
+            f"({_met(delay_ok)})"
+        )
+    if verdicts:
+        out += ["; ".join(verdicts) + ".", ""]
+    big = max((r for r in logs if not r.error), key=lambda r: r.jobs, default=None)
+    if big is not None and big.calls_per_interval > goals.log_calls_per_interval:
+        per_interval = big.lines / max(1, big.cycles)
+        out += [
+            f"Above one call per interval the calls are the pages: with {big.jobs:,} jobs about "
+            f"{per_interval:,.0f} lines an interval ({interval:g} s) at 1,000 entries a page, one call "
+            "each (the budget, `[vertex_dist] log_reads_per_minute`, paces them).",
+            "",
+        ]
+    return out

@@ -23,6 +23,7 @@ SECTIONS = [
     "## 2. Waiting at scale",
     "## 3. Backfill submission",
     "## 4. The emulator",
+    "## 5. Replica logs in the task log",
     "## Ratios (ours / anchor, same run)",
 ]
 
@@ -49,6 +50,7 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
         "--out", str(out), "--raw", str(tmp_path / "raw.json"),
         "--parse-runs", "1", "--wait-sizes", "4", "--interval", "0.3", "--backfill-runs", "4",
         "--threads", "2", "--launches", "1", "--gets", "5",
+        "--log-sizes", "3", "--log-interval", "0.3", "--log-cycles", "2",
     ]  # fmt: skip
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, check=False)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -96,3 +98,22 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
     assert emulator["errors"] == [] and emulator["replicas"] == 21
     assert len(emulator["to_all_replicas_running_s"]) == 1
     assert {k: len(v) for k, v in emulator["get_latency_s"].items()} == {"grpc": 5, "rest": 5, "hook_ours": 5}
+
+    (logs,) = raw["logs"]
+    assert logs["jobs"] == 3 and logs["error"] is None and logs["cycles"] == 2
+    assert logs["read_calls"] >= 2 and logs["lines"] > 0
+
+
+def test_replace_sections_swaps_only_the_measured_sections() -> None:
+    from benchmarks.__main__ import replace_sections
+
+    existing = "# B\n\nintro\n\n## 1. A\n\nold a\n\n## 5. Logs\n\nold logs\n\n## Ratios\n\nr\n"
+    rendered = "# B\n\nnew intro\n\n## 1. A\n\nnew a\n\n## 5. Logs\n\nnew logs\n| x |\n\n## Ratios\n\nr2\n"
+    assert replace_sections(existing, rendered, ["## 5. Logs"]) == (
+        "# B\n\nintro\n\n## 1. A\n\nold a\n\n## 5. Logs\n\nnew logs\n| x |\n\n## Ratios\n\nr\n"
+    )
+    # a report without the section gets it before the ratios
+    without = "# B\n\n## 1. A\n\nold a\n\n## Ratios\n\nr\n"
+    assert replace_sections(without, rendered, ["## 5. Logs"]) == (
+        "# B\n\n## 1. A\n\nold a\n\n## 5. Logs\n\nnew logs\n| x |\n\n## Ratios\n\nr\n"
+    )
