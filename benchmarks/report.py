@@ -481,9 +481,16 @@ def _logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> l
     if not logs:
         return out + ["Not run.", ""]
     interval = logs[0].interval_s
+    load = info.machine
+    load_text = (
+        f", load average {load['load_start']} → {load['load_end']} on the shared machine"
+        if "load_start" in load
+        else ""
+    )
     out.append(
-        f"Measured {info.started} (`python -m benchmarks.log_streaming`; `make bench-logs` runs this "
-        f"section alone). N CustomJobs with two replicas each, whose log files a writer appends to (about "
+        f"Measured {info.started}{load_text} (`make bench-logs` runs this section alone; "
+        "`python -m benchmarks.log_streaming` prints its rows). N CustomJobs with two replicas each, "
+        "whose log files a writer appends to (about "
         "two lines per job and interval), all streaming through one shared log poller "
         "(`triggers/log_poller.py`, the one a triggerer runs) against the emulator's Logging API; "
         "entries.list calls counted at the emulator; the delay is from a line being written to the "
@@ -499,9 +506,9 @@ def _logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> l
         calls_ok = r.calls_per_interval <= goals.log_calls_per_interval
         delay_ok = r.delay_p50_s <= goals.log_delay_p50_intervals * r.interval_s
         verdicts.append(
-            f"{r.jobs:,} jobs: {r.calls_per_interval:.2f} calls per interval ({_met(calls_ok)}), "
-            f"p50 {r.delay_p50_s:.2f} s ≤ {goals.log_delay_p50_intervals * r.interval_s:g} s "
-            f"({_met(delay_ok)})"
+            f"{r.jobs:,} jobs: {r.calls_per_interval:.2f} calls per interval (goal "
+            f"{goals.log_calls_per_interval:g}: {_met(calls_ok)}), p50 {r.delay_p50_s:.2f} s (goal ≤ "
+            f"{goals.log_delay_p50_intervals * r.interval_s:g} s: {_met(delay_ok)})"
         )
     if verdicts:
         out += ["; ".join(verdicts) + ".", ""]
@@ -510,8 +517,9 @@ def _logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> l
         per_interval = big.lines / max(1, big.cycles)
         out += [
             f"Above one call per interval the calls are the pages: with {big.jobs:,} jobs about "
-            f"{per_interval:,.0f} lines an interval ({interval:g} s) at 1,000 entries a page, one call "
-            "each (the budget, `[vertex_dist] log_reads_per_minute`, paces them).",
+            f"{per_interval:,.0f} new lines a poll cycle (the interval, {interval:g} s, plus the "
+            "cycle's own reading time) at 1,000 entries a page, one call each (the budget, "
+            "`[vertex_dist] log_reads_per_minute`, paces them).",
             "",
         ]
     return out
