@@ -35,7 +35,7 @@ import logging
 from typing import Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
-from airflow_vertex_dist.hooks.job_dicts import rfc3339_key
+from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.triggers.log_poller import LogCursor
 
 __all__ = ["CURSOR_XCOM_KEY", "CursorStore", "later"]
