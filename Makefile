@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
-# Each creates its own virtualenv (.venv) and installs the project with its dev and examples extras (torch, CPU build, for the DDP example).
+# Each creates its own virtualenv (.venv) and installs the project with its test and examples extras (torch, CPU
+# build, for the DDP example) and the dev dependency group (pyproject's [dependency-groups]; uv >= 0.8 installs it).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -13,9 +14,9 @@ STAMP  := $(VENV)/.installed
 # would fetch a CUDA build of several GB; uv then keeps the torch it finds installed.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip uv
+	$(PY) -m pip install --quiet --upgrade pip 'uv>=0.8'
 	$(PY) -m pip install --quiet "$$(grep -o -m1 'torch==[0-9.]*' pyproject.toml)"
-	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev,examples]'
+	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test,examples]' --group dev
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -53,8 +54,9 @@ test-stack: $(STAMP)
 	if [ $$rc -eq 5 ]; then echo "pytest collected no stack tests: failing" >&2; exit 1; fi; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
+# the demo lives in the checkout (scripts/demo.py), not in the package: it runs the checkout's dags/
 demo: $(STAMP)
-	$(VENV)/bin/airflow-vertex-dist demo
+	$(PY) scripts/demo.py
 
 clean:
 	rm -rf $(VENV) .nox .pytest_cache .mypy_cache .ruff_cache site

@@ -1,5 +1,5 @@
-"""``airflow-vertex-dist``: render specs, run the local emulator, run the demo, write the spec schema
-cache."""
+"""``airflow-vertex-dist``: render specs, run the local emulator, write the spec schema cache.
+(The demo runs from a checkout: ``make demo``.)"""
 
 from __future__ import annotations
 
@@ -42,12 +42,6 @@ def _emulator(argv: list[str]) -> int:
     return emulator_main(argv)
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from airflow_vertex_dist.demo import run_demo
-
-    return int(run_demo())
-
-
 def _warm_schema_cache(args: argparse.Namespace) -> int:
     from airflow_vertex_dist.specs._schema_cache import ENV_VAR, warm
 
@@ -75,8 +69,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     render.add_argument("--compact", action="store_true", help="one line, no indentation")
     render.set_defaults(func=_render)
     sub.add_parser("emulator", help="run the local Vertex AI JobService emulator (see --help)")
-    demo = sub.add_parser("demo", help="run the demo end to end")
-    demo.set_defaults(func=_demo)
     warm = sub.add_parser(
         "warm-schema-cache",
         help="build every spec model's pydantic schema and store it for later processes (DAG parses)",

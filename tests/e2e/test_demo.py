@@ -1,20 +1,30 @@
-"""``python -m airflow_vertex_dist.demo`` (what ``airflow-vertex-dist demo`` runs): the retraining DAG
-end to end, a readable summary, and nothing left running afterwards."""
+"""``scripts/demo.py`` (what ``make demo`` runs): the retraining DAG end to end, a readable summary, and
+nothing left running afterwards."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from datetime import date
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from airflow_vertex_dist.demo import live_children
-
 pytestmark = pytest.mark.slow
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "demo.py"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vertex_dist_demo_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def processes_under(path: Path) -> list[int]:
@@ -36,7 +46,7 @@ def processes_under(path: Path) -> list[int]:
 def test_demo_runs_the_retraining_dag_and_leaves_nothing_running(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "airflow_vertex_dist.demo", "--workdir", str(workdir)],
+        [sys.executable, str(SCRIPT), "--workdir", str(workdir)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -65,4 +75,4 @@ def test_demo_runs_the_retraining_dag_and_leaves_nothing_running(tmp_path: Path)
     assert re.search(r"^metrics: accuracy=0\.\d+", out, re.M)
     assert "processes left running: 0" in out
     assert processes_under(workdir) == []
-    assert live_children() == []
+    assert _script().live_children() == []

@@ -1,4 +1,4 @@
-"""``airflow-vertex-dist demo``: the weekly retraining DAG, run end to end on this machine.
+"""``make demo`` (``python scripts/demo.py``): the weekly retraining DAG, run end to end on this machine.
 
 1. starts the emulator in this process (loopback ports, a temporary state and ``gs://`` directory),
    with the example images mapped to the trainers of ``dags/trainers`` (real replica processes);
@@ -12,7 +12,7 @@
 
 Everything is written under one directory (a new temporary one unless given), which stays for
 inspection: the Airflow log of the run, the emulator's replica logs and the ``gs://`` files.
-Needs a checkout (the ``dags/`` folder beside the package).
+Lives in the checkout, not in the package: it runs the checkout's ``dags/`` folder.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ RUN_TIMEOUT_S = 600.0
 
 
 def find_dags_dir() -> Path | None:
-    """The ``dags/`` folder of the checkout this package runs from, or None (an installed wheel)."""
+    """The ``dags/`` folder of the checkout this script is in, or None when it is not there."""
     here = Path(__file__).resolve().parent.parent / "dags"
     return here if (here / DAG_FILE).is_file() and (here / "trainers").is_dir() else None
 
@@ -252,7 +252,7 @@ def run_demo(workdir: Path | str | None = None, *, out: TextIO | None = None) ->
         result_path = root / "result.json"
         with (root / "airflow-run.log").open("w") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "airflow_vertex_dist.demo", "--child", str(result_path)],
+                [sys.executable, str(Path(__file__).resolve()), "--child", str(result_path)],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -286,7 +286,7 @@ def run_demo(workdir: Path | str | None = None, *, out: TextIO | None = None) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m airflow_vertex_dist.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python scripts/demo.py", description=__doc__)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument(
         "--workdir", type=Path, default=None, help="keep everything here (default: a temp dir)"

@@ -1,0 +1,101 @@
+"""What ships: the wheel and sdist that the build backend makes from this checkout.
+
+Built with the backend's own PEP 517 hooks (hatchling, in the dev group) into a temporary directory: no
+network, no isolated build environment.
+"""
+
+from __future__ import annotations
+
+import email
+import subprocess
+import sys
+import tarfile
+import zipfile
+from email.message import Message
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "airflow_vertex_dist"
+
+BUILD = """
+import sys
+import hatchling.build as backend
+out = sys.argv[1]
+print(backend.build_wheel(out))
+print(backend.build_sdist(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("dist")
+    result = subprocess.run(
+        [sys.executable, "-c", BUILD, str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    wheel_name, sdist_name = result.stdout.split()[-2:]
+    return out / wheel_name, out / sdist_name
+
+
+def _wheel_metadata(wheel: Path) -> tuple[list[str], Message]:
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        [meta] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        return names, email.message_from_bytes(zf.read(meta))
+
+
+def test_the_dev_tools_are_a_dependency_group_not_a_published_extra(built: tuple[Path, Path]) -> None:
+    wheel, sdist = built
+    _, meta = _wheel_metadata(wheel)
+    extras = meta.get_all("Provides-Extra") or []
+    assert "dev" not in extras
+    assert set(extras) == {"test", "examples"}
+    requires = " ".join(meta.get_all("Requires-Dist") or [])
+    assert "ruff" not in requires and "mypy" not in requires and "import-linter" not in requires
+    with tarfile.open(sdist) as tf:
+        [pkg_info] = [m for m in tf.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")]
+        handle = tf.extractfile(pkg_info)
+        assert handle is not None
+        sdist_meta = email.message_from_bytes(handle.read())
+    assert "dev" not in (sdist_meta.get_all("Provides-Extra") or [])
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    assert any(req.startswith("ruff") for req in groups["dev"])
+
+
+def test_the_license_file_ships_and_matches_the_declared_license(built: tuple[Path, Path]) -> None:
+    wheel, sdist = built
+    license_text = (ROOT / "LICENSE").read_text()
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert declared == "Apache-2.0"
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+
+    names, meta = _wheel_metadata(wheel)
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert meta.get_all("License-File") == ["LICENSE"]
+    [shipped] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read(shipped).decode() == license_text
+    with tarfile.open(sdist) as tf:
+        assert any(m.name.count("/") == 1 and m.name.endswith("/LICENSE") for m in tf.getmembers())
+
+
+def test_the_wheel_holds_the_package_only_and_no_demo(built: tuple[Path, Path]) -> None:
+    """The demo runs the checkout's dags/ folder, so it lives in scripts/ and is not installed."""
+    names, _ = _wheel_metadata(wheel=built[0])
+    tops = {name.split("/", 1)[0] for name in names}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {PACKAGE}
+    assert not [name for name in names if "demo" in name.rsplit("/", 1)[-1]]
+    assert f"{PACKAGE}/py.typed" in names
+    assert f"{PACKAGE}/specs/__init__.py" in names
