@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
-from airflow_vertex_dist.hooks.vertex_jobs import _VertexHookBase
+from airflow_vertex_dist.hooks.hook_base import VertexHookBase
 
 __all__ = [
     "PRIMARY",
@@ -165,7 +165,7 @@ def line_from_entry(entry: Any) -> LogLine:
     )
 
 
-class VertexLogsHook(_VertexHookBase):
+class VertexLogsHook(VertexHookBase):
     """Reads replica logs of Vertex AI jobs from Cloud Logging (sync; one client, made on first use).
 
     :param vertex_dist_conn_id: a ``vertex_dist`` connection; its ``logging_endpoint`` (or, for the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -14,14 +15,10 @@ from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.emulator.faults import update_faults
 from airflow_vertex_dist.emulator.service import ApiError
 from airflow_vertex_dist.hooks.connection import RetryPolicy
+from airflow_vertex_dist.hooks.find_or_create import JobAlreadyExistsError
 from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES
 from airflow_vertex_dist.hooks.labels import label_filter, run_labels
-from airflow_vertex_dist.hooks.vertex_jobs import (
-    CREATE_TOKEN_LABEL,
-    JobAlreadyExistsError,
-    VertexJobsAsyncHook,
-    VertexJobsHook,
-)
+from airflow_vertex_dist.hooks.vertex_jobs import CREATE_TOKEN_LABEL, VertexJobsAsyncHook, VertexJobsHook
 
 FAST_RETRY = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=20.0, rpc_timeout_s=10.0)
 SLEEP = "import time; time.sleep(120)"
@@ -219,6 +216,32 @@ async def test_async_hook(em: Emulator, transport: str) -> None:
     update_faults(em.config.faults, {"error_rate": {}})
     await asyncio.to_thread(testing.wait_for_state, em, name, ["JOB_STATE_CANCELLED"], 60.0)
     sync.close()
+
+
+async def test_async_hook_over_rest_reads_the_connection_once(
+    em: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over REST the asyncio hook runs a sync hook in a thread; that hook is given the connection the
+    asyncio hook read (constructor argument), so it never fetches it again."""
+    extra = {"project": "test-project", "location": "us-central1", "transport": "rest"}
+    extra["api_endpoint"] = em.rest_endpoint
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_VERTEX_DIST_DEFAULT", json.dumps({"conn_type": "vertex_dist", "extra": extra})
+    )
+    async with VertexJobsAsyncHook(retry_policy=FAST_RETRY) as hook:
+        listed = await hook.list_jobs("customJobs", page_size=1)
+        missing = "projects/test-project/locations/us-central1/customJobs/424242"
+        assert await hook.get_job_or_none(missing) is None
+        assert isinstance(listed, list)
+        assert hook._sync_hook().connection is await hook.aconnection()
+
+
+def test_a_hook_given_a_connection_uses_it_as_it_is(em: Emulator, grpc_conn: str) -> None:
+    conn = VertexJobsHook().connection
+    hook = VertexJobsHook("no_such_connection", connection=conn, retry_policy=FAST_RETRY)
+    assert hook.connection is conn
+    assert isinstance(hook.list_jobs("customJobs", page_size=1), list)
+    hook.close()
 
 
 def test_async_hook_makes_one_client_per_event_loop(em: Emulator, grpc_conn: str) -> None:

@@ -1,0 +1,237 @@
+"""Find-or-create: this task's job is adopted when it exists and created only when it does not.
+
+The JobService has no request id, so a retried or concurrent try would otherwise make a second billed
+job. :func:`find_or_create` looks the task's jobs up by label (the run's labels plus the spec's
+fingerprint and the try's retry budget), re-attaches, fails or recreates (``if_exists``), and after
+its Create converges concurrent callers on one live job. It runs on any hook with the calls of
+:class:`JobsApi` (:meth:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook.find_or_create`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from airflow_vertex_dist.hooks.job_dicts import (
+    CUSTOM_JOBS,
+    JOB_KINDS,
+    REATTACHABLE_STATES,
+    TERMINAL_STATES,
+    IfExists,
+    JobKind,
+    check_if_exists,
+    job_state,
+    rfc3339_key,
+    short_state,
+)
+from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, SPEC_LABEL, merge_labels, spec_fingerprint
+
+__all__ = [
+    "LIVE_STATES",
+    "NO_CANCEL_STATES",
+    "JobAlreadyExistsError",
+    "JobsApi",
+    "adoptable",
+    "check_kind",
+    "find_or_create",
+    "newest_first",
+]
+
+
+class _Log(Protocol):
+    def info(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+    def warning(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class JobsApi(Protocol):
+    """The hook calls find-or-create makes
+    (:class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook` has them)."""
+
+    @property
+    def log(self) -> _Log: ...
+
+    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[dict[str, Any]]: ...
+
+    def create_job(self, kind: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def cancel_job(self, name: str) -> None: ...
+
+
+LIVE_STATES = REATTACHABLE_STATES - {"JOB_STATE_SUCCEEDED"}
+
+#: ``cancel_unless_ended`` sends nothing to a job in these: it ended, or a cancel is already under way.
+NO_CANCEL_STATES = TERMINAL_STATES | {"JOB_STATE_CANCELLING"}
+
+
+class JobAlreadyExistsError(RuntimeError):
+    """``find_or_create(if_exists="fail")`` found a live or succeeded job for these labels."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        super().__init__(
+            f"if_exists='fail': job {job.get('name')} for these labels already exists "
+            f"(state {job_state(job)})"
+        )
+
+
+def check_kind(kind: str) -> JobKind:
+    if kind not in JOB_KINDS:
+        raise ValueError(f"kind: must be one of {', '.join(JOB_KINDS)} (got {kind!r})")
+    return CUSTOM_JOBS if kind == CUSTOM_JOBS else "hyperparameterTuningJobs"
+
+
+def newest_first(jobs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(jobs, key=lambda job: rfc3339_key(str(job.get("createTime", ""))), reverse=True)
+
+
+def _age(job: dict[str, Any]) -> tuple[Any, str]:
+    """Sort key, oldest first: ``createTime``, then the name (so every caller picks the same job)."""
+    return rfc3339_key(str(job.get("createTime", ""))), str(job.get("name", ""))
+
+
+def adoptable(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The job to re-attach to: the oldest unfinished one (the one concurrent tries keep), else the
+    newest succeeded one."""
+    live = [job for job in jobs if job_state(job) in LIVE_STATES]
+    return sorted(live, key=_age)[0] if live else newest_first(jobs)[0]
+
+
+def find_or_create(
+    hook: JobsApi,
+    kind: str,
+    body: dict[str, Any],
+    *,
+    labels: dict[str, str],
+    if_exists: IfExists = "reattach",
+    retry_budget: str | None = None,
+    cancel_earlier: bool = True,
+) -> tuple[dict[str, Any], bool]:
+    """Return ``(job, created)``: this task's live or succeeded job, or a new one.
+
+    ``labels`` (normally :func:`~airflow_vertex_dist.hooks.labels.run_labels`) are merged into the
+    body and identify the run; the body also gets the ``airflow-spec`` label, its fingerprint
+    (:func:`~airflow_vertex_dist.hooks.labels.spec_fingerprint`). Only a job carrying the run's
+    labels *and* this fingerprint is this task's: one with another fingerprint (a job of another
+    deployment, a copy made in the console, or one made from another version of the spec) is
+    logged and never adopted, cancelled or counted.
+
+    ``retry_budget`` (a label value, see :func:`~airflow_vertex_dist.hooks.labels.retry_budget`)
+    names the retry budget of the calling try and is written on the job (``airflow-budget``).
+    A job of this task made in another budget was made by a try before the task was cleared: it
+    is never adopted (a clear means "run it again") and, with ``cancel_earlier``, cancelled when
+    unfinished. Without ``retry_budget`` every job of this task counts as this budget's.
+
+    With a job of this budget in a re-attachable state (queued, pending, running, paused, updating
+    or succeeded): ``reattach`` returns it (the oldest unfinished one, else the newest succeeded
+    one), ``fail`` raises :class:`JobAlreadyExistsError`, ``recreate`` cancels the unfinished ones
+    and creates a new job. Jobs that failed, were cancelled, expired or partially succeeded never
+    block a new one.
+
+    The service has no request id, so calls running at the same time (two copies of one task
+    instance) may each create a job. After its Create a call therefore lists this budget's
+    unfinished jobs again and, when there is more than one, keeps the oldest (by ``createTime``,
+    then name: the same choice in every caller) and cancels the others; every caller returns the
+    kept job (``created`` is then true only for the caller that made it).
+    """
+    job_kind = check_kind(kind)
+    check_if_exists(if_exists)
+    fingerprint = spec_fingerprint(body)
+    task_labels = {**labels, SPEC_LABEL: fingerprint}
+    if retry_budget is not None:
+        task_labels[BUDGET_LABEL] = retry_budget
+    merged = merge_labels(body.get("labels"), task_labels, field="body.labels")
+    mine, earlier = _task_jobs(hook, job_kind, labels, fingerprint, retry_budget)
+    skip: set[str] = set()
+    if earlier:
+        if cancel_earlier:
+            skip = _cancel_active(hook, earlier, "made by a try before the task was cleared")
+        else:
+            for job in earlier:
+                hook.log.info(
+                    "Leaving %s (%s), made by a try before the task was cleared, alone "
+                    "(cancel_earlier=False)",
+                    job["name"],
+                    short_state(job_state(job)),
+                )
+    if mine:
+        if if_exists == "reattach":
+            job = adoptable(mine)
+            hook.log.info("Re-attaching to %s (%s)", job["name"], short_state(job_state(job)))
+            return job, False
+        if if_exists == "fail":
+            raise JobAlreadyExistsError(adoptable(mine))
+        skip |= _cancel_active(hook, mine, "if_exists='recreate'")
+    created = hook.create_job(job_kind, {**body, "labels": merged})
+    return _converge(hook, job_kind, task_labels, created, skip)
+
+
+def _task_jobs(
+    hook: JobsApi, kind: JobKind, labels: dict[str, str], fingerprint: str, budget: str | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The run's re-attachable jobs carrying ``fingerprint``: ``(of this budget, of earlier ones)``.
+    Jobs with another fingerprint are logged, not returned."""
+    mine: list[dict[str, Any]] = []
+    earlier: list[dict[str, Any]] = []
+    for job in hook.find_jobs(kind, labels):
+        if job_state(job) not in REATTACHABLE_STATES:
+            continue
+        job_labels = job.get("labels") or {}
+        theirs = job_labels.get(SPEC_LABEL)
+        if theirs != fingerprint:
+            hook.log.warning(
+                "Not adopting %s (%s): it carries this run's labels but its spec fingerprint "
+                "(%s=%s) is not this task's (%s): a job of another deployment, a copy, or one made "
+                "from another version of the spec",
+                job["name"],
+                short_state(job_state(job)),
+                SPEC_LABEL,
+                theirs,
+                fingerprint,
+            )
+        elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
+            mine.append(job)
+        else:
+            earlier.append(job)
+    return mine, earlier
+
+
+def _converge(
+    hook: JobsApi, kind: JobKind, task_labels: dict[str, str], created: dict[str, Any], skip: set[str]
+) -> tuple[dict[str, Any], bool]:
+    """After a Create: keep the oldest of the task's unfinished jobs and cancel the others."""
+    live = [
+        job
+        for job in hook.find_jobs(kind, task_labels)
+        if job_state(job) in LIVE_STATES and job["name"] not in skip
+    ]
+    if len(live) <= 1:
+        return created, True
+    keep, *others = sorted(live, key=_age)
+    hook.log.warning(
+        "%d unfinished jobs of this task were created at the same time (concurrent tries); keeping "
+        "the oldest, %s, and cancelling %s",
+        len(live),
+        keep["name"],
+        ", ".join(str(job["name"]) for job in others),
+    )
+    for job in others:
+        try:
+            hook.cancel_job(str(job["name"]))
+        except Exception as exc:  # another caller may be cancelling it too
+            hook.log.warning("Cancel of %s failed: %s", job["name"], exc)
+    if keep["name"] == created["name"]:
+        return created, True
+    hook.log.info("Re-attaching to %s (%s)", keep["name"], short_state(job_state(keep)))
+    return keep, False
+
+
+def _cancel_active(hook: JobsApi, jobs: list[dict[str, Any]], reason: str) -> set[str]:
+    """Cancel the unfinished ones of ``jobs``; the names of those sent a Cancel."""
+    sent = set()
+    for job in jobs:  # the rule of cancel_unless_ended: not an ended job, nor one being cancelled
+        if job_state(job) not in NO_CANCEL_STATES:
+            hook.log.warning("Cancelling %s (%s): %s", job["name"], short_state(job_state(job)), reason)
+            hook.cancel_job(job["name"])
+            sent.add(str(job["name"]))
+    return sent
