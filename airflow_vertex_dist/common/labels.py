@@ -61,24 +61,27 @@ def label_error(field: str, key: object, value: object) -> str | None:
     ``"<field>.<key>: label value ..."`` for a bad value.
     """
     if not isinstance(key, str) or not key or len(key) > MAX_LABEL_LENGTH:
-        return f"{field}: label key {key!r} must be 1-{MAX_LABEL_LENGTH} characters"
+        return f"{field}: label key {key!r} must be 1-{MAX_LABEL_LENGTH} characters; shorten it"
     if not is_label_letter(key[0]):
-        return f"{field}: label key {key!r} must start with a lowercase letter"
+        return f"{field}: label key {key!r} must start with a lowercase letter; rename it"
     bad = _bad_chars(key)
     if bad:
         return (
             f"{field}: label key {key!r} may contain only lowercase letters, numbers, '_' and '-' "
-            f"(got {bad!r})"
+            f"(got {bad!r}); rename it"
         )
     if not isinstance(value, str):
-        return f"{field}.{key}: label value must be a string (got {type(value).__name__})"
+        return f"{field}.{key}: label value must be a string (got {type(value).__name__}); quote it"
     if len(value) > MAX_LABEL_LENGTH:
-        return f"{field}.{key}: label value must be at most {MAX_LABEL_LENGTH} characters (got {len(value)})"
+        return (
+            f"{field}.{key}: label value must be at most {MAX_LABEL_LENGTH} characters (got {len(value)}); "
+            "shorten it"
+        )
     bad = _bad_chars(value)
     if bad:
         return (
             f"{field}.{key}: label value {value!r} may contain only lowercase letters, numbers, '_' "
-            f"and '-' (got {bad!r})"
+            f"and '-' (got {bad!r}); lowercase it and replace the rest with '-'"
         )
     return None
 
@@ -86,7 +89,7 @@ def label_error(field: str, key: object, value: object) -> str | None:
 def labels_error(field: str, labels: Mapping[str, str] | Mapping[object, object]) -> str | None:
     """Why ``labels`` break the rule (their number, or the first label that does), or ``None``."""
     if len(labels) > MAX_LABELS:
-        return f"{field}: at most {MAX_LABELS} labels are allowed (got {len(labels)})"
+        return f"{field}: at most {MAX_LABELS} labels are allowed (got {len(labels)}); drop some"
     for key, value in labels.items():
         error = label_error(field, key, value)
         if error is not None:

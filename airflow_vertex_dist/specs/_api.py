@@ -167,7 +167,8 @@ def kms_key(title: str, value: Any) -> Any:
     spec = as_dict(title, ("encryption_spec",), value)
     extra = set(spec) - {"kmsKeyName"}
     if extra:
-        reject(title, ("encryption_spec",), f"encryption_spec: unknown field(s) {sorted(extra)}", spec)
+        rule = f"encryption_spec: unknown field(s) {sorted(extra)}; it has only kmsKeyName"
+        reject(title, ("encryption_spec",), rule, spec)
     if is_unset(spec.get("kmsKeyName")):
         reject(
             title,

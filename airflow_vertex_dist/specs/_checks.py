@@ -10,9 +10,9 @@ __all__ = ["INT64_MAX", "check_id", "nonblank"]
 def nonblank(field: str, value: str) -> str:
     """A name-like string: not empty, no white space anywhere."""
     if not value.strip():
-        fail(f"{field}: must not be empty")
+        fail(f"{field}: must not be empty; give it a value")
     if value != value.strip() or any(c.isspace() for c in value):
-        fail(f"{field}: must not contain whitespace (got {value!r})")
+        fail(f"{field}: must not contain whitespace (got {value!r}); remove the spaces")
     return value
 
 
@@ -23,7 +23,10 @@ INT64_MAX = 2**63 - 1
 def check_id(field: str, value: str) -> str:
     """A metric or parameter id: not empty, no white space, at most 128 characters."""
     if not value or any(c.isspace() for c in value):
-        fail(f"{field}: must be non-empty and contain no whitespace (got {value!r})")
+        fail(
+            f"{field}: must be non-empty and contain no whitespace (got {value!r}); use an id such as "
+            "'val_loss'"
+        )
     if len(value) > 128:
-        fail(f"{field}: at most 128 characters (got {len(value)})")
+        fail(f"{field}: at most 128 characters (got {len(value)}); shorten it")
     return value

@@ -47,7 +47,7 @@ def _env_from_api(title: str, loc: tuple[str | int, ...], env: Any) -> Any:
         if extra or not isinstance(item.get("name"), str):
             _api.reject(title, (*loc, i), "env: each entry is {name, value} with a string name", item)
         if item["name"] in out:
-            _api.reject(title, (*loc, i), f"env: duplicate variable name {item['name']!r}", item)
+            _api.reject(title, (*loc, i), f"env: duplicate variable name {item['name']!r}; keep one", item)
         out[item["name"]] = item.get("value", "")
     return out
 
@@ -167,27 +167,31 @@ def job_spec_from_api(
         out = _api.as_dict(title, (*loc, "base_output_directory"), spec["baseOutputDirectory"])
         extra = set(out) - {"outputUriPrefix"}
         if extra:
-            _api.reject(title, (*loc, "base_output_directory"), f"unknown field(s) {sorted(extra)}", out)
+            _api.reject(
+                title,
+                (*loc, "base_output_directory"),
+                f"unknown field(s) {sorted(extra)}; a GcsDestination has only outputUriPrefix",
+                out,
+            )
         if _api.is_unset(out.get("outputUriPrefix")):
             _api.reject(
                 title,
                 (*loc, "base_output_directory", "output_uri_prefix"),
                 "base_output_directory.output_uri_prefix: required when base_output_directory is set "
-                "(the v1 GcsDestination reference marks it Required)",
+                "(the v1 GcsDestination reference marks it Required); set it, or drop baseOutputDirectory",
                 out,
             )
         data["base_output_directory"] = out.get("outputUriPrefix")
     pools = _api.as_list(title, (*loc, "worker_pool_specs"), spec.get("workerPoolSpecs", []))
     if not pools or _pool_is_empty(pools[0]):
-        _api.reject(
-            title, (*loc, "worker_pool_specs"), "worker_pool_specs: pool 0 (primary) is required", pools
-        )
+        rule = "worker_pool_specs: pool 0 (primary) is required; send the primary first"
+        _api.reject(title, (*loc, "worker_pool_specs"), rule, pools)
     if len(pools) > 4:
         _api.reject(
             title,
             (*loc, "worker_pool_specs"),
             f"worker_pool_specs: at most 4 pools (primary, workers, parameter servers or Reduction "
-            f"Server, evaluators) (got {len(pools)})",
+            f"Server, evaluators) (got {len(pools)}); put every replica in one of these four roles",
             pools,
         )
     for index, raw_pool in enumerate(pools):

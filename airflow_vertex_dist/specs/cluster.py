@@ -81,7 +81,10 @@ class NfsMount(SpecModel):
     def _check(self) -> Self:
         nonblank("server", self.server)
         if not self.path.startswith("/"):
-            fail(f"path: NFS export path must start with '/' (got {self.path!r})")
+            fail(
+                f"path: NFS export path must start with '/' (got {self.path!r}); give the absolute export "
+                "path"
+            )
         nonblank("mount_point", self.mount_point)
         return self
 
@@ -139,7 +142,8 @@ class WorkerPool(SpecModel):
         if (self.container is None) == (self.python_package is None):
             fail(
                 "container/python_package: exactly one of container or python_package is required "
-                f"(got {'both' if self.container is not None else 'neither'})"
+                f"(got {'both' if self.container is not None else 'neither'}); set container=Container(...) "
+                "or python_package=PythonPackage(...)"
             )
         return self
 
@@ -199,13 +203,14 @@ class ReductionServer(SpecModel):
             if acc not in (None, "") or count not in (None, 0):
                 fail(
                     "reduction_server: reducers must not have accelerators "
-                    f"(got {acc or 'accelerator'} x{count if count is not None else '?'})"
+                    f"(got {acc or 'accelerator'} x{count if count is not None else '?'}); drop the "
+                    "accelerator and use a CPU machine such as n1-highcpu-16"
                 )
             used = [k for k in ("command", "args", "env") if data.get(k)]
             if used:
                 fail(
                     "reduction_server: the Reduction Server image takes no command, args or env "
-                    f"(got {', '.join(used)})"
+                    f"(got {', '.join(used)}); remove them"
                 )
         return data
 
@@ -222,7 +227,10 @@ class ReductionServer(SpecModel):
         if not MACHINE_TYPE_RE.match(value):
             fail(f"machine_type: must look like 'n1-highcpu-16' (got {value!r})")
         if value.startswith(GPU_MACHINE_FAMILIES) or value == "cloud-tpu" or TPU_MACHINE_RE.match(value):
-            fail(f"machine_type: reducers must not have accelerators (got accelerator machine {value})")
+            fail(
+                f"machine_type: reducers must not have accelerators (got accelerator machine {value}); use "
+                "n1-highcpu-16, or an N2 machine with 16 or more vCPUs"
+            )
         return value
 
     @field_validator("image_uri")
@@ -232,7 +240,7 @@ class ReductionServer(SpecModel):
             fail(
                 "image_uri: must be a Reduction Server image "
                 "({us,europe,asia}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:TAG) "
-                f"(got {value!r})"
+                f"(got {value!r}); or leave image_uri unset for the image nearest the job's location"
             )
         return value
 

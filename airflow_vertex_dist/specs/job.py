@@ -105,9 +105,9 @@ class DistributedTrainingJob(SpecModel):
     @classmethod
     def _display_name(cls, value: str) -> str:
         if not value.strip():
-            fail("display_name: must not be empty")
+            fail("display_name: must not be empty; give the job a name")
         if len(value) > 128:
-            fail(f"display_name: at most 128 characters (got {len(value)})")
+            fail(f"display_name: at most 128 characters (got {len(value)}); shorten it")
         return value
 
     @field_validator("location")
@@ -127,7 +127,10 @@ class DistributedTrainingJob(SpecModel):
     @classmethod
     def _service_account(cls, value: str | None) -> str | None:
         if value is not None and not _SERVICE_ACCOUNT_RE.match(value):
-            fail(f"service_account: must be a service account e-mail address (got {value!r})")
+            fail(
+                "service_account: must be a service account e-mail address such as "
+                f"'trainer@my-project.iam.gserviceaccount.com' (got {value!r})"
+            )
         return value
 
     @field_validator("network")
@@ -142,7 +145,10 @@ class DistributedTrainingJob(SpecModel):
     def _ip_ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
             if not _IP_RANGE_RE.match(name) or len(name) > 63:
-                fail(f"reserved_ip_ranges: must be names of reserved IP ranges (got {name!r})")
+                fail(
+                    "reserved_ip_ranges: must be names of reserved IP ranges, not addresses (got "
+                    f"{name!r}); give the names"
+                )
         return value
 
     @field_validator("base_output_directory")
@@ -170,7 +176,7 @@ class DistributedTrainingJob(SpecModel):
         if value is not None and not _TENSORBOARD_RE.match(value):
             fail(
                 "tensorboard: must be 'projects/{project}/locations/{location}/tensorboards/{id}' "
-                f"(got {value!r})"
+                f"(got {value!r}); or leave image_uri unset for the image nearest the job's location"
             )
         return value
 
@@ -221,7 +227,7 @@ class DistributedTrainingJob(SpecModel):
         if self.parameter_servers is not None and self.reduction_server is not None:
             fail(
                 "parameter_servers/reduction_server: worker pool 2 holds parameter servers or a "
-                "Reduction Server, never both"
+                "Reduction Server, never both; keep one of them"
             )
         for role in POOL_ROLES:
             pool = getattr(self, role)
@@ -235,9 +241,13 @@ class DistributedTrainingJob(SpecModel):
                     "pool 2; use reduction_server=ReductionServer(...)"
                 )
         if self.reserved_ip_ranges and self.network is None:
-            fail("reserved_ip_ranges: needs network (the ranges are reserved in that VPC network)")
+            fail(
+                "reserved_ip_ranges: needs network (the ranges are reserved in that VPC network); set "
+                "network "
+                "too, or drop reserved_ip_ranges"
+            )
         if self.experiment_run is not None and self.experiment is None:
-            fail("experiment_run: needs experiment")
+            fail("experiment_run: needs experiment; set experiment too, or drop experiment_run")
         if self.reduction_server is not None:
             self._check_reduction_server(self.reduction_server)
         return self
@@ -250,7 +260,8 @@ class DistributedTrainingJob(SpecModel):
             if pool.machine.is_tpu:
                 fail(
                     f"reduction_server: Reduction Server is for GPU all-reduce, not for TPU jobs "
-                    f"({role} uses {pool.machine.accelerator_type or pool.machine.machine_type})"
+                    f"({role} uses {pool.machine.accelerator_type or pool.machine.machine_type}); drop "
+                    "reduction_server"
                 )
             if not pool.machine.has_gpu:
                 fail(

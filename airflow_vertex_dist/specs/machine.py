@@ -70,11 +70,14 @@ class ReservationAffinity(SpecModel):
     def _check(self) -> Self:
         if self.reservation_affinity_type == "SPECIFIC_RESERVATION":
             if not self.key or not self.values:
-                fail("reservation_affinity: SPECIFIC_RESERVATION needs both key and values")
+                fail(
+                    "reservation_affinity: SPECIFIC_RESERVATION needs both key and values; set both, or use "
+                    "ANY_RESERVATION or NO_RESERVATION"
+                )
         elif self.key is not None or self.values:
             fail(
                 f"reservation_affinity: key and values are only allowed with SPECIFIC_RESERVATION "
-                f"(got {self.reservation_affinity_type})"
+                f"(got {self.reservation_affinity_type}); drop them, or use SPECIFIC_RESERVATION"
             )
         return self
 
@@ -113,30 +116,43 @@ class Machine(SpecModel):
         if acc is None and count:
             fail(f"accelerator_count: set accelerator_type too, or use 0 (got {count})")
         if acc is not None and count < 1:
-            fail(f"accelerator_count: must be at least 1 when accelerator_type is {acc}")
+            fail(
+                f"accelerator_count: must be at least 1 when accelerator_type is {acc}; set it, or drop "
+                "accelerator_type"
+            )
         if acc in GPU_TYPES and count not in (1, 2, 4, 8, 16):
-            fail(f"accelerator_count: a machine takes 1, 2, 4, 8 or 16 GPUs (got {acc} x{count})")
+            fail(
+                f"accelerator_count: a machine takes 1, 2, 4, 8 or 16 GPUs (got {acc} x{count}); use one "
+                "of those counts"
+            )
         if acc in ("TPU_V2", "TPU_V3"):
             if self.machine_type != "cloud-tpu" or count != 8:
                 fail(
                     f"accelerator_type: {acc} runs on machine_type 'cloud-tpu' with accelerator_count 8 "
-                    f"(got {self.machine_type} x{count})"
+                    f"(got {self.machine_type} x{count}); set machine_type='cloud-tpu' and "
+                    "accelerator_count=8"
                 )
         if acc in GPU_TYPES and self.is_tpu_machine:
-            fail(f"accelerator_type: TPU machine type {self.machine_type} cannot take GPU {acc}")
+            fail(
+                f"accelerator_type: TPU machine type {self.machine_type} cannot take GPU {acc}; use a GPU "
+                "machine type (n1-, a2-, a3-, g2-...) for it, or drop accelerator_type"
+            )
         if self.tpu_topology is not None:
             if not _TOPOLOGY_RE.match(self.tpu_topology):
                 fail(f"tpu_topology: must look like '2x2' or '2x2x1' (got {self.tpu_topology!r})")
             if not self.is_tpu:
                 fail(
                     f"tpu_topology: only for TPU machines (got machine_type {self.machine_type}, "
-                    f"accelerator_type {acc})"
+                    f"accelerator_type {acc}); drop tpu_topology, or use a TPU machine type"
                 )
         if self.gpu_partition_size is not None:
             if acc not in GPU_TYPES:
-                fail(f"gpu_partition_size: needs a GPU accelerator_type (got {acc})")
+                fail(
+                    f"gpu_partition_size: needs a GPU accelerator_type (got {acc}); set one, or drop "
+                    "gpu_partition_size"
+                )
             if count != 1:
-                fail(f"gpu_partition_size: needs accelerator_count 1 (got {count})")
+                fail(f"gpu_partition_size: needs accelerator_count 1 (got {count}); set accelerator_count=1")
             if not re.match(r"^\d+g\.\d+gb$", self.gpu_partition_size):
                 fail(f"gpu_partition_size: must look like '1g.10gb' (got {self.gpu_partition_size!r})")
         return self

@@ -45,17 +45,25 @@ class Scheduling(SpecModel):
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Self:
         if self.timeout is not None and self.timeout <= timedelta(0):
-            fail(f"timeout: must be positive (got {duration_to_api(self.timeout)})")
+            fail(
+                f"timeout: must be positive (got {duration_to_api(self.timeout)}); give a duration such as "
+                "'86400s'"
+            )
         if self.max_wait_duration is not None:
             if self.max_wait_duration < timedelta(0):
                 fail(
-                    f"max_wait_duration: must not be negative (got {duration_to_api(self.max_wait_duration)})"
+                    "max_wait_duration: must not be negative (got "
+                    f"{duration_to_api(self.max_wait_duration)}); "
+                    "give 0s or more"
                 )
             # The service takes it with any strategy and applies it only to FLEX_START ("0s" means wait
             # indefinitely); a spec written in Python is told when a non-zero wait would do nothing.
             server = isinstance(info.context, dict) and bool(info.context.get("server"))
             if self.strategy != "FLEX_START" and self.max_wait_duration and not server:
-                fail(f"max_wait_duration: only applies to strategy FLEX_START (got {self.strategy})")
+                fail(
+                    f"max_wait_duration: only applies to strategy FLEX_START (got {self.strategy}); set "
+                    "strategy='FLEX_START', or drop max_wait_duration"
+                )
         return self
 
     def to_api(self) -> dict[str, Any]:
@@ -81,7 +89,7 @@ class DnsPeeringConfig(SpecModel):
     @model_validator(mode="after")
     def _check(self) -> Self:
         if not self.domain.endswith("."):
-            fail(f"domain: DNS name suffix must end with a dot (got {self.domain!r})")
+            fail(f"domain: DNS name suffix must end with a dot (got {self.domain!r}); add the trailing '.'")
         nonblank("target_project", self.target_project)
         nonblank("target_network", self.target_network)
         return self

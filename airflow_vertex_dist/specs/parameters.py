@@ -56,7 +56,8 @@ class _ParameterBase(SpecModel):
         if scale in ("LOG", "REVERSE_LOG") and not low > 0:
             fail(
                 f"scale_type: {scale} scaling needs a strictly positive space "
-                f"(parameter {self.parameter_id!r} goes down to {low:g})"
+                f"(parameter {self.parameter_id!r} goes down to {low:g}); raise its lowest value above 0, "
+                "or use scale_type LINEAR"
             )
 
     def _scale_api(self, scale: str | None) -> dict[str, Any]:
@@ -73,7 +74,10 @@ class ConditionalParameter(SpecModel):
     @classmethod
     def _values(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
         if not value:
-            fail("parent_values: at least one parent value is required")
+            fail(
+                "parent_values: at least one parent value is required; list the parent values that enable "
+                "the child"
+            )
         return value
 
 
@@ -87,13 +91,17 @@ class _ParentBase(_ParameterBase):
             self._check_parent_values(values)
             child_id = child.parameter.parameter_id
             if child_id == self.parameter_id:
-                fail(f"conditional_parameters: child id {child_id!r} repeats its parent's id")
+                fail(
+                    f"conditional_parameters: child id {child_id!r} repeats its parent's id; give the "
+                    "child its own id"
+                )
             key_set = {self._normalize(v) for v in values}
             for other in seen.get(child_id, []):
                 if other & key_set:
                     fail(
                         f"conditional_parameters: children named {child_id!r} must have disjoint "
-                        f"parent_values (overlap {sorted(map(str, other & key_set))})"
+                        f"parent_values (overlap {sorted(map(str, other & key_set))}); list each parent "
+                        "value under one of them only"
                     )
             seen.setdefault(child_id, []).append(key_set)
 
@@ -131,13 +139,14 @@ class DoubleParameter(_ParameterBase):
         if not self.min_value < self.max_value:
             fail(
                 f"min_value: must be below max_value (got {self.min_value:g} >= {self.max_value:g} "
-                f"for {self.parameter_id!r})"
+                f"for {self.parameter_id!r}); swap them, or use a categorical parameter for one value"
             )
         self._scale_rule(self.scale_type, self.min_value)
         if self.conditional_parameters:
             fail(
                 "conditional_parameters: a double parameter cannot have conditional children "
-                "(conditions match integer, categorical or discrete parent values)"
+                "(conditions match integer, categorical or discrete parent values); make the parent an "
+                "integer, categorical or discrete parameter"
             )
         return self
 
@@ -162,7 +171,7 @@ class IntegerParameter(_ParentBase):
         if not self.min_value < self.max_value:
             fail(
                 f"min_value: must be below max_value (got {self.min_value} >= {self.max_value} "
-                f"for {self.parameter_id!r})"
+                f"for {self.parameter_id!r}); swap them, or use a categorical parameter for one value"
             )
         self._scale_rule(self.scale_type, self.min_value)
         self._check_children()
@@ -171,11 +180,14 @@ class IntegerParameter(_ParentBase):
     def _check_parent_values(self, values: tuple[Any, ...]) -> None:
         for v in values:
             if not isinstance(v, int) or isinstance(v, bool):
-                fail(f"parent_values: integer parent {self.parameter_id!r} takes integers (got {v!r})")
+                fail(
+                    f"parent_values: integer parent {self.parameter_id!r} takes integers (got {v!r}); give "
+                    "integers"
+                )
             if not self.min_value <= v <= self.max_value:
                 fail(
                     f"parent_values: {v} is outside parent {self.parameter_id!r}'s range "
-                    f"[{self.min_value}, {self.max_value}]"
+                    f"[{self.min_value}, {self.max_value}]; use values in that range, or widen it"
                 )
 
     def to_api(self) -> dict[str, Any]:
@@ -198,16 +210,19 @@ class CategoricalParameter(_ParentBase):
     @classmethod
     def _no_scale(cls, value: Any) -> Any:
         if value is not None:
-            fail(f"scale_type: leave unset for categorical parameters (got {value!r})")
+            fail(f"scale_type: leave unset for categorical parameters (got {value!r}); drop it")
         return value
 
     @model_validator(mode="after")
     def _check(self) -> Self:
         if not self.values:
-            fail(f"values: categorical parameter {self.parameter_id!r} needs at least one value")
+            fail(
+                f"values: categorical parameter {self.parameter_id!r} needs at least one value; list its "
+                "values"
+            )
         if len(set(self.values)) != len(self.values):
             dupes = sorted({v for v in self.values if self.values.count(v) > 1})
-            fail(f"values: categorical values must be unique (repeated {dupes})")
+            fail(f"values: categorical values must be unique (repeated {dupes}); remove the repeats")
         self._check_children()
         return self
 
@@ -216,7 +231,7 @@ class CategoricalParameter(_ParentBase):
             if not isinstance(v, str) or v not in self.values:
                 fail(
                     f"parent_values: {v!r} is not one of parent {self.parameter_id!r}'s values "
-                    f"{list(self.values)}"
+                    f"{list(self.values)}; use one of them, or add it to the parent's values"
                 )
 
     def to_api(self) -> dict[str, Any]:
@@ -239,14 +254,21 @@ class DiscreteParameter(_ParentBase):
     def _check(self) -> Self:
         values = self.values
         if not values:
-            fail(f"values: discrete parameter {self.parameter_id!r} needs at least one value")
+            fail(
+                f"values: discrete parameter {self.parameter_id!r} needs at least one value; list its "
+                "values"
+            )
         if len(values) > 1000:
-            fail(f"values: a discrete parameter takes at most 1,000 values (got {len(values)})")
+            fail(
+                f"values: a discrete parameter takes at most 1,000 values (got {len(values)}); use an "
+                "integer "
+                "or double parameter for a range"
+            )
         for a, b in zip(values, values[1:], strict=False):
             if not b - a >= _DISCRETE_EPSILON:
                 fail(
                     f"values: discrete values must be increasing and at least 1e-10 apart "
-                    f"(got {a:g} then {b:g})"
+                    f"(got {a:g} then {b:g}); sort them and drop repeats"
                 )
         self._scale_rule(self.scale_type, values[0])
         self._check_children()
@@ -260,7 +282,7 @@ class DiscreteParameter(_ParentBase):
             if isinstance(v, str | bool) or not any(abs(v - x) <= _DISCRETE_EPSILON for x in self.values):
                 fail(
                     f"parent_values: {v!r} is not one of parent {self.parameter_id!r}'s values "
-                    f"{list(self.values)}"
+                    f"{list(self.values)}; use one of them, or add it to the parent's values"
                 )
 
     def to_api(self) -> dict[str, Any]:
@@ -334,7 +356,7 @@ def parameter_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict
                 (*loc, "default_value"),
                 "default_value: not supported by HyperparameterTuningJob (the v1 StudySpec.ParameterSpec "
                 "reference: \"Currently only supported by the Vertex AI Vizier service. Not supported by "
-                "HyperparameterTuningJob or TrainingPipeline.\")",
+                "HyperparameterTuningJob or TrainingPipeline.\"); leave it out",
                 raw_value,
             )
         elif data["type"] == "integer" and key in ("minValue", "maxValue"):

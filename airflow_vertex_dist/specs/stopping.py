@@ -60,7 +60,10 @@ class ConvexAutomatedStopping(SpecModel):
     def _check(self) -> Self:
         lo, hi = self.min_step_count, self.max_step_count
         if lo is not None and hi is not None and lo > hi:
-            fail(f"min_step_count: must not exceed max_step_count (got {lo} > {hi})")
+            fail(
+                f"min_step_count: must not exceed max_step_count (got {lo} > {hi}); lower it or raise "
+                "max_step_count"
+            )
         return self
 
     def to_api(self) -> dict[str, Any]:

@@ -88,25 +88,26 @@ class Study(SpecModel):
     @model_validator(mode="after")
     def _check(self) -> Self:
         if not self.metrics:
-            fail("study.metrics: at least one metric is required")
+            fail("study.metrics: at least one metric is required; add Metric(metric_id=..., goal=...)")
         ids = [m.metric_id for m in self.metrics]
         if len(set(ids)) != len(ids):
-            fail(f"study.metrics: metric ids must be unique (got {ids})")
+            fail(f"study.metrics: metric ids must be unique (got {ids}); remove the repeats")
         if not self.parameters:
-            fail("study.parameters: at least one parameter is required")
+            fail("study.parameters: at least one parameter is required; add the parameters to search")
         top = [p.parameter_id for p in self.parameters]
         if len(set(top)) != len(top):
-            fail(f"study.parameters: parameter ids must be unique (got {top})")
+            fail(f"study.parameters: parameter ids must be unique (got {top}); rename the repeats")
         for depth, param in walk_parameters(self.parameters):
             if depth and param.parameter_id in top:
                 fail(
                     f"study.parameters: conditional parameter {param.parameter_id!r} repeats a "
-                    "top-level parameter id"
+                    "top-level parameter id; rename it"
                 )
             if self.algorithm == "GRID_SEARCH" and isinstance(param, DoubleParameter):
                 fail(
                     f"study.algorithm: GRID_SEARCH takes only integer, categorical and discrete "
-                    f"parameters (got double parameter {param.parameter_id!r})"
+                    f"parameters (got double parameter {param.parameter_id!r}); use RANDOM_SEARCH or the "
+                    "default algorithm, or make it a discrete parameter"
                 )
         stops = [
             n
@@ -114,7 +115,7 @@ class Study(SpecModel):
             if getattr(self, n) is not None
         ]
         if len(stops) > 1:
-            fail(f"study: at most one automated stopping rule (got {', '.join(stops)})")
+            fail(f"study: at most one automated stopping rule (got {', '.join(stops)}); keep one")
         return self
 
     def parameter_ids(self) -> list[str]:

@@ -23,12 +23,18 @@ _MODULE_RE = LazyRegex(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 def _check_env(env: Mapping[str, str]) -> None:
     if len(env) > 100:
-        fail(f"env: at most 100 variables are allowed (got {len(env)})")
+        fail(f"env: at most 100 variables are allowed (got {len(env)}); pass the rest as args or in a file")
     for name, value in env.items():
         if not _ENV_NAME_RE.match(name):
-            fail(f"env: variable name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*) (got {name!r})")
+            fail(
+                f"env: variable name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*) (got {name!r}); "
+                "rename it"
+            )
         if value == "":
-            fail(f"env: {name}: the value is required (the v1 EnvVar reference marks it Required)")
+            fail(
+                f"env: {name}: the value is required (the v1 EnvVar reference marks it Required); give it a "
+                "value, or leave the variable out"
+            )
 
 
 def _env_to_api(env: Mapping[str, str]) -> list[dict[str, str]]:
@@ -88,9 +94,15 @@ class PythonPackage(SpecModel):
     @classmethod
     def _uris(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
-            fail("package_uris: at least one package URI is required")
+            fail(
+                "package_uris: at least one package URI is required; add the gs:// URI of your package's "
+                "sdist"
+            )
         if len(value) > 100:
-            fail(f"package_uris: at most 100 package URIs are allowed (got {len(value)})")
+            fail(
+                f"package_uris: at most 100 package URIs are allowed (got {len(value)}); bundle them into "
+                "fewer"
+            )
         for uri in value:
             nonblank("package_uris", uri)
         return value
@@ -99,7 +111,7 @@ class PythonPackage(SpecModel):
     @classmethod
     def _module(cls, value: str) -> str:
         if not _MODULE_RE.match(value):
-            fail(f"python_module: must be a dotted Python module name (got {value!r})")
+            fail(f"python_module: must be a dotted Python module name such as 'trainer.task' (got {value!r})")
         return value
 
     @field_validator("env")

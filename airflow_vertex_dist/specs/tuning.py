@@ -43,9 +43,9 @@ class HyperparameterTuningJob(SpecModel):
     @classmethod
     def _display_name(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
-            fail("display_name: must not be empty")
+            fail("display_name: must not be empty; give the job a name")
         if value is not None and len(value) > 128:
-            fail(f"display_name: at most 128 characters (got {len(value)})")
+            fail(f"display_name: at most 128 characters (got {len(value)}); shorten it")
         return value
 
     @field_validator("labels")
@@ -59,7 +59,8 @@ class HyperparameterTuningJob(SpecModel):
         if self.parallel_trial_count > self.max_trial_count:
             fail(
                 f"parallel_trial_count: must not exceed max_trial_count "
-                f"(got {self.parallel_trial_count} > {self.max_trial_count})"
+                f"(got {self.parallel_trial_count} > {self.max_trial_count}); lower parallel_trial_count or "
+                "raise max_trial_count"
             )
         if self.trial_job.labels:
             fail("trial_job.labels: set labels on the tuning job; its trial jobs carry them")
@@ -72,7 +73,7 @@ class HyperparameterTuningJob(SpecModel):
         ):
             fail(
                 f"trial_job.location: differs from the tuning job's location "
-                f"({self.trial_job.location} != {self.location})"
+                f"({self.trial_job.location} != {self.location}); set the location once, on the tuning job"
             )
         return self
 

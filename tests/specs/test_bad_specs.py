@@ -325,7 +325,12 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("network-format", J(("network", "my-vpc")), "network", "projects/{project}/global/networks/{network}"),
     ("output-not-gcs", J(("base_output_directory", "/tmp/out")), "base_output_directory", "gs://bucket"),
-    ("output-bucket-blank", J(("base_output_directory", "gs://my bucket/out")), "base_output_directory", "gs://bucket"),
+    (
+        "output-bucket-blank",
+        J(("base_output_directory", "gs://my bucket/out")),
+        "base_output_directory",
+        "gs://bucket",
+    ),
     ("output-no-bucket", J(("base_output_directory", "gs:///out")), "base_output_directory", "gs://bucket"),
     ("kms-format", J(("encryption_key", "my-key")), "encryption_key", "keyRings"),
     ("service-account", J(("service_account", "robot")), "service_account", "e-mail address"),
@@ -555,6 +560,105 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "differs from the tuning job's location",
     ),
 ]
+
+
+RS_ON_CPU = (
+    "add GPUs to the primary and the workers (machine.accelerator_type and accelerator_count), or for CPU "
+    "training drop reduction_server and use parameter_servers instead"
+)
+#: What each rule's message tells the user to do: a fix, or the form the value must take (every rule of
+#: the table has an entry, so a new rule comes with its advice).
+ADVICE: dict[str, str] = {
+    "primary-2-replicas": "put the others in workers",
+    "ps-and-reducers": "keep one of them",
+    "task-both": "set container=Container(...) or python_package=PythonPackage(...)",
+    "task-neither": "set container=Container(...) or python_package=PythonPackage(...)",
+    "env-empty-value": "give it a value, or leave the variable out",
+    "pool-zero-replicas": "leave a pool out, or send it as {}, to skip it",
+    "rs-image-in-workers": "use reduction_server=ReductionServer(...)",
+    "rs-accelerators": "drop the accelerator and use a CPU machine such as n1-highcpu-16",
+    "rs-args": "remove them",
+    "rs-gpu-machine": "use n1-highcpu-16, or an N2 machine with 16 or more vCPUs",
+    "rs-cpu-primary": RS_ON_CPU,
+    "rs-cpu-says-what-to-do": RS_ON_CPU,
+    "rs-cpu-workers": RS_ON_CPU,
+    "rs-tpu": "drop reduction_server",
+    "rs-undersized": "use 16 or more, or set allow_undersized=True",
+    "rs-auto-unknown-bandwidth": "set replica_count",
+    "rs-bad-image": "or leave image_uri unset for the image nearest the job's location",
+    "rs-zero": "must be at least 1, or 'auto'",
+    "count-without-type": "set accelerator_type too, or use 0",
+    "type-without-count": "set it, or drop accelerator_type",
+    "gpu-count-3": "use one of those counts",
+    "tpu-v3-on-n1": "set machine_type='cloud-tpu' and accelerator_count=8",
+    "topology-on-gpu": "drop tpu_topology, or use a TPU machine type",
+    "topology-format": "must look like '2x2' or '2x2x1'",
+    "machine-type-format": "must look like 'n1-standard-4' (lowercase family-shape words joined by '-')",
+    "gpu-partition-count": "set accelerator_count=1",
+    "reservation-incomplete": "set both, or use ANY_RESERVATION or NO_RESERVATION",
+    "disk-small": "must be within [100, 64000]",
+    "env-name": "rename it",
+    "image-empty": "give it a value",
+    "package-no-uris": "add the gs:// URI of your package's sdist",
+    "package-module": "must be a dotted Python module name such as 'trainer.task'",
+    "nfs-relative-path": "give the absolute export path",
+    "label-key-upper": "rename it",
+    "label-value-long": "shorten it",
+    "label-value-chars": "lowercase it and replace the rest with '-'",
+    "labels-65": "drop some",
+    "display-name-empty": "give the job a name",
+    "display-name-long": "shorten it",
+    "strategy-deprecated": "use STANDARD or SPOT",
+    "max-wait-not-flex": "set strategy='FLEX_START', or drop max_wait_duration",
+    "timeout-zero": "give a duration such as '86400s'",
+    "ip-ranges-without-network": "set network too, or drop reserved_ip_ranges",
+    "network-format": "must be 'projects/{project}/global/networks/{network}'",
+    "output-not-gcs": "must be a Cloud Storage URI 'gs://bucket/...'",
+    "output-bucket-blank": "must be a Cloud Storage URI 'gs://bucket/...'",
+    "output-no-bucket": "must be a Cloud Storage URI 'gs://bucket/...'",
+    "kms-format": "must be 'projects/{p}/locations/{l}/keyRings/{r}/cryptoKeys/{k}'",
+    "service-account": "such as 'trainer@my-project.iam.gserviceaccount.com'",
+    "tensorboard-format": "must be 'projects/{project}/locations/{location}/tensorboards/{id}'",
+    "experiment-run-alone": "set experiment too, or drop experiment_run",
+    "persistent-resource-id": "must be 1-63 lowercase letters, digits or '-', starting with a letter",
+    "location-format": "must be a region like 'us-central1'",
+    "parallel-over-max": "lower parallel_trial_count or raise max_trial_count",
+    "trial-job-labels": "set labels on the tuning job",
+    "no-metrics": "add Metric(metric_id=..., goal=...)",
+    "duplicate-metrics": "remove the repeats",
+    "metric-id-space": "use an id such as 'val_loss'",
+    "no-parameters": "add the parameters to search",
+    "double-min-max": "swap them, or use a categorical parameter for one value",
+    "log-scale-zero": "raise its lowest value above 0, or use scale_type LINEAR",
+    "integer-min-max": "swap them, or use a categorical parameter for one value",
+    "discrete-order": "sort them and drop repeats",
+    "discrete-too-many": "use an integer or double parameter for a range",
+    "categorical-empty": "list its values",
+    "categorical-scale": "drop it",
+    "grid-with-double": "use RANDOM_SEARCH or the default algorithm, or make it a discrete parameter",
+    "duplicate-parameters": "rename the repeats",
+    "double-children": "make the parent an integer, categorical or discrete parameter",
+    "child-outside-int-range": "use values in that range, or widen it",
+    "child-not-in-categories": "use one of them, or add it to the parent's values",
+    "children-overlap": "list each parent value under one of them only",
+    "two-stopping-rules": "keep one",
+    "tuning-kms": "must be 'projects/{p}/locations/{l}/keyRings/{r}/cryptoKeys/{k}'",
+    "tuning-location-mismatch": "set the location once, on the tuning job",
+}
+
+
+def test_every_rule_says_what_to_do() -> None:
+    rules = []
+    for case, data, path, _ in BAD:
+        model = HyperparameterTuningJob if "study" in data else DistributedTrainingJob
+        with pytest.raises(ValidationError) as info:
+            model.model_validate(data)
+        if {e["type"] for e in info.value.errors()} != {"vertex_spec_rule"}:
+            continue  # pydantic's own checks (types, enums, required fields) say what they expect
+        rules.append(case)
+        line = next(line for line in error_lines(info.value) if line.startswith(path + ":"))
+        assert ADVICE.get(case, "<no advice in the table>") in line, (case, line)
+    assert sorted(rules) == sorted(ADVICE)
 
 
 def test_table_is_big_enough() -> None:
