@@ -13,7 +13,10 @@ an object. The subset served is what those clients use for objects:
 * ``GET /storage/v1/b/<bucket>/o/<object>`` (metadata; ``alt=media``: the bytes, ``Range`` honoured),
   ``GET /download/storage/v1/b/<bucket>/o/<object>?alt=media``, ``DELETE .../o/<object>``;
 * ``POST /upload/storage/v1/b/<bucket>/o`` with ``uploadType=media``, ``multipart`` or ``resumable``
-  (then ``PUT`` chunks with ``Content-Range``), and ``ifGenerationMatch`` preconditions.
+  (then ``PUT`` chunks with ``Content-Range``), and ``ifGenerationMatch`` preconditions;
+* ``POST /storage/v1/b/<bucket>/o/<object>/copyTo/b/<bucket>/o/<object>`` (``Blob.copy_blob``) and
+  ``.../rewriteTo/...`` (``Blob.rewrite``; done in one call), with ``ifGenerationMatch``,
+  ``ifSourceGenerationMatch`` and ``sourceGeneration``.
 
 How it differs from Cloud Storage (docs/emulator.md): metadata beyond name, size, hashes and times is
 not stored (``contentType`` is guessed from the name); an object name ending in ``/`` or one that
@@ -37,6 +40,7 @@ import mimetypes
 import os
 import re
 import secrets
+import shutil
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -128,6 +132,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        if self.close_connection:
+            # say so: a client that reuses the connection for its next request (after a refused
+            # upload, say) would otherwise find it closed under that request
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -253,6 +261,10 @@ class _Handler(BaseHTTPRequestHandler):
             if method in ("GET", "HEAD") and not prefix:
                 return self._list(bucket, query)
             raise _Error(405, "invalid", f"{method} {path}: not supported")
+        copy = self._copy_target(rest) if method == "POST" and not prefix else None
+        if copy is not None:
+            end, verb, dest_bucket, dest_name = copy
+            return self._copy(bucket, unquote("/".join(rest[2:end])), dest_bucket, dest_name, query, verb)
         name = unquote("/".join(rest[2:]))
         if method in ("GET", "HEAD"):
             if query.get("alt") == "media" or prefix == "download":
@@ -264,6 +276,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._drain()
             return self._json(200, self._resource(bucket, name))
         raise _Error(405, "invalid", f"{method} {path}: not supported")
+
+    @staticmethod
+    def _copy_target(rest: list[str]) -> tuple[int, str, str, str] | None:
+        """``<bucket>/o/<object>/{copyTo|rewriteTo}/b/<bucket>/o/<object>``: (where the source object's
+        segments end, the verb, the destination bucket and object), else ``None``."""
+        for end in range(3, len(rest) - 4):
+            if rest[end] in ("copyTo", "rewriteTo") and rest[end + 1] == "b" and rest[end + 3] == "o":
+                return end, rest[end], unquote(rest[end + 2]), unquote("/".join(rest[end + 4 :]))
+        return None
 
     # -- paths ------------------------------------------------------------------------------------
 
@@ -466,6 +487,54 @@ class _Handler(BaseHTTPRequestHandler):
         self._precondition(path, query.get("ifGenerationMatch"))
         path.unlink()
         self._send(204, b"", "application/json")
+
+    # -- copies -----------------------------------------------------------------------------------
+
+    def _copy(
+        self, bucket: str, name: str, dest_bucket: str, dest_name: str, query: dict[str, str], verb: str
+    ) -> None:
+        """``objects.copy`` (answers the new object) and ``objects.rewrite`` (answers a finished
+        ``storage#rewriteResponse``: the emulator copies in one call, so no ``rewriteToken``). The
+        request body (metadata for the new object) is read and dropped, as for uploads; the
+        destination's ``ifGenerationMatch`` and the source's ``ifSourceGenerationMatch`` and
+        ``sourceGeneration`` are honoured."""
+        self._drain()
+        source = self._existing(bucket, name)
+        generation = str(source.stat().st_mtime_ns)
+        wanted = query.get("sourceGeneration")
+        if wanted and wanted != generation:
+            raise _Error(404, "notFound", f"No such object: {bucket}/{name}#{wanted}")
+        wanted = query.get("ifSourceGenerationMatch")
+        if wanted and wanted != generation:
+            raise _Error(
+                412,
+                "conditionNotMet",
+                f"At least one of the pre-conditions you specified did not hold (ifSourceGenerationMatch="
+                f"{wanted}, generation {generation}).",
+            )
+        target = self._prepare_target(dest_bucket, dest_name)
+        tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+        try:
+            shutil.copyfile(source, tmp)
+            self._precondition(target, query.get("ifGenerationMatch"))
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        resource = self._resource(dest_bucket, dest_name, target)
+        if verb == "copyTo":
+            return self._json(200, resource)
+        size = resource["size"]
+        self._json(
+            200,
+            {
+                "kind": "storage#rewriteResponse",
+                "totalBytesRewritten": size,
+                "objectSize": size,
+                "done": True,
+                "resource": resource,
+            },
+        )
 
     # -- uploads ----------------------------------------------------------------------------------
 

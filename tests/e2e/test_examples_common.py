@@ -57,3 +57,34 @@ def test_the_image_map_runs_the_trainer_modules(common: Any) -> None:
     assert mapping[common.PS_TRAINER_IMAGE][-3:] == ["/usr/bin/python3", "-m", "trainers.ps_trainer"]
     assert mapping[common.DDP_TRAINER_IMAGE][-3:] == ["/usr/bin/python3", "-m", "trainers.ddp_trainer"]
     assert all(argv[0] == "env" and argv[1].startswith(f"PYTHONPATH={DAGS}") for argv in mapping.values())
+
+
+def test_copy_tree_through_the_cloud_storage_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a local mount the helpers use google-cloud-storage, as a replica does; against the
+    emulator's storage server ``copy_tree`` copies with objects.copy (``copy_blob``)."""
+    from airflow_vertex_dist.emulator.storage import StorageServer
+
+    root = tmp_path / "gcs"
+    (root / "my-bucket" / "runs" / "1" / "model" / "sub").mkdir(parents=True)
+    (root / "my-bucket" / "runs" / "1" / "model" / "model.json").write_text("{}")
+    (root / "my-bucket" / "runs" / "1" / "model" / "sub" / "w.bin").write_bytes(b"1234")
+    (root / "other").mkdir()
+    server = StorageServer(root)
+    server.start()
+    monkeypatch.syspath_prepend(str(DAGS))
+    monkeypatch.delenv("GCS_MOUNT_ROOT", raising=False)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.endpoint)
+    sys.modules.pop("examples_common", None)
+    try:
+        import examples_common as common
+
+        assert sorted(common.copy_tree("gs://my-bucket/runs/1/model", "gs://other/promoted")) == [
+            "model.json",
+            "sub/w.bin",
+        ]
+        assert (root / "other" / "promoted" / "sub" / "w.bin").read_bytes() == b"1234"
+        assert common.list_tree("gs://other/promoted") == {"model.json": 2, "sub/w.bin": 4}
+    finally:
+        sys.modules.pop("examples_common", None)
+        server.stop()

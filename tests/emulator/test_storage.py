@@ -202,3 +202,41 @@ def test_gcsfs_reads_writes_lists_and_deletes(
     assert fs.info("bkt/logs/sub/more.txt")["size"] == 10
     fs.rm("bkt/logs/events.txt")
     assert not (root / "bkt" / "logs" / "events.txt").exists()
+
+
+def test_copy_and_rewrite(gcs: tuple[Any, Path, str]) -> None:
+    """``copy_blob`` (objects.copy) and ``rewrite`` (objects.rewrite) between buckets, names with '/'."""
+    from google.api_core import exceptions
+
+    client, root, _ = gcs
+    (root / "other").mkdir()
+    src_bucket, dst_bucket = client.bucket("bkt"), client.bucket("other")
+    src = src_bucket.blob("runs/1/model/w.bin")
+    src.upload_from_string(b"weights-1")
+    copied = src_bucket.copy_blob(src, dst_bucket, "promoted/model/w.bin")
+    assert (root / "other" / "promoted" / "model" / "w.bin").read_bytes() == b"weights-1"
+    assert (
+        copied.name == "promoted/model/w.bin"
+        and copied.size == 9
+        and copied.md5_hash == src_bucket.get_blob("runs/1/model/w.bin").md5_hash
+    )
+
+    target = dst_bucket.blob("rewritten/w.bin")
+    token, done, total = target.rewrite(src)
+    assert (token, done, total) == (None, 9, 9)
+    assert target.download_as_bytes() == b"weights-1"
+
+    # preconditions: the destination must not exist (generation 0); the source's generation must match
+    with pytest.raises(exceptions.PreconditionFailed):
+        src_bucket.copy_blob(src, dst_bucket, "promoted/model/w.bin", if_generation_match=0)
+    with pytest.raises(exceptions.PreconditionFailed):
+        src_bucket.copy_blob(src, dst_bucket, "x.bin", if_source_generation_match=1)
+    assert not (root / "other" / "x.bin").exists()
+    with pytest.raises(exceptions.NotFound):
+        src_bucket.copy_blob(src_bucket.blob("missing.bin"), dst_bucket, "y.bin")
+    with pytest.raises(exceptions.NotFound):
+        src_bucket.copy_blob(src, client.bucket("no-such-bucket"), "y.bin")
+    # a copy onto itself keeps the bytes
+    src_bucket.copy_blob(src, src_bucket, "runs/1/model/w.bin")
+    assert src.download_as_bytes() == b"weights-1"
+    assert not [p for p in root.rglob("*") if p.name.startswith(".avd-upload-")]  # no temporary file left
