@@ -1,0 +1,234 @@
+"""How a training or tuning task finds its job again or creates it, and cancels it (the module doc of
+:mod:`airflow_vertex_dist.operators.job` tells the whole try).
+
+:class:`JobAttachingOperator` holds the adoption rules of one try: the job named in Airflow's task
+state (``task_state_store``, Airflow >= 3.3), then the hook's find-or-create by run labels, spec
+fingerprint and retry budget (:func:`~airflow_vertex_dist.hooks.find_or_create.find_or_create`); the
+job's link and owner record in XCom; the check that the task instance is still running once the
+owner record is pushed; and the job's cancellation (``cancel_on_kill``).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow_vertex_dist._compat import AirflowException
+from airflow_vertex_dist.hooks.job_dicts import (
+    ACTIVE_STATES,
+    REATTACHABLE_STATES,
+    TERMINAL_STATES,
+    IfExists,
+    JobKind,
+    job_state,
+    short_state,
+)
+from airflow_vertex_dist.hooks.labels import (
+    BUDGET_LABEL,
+    SPEC_LABEL,
+    retry_budget,
+    run_labels,
+    spec_fingerprint,
+)
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
+from airflow_vertex_dist.operators.base import VertexBaseOperator
+from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["STATE_KEY", "JobAttachingOperator"]
+
+#: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
+STATE_KEY = "vertex_job_name"
+
+
+class JobAttachingOperator(VertexBaseOperator):
+    """Finds this task instance's job again or creates it, and cancels it; the base of
+    :class:`~airflow_vertex_dist.operators.job.VertexJobOperator`, which sets the attributes below."""
+
+    job_kind: ClassVar[JobKind]
+    if_exists: IfExists
+    cancel_on_kill: bool
+    wait: bool
+    _job_name: str | None
+    _cancelled: bool
+
+    @abc.abstractmethod
+    def job_body(self) -> dict[str, Any]:
+        """The v1 JSON body of the job to create."""
+
+    @abc.abstractmethod
+    def pools_table(self) -> str:
+        """The pools as a table, logged at submit."""
+
+    # -- find or create ------------------------------------------------------------------------
+    def _labels(self, context: Context) -> dict[str, str]:
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        return run_labels(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else int(map_index))
+
+    def _budget(self, context: Context) -> str | None:
+        """This try's retry budget label (:func:`~airflow_vertex_dist.hooks.labels.retry_budget`), or
+        ``None`` when the task instance does not say its ``max_tries``."""
+        max_tries = getattr(context["ti"], "max_tries", None)
+        return retry_budget(max_tries) if isinstance(max_tries, int) else None
+
+    def _from_task_state(
+        self, context: Context, body: dict[str, Any], budget: str | None
+    ) -> dict[str, Any] | None:
+        """The job named in Airflow's task state, when it is this task's (same spec fingerprint, same
+        retry budget) and still worth re-attaching to. A job the record names that an earlier budget's
+        try left unfinished (the task was cleared since) is cancelled (``cancel_on_kill``): the record
+        says it is this task's even when its spec was different."""
+        store = context.get("task_state_store")
+        if store is None:
+            return None
+        name = store.get(STATE_KEY)
+        if not name:
+            return None
+        from google.api_core.exceptions import NotFound
+
+        try:
+            job = self.hook.get_job(str(name))
+        except NotFound:
+            self.log.warning("Job %s from the task state no longer exists", name)
+            return None
+        state = job_state(job)
+        labels = job.get("labels") or {}
+        if budget is not None and labels.get(BUDGET_LABEL) != budget:
+            if state in ACTIVE_STATES and self.cancel_on_kill:
+                self._cancel_earlier(str(name), state)
+            return None
+        if labels.get(SPEC_LABEL) != spec_fingerprint(body):
+            self.log.warning(
+                "Job %s from the task state was made from another version of the spec: not re-attaching",
+                name,
+            )
+            return None
+        if self.if_exists == "reattach" and state in REATTACHABLE_STATES:
+            self.log.info("Re-attaching to %s (%s), named in the task state", name, short_state(state))
+            return job
+        self.log.info("Job %s from the task state is %s: not re-attaching", name, short_state(state))
+        return None
+
+    def _cancel_earlier(self, name: str, state: str) -> None:
+        if state == "JOB_STATE_CANCELLING":
+            return
+        self.log.warning(
+            "Cancelling %s (%s): made by a try before the task was cleared, and a cleared task runs "
+            "again",
+            name,
+            short_state(state),
+        )
+        self.hook.cancel_job(name)
+
+    def attach_or_create(self, context: Context) -> dict[str, Any]:
+        """Re-attach to this task instance's job or create it (see the module doc).
+
+        A job is this try's to re-attach to when it carries the run's labels, the fingerprint of this
+        try's rendered spec and this try's retry budget (Airflow's ``max_tries``, which a retry keeps
+        and a clear changes): a retry re-attaches, a cleared task -- a user asking for it to run again
+        -- starts a job of its own, even when the earlier one succeeded. A job an earlier budget's try
+        left unfinished is cancelled (``cancel_on_kill``; with ``cancel_on_kill=False`` it is left
+        running). While the task waited in the triggerer, clearing it also makes Airflow cancel the
+        trigger, whose ``on_kill`` cancels the job; this covers a task cleared before the triggerer
+        started its trigger.
+        """
+        labels = self._labels(context)
+        body = self.job_body()
+        budget = self._budget(context)
+        job = self._from_task_state(context, body, budget)
+        if job is None:
+            job, created = self.hook.find_or_create(
+                self.job_kind,
+                body,
+                labels=labels,
+                if_exists=self.if_exists,
+                retry_budget=budget,
+                cancel_earlier=self.cancel_on_kill,
+            )
+            if created:
+                self.log.info("Created %s\n%s", job["name"], self.pools_table())
+            else:
+                state = short_state(job_state(job))
+                self.log.info("Re-attaching to %s (%s), found by its run labels", job["name"], state)
+        store = context.get("task_state_store")
+        if store is not None:
+            store.set(STATE_KEY, job["name"])
+        self._job_name = str(job["name"])
+        console = self.hook.console_url(self._job_name)
+        self.log.info("Job page: %s", console)
+        ti = context["ti"]
+        ti.xcom_push(key=LINK_XCOM_KEY, value={"name": self._job_name, "console_url": console})
+        if self.cancel_on_kill and self.wait:  # what the listener cancels if the task is marked by hand
+            # with the task's own impersonation chain: the listener cancels with the task's credentials
+            ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())
+        return job
+
+    def owned_job(self, name: str) -> OwnedJob:
+        """``name`` as this task's job: with its connection and its own impersonation chain, what the
+        listener cancels it with when a user marks the task by hand."""
+        return OwnedJob(name, self.vertex_dist_conn_id, self.hook.impersonation_chain_override)
+
+    # -- execute -------------------------------------------------------------------------------
+    def _state_now(self, context: Context) -> str | None:
+        """This task instance's state in the metadata DB now (Task SDK ``get_task_states``), or
+        ``None`` when it cannot be read."""
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        map_index = -1 if map_index is None else int(map_index)
+        try:
+            states = ti.get_task_states(
+                dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id], map_index=map_index
+            )
+        except Exception as exc:
+            self.log.warning("Could not read the task instance's state: %s", exc)
+            return None
+        key = ti.task_id if map_index < 0 else f"{ti.task_id}_{map_index}"
+        state = states.get(ti.run_id, {}).get(key)
+        return None if state is None else str(getattr(state, "value", state))
+
+    def _check_still_running(self, context: Context, job: dict[str, Any]) -> None:
+        """Between the task's start and its owner record, a user's mark (or clear) has no job to
+        cancel: the listener finds none. So once the record is pushed, look again: a task instance
+        no longer running gets its new job cancelled here (a mark after this point is the
+        listener's). Without this, the try would defer (and Airflow reject it) or wait, and leave the
+        job running for nobody."""
+        state = self._state_now(context)
+        if state in (None, "running"):
+            return
+        name = str(job["name"])
+        message = f"the task instance was set to {state} while it started job {name}"
+        if job_state(job) in TERMINAL_STATES:
+            raise AirflowException(f"{message}; the job had already ended ({short_state(job_state(job))})")
+        from airflow_vertex_dist.triggers.conditions.states import cancel_outcome
+
+        cancelled = self._cancel(name, reason=f"task set to {state}")
+        raise AirflowException(message + cancel_outcome(True, cancelled))
+
+    # -- kill ----------------------------------------------------------------------------------
+    def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:
+        """Cancel the job (once, if ``cancel_on_kill``) and wait up to ``wait_s`` for it to end.
+
+        ``True`` when the cancel was requested (now or by an earlier call).
+        """
+        if not self.cancel_on_kill:
+            return False
+        if self._cancelled:
+            return True
+        self._cancelled = True
+        self.log.warning("Cancelling %s (%s)", name, reason)
+        try:
+            self.hook.cancel_job(name)
+        except Exception:
+            self.log.exception("Cancel of %s failed", name)
+            return False
+        state = job_state(self.hook.wait_until_ended(name, timeout_s=wait_s))
+        if state in TERMINAL_STATES:
+            self.log.info("Job %s is %s", name, short_state(state))
+        else:
+            self.log.warning(
+                "Job %s still %s %.0fs after the cancel request", name, short_state(state), wait_s
+            )
+        return True
