@@ -32,7 +32,7 @@ class VertexCancelJobOperator(VertexBaseOperator):
     already ended is left alone.
     """
 
-    template_fields: Sequence[str] = ("job_name", "project_id", "location")
+    template_fields: Sequence[str] = ("job_name", *VertexBaseOperator.template_fields)
     operator_extra_links = (VertexJobLink(),)
     ui_color = "#fce8e6"
 

@@ -1,0 +1,182 @@
+"""What the pages say, checked against the code: defaults, keys, ports, lists and messages the README
+and ``docs/`` state in prose (their code blocks are run by ``test_docs.py``). Each test reads the
+sentence from the page, so an edit to either side that breaks the claim fails here.
+
+Audited pages and the tests that back their other statements are listed in each section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    """The page's text with its line breaks folded to spaces (sentences wrap anywhere)."""
+    path = ROOT / name if name == "README.md" else DOCS / name
+    return re.sub(r"\s*\n\s*", " ", path.read_text(encoding="utf-8"))
+
+
+def claim(text: str, pattern: str) -> re.Match[str]:
+    """The match of ``pattern`` in a page's text; fails when the page no longer says it."""
+    found = re.search(pattern, text)
+    assert found is not None, f"the page no longer says {pattern!r}"
+    return found
+
+
+def default_of(func: Any, name: str) -> Any:
+    return inspect.signature(func).parameters[name].default
+
+
+# -- README.md -----------------------------------------------------------------------------------------
+# Also backed by: test_readme (the DAG renders 1 + 4 + 16 pools, the make targets, .ci/run),
+# test_matrix_docs (the support matrix), test_parse_light (no google.cloud at parse), test_docs
+# (the emulator flags), tests/e2e (every example DAG runs on the emulator).
+
+
+def test_readme_ports_are_the_emulators_defaults() -> None:
+    from airflow_vertex_dist.emulator.cli import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
+
+    text = page("README.md")
+    found = claim(text, r"# gRPC on 127\.0\.0\.1:(\d+), REST and job pages on :(\d+)")
+    assert (int(found[1]), int(found[2])) == (DEFAULT_GRPC_PORT, DEFAULT_REST_PORT)
+    assert f'"api_endpoint": "127.0.0.1:{DEFAULT_GRPC_PORT}"' in text
+    assert f'"web_endpoint": "http://127.0.0.1:{DEFAULT_REST_PORT}"' in text
+
+
+def test_readme_example_dags_exist_and_use_the_default_connection_only() -> None:
+    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+
+    text = page("README.md")
+    named = set(
+        re.findall(r"\(`(\w+\.py)`\)", claim(text, r"The example DAGs in `dags/` cover (.*?)\. Each")[1])
+    )
+    assert named and all((ROOT / "dags" / name).is_file() for name in named), named
+    assert claim(text, r"Each uses the `(\w+)` connection only")[1] == DEFAULT_CONN_ID
+    for path in (ROOT / "dags").glob("*.py"):
+        source = path.read_text()
+        assert not re.search(r"vertex_dist_conn_id\s*=\s*['\"]", source), f"{path.name} names a connection"
+    common = (ROOT / "dags" / "examples_common.py").read_text()
+    assert re.search(rf'^CONN_ID\s*=\s*"{DEFAULT_CONN_ID}"', common, re.M)
+
+
+def test_readme_quotes_a_rule_as_the_spec_gives_it() -> None:
+    from pydantic import ValidationError
+
+    from airflow_vertex_dist.specs import spec_from_dict
+
+    quoted = claim(page("README.md"), r"with the field and the rule \(`([^`]+)`\)")[1]
+    primary = {
+        "machine": {"machine_type": "n1-standard-8"},
+        "container": {"image_uri": "t"},
+        "replica_count": 2,
+    }
+    with pytest.raises(ValidationError) as info:
+        spec_from_dict({"display_name": "x", "primary": primary})
+    assert quoted in [line.strip() for line in str(info.value).splitlines()]
+
+
+# -- docs/how-to/connection.md --------------------------------------------------------------------------
+# Also backed by: tests/hooks/test_credentials.py (each credential form, the regional endpoint),
+# tests/hooks/test_connection.py (the bad-settings messages), tests/operators/test_connections.py
+# (a google_cloud_platform connection as it is, the task's chain in the hook, the trigger and the
+# listener), tests/hooks/test_vertex_jobs.py (the create-token label and the Create retry).
+
+
+def test_connection_default_id_and_templating() -> None:
+    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook, VertexJobsHook
+    from airflow_vertex_dist.operators import (
+        VertexCancelJobOperator,
+        VertexTrainingOperator,
+        VertexTuningOperator,
+    )
+    from airflow_vertex_dist.operators.base import VertexBaseOperator
+    from airflow_vertex_dist.sensors import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
+
+    text = page("how-to/connection.md")
+    assert claim(text, r"takes `vertex_dist_conn_id` \(default `(\w+)`\)")[1] == DEFAULT_CONN_ID
+    for hook in (VertexJobsHook, VertexJobsAsyncHook):
+        assert default_of(hook.__init__, "vertex_dist_conn_id") == DEFAULT_CONN_ID, hook
+    assert default_of(VertexBaseOperator.__init__, "vertex_dist_conn_id") == DEFAULT_CONN_ID
+    for sensor in (VertexJobSensor, VertexReplicaSensor, VertexTrialSensor):
+        base = next(
+            c for c in sensor.__mro__ if "vertex_dist_conn_id" in inspect.signature(c.__init__).parameters
+        )
+        assert default_of(base.__init__, "vertex_dist_conn_id") == DEFAULT_CONN_ID, sensor
+    assert "On the operators, `vertex_dist_conn_id` is templated" in text
+    for operator in (VertexTrainingOperator, VertexTuningOperator, VertexCancelJobOperator):
+        assert {"vertex_dist_conn_id", "impersonation_chain"} <= set(operator.template_fields), operator
+
+
+def test_connection_google_extras_read_and_refused() -> None:
+    from airflow_vertex_dist.hooks.connection import VertexConnection
+
+    text = page("how-to/connection.md")
+    read = re.findall(r"`(\w+)`", claim(text, r"its extras (.*?) \(accepted, not used")[1])
+    assert read[:3] == ["project", "key_path", "keyfile_dict"] and "num_retries" in read
+    values = {"is_anonymous": False, "num_retries": 5, "key_path": "/k.json", "keyfile_dict": "{}"}
+    for name in read:
+        for key in (name, f"extra__google_cloud_platform__{name}"):
+            VertexConnection.from_extra({key: values.get(name, "x@p.iam.gserviceaccount.com")})
+    refused = re.findall(r"`(\w+)`", claim(text, r"A key in Secret Manager (.*?) are refused")[1])
+    assert refused == ["key_secret_name", "idp_issuer_url", "client_id", "client_secret"]
+    for name in refused:
+        with pytest.raises(ValueError, match=name):
+            VertexConnection.from_extra({name: "x"})
+
+
+def test_connection_retry_policy_and_transient_errors() -> None:
+    from google.api_core import exceptions
+
+    from airflow_vertex_dist.hooks._clients import TRANSIENT_ERRORS, _regional_endpoint, is_transient
+    from airflow_vertex_dist.hooks.connection import RetryPolicy
+
+    text = page("how-to/connection.md")
+    stated = dict(re.findall(r"`(\w+_s|multiplier)=([\d.]+)`", claim(text, r"\(`RetryPolicy`: (.*?)\)")[1]))
+    assert {k: float(v) for k, v in stated.items()} == dataclasses.asdict(RetryPolicy())
+    codes = [int(c) for c in re.findall(r"\d{3}", claim(text, r"over REST, HTTP (.*?)\) and transport")[1])]
+    assert sorted(codes) == sorted(e.code for e in TRANSIENT_ERRORS)  # type: ignore[attr-defined]
+    for name in claim(text, r"Transient errors \((.*?) —")[1].split(", "):
+        assert is_transient(exceptions.from_grpc_status(getattr(__import__("grpc").StatusCode, name), "x"))
+    assert not is_transient(exceptions.NotFound("x")) and not is_transient(exceptions.BadRequest("x"))
+    pattern = claim(text, r"\(`<location>(-aiplatform\.googleapis\.com)`\)")[1]
+    assert _regional_endpoint("europe-west4") == "europe-west4" + pattern
+
+
+# -- docs/how-to/outputs.md ----------------------------------------------------------------------------
+# Also backed by: the page's exec blocks (job_output/tuning_output run at build), tests/operators
+# (test_progress_outputs: what a real run pushes).
+
+
+def test_outputs_link_key() -> None:
+    from airflow_vertex_dist.links import LINK_XCOM_KEY
+
+    text = page("how-to/outputs.md")
+    key, fields = claim(text, r"`(\w+)` \(pushed as soon as the job is known\): `\{([^}]*)\}`").groups()
+    assert key == LINK_XCOM_KEY
+    assert re.findall(r'"(\w+)"', fields) == ["name", "console_url"]
+
+
+# -- docs/how-to/lineage.md ----------------------------------------------------------------------------
+# Also backed by: tests/operators/test_lineage.py (facets at start and complete, the provider's events),
+# test_parse_light (no OpenLineage module at parse).
+
+
+def test_lineage_a_job_without_output_directory_reports_no_output() -> None:
+    pytest.importorskip("airflow.providers.openlineage")
+    from airflow_vertex_dist.operators import VertexTrainingOperator
+    from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
+
+    assert "A job without a `base_output_directory` reports no output." in page("how-to/lineage.md")
+    spec = SEED_REDUCTION_SERVER.model_copy(update={"base_output_directory": None})
+    train = VertexTrainingOperator(task_id="train", spec=spec, project_id="p", location="us-central1")
+    assert train.get_openlineage_facets_on_start().outputs == []
