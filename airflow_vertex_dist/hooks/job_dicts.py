@@ -7,7 +7,8 @@ still exported from here until the modules above the hooks import them from ther
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from airflow_vertex_dist.common.jobs import (
     ACTIVE_STATES,
@@ -19,6 +20,9 @@ from airflow_vertex_dist.common.jobs import (
 )
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.hooks.job_types import CompactJob
 
 __all__ = [
     "ACTIVE_STATES",
@@ -126,7 +130,7 @@ def parse_job_name(name: str, *, field: str = "job_name") -> JobName:
     return JobName(match["project"], match["location"], kind, match["job_id"])
 
 
-def job_state(job: dict[str, Any]) -> str:
+def job_state(job: Mapping[str, Any]) -> str:
     state = job.get("state")
     return state if isinstance(state, str) else "JOB_STATE_UNSPECIFIED"
 
@@ -136,7 +140,7 @@ def short_state(state: str) -> str:
     return state.removeprefix("JOB_STATE_")
 
 
-def error_suffix(job: dict[str, Any]) -> str:
+def error_suffix(job: Mapping[str, Any]) -> str:
     """``": <the job's error message>"``, or ``""`` when the job carries none."""
     error = job.get("error")
     if isinstance(error, dict) and error.get("message"):
@@ -172,14 +176,14 @@ _TRIAL_KEYS = (
 )
 
 
-def compact_job(job: dict[str, Any]) -> dict[str, Any]:
+def compact_job(job: Mapping[str, Any]) -> CompactJob:
     """The job without its (large) specs: what a trigger event and XCom carry.
 
     Keeps name, display name, state, times, error, labels and web access URIs; for a tuning job also
     the trial counts, the study's metrics (``studySpec.metrics``, for the optimisation direction) and
     every trial without its intermediate measurements.
     """
-    out: dict[str, Any] = {key: job[key] for key in _COMPACT_KEYS if key in job}
+    out: dict[str, Any] = {key: job[key] for key in _COMPACT_KEYS if key in job}  # (see CompactJob)
     if "name" in job:
         out["id"] = str(job["name"]).rsplit("/", 1)[-1]
     study = job.get("studySpec")
@@ -188,4 +192,4 @@ def compact_job(job: dict[str, Any]) -> dict[str, Any]:
     trials = job.get("trials")
     if isinstance(trials, list):
         out["trials"] = [{k: t[k] for k in _TRIAL_KEYS if k in t} for t in trials if isinstance(t, dict)]
-    return out
+    return cast("CompactJob", out)

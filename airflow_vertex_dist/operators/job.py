@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["VertexJobOperator", "job_verdict"]
 
 def job_verdict(
-    job: dict[str, Any],
+    job: Mapping[str, Any],
     *,
     partial_success: str = "fail",
     paused_for_s: float | None = None,
@@ -167,7 +167,7 @@ class VertexJobOperator(JobAttachingOperator):
         self.paused_grace = float(paused_grace)
         self.lineage_inputs = list(lineage_inputs or [])
         self._job_name: str | None = None
-        self._final_job: dict[str, Any] | None = None  # the job as it ended the try (for lineage)
+        self._final_job: Mapping[str, Any] | None = None  # the job as it ended the try (for lineage)
         self._cancelled = False
 
     # -- spec ----------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ class VertexJobOperator(JobAttachingOperator):
         table: str = pools_table(self.validated_spec, location=self.hook.location)
         return table
 
-    def job_outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+    def job_outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
         """The XCom return value (JSON)."""
         return job_output(job, self.hook.console_url(str(job["name"])))
 
@@ -250,7 +250,7 @@ class VertexJobOperator(JobAttachingOperator):
 
         return selection_of(self.stream_logs)
 
-    def _defer(self, job: dict[str, Any]) -> None:
+    def _defer(self, job: Mapping[str, Any]) -> None:
         self.log.info("Deferring: waiting for %s in the triggerer", job["name"])
         self.defer(
             trigger=self.make_trigger(str(job["name"])),
@@ -258,7 +258,7 @@ class VertexJobOperator(JobAttachingOperator):
             timeout=self.execution_timeout,
         )
 
-    def _poll(self, job: dict[str, Any]) -> tuple[dict[str, Any], tuple[bool, str]]:
+    def _poll(self, job: Mapping[str, Any]) -> tuple[Mapping[str, Any], tuple[bool, str]]:
         """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval``."""
         from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
         from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome
@@ -318,7 +318,7 @@ class VertexJobOperator(JobAttachingOperator):
             impersonation_chain=self.hook.impersonation_chain_override or None,
         )
 
-    def _failure_details(self, job: dict[str, Any]) -> str:
+    def _failure_details(self, job: Mapping[str, Any]) -> str:
         from airflow_vertex_dist.operators.log_stream import failure_details
 
         hook = self._logs_hook(parse_job_name(str(job["name"])).project)
@@ -327,7 +327,7 @@ class VertexJobOperator(JobAttachingOperator):
         finally:
             hook.close()
 
-    def _finish(self, job: dict[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
+    def _finish(self, job: Mapping[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
         ok, message = verdict
         self._final_job = job
         if not ok:
@@ -374,7 +374,7 @@ class VertexJobOperator(JobAttachingOperator):
         return self._job_name is not None
 
     # -- OpenLineage (called by the OpenLineage provider, when installed) -----------------------
-    def _lineage(self, job: dict[str, Any] | None) -> Any:
+    def _lineage(self, job: Mapping[str, Any] | None) -> Any:
         from airflow_vertex_dist.operators.lineage import operator_lineage  # the provider's types
 
         spec = self.validated_spec

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
@@ -75,14 +75,14 @@ def _redact(text: str) -> str:
     return str(redact(text))
 
 
-def failing_replica(job: dict[str, Any]) -> str | None:
+def failing_replica(job: Mapping[str, Any]) -> str | None:
     """The replica key a failed job's error message names, or None."""
     message = str((job.get("error") or {}).get("message") or "")
     match = _REPLICA_RE.search(message)
     return match.group(1) if match else None
 
 
-def failure_details(job: dict[str, Any], read_tail: Callable[[str, str, int], list[Any]]) -> str:
+def failure_details(job: Mapping[str, Any], read_tail: Callable[[str, str, int], list[Any]]) -> str:
     """Text to add to a failed job's error: its failing replica's last lines (masked), or ""."""
     replica = failing_replica(job)
     if replica is None:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_vertex_dist.links import LINK_XCOM_KEY
@@ -22,7 +23,7 @@ def _kind(name: str) -> str:
     return parts[-2] if len(parts) >= 2 else ""
 
 
-def job_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
+def job_output(job: Mapping[str, Any], console_url: str) -> dict[str, Any]:
     name = str(job.get("name", ""))
     error = job.get("error")
     return {
@@ -43,7 +44,7 @@ def job_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
     }
 
 
-def tuning_output(job: dict[str, Any], console_url: str) -> dict[str, Any]:
+def tuning_output(job: Mapping[str, Any], console_url: str) -> dict[str, Any]:
     from airflow_vertex_dist.triggers.conditions.trials import trial_summary  # not needed at parse time
 
     summary = trial_summary(job)

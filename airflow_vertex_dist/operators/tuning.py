@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -27,5 +28,5 @@ class VertexTuningOperator(VertexJobOperator):
     job_kind: ClassVar[JobKind] = TUNING_JOBS
     spec_model: ClassVar[type[BaseModel]] = HyperparameterTuningJob
 
-    def job_outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+    def job_outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
         return tuning_output(job, self.hook.console_url(str(job["name"])))

@@ -15,7 +15,7 @@ the best trial and the trials).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -85,13 +85,13 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         self._link_pushed = False
 
     # -- what subclasses say -------------------------------------------------------------------
-    def condition(self, job: dict[str, Any]) -> Verdict | None:
+    def condition(self, job: Mapping[str, Any]) -> Verdict | None:
         raise NotImplementedError
 
     def make_trigger(self, name: str) -> BaseTrigger:
         raise NotImplementedError
 
-    def outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+    def outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
         return job_output(job, self.hook.console_url(str(job["name"])))
 
     # -- the wait ------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             context["ti"].xcom_push(key=LINK_XCOM_KEY, value=value)
             self._link_pushed = True
 
-    def _settle(self, job: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+    def _settle(self, job: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
         if self._streamer is not None:
             self._streamer.hook.close()
             self._streamer = None
@@ -229,7 +229,7 @@ class VertexJobSensor(_VertexJobWaitSensor):
         if both:
             raise ValueError(f"failure_states: {', '.join(sorted(both))} is also a target state")
 
-    def condition(self, job: dict[str, Any]) -> Verdict | None:
+    def condition(self, job: Mapping[str, Any]) -> Verdict | None:
         return job_condition(job, self.target_states, self.failure_states)
 
     def make_trigger(self, name: str) -> BaseTrigger:
@@ -256,7 +256,7 @@ class VertexReplicaSensor(_VertexJobWaitSensor):
                 f"job_name: {self.job_name!r} is a tuning job; its replicas belong to its trials' CustomJobs"
             )
 
-    def condition(self, job: dict[str, Any]) -> Verdict | None:
+    def condition(self, job: Mapping[str, Any]) -> Verdict | None:
         return replica_condition(job, self.replicas)
 
     def make_trigger(self, name: str) -> BaseTrigger:
@@ -284,10 +284,10 @@ class VertexTrialSensor(_VertexJobWaitSensor):
         self.min_succeeded = None if min_succeeded is None else int(min_succeeded)
         self.metric_threshold = None if metric_threshold is None else float(metric_threshold)
 
-    def condition(self, job: dict[str, Any]) -> Verdict | None:
+    def condition(self, job: Mapping[str, Any]) -> Verdict | None:
         return trial_condition(job, min_succeeded=self.min_succeeded, metric_threshold=self.metric_threshold)
 
-    def outputs(self, job: dict[str, Any]) -> dict[str, Any]:
+    def outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
         return tuning_output(job, self.hook.console_url(str(job["name"])))
 
     def make_trigger(self, name: str) -> BaseTrigger:

@@ -13,7 +13,8 @@ sensor triggers (:mod:`~airflow_vertex_dist.triggers.sensors`) share:
 - :meth:`~JobWaitTrigger.run`: subscribe to the process's shared job poller
   (:func:`~airflow_vertex_dist.triggers.poller.watch_job`), log every update's progress
   (:class:`~airflow_vertex_dist.triggers.conditions.progress.ProgressLog`), ask :meth:`~JobWaitTrigger.decide`
-  whether the wait is over, and fire exactly one event,
+  whether the wait is over, and fire exactly one event, a
+  :class:`~airflow_vertex_dist.triggers.conditions.events.JobEvent`:
   ``{"status": "success" | "error", "message": str, "job": <compact job> | None}``. A deleted job or a
   non-transient API error ends the wait with an error event (transient errors are retried by the
   poller and never end it); a subclass with a deadline (:meth:`~JobWaitTrigger.deadline`) gives up
@@ -33,6 +34,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import compact_job
+from airflow_vertex_dist.triggers.conditions.events import EventStatus, JobEvent
 from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 from airflow_vertex_dist.triggers.log_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
@@ -120,7 +122,7 @@ class JobWaitTrigger(BaseTrigger):
 
     # -- what a subclass decides -----------------------------------------------------------------------
     @abc.abstractmethod
-    async def decide(self, job: dict[str, Any]) -> dict[str, Any] | None:
+    async def decide(self, job: dict[str, Any]) -> JobEvent | None:
         """The event payload once the wait is over for this job update, ``None`` to keep waiting."""
 
     def begin_wait(self) -> None:
@@ -136,12 +138,12 @@ class JobWaitTrigger(BaseTrigger):
 
     async def give_up(
         self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
-    ) -> dict[str, Any]:
+    ) -> JobEvent:
         """The error event of a wait that stops before the job ended (``left``: the job's state)."""
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
     # -- the wait ----------------------------------------------------------------------------------------
-    def event(self, status: str, message: str, job: dict[str, Any] | None) -> dict[str, Any]:
+    def event(self, status: EventStatus, message: str, job: dict[str, Any] | None) -> JobEvent:
         """An event payload: ``job`` compacted (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`)."""
         return {"status": status, "message": message, "job": compact_job(job) if job else None}
 
@@ -191,5 +193,5 @@ class JobWaitTrigger(BaseTrigger):
                 logs.close()
 
 
-def _fire(payload: dict[str, Any]) -> TriggerEvent:
+def _fire(payload: JobEvent) -> TriggerEvent:
     return TriggerEvent(payload)  # type: ignore[no-untyped-call]

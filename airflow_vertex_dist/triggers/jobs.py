@@ -48,6 +48,7 @@ from typing import Any
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import check_wait_settings, compact_job, job_state, parse_job_name
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
+from airflow_vertex_dist.triggers.conditions.events import JobEvent
 from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE
 
@@ -144,7 +145,7 @@ class VertexJobTrigger(JobWaitTrigger):
     def begin_wait(self) -> None:
         self._paused = PausedClock()
 
-    async def decide(self, job: dict[str, Any]) -> dict[str, Any] | None:
+    async def decide(self, job: dict[str, Any]) -> JobEvent | None:
         event = job_event(
             job,
             partial_success=self.partial_success,
@@ -157,7 +158,7 @@ class VertexJobTrigger(JobWaitTrigger):
 
     async def give_up(
         self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
-    ) -> dict[str, Any]:
+    ) -> JobEvent:
         """The error event of a task that stops waiting: cancel the job first if ``cancel_on_kill``."""
         cancelled = await self._cancel() if self.cancel_on_kill else None
         message += cancel_outcome(self.cancel_on_kill, cancelled is not None, left=left)

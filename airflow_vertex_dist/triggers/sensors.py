@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
-from airflow_vertex_dist.triggers.conditions.events import Verdict
+from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
 from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names, replica_condition
 from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
 from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
@@ -37,7 +37,7 @@ class SensorTrigger(JobWaitTrigger):
     def evaluate(self, job: dict[str, Any]) -> Verdict | None:
         """The verdict on this job update, ``None`` while the condition is pending."""
 
-    async def decide(self, job: dict[str, Any]) -> dict[str, Any] | None:
+    async def decide(self, job: dict[str, Any]) -> JobEvent | None:
         verdict = self.evaluate(job)
         return None if verdict is None else self.event(verdict.status, verdict.message, job)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from airflow_vertex_dist.hooks.job_dicts import compact_job
 from airflow_vertex_dist.triggers.conditions.events import read_event
 from airflow_vertex_dist.triggers.conditions.replicas import (
     check_replica_names,
@@ -13,7 +14,7 @@ from airflow_vertex_dist.triggers.conditions.replicas import (
     replica_condition,
     resolve_replicas,
 )
-from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
+from airflow_vertex_dist.triggers.conditions.states import job_condition, job_event, normalize_state
 from airflow_vertex_dist.triggers.conditions.trials import (
     best_trial,
     check_trial_condition,
@@ -177,3 +178,36 @@ def test_read_event_checks_the_payload_a_resumed_task_gets() -> None:
     for job_field in (None, {}, {"state": "JOB_STATE_SUCCEEDED"}):
         with pytest.raises(ValueError, match="^event: a success event carries the job"):
             read_event({"status": "success", "message": "", "job": job_field})
+
+
+def test_read_event_takes_exactly_the_keys_of_a_job_event() -> None:
+    job = {"name": NAME, "state": "JOB_STATE_SUCCEEDED"}
+    missing = r"^event: expected the keys \['job', 'message', 'status'\]: missing \['message'\]"
+    with pytest.raises(ValueError, match=missing):
+        read_event({"status": "success", "job": job})
+    with pytest.raises(ValueError, match=r"unknown \['extra'\]"):
+        read_event({"status": "success", "message": "done", "job": job, "extra": 1})
+    with pytest.raises(ValueError, match="^event: 'message' is a string and 'job' a dict or None"):
+        read_event({"status": "error", "message": None, "job": None})
+    with pytest.raises(ValueError, match="^event: 'message' is a string and 'job' a dict or None"):
+        read_event({"status": "error", "message": "x", "job": "a job"})
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+        "JOB_STATE_PAUSED",
+    ],
+)
+def test_every_job_event_is_what_a_resumed_task_reads(state: str) -> None:
+    job = {"name": NAME, "state": state, "jobSpec": {"workerPoolSpecs": [{}]}, "error": {"message": "x"}}
+    event = job_event(job, paused_for_s=10.0, paused_grace=5.0)
+    assert event is not None
+    verdict, got = read_event(event)
+    assert verdict.ok == (state == "JOB_STATE_SUCCEEDED")
+    assert got == compact_job(job) and "jobSpec" not in got

@@ -1,13 +1,30 @@
-"""The end of a wait (:class:`Verdict`) and the trigger event a resumed task checks (:func:`read_event`).
+"""The end of a wait (:class:`Verdict`), the trigger event (:class:`JobEvent`) and its check when a
+task resumes (:func:`read_event`).
 
-Pure: no Airflow or Google imports.
+Every trigger of the package fires exactly one :class:`JobEvent`. Pure: no Airflow or Google imports.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, cast, get_args
 
-__all__ = ["Verdict", "read_event"]
+if TYPE_CHECKING:
+    from airflow_vertex_dist.hooks.job_types import CompactJob
+
+__all__ = ["EventStatus", "JobEvent", "Verdict", "read_event"]
+
+#: How a wait ended.
+EventStatus = Literal["success", "error"]
+
+
+class JobEvent(TypedDict):
+    """The payload of a trigger's event: how the wait ended, the message for the task log, and the
+    job as it was then (compact: :func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`), or
+    ``None`` when there is no job to show (it does not exist, or the API failed)."""
+
+    status: EventStatus
+    message: str
+    job: CompactJob | None
 
 
 class Verdict(NamedTuple):
@@ -17,7 +34,7 @@ class Verdict(NamedTuple):
     operator, and a frozen dataclass costs about a millisecond to create (its methods are generated
     and compiled at import); a ``NamedTuple`` a tenth of that."""
 
-    status: Literal["success", "error"]
+    status: EventStatus
     message: str
 
     @property
@@ -25,16 +42,21 @@ class Verdict(NamedTuple):
         return self.status == "success"
 
 
-def read_event(event: Any) -> tuple[Verdict, dict[str, Any] | None]:
+def read_event(event: object) -> tuple[Verdict, CompactJob | None]:
     """Check a trigger event's payload as a resumed task gets it: ``(verdict, compact job or None)``.
 
-    ``ValueError`` when it is not ``{"status": "success" | "error", "message", "job"}`` or a success
-    event does not carry the job.
+    ``ValueError`` when it is not a :class:`JobEvent` (``{"status": "success" | "error", "message":
+    str, "job": dict | None}``, no other key) or a success event does not carry the job.
     """
-    if not isinstance(event, dict) or event.get("status") not in ("success", "error"):
+    if not isinstance(event, dict) or event.get("status") not in get_args(EventStatus):
         raise ValueError(f"event: expected {{'status': 'success'|'error', ...}} (got {event!r})")
-    job = event.get("job")
+    keys = set(JobEvent.__required_keys__)
+    if set(event) != keys:
+        missing, unknown = sorted(keys - set(event)), sorted(set(event) - keys)
+        raise ValueError(f"event: expected the keys {sorted(keys)}: missing {missing}, unknown {unknown}")
+    job, message = event["job"], event["message"]
+    if not isinstance(message, str) or not (job is None or isinstance(job, dict)):
+        raise ValueError(f"event: 'message' is a string and 'job' a dict or None (got {event!r})")
     if event["status"] == "success" and not (isinstance(job, dict) and job.get("name")):
         raise ValueError(f"event: a success event carries the job (got {event!r})")
-    verdict = Verdict(event["status"], str(event.get("message") or ""))
-    return verdict, job if isinstance(job, dict) else None
+    return Verdict(event["status"], message), cast("CompactJob | None", job)

@@ -5,6 +5,7 @@ Pure: no Airflow or Google imports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_vertex_dist.hooks.job_dicts import job_state, short_state
@@ -32,7 +33,7 @@ class ProgressLog:
         self.replicas: tuple[int, int] | None = None
         self.trials: tuple[int, int, str | None] | None = None
 
-    def update(self, job: dict[str, Any]) -> list[str]:
+    def update(self, job: Mapping[str, Any]) -> list[str]:
         lines: list[str] = []
         state = job_state(job)
         if state != self.state:

@@ -6,7 +6,7 @@ Pure: no Airflow or Google imports.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist.common.regex import LazyRegex
@@ -25,7 +25,7 @@ __all__ = [
 _REPLICA_RE = LazyRegex(r"^workerpool([0-3])-(\d+|\*)$")
 
 
-def _job_spec(job: dict[str, Any]) -> dict[str, Any]:
+def _job_spec(job: Mapping[str, Any]) -> dict[str, Any]:
     """The CustomJobSpec of a custom job, or the trial job spec of a tuning job."""
     for key in ("jobSpec", "trialJobSpec"):
         spec = job.get(key)
@@ -34,11 +34,11 @@ def _job_spec(job: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def web_access_enabled(job: dict[str, Any]) -> bool:
+def web_access_enabled(job: Mapping[str, Any]) -> bool:
     return bool(_job_spec(job).get("enableWebAccess"))
 
 
-def expected_replicas(job: dict[str, Any]) -> list[str]:
+def expected_replicas(job: Mapping[str, Any]) -> list[str]:
     """Every replica key of the job, in pool order: ``workerpool0-0``, ``workerpool1-0``, ..."""
     keys: list[str] = []
     pools = _job_spec(job).get("workerPoolSpecs") or []
@@ -53,7 +53,7 @@ def expected_replicas(job: dict[str, Any]) -> list[str]:
     return keys
 
 
-def replicas_up(job: dict[str, Any]) -> set[str]:
+def replicas_up(job: Mapping[str, Any]) -> set[str]:
     """Replica keys that have a web access URI, i.e. are up."""
     uris = job.get("webAccessUris")
     return set(uris) if isinstance(uris, dict) else set()
@@ -75,7 +75,9 @@ def check_replica_names(replicas: Sequence[str], *, field: str = "replicas") -> 
     return names
 
 
-def resolve_replicas(job: dict[str, Any], replicas: Sequence[str], *, field: str = "replicas") -> list[str]:
+def resolve_replicas(
+    job: Mapping[str, Any], replicas: Sequence[str], *, field: str = "replicas"
+) -> list[str]:
     """Expand pool patterns against the job's pools; error when a name matches none of its replicas."""
     expected = expected_replicas(job)
     resolved: list[str] = []
@@ -90,7 +92,7 @@ def resolve_replicas(job: dict[str, Any], replicas: Sequence[str], *, field: str
     return resolved
 
 
-def replica_condition(job: dict[str, Any], replicas: Sequence[str]) -> Verdict | None:
+def replica_condition(job: Mapping[str, Any], replicas: Sequence[str]) -> Verdict | None:
     """Success once every wanted replica is up; error when the job cannot show it or ended first."""
     name = job.get("name", "?")
     if "/hyperparameterTuningJobs/" in str(name):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_vertex_dist.common.regex import LazyRegex
@@ -19,7 +19,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     job_state,
     short_state,
 )
-from airflow_vertex_dist.triggers.conditions.events import Verdict
+from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
 
 __all__ = [
     "PausedClock",
@@ -43,7 +43,7 @@ def normalize_state(state: str, *, field: str = "target_states") -> str:
 
 
 def job_condition(
-    job: dict[str, Any], target_states: Iterable[str], failure_states: Iterable[str] | None = None
+    job: Mapping[str, Any], target_states: Iterable[str], failure_states: Iterable[str] | None = None
 ) -> Verdict | None:
     """Success once the job is in a target state; error on a failure state (fail fast).
 
@@ -84,12 +84,12 @@ def _seconds_since(rfc3339: object) -> float | None:
 
 
 def job_event(
-    job: dict[str, Any],
+    job: Mapping[str, Any],
     *,
     partial_success: str = "fail",
     paused_for_s: float | None = None,
     paused_grace: float = 0.0,
-) -> dict[str, Any] | None:
+) -> JobEvent | None:
     """The event payload for a job in a final (for the task) state, ``None`` while it should wait."""
     name = job.get("name", "?")
     state = job_state(job)
@@ -129,7 +129,7 @@ class PausedClock:
     def __init__(self) -> None:
         self._since: float | None = None
 
-    def paused_for(self, job: dict[str, Any]) -> float | None:
+    def paused_for(self, job: Mapping[str, Any]) -> float | None:
         """Seconds the job has been paused, or ``None`` when it is not PAUSED."""
         if job_state(job) != "JOB_STATE_PAUSED":
             self._since = None

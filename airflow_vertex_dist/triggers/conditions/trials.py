@@ -6,6 +6,7 @@ Pure: no Airflow or Google imports.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, error_suffix, job_state, short_state
@@ -21,7 +22,7 @@ __all__ = [
 ]
 
 
-def study_metric(job: dict[str, Any]) -> tuple[str, str]:
+def study_metric(job: Mapping[str, Any]) -> tuple[str, str]:
     """``(metric_id, goal)`` of the study's first metric; goal is ``MAXIMIZE`` or ``MINIMIZE``."""
     study = job.get("studySpec")
     metrics = study.get("metrics") if isinstance(study, dict) else None
@@ -42,7 +43,7 @@ def _as_float(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def trial_metric(trial: dict[str, Any], metric_id: str) -> float | None:
+def trial_metric(trial: Mapping[str, Any], metric_id: str) -> float | None:
     """The trial's final value of ``metric_id`` (``None`` without a final measurement)."""
     measurement = trial.get("finalMeasurement")
     if not isinstance(measurement, dict):
@@ -53,7 +54,7 @@ def trial_metric(trial: dict[str, Any], metric_id: str) -> float | None:
     return None
 
 
-def _parameters(trial: dict[str, Any]) -> dict[str, Any]:
+def _parameters(trial: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for param in trial.get("parameters") or []:
         if isinstance(param, dict) and "parameterId" in param:
@@ -61,11 +62,11 @@ def _parameters(trial: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _trials(job: dict[str, Any]) -> list[dict[str, Any]]:
+def _trials(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [t for t in job.get("trials") or [] if isinstance(t, dict)]
 
 
-def best_trial(job: dict[str, Any]) -> dict[str, Any] | None:
+def best_trial(job: Mapping[str, Any]) -> dict[str, Any] | None:
     """The succeeded trial with the best final metric in the study's direction, as JSON.
 
     ``{"id", "parameters": {parameter_id: value}, "metric_id", "metric_value", "goal"}``; ties go to
@@ -94,7 +95,7 @@ def best_trial(job: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def trial_summary(job: dict[str, Any]) -> dict[str, Any]:
+def trial_summary(job: Mapping[str, Any]) -> dict[str, Any]:
     """Counts and a compact table of the trials: what the progress log and XCom show.
 
     ``{"total": maxTrialCount, "done", "succeeded", "infeasible", "active", "best": best_trial(...),
@@ -144,7 +145,7 @@ def check_trial_condition(min_succeeded: int | None, metric_threshold: float | N
 
 
 def trial_condition(
-    job: dict[str, Any], *, min_succeeded: int | None = None, metric_threshold: float | None = None
+    job: Mapping[str, Any], *, min_succeeded: int | None = None, metric_threshold: float | None = None
 ) -> Verdict | None:
     """Success once ``min_succeeded`` trials succeeded or the best metric crossed the threshold.
 
