@@ -180,3 +180,158 @@ def test_lineage_a_job_without_output_directory_reports_no_output() -> None:
     spec = SEED_REDUCTION_SERVER.model_copy(update={"base_output_directory": None})
     train = VertexTrainingOperator(task_id="train", spec=spec, project_id="p", location="us-central1")
     assert train.get_openlineage_facets_on_start().outputs == []
+
+
+# -- docs/how-to/sensors.md ----------------------------------------------------------------------------
+# Also backed by: tests/sensors/test_sensors.py (each sensor poked and deferred on the emulator, the
+# AirflowFailException of a failure verdict), tests/sensors/test_conditions.py (replica names and
+# patterns, trial thresholds >= / <=, short and full state names), the page's exec blocks (the
+# parse-time refusals).
+
+
+def test_sensors_defaults() -> None:
+    from airflow_vertex_dist.sensors import VertexJobSensor
+
+    text = page("how-to/sensors.md")
+    assert (
+        claim(text, r"a target state \(default `(\w+)`\)")[1]
+        == default_of(VertexJobSensor.__init__, "target_states")[0]
+    )
+    assert "default: Airflow's `[operators] default_deferrable`" in text
+    base = next(
+        c for c in VertexJobSensor.__mro__ if "deferrable" in inspect.signature(c.__init__).parameters
+    )
+    assert 'conf.getboolean("operators", "default_deferrable"' in inspect.getsource(base.__init__)
+
+
+# -- docs/how-to/retraining.md -------------------------------------------------------------------------
+# Also backed by: tests/e2e/test_retraining.py (the DAG end to end), tests/operators/test_training.py
+# and test_user_actions.py (re-attach, fingerprint, clear, if_exists, execution_timeout, on_kill),
+# tests/hooks/test_find_or_create.py (concurrent tries converge), the page's exec blocks.
+
+
+def test_retraining_labels_defaults_and_example_settings() -> None:
+    from airflow_vertex_dist.hooks import labels
+    from airflow_vertex_dist.operators.job import VertexJobOperator
+
+    text = page("how-to/retraining.md")
+    stated = re.findall(r"`([a-z-]+)`", claim(text, r"Every job carries the labels (.*?)\. A retry")[1])
+    assert stated == [
+        labels.MANAGED_BY_LABEL,
+        labels.DAG_LABEL,
+        labels.TASK_LABEL,
+        labels.RUN_LABEL,
+        labels.SPEC_LABEL,
+        labels.BUDGET_LABEL,
+    ]
+    assert claim(text, r'\(`if_exists="(\w+)"`, the default\)')[1] == default_of(
+        VertexJobOperator.__init__, "if_exists"
+    )
+    assert "`cancel_on_kill=True`, the default" in text
+    assert default_of(VertexJobOperator.__init__, "cancel_on_kill") is True
+    assert "The example sets `catchup=False` and `max_active_runs=1`" in text
+    source = (ROOT / "dags" / "retraining.py").read_text()
+    assert "catchup=False," in source and "max_active_runs=1," in source and "execution_timeout=" in source
+
+
+# -- docs/how-to/python-package.md ---------------------------------------------------------------------
+# Also backed by: test_docs (the page's round trip runs: build a wheel, run it on the emulator),
+# tests/emulator/test_runner.py (package installs).
+
+
+def test_python_package_gcs_root_default_and_install_command() -> None:
+    from airflow_vertex_dist.emulator import cli, packages
+
+    text = page("how-to/python-package.md")
+    assert "(`--gcs-root`, default `<state dir>/gcs`)" in text
+    assert 'args.gcs_root or state_dir / "gcs"' in inspect.getsource(cli)
+    command = claim(text, r"\(`pip install (--[^`]*) <dir>`\)")[1].split()
+    source = inspect.getsource(packages)
+    for flag in command:
+        assert f'"{flag}"' in source, flag
+
+
+# -- docs/how-to/tuning.md -----------------------------------------------------------------------------
+# Also backed by: tests/specs/test_bad_specs.py (each study rule the page lists), tests/emulator
+# (test_tuning.py, test_sdk_tuning.py: trial args, CLOUD_ML_TRIAL_ID, INFEASIBLE trials, the
+# failed-trial limit), tests/operators/test_tuning.py (the outputs of a real study).
+
+STUDY = {
+    "name": "projects/p/locations/us-central1/hyperparameterTuningJobs/42",
+    "displayName": "tune",
+    "state": "JOB_STATE_SUCCEEDED",
+    "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}]},
+    "maxTrialCount": 2,
+    "trials": [
+        {
+            "id": "1",
+            "state": "SUCCEEDED",
+            "parameters": [{"parameterId": "lr", "value": 0.01}],
+            "finalMeasurement": {"metrics": [{"metricId": "accuracy", "value": 0.91}]},
+        },
+        {"id": "2", "state": "INFEASIBLE", "infeasibleReason": "diverged", "parameters": []},
+    ],
+}
+
+
+def test_tuning_outputs_and_study_fields() -> None:
+    from airflow_vertex_dist.operators.outputs import tuning_output
+    from airflow_vertex_dist.specs import Study
+
+    text = page("how-to/tuning.md")
+    out = tuning_output(STUDY, "https://console")
+    counts = re.findall(r"`(\w+)`", claim(text, r"- `trial_counts`: (.*?);")[1])
+    assert counts == list(out["trial_counts"])
+    best = re.findall(r'"(\w+)"', claim(text, r"- `best_trial`: `\{(.*?)\}`")[1])
+    assert best == list(out["best_trial"])
+    row = re.findall(r'"(\w+)"', claim(text, r"one compact row per trial, `\{(.*?)\}`")[1])
+    assert row == list(out["trials"][0])
+    assert claim(text, r"\(plus `(\w+)`\)")[1] in out["trials"][1]
+    stops = re.findall(r"`(\w+)`", claim(text, r"at most one early-stopping rule \((.*?)\)")[1])
+    assert stops == [name for name in Study.model_fields if name.endswith("stopping")]
+    selection = claim(text, r'`measurement_selection_type="(\w+)"`')[1]
+    assert selection in str(Study.model_fields["measurement_selection_type"].annotation)
+
+
+# -- docs/how-to/backfill.md ---------------------------------------------------------------------------
+# Also backed by: tests/e2e/test_backfill_tuning.py (the DAG end to end: a day per map index, the gate
+# failing one day alone), tests/operators/test_mapped.py (per-map-index labels and re-attach).
+
+
+def test_backfill_example_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "dags"))
+    import backfill_tuning
+
+    text = page("how-to/backfill.md")
+    assert "Days are tuned `MAX_PARALLEL_DAYS` at a time (`max_active_tis_per_dagrun` on `day.tune`)" in text
+    tune = backfill_tuning.dag.get_task("day.tune")
+    assert tune.max_active_tis_per_dagrun == backfill_tuning.MAX_PARALLEL_DAYS
+    assert "reaches `MIN_ACCURACY`" in text
+    gate = backfill_tuning.dag.get_task("day.quality_gate")
+    assert (
+        gate.metric_threshold == backfill_tuning.MIN_ACCURACY and type(gate).__name__ == "VertexTrialSensor"
+    )
+    assert type(tune).__name__ == "VertexTuningOperator"
+
+
+# -- docs/how-to/prep-to-train.md ----------------------------------------------------------------------
+# Also backed by: tests/e2e/test_prep_to_train.py (both DAGs end to end: the Asset event, the job
+# reading the dataset where the prep step wrote it), the page's exec block.
+
+
+def test_prep_to_train_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(ROOT / "dags"))
+    import prep_to_train
+
+    text = page("how-to/prep-to-train.md")
+    assert "writes the day's dataset to `<bucket>/prep_to_train/datasets/<day>/`" in text
+    assert "the output directory `<bucket>/prep_to_train/models/<version>/`" in text
+    event = {"uri": prep_to_train.DATASET.uri + "/20261130", "version": "20261130"}
+    train = prep_to_train.train_dag.get_task("train")
+    train.render_template_fields({"ti": SimpleNamespace(xcom_pull=lambda task_ids: event)})  # type: ignore[arg-type]
+    spec = train.validated_spec
+    assert spec.base_output_directory.rstrip("/").endswith("/prep_to_train/models/20261130")
+    assert f"--data-dir={event['uri']}" in spec.primary.container.args
+    assert prep_to_train.DATASET.uri.rstrip("/").endswith("/prep_to_train/datasets")
