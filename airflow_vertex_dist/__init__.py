@@ -1,8 +1,8 @@
 """Apache Airflow provider for distributed training on Google Vertex AI.
 
 Importing the package root is cheap: it loads no ``google.cloud`` module and no Airflow
-module. Specs live in :mod:`airflow_vertex_dist.specs`, operators in
-:mod:`airflow_vertex_dist.operators`, sensors in :mod:`airflow_vertex_dist.sensors`.
+module. Specs live in ``airflow_vertex_dist.specs``, operators in
+``airflow_vertex_dist.operators``, sensors in ``airflow_vertex_dist.sensors``.
 """
 
 from __future__ import annotations

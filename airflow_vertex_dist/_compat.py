@@ -9,7 +9,7 @@ running Airflow keeps them, and the rest of the package imports them from this m
   classes (``airflow.sdk.exceptions``: ``AirflowException``, ``AirflowFailException``,
   ``AirflowTaskTimeout``, ``TaskDeferralTimeout``). Airflow 3.1's Task SDK has neither: there ``conf``
   is ``airflow.configuration.conf`` and the exceptions are ``airflow.exceptions``' (the ones 3.1's task
-  runner raises and catches), so :data:`conf` and the four exceptions below fall back to those.
+  runner raises and catches), so ``conf`` and the four exceptions below fall back to those.
 - Airflow >= 3.2 reads the connection form declaratively from the provider info ("conn-fields",
   "ui-field-behaviour"); older versions only call the hook's ``get_connection_form_widgets()``. The
   hook keeps both, built from one declaration in ``hooks/connection.py``.
@@ -28,7 +28,7 @@ running Airflow keeps them, and the rest of the package imports them from this m
 And one Python version note:
 
 - Python 3.10 (supported): ``asyncio.wait_for`` raises ``asyncio.TimeoutError``, which only became an
-  alias of the built-in ``TimeoutError`` in 3.11. The triggers catch :data:`ASYNC_TIMEOUT` instead.
+  alias of the built-in ``TimeoutError`` in 3.11. The triggers catch ``ASYNC_TIMEOUT`` instead.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ __all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "OwnedJob", "VertexJobLink"]
 #: The XCom key of ``{"name", "console_url"}`` (defined here, below the operators, which re-export it
 #: from ``airflow_vertex_dist.operators.outputs``).
 LINK_XCOM_KEY = "vertex_job"
-#: The XCom key of an :class:`OwnedJob` record (``{"name", "conn_id", "impersonation_chain"}``): pushed
+#: The XCom key of an ``OwnedJob`` record (``{"name", "conn_id", "impersonation_chain"}``): pushed
 #: by an operator that owns its job and cancels it when killed (``cancel_on_kill``);
-#: :mod:`airflow_vertex_dist.listeners` cancels that job when a user marks the task failed or
+#: ``airflow_vertex_dist.listeners`` cancels that job when a user marks the task failed or
 #: successful by hand.
 OWNER_XCOM_KEY = "vertex_job_owner"
 
@@ -42,7 +42,7 @@ class OwnedJob:
     impersonation_chain: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
-        """The JSON value pushed under :data:`OWNER_XCOM_KEY`."""
+        """The JSON value pushed under ``OWNER_XCOM_KEY``."""
         chain = list(self.impersonation_chain)
         return {"name": self.name, "conn_id": self.conn_id, "impersonation_chain": chain}
 

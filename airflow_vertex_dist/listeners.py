@@ -8,7 +8,7 @@ run on, billed, with no task waiting for it. Before Airflow 3.3 no trigger is to
 
 This listener closes that gap from the other side. For a task of ours that owns a job with
 ``cancel_on_kill=True`` -- it pushed ``{"name", "conn_id", "impersonation_chain"}`` under
-:data:`OWNER_XCOM_KEY` -- it cancels that job unless it already ended or is being cancelled, with the
+``OWNER_XCOM_KEY`` -- it cancels that job unless it already ended or is being cancelled, with the
 task's credentials: its connection and its own ``impersonation_chain`` (empty: the connection's):
 
 * Airflow's REST API (and so the UI) fires ``on_task_instance_failed`` / ``on_task_instance_success``
@@ -16,7 +16,7 @@ task's credentials: its connection and its own ``impersonation_chain`` (empty: t
   later; from 3.3 also for each task a run marked by hand ends).
 * Marking a whole run by hand fires ``on_dag_run_failed`` / ``on_dag_run_success`` (before 3.3 only
   these, with ``msg=""``); so does a ``dagrun_timeout``, in the scheduler. For every run end but the
-  ones its tasks made by ending themselves (:data:`RUN_ENDED_BY_ITS_TASKS`), the jobs every task of
+  ones its tasks made by ending themselves (``RUN_ENDED_BY_ITS_TASKS``), the jobs every task of
   the run owns are cancelled unless ended.
 
 The listeners a task's own end fires (``previous_state=RUNNING``, in the worker or the scheduler)
@@ -25,9 +25,9 @@ should re-attach must find the job still running. A job the trigger cancels too 
 second look finds it cancelling or ended and sends nothing.
 
 A listener never cancels in its caller (the user's request, or the scheduler's loop for a timed-out
-run): it hands the work to :data:`CANCELLER`, a small pool of background threads with a bounded queue,
+run): it hands the work to ``CANCELLER``, a small pool of background threads with a bounded queue,
 and returns. Reading the owner records and cancelling happen there, each run's (or task instance's)
-cancels within :data:`RUN_BUDGET_S` seconds in all, each cancel within :data:`CANCEL_RETRY` (15 s at
+cancels within ``RUN_BUDGET_S`` seconds in all, each cancel within ``CANCEL_RETRY`` (15 s at
 most). With the API unreachable, a run with 40 owned jobs used to hold the scheduler's loop for
 minutes; the listener call now returns at once (see the test). A cancel that did not fit the budget,
 or the queue, is logged with the job's name. The plugin is registered through the ``airflow.plugins``
@@ -151,7 +151,7 @@ def owned_job(task_instance: Any) -> OwnedJob | None:
 
 def _cancel(owned: OwnedJob, action: str, deadline: float | None = None) -> str | None:
     """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent.
-    ``deadline`` (``time.monotonic()``) shortens :data:`CANCEL_RETRY` to what is left of a budget."""
+    ``deadline`` (``time.monotonic()``) shortens ``CANCEL_RETRY`` to what is left of a budget."""
     from airflow_vertex_dist.hooks.job_dicts import job_state
 
     policy = CANCEL_RETRY
@@ -213,7 +213,7 @@ class ManualStateListener:
     * ``on_task_instance_failed`` / ``_success`` with ``previous_state=None``: one task's state set by
       hand (and, on Airflow >= 3.3, each task a run marked by hand ended).
     * ``on_dag_run_failed`` / ``_success`` for a run not ended by its tasks (see
-      :data:`RUN_ENDED_BY_ITS_TASKS`): before Airflow 3.3, marking a run by hand fires only these.
+      ``RUN_ENDED_BY_ITS_TASKS``): before Airflow 3.3, marking a run by hand fires only these.
     """
 
     @hookimpl
@@ -262,7 +262,7 @@ class ManualStateListener:
 
 
 class VertexDistPlugin(AirflowPlugin):
-    """Registers :class:`ManualStateListener` (the ``airflow.plugins`` entry point names this class)."""
+    """Registers ``ManualStateListener`` (the ``airflow.plugins`` entry point names this class)."""
 
     name = "airflow_vertex_dist"
     listeners = [ManualStateListener()]

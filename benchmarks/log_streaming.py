@@ -151,7 +151,7 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
 def measure_log_streaming(
     sizes: list[int], interval: float, cycles: int, work: Path, log: Callable[[str], None] = print
 ) -> list[LogStreamResult]:
-    """One :func:`measure` per size, each with its own emulator in a fresh directory under ``work``;
+    """One ``measure`` per size, each with its own emulator in a fresh directory under ``work``;
     a size that fails gives a row with its error (the other sizes still run)."""
     results = []
     for size in sizes:

@@ -7,15 +7,15 @@ Trigger it with the range to (re)build, e.g. ``{"first_day": "2026-11-01", "last
   of one day re-attaches to that day's job and never bills a second one), and its own gate: a day
   that fails its gate is not promoted, the other days are;
 - ``prepare_day`` writes the day's dataset to ``<bucket>/backfill_tuning/<day>/data/`` and builds
-  the day's study: a grid over the learning rate, :data:`TRIALS` trials of the parameter-server
+  the day's study: a grid over the learning rate, ``TRIALS`` trials of the parameter-server
   trainer, each trial's outputs under ``<bucket>/backfill_tuning/<day>/trials/<trial id>/``;
 - ``tune`` runs the study (deferred: waiting costs no worker slot);
-- ``quality_gate`` (a :class:`VertexTrialSensor`) passes when the best trial's accuracy reaches
-  :data:`MIN_ACCURACY` and fails the day otherwise: then nothing is promoted for that day;
+- ``quality_gate`` (a ``VertexTrialSensor``) passes when the best trial's accuracy reaches
+  ``MIN_ACCURACY`` and fails the day otherwise: then nothing is promoted for that day;
 - ``promote`` copies the best trial's model to ``<bucket>/backfill_tuning/<day>/promoted/`` with a
   ``promotion.json`` naming the trial, its parameters and its metric.
 
-Days run :data:`MAX_PARALLEL_DAYS` at a time (``max_active_tis_per_dagrun`` of each task).
+Days run ``MAX_PARALLEL_DAYS`` at a time (``max_active_tis_per_dagrun`` of each task).
 """
 
 from __future__ import annotations

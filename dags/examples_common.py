@@ -10,7 +10,7 @@ local emulator, the same DAG files run on this machine; pointed at Vertex AI, in
 - **Images.** ``PS_TRAINER_IMAGE`` and ``DDP_TRAINER_IMAGE`` (from ``trainers.local``) are the images
   holding ``dags/trainers``, with ``python -m trainers.ps_trainer`` / ``python -m trainers.ddp_trainer``
   as entrypoint (``dags/trainers/README.md`` has the Dockerfile): on Vertex AI, push them under your
-  registry and change the two names there. The emulator has no images: :func:`emulator_image_map`
+  registry and change the two names there. The emulator has no images: ``emulator_image_map``
   gives its ``--image-map`` entries, which run the same modules from this folder on the host. By
   hand, from the checkout's root::
 
@@ -19,14 +19,14 @@ local emulator, the same DAG files run on this machine; pointed at Vertex AI, in
         --image-map "example.com/ml/ddp-trainer:1.0=env PYTHONPATH=$PWD/dags python -m trainers.ddp_trainer"
       export GCS_MOUNT_ROOT=$PWD/gcs   # for the Airflow processes: prep and promote tasks
 
-- **Files.** :data:`BUCKET` (``VERTEX_DIST_EXAMPLES_BUCKET``, default ``gs://vertex-dist-examples``)
+- **Files.** ``BUCKET`` (``VERTEX_DIST_EXAMPLES_BUCKET``, default ``gs://vertex-dist-examples``)
   holds datasets, job outputs and promoted models. Tasks that run in Airflow (data prep, promote)
   reach ``gs://`` through a local directory standing for it when ``GCS_MOUNT_ROOT`` is set
   (``gs://bucket/a`` is ``$GCS_MOUNT_ROOT/bucket/a``: the emulator's ``--gcs-root``, or a Cloud Storage
   FUSE mount), and through the ``google-cloud-storage`` client otherwise. The trainers' replicas use
   the client (on the emulator it reaches the Cloud Storage API the emulator serves over its
   ``--gcs-root``), so both sides see the same objects.
-- **Polling.** :data:`POLL_INTERVAL` (``VERTEX_DIST_EXAMPLES_POLL_INTERVAL``, default 30 s) is how
+- **Polling.** ``POLL_INTERVAL`` (``VERTEX_DIST_EXAMPLES_POLL_INTERVAL``, default 30 s) is how
   often the waits ask for the job's state: a minute-long job on the emulator wants less.
 """
 
@@ -105,7 +105,7 @@ def gcs_mount_root() -> Path | None:
 
 
 def local_path(uri: str) -> Path | None:
-    """The local path of ``uri`` under :func:`gcs_mount_root`, or None when there is no mount."""
+    """The local path of ``uri`` under ``gcs_mount_root``, or None when there is no mount."""
     bucket, obj = _split(uri)
     root = gcs_mount_root()
     if root is None:

@@ -1,6 +1,6 @@
 """One model per customer segment, trained side by side with a mapped task, and the best one picked.
 
-- ``prepare`` (mapped over :data:`SEGMENTS`) writes each segment's rows to
+- ``prepare`` (mapped over ``SEGMENTS``) writes each segment's rows to
   ``<bucket>/per_segment/data/<segment>/<day>/``;
 - ``train`` is ``VertexTrainingOperator.partial(...).expand(spec=[...])``: one Vertex AI job per
   segment, each with its own spec (its data, its output directory
@@ -10,7 +10,7 @@
 - ``pick_best`` reads every segment's ``metrics.json`` and returns the segment with the highest
   accuracy, its job and its model's location.
 
-Each mapped spec here is a :class:`DistributedTrainingJob`'s JSON dict (``model_dump(mode="json")``); a
+Each mapped spec here is a ``DistributedTrainingJob``'s JSON dict (``model_dump(mode="json")``); a
 spec model works as well.
 """
 
@@ -72,7 +72,7 @@ def prepare(segment: str, ds_nodash: str | None = None) -> dict[str, Any]:
 @task
 def pick_best(jobs: list[dict[str, Any]], ds_nodash: str | None = None) -> dict[str, Any]:
     """The segment whose model scored the highest accuracy (``jobs``: the mapped task's XComs, in
-    map-index order, so in :data:`SEGMENTS` order)."""
+    map-index order, so in ``SEGMENTS`` order)."""
     import json
 
     scores = []

@@ -1,7 +1,7 @@
 """Data prep -> training, chained by an Asset: the training DAG runs when a new dataset lands.
 
 - ``vertex_dist_data_prep`` (daily) writes the day's dataset to ``<bucket>/prep_to_train/datasets/<day>/``
-  -- where the training job reads it -- and emits an event on the :data:`DATASET` Asset whose
+  -- where the training job reads it -- and emits an event on the ``DATASET`` Asset whose
   ``extra`` says which version it wrote (``uri``, ``version``, row counts).
 - ``vertex_dist_train_on_prep`` is scheduled on that Asset. ``latest_dataset`` reads the version from
   the event that triggered the run (or, for a manual run, from the Asset's latest event), and

@@ -3,7 +3,7 @@
 Pools (``[primary, workers, reducers]``):
 
 - primary: 1 x ``n1-highmem-96`` with 8 x ``NVIDIA_TESLA_V100``;
-- workers: 4 more of the same (:meth:`WorkerPool.like`);
+- workers: 4 more of the same (``WorkerPool.like``);
 - Reduction Server: ``replica_count="auto"`` sizes the reducers from the egress bandwidth of pools 0
   and 1: 5 x 100 Gbps = 500 Gbps needs 16 x ``n1-highcpu-16`` at 32 Gbps each (512 Gbps). The
   reducers get no accelerators and run Google's reduction-server image of the job's region.

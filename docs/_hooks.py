@@ -6,22 +6,19 @@
 - ``on_config`` also drops one known, harmless docstring warning: the sensors document
   ``job_name``, which their base class takes through ``**kwargs``, so griffe finds no such
   parameter in their own signatures. Every other docstring warning still fails a strict build.
-- ``on_page_content``: the code's docstrings use Sphinx roles (``:class:`~pkg.mod.Name```);
-  mkdocstrings renders the backticked part as code and leaves the role name in front of it. This
-  turns ``:class:<code>~pkg.mod.Name</code>`` into ``<code>Name</code>`` (``~`` keeps the last part,
-  as in Sphinx), so the API reference reads cleanly.
+
+The code's docstrings name code with Markdown code spans (double backticks), which mkdocstrings renders
+as they are: no Sphinx roles, so nothing here rewrites the rendered pages (tests/test_docstrings.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import tempfile
 from typing import Any
 
-_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):<code>(~?)([^<]*)</code>")
 _made_home: list[str] = []
 #: (file, parameter) of documented parameters that a base class's __init__ takes via **kwargs
 _KWARGS_PARAMS = {("airflow_vertex_dist/sensors/jobs.py", "job_name")}
@@ -48,12 +45,3 @@ def on_config(config: Any, **kwargs: Any) -> Any:
 def on_post_build(**kwargs: Any) -> None:
     while _made_home:
         shutil.rmtree(_made_home.pop(), ignore_errors=True)
-
-
-def _short(match: re.Match[str]) -> str:
-    tilde, target = match.group(1), match.group(2)
-    return f"<code>{target.rsplit('.', 1)[-1] if tilde else target}</code>"
-
-
-def on_page_content(html: str, **kwargs: Any) -> str:
-    return _ROLE.sub(_short, html)

@@ -73,7 +73,7 @@ def _default(field: Any) -> str:
 
 
 def models() -> list[str]:
-    """:data:`MODELS` (the reading order), then every other spec model ``specs`` exports."""
+    """``MODELS`` (the reading order), then every other spec model ``specs`` exports."""
     from airflow_vertex_dist import specs
     from airflow_vertex_dist.specs._base import SpecModel
 
@@ -103,7 +103,7 @@ def render() -> str:
 
 
 def updated(page: str) -> str:
-    """``page`` with its tables replaced by :func:`render`'s."""
+    """``page`` with its tables replaced by ``render``'s."""
     head, sep, rest = page.partition(START)
     if not sep:
         raise ValueError(f"{PAGE}: no {START!r} marker")

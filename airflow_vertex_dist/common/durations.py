@@ -20,7 +20,7 @@ _DURATION_RE = LazyRegex(r"^(-?\d+)(?:\.(\d{1,9}))?s$")
 def parse_duration(text: str) -> timedelta | None:
     """The duration ``text`` spells (surrounding blanks ignored; fraction kept to the microsecond), or
     ``None`` when it is not in the JSON form. ``ValueError`` when its whole seconds are beyond
-    :data:`MAX_DURATION_S` either way."""
+    ``MAX_DURATION_S`` either way."""
     match = _DURATION_RE.match(text.strip())
     if match is None:
         return None

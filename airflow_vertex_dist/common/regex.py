@@ -1,7 +1,7 @@
 """Regular expressions compiled on first use.
 
 A module-level ``re.compile`` runs when the module is imported, and a DAG file that imports the
-specs and operators would compile some thirty patterns it mostly never uses. :class:`LazyRegex`
+specs and operators would compile some thirty patterns it mostly never uses. ``LazyRegex``
 compiles its pattern the first time it matches (once per process, then keeps it); it offers the
 ``re.Pattern`` methods the package uses. Pure standard library.
 """

@@ -2,8 +2,8 @@
 made, parsed, compared. One definition for the hooks, the triggers and the emulator.
 
 The service writes UTC times ending in ``Z`` with 0 to 9 fraction digits; a filter value may carry a
-numeric offset instead. Python's ``datetime`` keeps microseconds, so :func:`rfc3339_nanos` and
-:func:`rfc3339_key` are there for the nanoseconds.
+numeric offset instead. Python's ``datetime`` keeps microseconds, so ``rfc3339_nanos`` and
+``rfc3339_key`` are there for the nanoseconds.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ DISTRIBUTION = "airflow-vertex-dist"
 
 @cache
 def package_version() -> str:
-    """The installed version of :data:`DISTRIBUTION`; ``"0+unknown"`` when the package runs from a
+    """The installed version of ``DISTRIBUTION``; ``"0+unknown"`` when the package runs from a
     source tree that was never installed (no metadata to read)."""
     try:
         return version(DISTRIBUTION)

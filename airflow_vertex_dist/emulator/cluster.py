@@ -197,7 +197,7 @@ def tf_config(
 def local_env(environ: Mapping[str, str], pass_env: Sequence[str] = ()) -> dict[str, str]:
     """The part of the emulator's environment a replica starts with.
 
-    Only :data:`LOCAL_ENV_NAMES`, ``LC_*`` and the names in ``pass_env`` (the emulator's
+    Only ``LOCAL_ENV_NAMES``, ``LC_*`` and the names in ``pass_env`` (the emulator's
     ``--pass-env`` flag) are copied; ``PYTHONUNBUFFERED=1`` is added (a replica's log, and a failed
     job's log tail, stay complete when it is killed; a pool's ``env`` can set it otherwise).
     """

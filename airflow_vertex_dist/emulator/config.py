@@ -47,7 +47,7 @@ class EmulatorConfig:
     gcs_root: Path
     host: str = "127.0.0.1"
     #: the access token every REST and gRPC call must carry (``Authorization: Bearer <token>``);
-    #: required when ``host`` is not a loopback address (see :func:`check_exposure`).
+    #: required when ``host`` is not a loopback address (see ``check_exposure``).
     auth_token: str | None = field(default=None, repr=False)
     grpc_port: int = 0
     rest_port: int = 0

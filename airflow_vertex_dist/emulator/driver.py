@@ -1,16 +1,16 @@
 """A job's driver thread: the base of every kind of job the emulator runs.
 
-One driver thread per job (:class:`JobDriver`; the kinds are in drivers.py). It loads the job, takes
+One driver thread per job (``JobDriver``; the kinds are in drivers.py). It loads the job, takes
 it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there; a cancel still ends
 it), reads cancel and close requests from its event queue and writes the job's terminal state. The
-driver knows the runner only through :class:`DriverHost`, so no driver module imports the runner.
+driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
 
 The thread rule: a replica's supervisor asks for the parent-death signal (``PR_SET_PDEATHSIG``,
 procs.py), and Linux sends that signal when the *thread* that started the supervisor exits, not when
 the process does. A replica started from a short-lived thread (a gRPC or REST request thread, a
 timer) would be stopped as soon as that thread ends. So every replica of a job is started -- and
 restarted -- from that job's own driver thread, which lives as long as the job runs;
-:meth:`JobDriver.check_driver_thread` refuses any other thread (tests/emulator/test_driver.py).
+``JobDriver.check_driver_thread`` refuses any other thread (tests/emulator/test_driver.py).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class JobDriver(threading.Thread):
     """A job's driver thread: the QUEUED/PENDING phases, cancel/close events, terminal updates.
 
     Subclasses implement ``run``. Every replica of the job must be started from this thread (the
-    thread rule, in the module docstring): call :meth:`check_driver_thread` before starting one.
+    thread rule, in the module docstring): call ``check_driver_thread`` before starting one.
     """
 
     kind_label = "job"

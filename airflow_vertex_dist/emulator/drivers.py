@@ -1,8 +1,8 @@
 """Which driver runs which kind of job: the emulator's one table from job kind to driver class.
 
-The runner looks a job's kind up here (:func:`driver_for`) and knows no driver class itself; a driver
-knows the runner only as a :class:`~airflow_vertex_dist.emulator.driver.DriverHost`. A new kind of job
-is one driver module and one entry of :data:`DRIVERS`.
+The runner looks a job's kind up here (``driver_for``) and knows no driver class itself; a driver
+knows the runner only as a ``DriverHost``. A new kind of job
+is one driver module and one entry of ``DRIVERS``.
 """
 
 from __future__ import annotations

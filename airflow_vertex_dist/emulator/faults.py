@@ -2,7 +2,7 @@
 answers lost after the call took effect (``lost_answer_rate``: the handler runs, then the response is
 replaced by an error, as when a proxy drops the answer to a Create the backend did execute).
 
-The :class:`~airflow_vertex_dist.emulator.config.Faults` object is shared with the runner (which
+The ``Faults`` object is shared with the runner (which
 reads its scheduling and replica-crash settings); this module applies its API part, and converts
 Faults to and from the JSON the admin endpoint (``/emulator/faults``) and the CLI speak.
 Random draws come from one ``random.Random`` seeded with ``Faults.seed``, so with a seed and a

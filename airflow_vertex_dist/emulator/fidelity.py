@@ -1,9 +1,9 @@
 """How the emulator treats each v1 field: accepted, applied locally or not, and how it differs.
 
-:data:`NOTES` is keyed by a field's JSON path below its resource (``jobSpec.network``); a field
+``NOTES`` is keyed by a field's JSON path below its resource (``jobSpec.network``); a field
 without its own entry takes its nearest ancestor's. ``HyperparameterTuningJob.trialJobSpec`` reads
 as ``CustomJob.jobSpec``, and a conditional parameter's ``parameterSpec`` as a top-level parameter.
-:func:`field_table` renders the table of ``docs/emulator.md``; :func:`unapplied_fields` names the
+``field_table`` renders the table of ``docs/emulator.md``; ``unapplied_fields`` names the
 fields of a request that are accepted but have no effect locally (the service logs them at Create).
 """
 

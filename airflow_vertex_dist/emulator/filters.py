@@ -9,14 +9,14 @@ The grammar is the AIP-160 subset that the v1 ``ListCustomJobsRequest.filter`` d
 * ``labels.KEY=VALUE`` (equality), ``labels.KEY!=VALUE``, ``labels.KEY:*`` (key exists),
   ``labels.KEY:VALUE`` (same as ``=``) and ``labels:KEY`` (key exists);
 * terms combine with ``AND``, ``OR``, ``NOT`` (or a leading ``-``), parentheses (nested at most
-  :data:`MAX_DEPTH` levels), and juxtaposition (``a b`` means ``a AND b``). As in AIP-160, ``OR``
+  ``MAX_DEPTH`` levels), and juxtaposition (``a b`` means ``a AND b``). As in AIP-160, ``OR``
   binds tighter than ``AND``: ``a AND b OR c`` is ``a AND (b OR c)``. Keywords are upper case.
 
 A ``display_name:`` pattern is matched in linear time (no regular expression is built from it).
 
 Values are bare words (``JOB_STATE_RUNNING``, ``2021-05-18T00:00:00Z``, ``my-label``) or quoted with
 ``"`` or ``'`` (backslash escapes the next character). Any other field, operator or malformed input is
-rejected with a :class:`FilterError` whose message names the position and the rule -- the API turns it
+rejected with a ``FilterError`` whose message names the position and the rule -- the API turns it
 into INVALID_ARGUMENT.
 """
 
@@ -328,5 +328,5 @@ class _Parser:
 
 
 def compile_filter(text: str) -> Predicate:
-    """Compile a List filter into a predicate over stored v1 JSON jobs; raises :class:`FilterError`."""
+    """Compile a List filter into a predicate over stored v1 JSON jobs; raises ``FilterError``."""
     return _Parser(text).parse()

@@ -3,12 +3,12 @@
 ``gs://bucket/a/b`` is ``<gcs_root>/bucket/a/b``. A URI that is not ``gs://`` is taken as a local
 path as it is (handy for tests and for users who point ``base_output_directory`` at a directory).
 
-:func:`to_local_path` is the one mapping from a ``gs://`` URI to a local path, and it never returns
+``to_local_path`` is the one mapping from a ``gs://`` URI to a local path, and it never returns
 a path outside ``gcs_root``: it refuses a bucket that is not a bucket name, empty segments (``//``,
 which would otherwise restart the path at the filesystem root), ``.`` and ``..`` segments, NUL
 characters, and, last, any path whose resolved form (symlinks followed) leaves the resolved
 ``gcs_root``. Percent signs are literal, as in Cloud Storage object names: ``%2e%2e`` is a directory
-named ``%2e%2e``, never ``..``. :func:`check_request_uris` applies the same rules, with no
+named ``%2e%2e``, never ``..``. ``check_request_uris`` applies the same rules, with no
 filesystem access, to every ``gs://`` URI in a Create request, so a bad URI is refused at Create.
 """
 
@@ -77,7 +77,7 @@ def gcs_parts(uri: str, *, field: str = "uri") -> tuple[str, tuple[str, ...]]:
 def to_local_path(uri: str, gcs_root: Path, *, field: str = "uri") -> Path:
     """The local file or directory standing for ``uri``: always inside ``gcs_root`` for ``gs://``.
 
-    Raises ValueError naming ``field`` when the URI breaks a rule of :func:`gcs_parts` or, through
+    Raises ValueError naming ``field`` when the URI breaks a rule of ``gcs_parts`` or, through
     a symlink, resolves outside ``gcs_root``.
     """
     if not is_gcs_uri(uri):
@@ -105,7 +105,7 @@ def _gcs_strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def check_request_uris(body: dict[str, Any]) -> None:
-    """Check every ``gs://`` string of a Create body (v1 JSON) with :func:`gcs_parts`.
+    """Check every ``gs://`` string of a Create body (v1 JSON) with ``gcs_parts``.
 
     Raises ValueError naming the field path (``jobSpec.baseOutputDirectory.outputUriPrefix``,
     ``jobSpec.workerPoolSpecs[0].pythonPackageSpec.packageUris[1]``...) and the rule.

@@ -7,7 +7,7 @@ errors are sent with ``context.abort(code, message)``. Every other JobService me
 UNIMPLEMENTED with a message saying what the emulator serves. The stock ``JobServiceClient`` and
 ``JobServiceAsyncClient`` work unchanged over an insecure channel.
 
-Bad bytes are the caller's error: a request over :data:`MAX_MESSAGE_BYTES`, or one the proto
+Bad bytes are the caller's error: a request over ``MAX_MESSAGE_BYTES``, or one the proto
 parser refuses (including nesting past protobuf's recursion limit), is INVALID_ARGUMENT, never
 INTERNAL (which clients retry as transient). With an access token, every call must carry
 ``authorization: Bearer <token>`` metadata, or it is UNAUTHENTICATED.
@@ -30,7 +30,7 @@ __all__ = ["MAX_MESSAGE_BYTES", "SERVICE_NAME", "GrpcServer"]
 SERVICE_NAME = "google.cloud.aiplatform.v1.JobService"
 #: the largest request handled (the REST side's limit); larger ones are INVALID_ARGUMENT.
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
-#: gRPC's own receive limit, above :data:`MAX_MESSAGE_BYTES` so that the handler, not the transport
+#: gRPC's own receive limit, above ``MAX_MESSAGE_BYTES`` so that the handler, not the transport
 #: (whose RESOURCE_EXHAUSTED clients retry), answers a too-large request; past it gRPC refuses.
 _TRANSPORT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -144,7 +144,7 @@ class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
 
 
 class GrpcServer:
-    """Serves ``service`` on ``host:port`` (port 0 picks a free one; see :attr:`port`)."""
+    """Serves ``service`` on ``host:port`` (port 0 picks a free one; see ``port``)."""
 
     def __init__(
         self,

@@ -16,8 +16,8 @@ Source: Google's "Logging query language" reference
 
 Not supported (an error, never a silent mismatch): regular expressions (``=~``, ``!~``), functions
 such as ``sample()`` or ``SEARCH()``. Parsing is one left-to-right pass over at most
-:data:`MAX_FILTER_CHARS` characters with at most :data:`MAX_DEPTH` nested groups; every error is a
-:class:`LogFilterError` naming the position and the rule (the API answers INVALID_ARGUMENT).
+``MAX_FILTER_CHARS`` characters with at most ``MAX_DEPTH`` nested groups; every error is a
+``LogFilterError`` naming the position and the rule (the API answers INVALID_ARGUMENT).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class LogFilterError(ValueError):
 
 
 def severity_number(value: str, *, text: str = "", pos: int = 0) -> int:
-    """``"WARNING"`` or ``"400"`` -> 400; anything else is a :class:`LogFilterError`."""
+    """``"WARNING"`` or ``"400"`` -> 400; anything else is a ``LogFilterError``."""
     upper = value.upper()
     if upper in SEVERITIES:
         return SEVERITIES[upper]

@@ -136,7 +136,7 @@ def leftovers(prefix: str) -> list[int]:
 
 
 def kill_leftovers(prefix: str, timeout_s: float = 5.0) -> tuple[int, list[int]]:
-    """SIGKILL every process :func:`leftovers` finds until none is left or ``timeout_s`` passes.
+    """SIGKILL every process ``leftovers`` finds until none is left or ``timeout_s`` passes.
 
     Returns how many processes were killed and the pids still alive at the end (``[]``: none).
     """

@@ -8,7 +8,7 @@
 - Reduction Server replicas (``*/vertex-ai-restricted/training/reductionserver:*``) are shown
   running but do no reduction: each is an idle placeholder process that waits to be stopped.
 - A tuning trial's primary must be able to import ``hypertune`` (cloudml-hypertune), through which it
-  reports its metric: :func:`check_hypertune` fails the trial's job up front when it cannot.
+  reports its metric: ``check_hypertune`` fails the trial's job up front when it cannot.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def replica_command(
     """``(argv, the pool's env list, a directory for PYTHONPATH or None)`` for replica ``rep``.
 
     ``installed`` maps pool index -> installed packages directory, shared by the replicas of one job
-    (a pool's packages are installed once). Raises :class:`JobError` for a spec that cannot run and
-    :class:`Interrupted` when ``stop`` is set during a package install.
+    (a pool's packages are installed once). Raises ``JobError`` for a spec that cannot run and
+    ``Interrupted`` when ``stop`` is set during a package install.
     """
     spec = rep.spec
     if rep.is_reducer:

@@ -25,13 +25,13 @@ Other paths:
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
 
-Every request passes :meth:`_Handler._check_caller` first, because the emulator runs the commands
+Every request passes ``_Handler._check_caller`` first, because the emulator runs the commands
 its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS
 rebinding), so is an ``Origin`` other than the emulator's own, a write whose body is not
 ``application/json`` (a web page's form or "simple request"), and, when the server has an access
 token, a request without ``Authorization: Bearer <token>``. A body is bounded by its
-``Content-Length`` before it is read (:data:`MAX_BODY_BYTES`, 413) and by its nesting
-(:data:`MAX_JSON_DEPTH`, 400).
+``Content-Length`` before it is read (``MAX_BODY_BYTES``, 413) and by its nesting
+(``MAX_JSON_DEPTH``, 400).
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._discard_unread_body()
 
     def _discard_unread_body(self) -> None:
-        """Read and drop what the client still sends (for at most :data:`LINGER_S`), then close.
+        """Read and drop what the client still sends (for at most ``LINGER_S``), then close.
 
         Closing a socket with unread data makes the kernel reset the connection, and a client still
         sending its body would then see a reset instead of the 413 or 4xx it was sent; this is the

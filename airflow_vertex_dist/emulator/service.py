@@ -3,7 +3,7 @@
 Requests and responses are the generated ``google.cloud.aiplatform_v1`` types (proto-plus), plus
 ``google.protobuf.Empty`` for Cancel and ``google.longrunning.Operation`` for Delete; the gRPC and
 REST servers only translate bytes and HTTP to these. Jobs are stored as v1 JSON
-(:mod:`~airflow_vertex_dist.emulator.store`); conversion happens here, at the edge.
+(``store``); conversion happens here, at the edge.
 
 Behaviour mirrored from the service:
 
@@ -11,10 +11,10 @@ Behaviour mirrored from the service:
   sees them: an omitted number is 0), validates it (the spec models' ``from_api``, so a layout the
   cloud would refuse fails here with INVALID_ARGUMENT and the rule), ignores output-only fields,
   stores the job QUEUED and hands it to the runner. It returns the job itself, not an operation.
-  Fields accepted but not applied locally (:mod:`~airflow_vertex_dist.emulator.fidelity`) are
+  Fields accepted but not applied locally (``fidelity``) are
   named once per job in the emulator's log (INFO).
 * Get/Cancel/Delete of a missing job: NOT_FOUND; a malformed resource name: INVALID_ARGUMENT.
-* List supports ``filter`` (:mod:`~airflow_vertex_dist.emulator.filters`), ``page_size`` (default
+* List supports ``filter`` (``filters``), ``page_size`` (default
   100, at most 1000), opaque ``page_token`` and ``read_mask``; newest job first.
 * Cancel is best effort and returns Empty; on a finished job it is FAILED_PRECONDITION.
 * Delete returns a done long-running Operation; like the service's "can only be called on jobs
@@ -199,7 +199,7 @@ def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> No
 
 
 class JobService:
-    """The JobService methods for both job kinds, over a :class:`JobStore` and a runner."""
+    """The JobService methods for both job kinds, over a ``JobStore`` and a runner."""
 
     def __init__(
         self,
@@ -223,7 +223,7 @@ class JobService:
     # -- dispatch -----------------------------------------------------------------------------
 
     def call(self, method: str, request: Any) -> Any:
-        """Run JobService ``method`` on a proto-plus request; raises :class:`ApiError`."""
+        """Run JobService ``method`` on a proto-plus request; raises ``ApiError``."""
         info = METHODS.get(method)
         if info is None:
             raise ApiError(

@@ -146,7 +146,7 @@ def wait_for_state(
 ) -> Any:
     """Poll a job until its state is one of ``states`` (names like ``JOB_STATE_SUCCEEDED``).
 
-    ``client_or_em`` is an :class:`Emulator` (reads the store; returns the v1 JSON dict) or a sync
+    ``client_or_em`` is an ``Emulator`` (reads the store; returns the v1 JSON dict) or a sync
     ``JobServiceClient`` (calls Get; returns the proto). Raises TimeoutError naming the last state.
     """
     wanted = {_state_name(s) for s in states}

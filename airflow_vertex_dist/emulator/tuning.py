@@ -21,7 +21,7 @@ A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleRea
 failed (the job's error is quoted) or it reported none of the study's metrics.
 
 Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``; see
-:mod:`~airflow_vertex_dist.emulator.stopping` for the rules): every ``STOPPING_POLL_S`` the running
+``stopping`` for the rules): every ``STOPPING_POLL_S`` the running
 trials' metrics files are read; a trial a rule condemns goes STOPPING ("should stop according to the
 service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
 reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a

@@ -1,7 +1,7 @@
 """hooks.
 
 The names of the ``vertex_dist`` connection type live here, so that an operator or sensor can name its
-default connection without importing a hook (:mod:`airflow_vertex_dist.hooks.connection` re-exports
+default connection without importing a hook (``airflow_vertex_dist.hooks.connection`` re-exports
 them).
 """
 

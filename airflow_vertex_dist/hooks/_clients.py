@@ -1,7 +1,7 @@
 """Credentials, JobService clients, retries and proto <-> JSON conversion.
 
 This is the one module that imports ``google.*`` at module level; the hooks import it lazily (inside
-methods), so importing :mod:`airflow_vertex_dist.hooks` from a DAG file loads no ``google.cloud`` module.
+methods), so importing ``airflow_vertex_dist.hooks`` from a DAG file loads no ``google.cloud`` module.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
 
 #: What the REST transport (``requests``, through google-auth's session) raises when no HTTP answer came
 #: back: the connection was refused or reset, or it timed out. gRPC reports the same as UNAVAILABLE or
-#: DEADLINE_EXCEEDED, already in :data:`TRANSIENT_ERRORS`.
+#: DEADLINE_EXCEEDED, already in ``TRANSIENT_ERRORS``.
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
     requests.exceptions.ConnectionError,
     requests.exceptions.Timeout,
@@ -77,7 +77,7 @@ _CLIENT_INFO = ClientInfo(user_agent=f"{DISTRIBUTION}/{package_version()}")  # t
 
 def is_transient(exc: BaseException) -> bool:
     """Worth retrying: google.api_core's own transient predicate (``if_transient_error``: 500, 503, 429
-    and a dropped connection), plus :data:`TRANSIENT_ERRORS` and :data:`TRANSPORT_ERRORS`. The same
+    and a dropped connection), plus ``TRANSIENT_ERRORS`` and ``TRANSPORT_ERRORS``. The same
     answer for both transports."""
     return isinstance(exc, TRANSIENT_ERRORS + TRANSPORT_ERRORS) or (
         isinstance(exc, Exception) and bool(if_transient_error(exc))

@@ -3,13 +3,13 @@
 Each method calls the generated client's method for the job's kind by its name
 (``get_custom_job`` or ``get_hyperparameter_tuning_job``, ...), so mypy checks every argument against
 ``JobServiceClient`` / ``JobServiceAsyncClient``; no RPC is looked up by a string. Every method takes
-and returns v1 JSON dicts (:func:`~airflow_vertex_dist.hooks._clients.job_to_dict`) and passes the
+and returns v1 JSON dicts (``job_to_dict``) and passes the
 hook's retry and per-call timeout, except Create, which is never retried here (the hook re-sends it
 only after looking up its create token).
 
-Like :mod:`~airflow_vertex_dist.hooks._clients`, it imports ``google.*`` at module level and the hooks
+Like ``_clients``, it imports ``google.*`` at module level and the hooks
 import it lazily; it loads no Google module that ``_clients`` has not loaded already, so the asyncio
-hook's first import of the clients stays off the event loop (:mod:`~airflow_vertex_dist.hooks.off_loop`).
+hook's first import of the clients stays off the event loop (``off_loop``).
 """
 
 from __future__ import annotations

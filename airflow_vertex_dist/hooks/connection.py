@@ -1,7 +1,7 @@
 """The ``vertex_dist`` connection: its fields, their UI description, and parsing with clear errors.
 
-Pure (pydantic only): no Google import. The hooks turn :class:`VertexConnection` into credentials and
-clients in :mod:`airflow_vertex_dist.hooks._clients`.
+Pure (pydantic only): no Google import. The hooks turn ``VertexConnection`` into credentials and
+clients in ``airflow_vertex_dist.hooks._clients``.
 
 The hooks read two connection types: ``vertex_dist`` and the Google provider's
 ``google_cloud_platform``, as it is (its extras below; the Google provider package is not needed).
@@ -26,7 +26,7 @@ Fields (connection ``extra``, JSON; the prefixed ``extra__vertex_dist__<field>``
     OAuth scopes, comma separated (default ``https://www.googleapis.com/auth/cloud-platform``).
 ``num_retries``
     Accepted (a ``google_cloud_platform`` connection's form saves it) and not used: the hooks retry by
-    their :class:`RetryPolicy`.
+    their ``RetryPolicy``.
 
 A key kept in Secret Manager (``key_secret_name``) and the client credentials grant flow
 (``idp_issuer_url``, ``client_id``, ``client_secret``) are refused with an error naming the field.

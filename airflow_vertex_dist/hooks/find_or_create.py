@@ -1,10 +1,10 @@
 """Find-or-create: this task's job is adopted when it exists and created only when it does not.
 
 The JobService has no request id, so a retried or concurrent try would otherwise make a second billed
-job. :func:`find_or_create` looks the task's jobs up by label (the run's labels plus the spec's
+job. ``find_or_create`` looks the task's jobs up by label (the run's labels plus the spec's
 fingerprint and the try's retry budget), re-attaches, fails or recreates (``if_exists``), and after
 its Create converges concurrent callers on one live job. It runs on any hook with the calls of
-:class:`JobsApi` (:meth:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook.find_or_create`).
+``JobsApi`` (``find_or_create``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class _Log(Protocol):
 
 class JobsApi(Protocol):
     """The hook calls find-or-create makes
-    (:class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook` has them)."""
+    (``VertexJobsHook`` has them)."""
 
     @property
     def log(self) -> _Log: ...
@@ -109,14 +109,14 @@ def find_or_create(
 ) -> tuple[dict[str, Any], bool]:
     """Return ``(job, created)``: this task's live or succeeded job, or a new one.
 
-    ``labels`` (normally :func:`~airflow_vertex_dist.hooks.labels.run_labels`) are merged into the
+    ``labels`` (normally ``run_labels``) are merged into the
     body and identify the run; the body also gets the ``airflow-spec`` label, its fingerprint
-    (:func:`~airflow_vertex_dist.hooks.labels.spec_fingerprint`). Only a job carrying the run's
+    (``spec_fingerprint``). Only a job carrying the run's
     labels *and* this fingerprint is this task's: one with another fingerprint (a job of another
     deployment, a copy made in the console, or one made from another version of the spec) is
     logged and never adopted, cancelled or counted.
 
-    ``retry_budget`` (a label value, see :func:`~airflow_vertex_dist.hooks.labels.retry_budget`)
+    ``retry_budget`` (a label value, see ``retry_budget``)
     names the retry budget of the calling try and is written on the job (``airflow-budget``).
     A job of this task made in another budget was made by a try before the task was cleared: it
     is never adopted (a clear means "run it again") and, with ``cancel_earlier``, cancelled when
@@ -124,7 +124,7 @@ def find_or_create(
 
     With a job of this budget in a re-attachable state (queued, pending, running, paused, updating
     or succeeded): ``reattach`` returns it (the oldest unfinished one, else the newest succeeded
-    one), ``fail`` raises :class:`JobAlreadyExistsError`, ``recreate`` cancels the unfinished ones
+    one), ``fail`` raises ``JobAlreadyExistsError``, ``recreate`` cancels the unfinished ones
     and creates a new job. Jobs that failed, were cancelled, expired or partially succeeded never
     block a new one.
 

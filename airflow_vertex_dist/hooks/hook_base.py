@@ -1,6 +1,6 @@
 """What the JobService hook and the logs hook share: the connection, project, location and retries.
 
-:class:`VertexHookBase` reads the ``vertex_dist`` (or ``google_cloud_platform``) connection on first
+``VertexHookBase`` reads the ``vertex_dist`` (or ``google_cloud_platform``) connection on first
 use, applies the hook's own impersonation chain, and resolves the project (hook argument, connection,
 then the credentials' own) and the location. No network in ``__init__``.
 """

@@ -1,8 +1,8 @@
 """The shapes of the v1 JSON job dicts the package passes on, as ``TypedDict``s (checked by mypy).
 
 The hooks return jobs as the REST API's JSON (camelCase keys, enum names as strings, int64 values as
-strings, absent fields omitted: every key is optional). :class:`CompactJob` is the job without its
-specs (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`): what a trigger event carries and
+strings, absent fields omitted: every key is optional). ``CompactJob`` is the job without its
+specs (``compact_job``): what a trigger event carries and
 what a resumed task reads. Pure: no Google or Airflow imports.
 """
 
@@ -79,7 +79,7 @@ class CompactStudySpec(TypedDict, total=False):
 
 
 class CompactJob(TypedDict, total=False):
-    """A job without its specs (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`); ``id`` is the
+    """A job without its specs (``compact_job``); ``id`` is the
     last segment of ``name``. The tuning keys (trial counts, ``studySpec``, ``trials``) only on a
     tuning job."""
 

@@ -2,17 +2,17 @@
 
 Pure: no Google or Airflow imports, so DAG files and operators can use it at parse time.
 
-The Vertex AI label rules live in :mod:`airflow_vertex_dist.common.labels` (shared with the specs):
+The Vertex AI label rules live in ``airflow_vertex_dist.common.labels`` (shared with the specs):
 at most 64 labels; keys and values at most 63 lowercase (or caseless) letters, numbers, ``_`` and
 ``-``, international letters included; keys start with a letter. The project also makes every value
 it writes start with a letter, so a value is never mistaken for a number by filter parsers.
 
-Airflow identifiers do not always fit those rules. :func:`sanitize_label_value` keeps one that fits
+Airflow identifiers do not always fit those rules. ``sanitize_label_value`` keeps one that fits
 and maps any other into the alphabet with a short hash of the original appended (see its docstring
 for what that guarantees). ``airflow-run`` is always a hash of the whole task instance key (dag id,
 task id, run id, map index): it is the find-again handle, and ``airflow-dag``/``airflow-task`` are
 for people reading the console. ``airflow-spec`` is the fingerprint of the rendered spec
-(:func:`spec_fingerprint`): a job is only adopted by a task whose spec has the same one.
+(``spec_fingerprint``): a job is only adopted by a task whose spec has the same one.
 """
 
 from __future__ import annotations
@@ -59,16 +59,16 @@ TASK_LABEL = "airflow-task"
 RUN_LABEL = "airflow-run"
 SPEC_LABEL = "airflow-spec"
 BUDGET_LABEL = "airflow-budget"
-#: The one-off token of a Create call (:data:`~airflow_vertex_dist.hooks.vertex_jobs.CREATE_TOKEN_LABEL`).
+#: The one-off token of a Create call (``CREATE_TOKEN_LABEL``).
 _CREATE_TOKEN_LABEL = "create-token"
 
-#: The labels the provider itself writes: left out of :func:`spec_fingerprint`.
+#: The labels the provider itself writes: left out of ``spec_fingerprint``.
 PROVIDER_LABELS = frozenset(
     {MANAGED_BY_LABEL, DAG_LABEL, TASK_LABEL, RUN_LABEL, SPEC_LABEL, BUDGET_LABEL, _CREATE_TOKEN_LABEL}
 )
 
 _HASH_LEN = 8
-#: What a lossy :func:`sanitize_label_value` ends with; a value that fits but looks like it is hashed too.
+#: What a lossy ``sanitize_label_value`` ends with; a value that fits but looks like it is hashed too.
 _HASHED_TAIL = LazyRegex(r".*-[0-9a-f]{8}")
 
 
@@ -107,7 +107,7 @@ def sanitize_label_value(value: str) -> str:
     their SHA-256 digests share the first 32 bits (about one pair in 4 billion). A kept value never
     ends like a hashed one, so it never equals a hashed result (``"My_DAG"`` and
     ``"my_dag-fec1e61d"`` differ). The labels are for reading; finding a run's job again relies on
-    ``airflow-run`` (:func:`run_hash`, 160 bits), not on these.
+    ``airflow-run`` (``run_hash``, 160 bits), not on these.
     """
     if _fits(value) and not _HASHED_TAIL.fullmatch(value):
         return value
@@ -152,7 +152,7 @@ def retry_budget(max_tries: int) -> str:
 
 def validate_labels(labels: Mapping[str, str], *, field: str = "labels") -> None:
     """Raise ``ValueError`` naming ``field`` (or ``field.<key>``) and the rule for the first label that
-    breaks one (:mod:`airflow_vertex_dist.common.labels`: the specs' rule too)."""
+    breaks one (``airflow_vertex_dist.common.labels``: the specs' rule too)."""
     error = labels_error(field, labels)
     if error is not None:
         raise ValueError(error)
@@ -162,7 +162,7 @@ def spec_fingerprint(body: Mapping[str, Any]) -> str:
     """The ``airflow-spec`` label value of a job request body: ``s`` + 40 hex digits of SHA-256.
 
     What is hashed: the request body as the hook sends it to Create (the v1 JSON of the rendered
-    spec: camelCase keys, enum names), with the provider's own labels (:data:`PROVIDER_LABELS`:
+    spec: camelCase keys, enum names), with the provider's own labels (``PROVIDER_LABELS``:
     ``managed-by``, ``airflow-dag``, ``airflow-task``, ``airflow-run``, ``airflow-spec`` and
     ``create-token``, which differ per run or per call) removed from ``labels``, written as canonical
     JSON (keys sorted, no whitespace, UTF-8, non-ASCII kept as is). The user's own labels count: they

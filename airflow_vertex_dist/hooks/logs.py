@@ -9,7 +9,7 @@ resource-list, ``ml_job``) and the gcloud CLI's ``ai custom-jobs stream-logs`` /
 stream-logs`` (``command_lib/ai/log_util.py``), which filter on ``resource.labels.job_id`` and read
 ``task_name`` and ``trial_id`` the same way.
 
-:class:`VertexLogsHook` reads them with the official ``google-cloud-logging`` client: the generated
+``VertexLogsHook`` reads them with the official ``google-cloud-logging`` client: the generated
 ``LoggingServiceV2Client`` over gRPC, or the library's HTTP client for a REST endpoint. Importing this
 module loads no ``google.cloud`` module (the clients are imported when first used).
 """
@@ -151,7 +151,7 @@ def _payload_text(entry: Any) -> str:
 
 
 def line_from_entry(entry: Any) -> LogLine:
-    """A :class:`LogLine` from a GAPIC ``LogEntry`` or a ``google.cloud.logging`` entry object."""
+    """A ``LogLine`` from a GAPIC ``LogEntry`` or a ``google.cloud.logging`` entry object."""
     resource_labels = dict(entry.resource.labels or {})
     labels = dict(entry.labels or {})
     return LogLine(

@@ -3,16 +3,16 @@
 Every method returns v1 JSON dicts (camelCase keys, enum names), never protos. Transient errors
 (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL, a proxy's 502, and over REST a refused
 or dropped connection or a timeout) are retried with exponential backoff under a deadline
-(:class:`~airflow_vertex_dist.hooks.connection.RetryPolicy`); every other error is raised as the
+(``RetryPolicy``); every other error is raised as the
 ``google.api_core.exceptions`` error carrying the API's message.
 
 Create is special: the API has no request id, so a Create re-sent after a transient error may make a
 second billed job. Every Create therefore carries a one-off ``create-token`` label; after a transient
 error the hook first looks the token up with List and only re-sends when no job carries it.
 
-``google.*`` is imported lazily (inside methods, via :mod:`airflow_vertex_dist.hooks._clients`), so
+``google.*`` is imported lazily (inside methods, via ``airflow_vertex_dist.hooks._clients``), so
 importing this module loads no ``google.cloud`` module; the asyncio hook makes that first import in a
-worker thread (:mod:`airflow_vertex_dist.hooks.off_loop`), never on the event loop.
+worker thread (``airflow_vertex_dist.hooks.off_loop``), never on the event loop.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class VertexJobsHook(VertexHookBase):
         cancel_earlier: bool = True,
     ) -> tuple[dict[str, Any], bool]:
         """Return ``(job, created)``: this task's live or succeeded job, or a new one; the rules are
-        :func:`~airflow_vertex_dist.hooks.find_or_create.find_or_create`'s."""
+        ``find_or_create``'s."""
         return find_or_create(
             self,
             kind,
@@ -243,7 +243,7 @@ class VertexJobsAsyncHook(VertexHookBase):
     """Asyncio JobService hook (the triggers' side).
 
     One ``JobServiceAsyncClient`` is created lazily per event loop and reused for every call of a poll
-    loop; call :meth:`close` (or use ``async with``) when done. With the REST transport (which has no
+    loop; call ``close`` (or use ``async with``) when done. With the REST transport (which has no
     asyncio client without extra dependencies) calls run the sync REST client in a worker thread.
     """
 
@@ -254,7 +254,7 @@ class VertexJobsAsyncHook(VertexHookBase):
         """The parsed connection, fetched without blocking the event loop.
 
         Every call of this hook passes here first, so this is also where the Google clients are first
-        imported: in a worker thread (:func:`~airflow_vertex_dist.hooks.off_loop.load_clients`), never
+        imported: in a worker thread (``load_clients``), never
         on the event loop, whose other triggers would stall for the import's second or more."""
         await load_clients()
         if self._conn is None:
@@ -360,7 +360,7 @@ class VertexJobsAsyncHook(VertexHookBase):
         await (await self._rpc(job_name.location)).cancel(job_name)
 
     async def cancel_unless_ended(self, name: str) -> tuple[dict[str, Any], bool]:
-        """:meth:`VertexJobsHook.cancel_unless_ended`, awaited."""
+        """``VertexJobsHook.cancel_unless_ended``, awaited."""
         job = await self.get_job(name)
         if job_state(job) in NO_CANCEL_STATES:
             return job, False

@@ -1,9 +1,9 @@
 """How a training or tuning task finds its job again or creates it, and cancels it (the module doc of
-:mod:`airflow_vertex_dist.operators.job` tells the whole try).
+``airflow_vertex_dist.operators.job`` tells the whole try).
 
-:class:`JobAttachingOperator` holds the adoption rules of one try: the job named in Airflow's task
+``JobAttachingOperator`` holds the adoption rules of one try: the job named in Airflow's task
 state (``task_state_store``, Airflow >= 3.3), then the hook's find-or-create by run labels, spec
-fingerprint and retry budget (:func:`~airflow_vertex_dist.hooks.find_or_create.find_or_create`); the
+fingerprint and retry budget (``find_or_create``); the
 job's link and owner record in XCom; the check that the task instance is still running once the
 owner record is pushed; and the job's cancellation (``cancel_on_kill``).
 """
@@ -45,7 +45,7 @@ STATE_KEY = "vertex_job_name"
 
 class JobAttachingOperator(VertexBaseOperator):
     """Finds this task instance's job again or creates it, and cancels it; the base of
-    :class:`~airflow_vertex_dist.operators.job.VertexJobOperator`, which sets the attributes below."""
+    ``VertexJobOperator``, which sets the attributes below."""
 
     job_kind: ClassVar[JobKind]
     if_exists: IfExists
@@ -69,7 +69,7 @@ class JobAttachingOperator(VertexBaseOperator):
         return run_labels(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else int(map_index))
 
     def _budget(self, context: Context) -> str | None:
-        """This try's retry budget label (:func:`~airflow_vertex_dist.hooks.labels.retry_budget`), or
+        """This try's retry budget label (``retry_budget``), or
         ``None`` when the task instance does not say its ``max_tries``."""
         max_tries = getattr(context["ti"], "max_tries", None)
         return retry_budget(max_tries) if isinstance(max_tries, int) else None

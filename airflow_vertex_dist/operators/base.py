@@ -23,7 +23,7 @@ __all__ = ["VertexBaseOperator", "VertexHookMixin"]
 
 
 class _DefaultHookClass:
-    """The default ``hook_class``: :class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook`,
+    """The default ``hook_class``: ``VertexJobsHook``,
     imported when first read. A subclass that sets its own ``hook_class`` simply shadows it."""
 
     def __get__(self, instance: object, owner: type | None = None) -> type[VertexJobsHook]:
@@ -34,7 +34,7 @@ class _DefaultHookClass:
 
 class VertexHookMixin:
     """``hook_class`` and the cached ``hook``; the class sets ``vertex_dist_conn_id``, ``project_id``
-    and ``location`` in its ``__init__`` (shared by :class:`VertexBaseOperator` and the sensors)."""
+    and ``location`` in its ``__init__`` (shared by ``VertexBaseOperator`` and the sensors)."""
 
     if TYPE_CHECKING:
         hook_class: ClassVar[type[VertexJobsHook]]
@@ -56,7 +56,7 @@ class VertexHookMixin:
 
 
 class VertexBaseOperator(VertexHookMixin, BaseOperator):
-    """Owns a :class:`~airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook`.
+    """Owns a ``VertexJobsHook``.
 
     :param vertex_dist_conn_id: the connection: a ``vertex_dist`` one (project, location, credentials,
         or an ``api_endpoint`` pointing at the local emulator) or a ``google_cloud_platform`` one, as it

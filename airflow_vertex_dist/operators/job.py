@@ -14,8 +14,8 @@ A try of the task:
    Concurrent copies of one try converge on one job (the oldest);
 3. logs the pools as a table at submit, pushes the job's name and console link to XCom, and (when it
    waits with ``cancel_on_kill``) the job's owner record, which the provider's listener
-   (:mod:`airflow_vertex_dist.listeners`) cancels when a user marks the task failed or successful;
-4. returns at once (``wait=False``), defers to :class:`~airflow_vertex_dist.triggers.jobs.VertexJobTrigger`
+   (``airflow_vertex_dist.listeners``) cancels when a user marks the task failed or successful;
+4. returns at once (``wait=False``), defers to ``VertexJobTrigger``
    (``deferrable=True``) or polls with backoff, logging state changes, replicas up and trials done;
 5. ends on every terminal state explicitly: SUCCEEDED succeeds; FAILED, CANCELLED, EXPIRED and PAUSED
    past its grace fail the task with the job's message; PARTIALLY_SUCCEEDED follows
@@ -28,8 +28,8 @@ listener, should the task be marked before the triggerer ran its trigger), and i
 deadline (the ``execution_timeout``) just before Airflow's own deferral timeout; if Airflow's timeout
 still ends the deferral first, the resumed task cancels the job before failing.
 
-Steps 2 and 3 and the cancellation are :class:`~airflow_vertex_dist.operators.attach.JobAttachingOperator`'s
-(:mod:`airflow_vertex_dist.operators.attach`); the waits, outputs and OpenLineage are here.
+Steps 2 and 3 and the cancellation are ``JobAttachingOperator``'s
+(``airflow_vertex_dist.operators.attach``); the waits, outputs and OpenLineage are here.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def job_verdict(
     """``(succeeded, message)`` once the job ended for the task, ``None`` while it should wait.
 
     The same rules and messages as the trigger's
-    (:func:`~airflow_vertex_dist.triggers.conditions.states.job_event`), so a deferred and a
+    (``job_event``), so a deferred and a
     non-deferred wait end a task alike.
     """
     from airflow_vertex_dist.triggers.conditions.states import job_event  # the wait rules: not at parse time
@@ -89,7 +89,7 @@ def job_verdict(
 
 
 class VertexJobOperator(JobAttachingOperator):
-    """Base of :class:`VertexTrainingOperator` and :class:`VertexTuningOperator` (not used directly).
+    """Base of ``VertexTrainingOperator`` and ``VertexTuningOperator`` (not used directly).
 
     :param spec: the job spec: a spec model, a dict, or a template rendering to a JSON/YAML document.
         Templated: Jinja in its strings (display name, args, env, output directory...) is rendered, and
@@ -106,7 +106,7 @@ class VertexJobOperator(JobAttachingOperator):
     :param paused_grace: seconds a PAUSED job may stay paused before the task fails.
     :param lineage_inputs: the job's input data for OpenLineage: URIs (``gs://bucket/path``) or
         Airflow Assets, reported with the Assets in ``inlets`` (see
-        :mod:`airflow_vertex_dist.operators.lineage`). Templated.
+        ``airflow_vertex_dist.operators.lineage``). Templated.
     :param stream_logs: replica log lines in the task log while the job runs, deferred or not: ``True``
         (the primary's lines and every replica's warnings and errors), ``"all"``, a list of replica
         keys, or ``False``. A failed job's error quotes its failing replica's last lines either way.

@@ -1,7 +1,7 @@
 """OpenLineage for the training and tuning operators (used only when the OpenLineage provider is there).
 
 The OpenLineage provider calls ``get_openlineage_facets_on_start`` / ``_on_complete`` on an operator
-that has them; :class:`~airflow_vertex_dist.operators.job.VertexJobOperator` imports this module
+that has them; ``VertexJobOperator`` imports this module
 inside those methods, so a DAG parse (and a deployment without the provider) never loads it.
 
 What a task reports:
@@ -56,7 +56,7 @@ def uri_dataset(uri: str) -> Dataset:
 
 def _asset_dataset(asset: Any) -> Dataset | None:
     """An Airflow Asset as a dataset: the provider's converter for its scheme when one is installed,
-    else the URI naming of :func:`uri_dataset`."""
+    else the URI naming of ``uri_dataset``."""
     from airflow.providers.openlineage.utils.utils import translate_airflow_asset
 
     converted = translate_airflow_asset(asset, None)

@@ -5,9 +5,9 @@
 job --, ``"all"``, a list of replica keys, or ``False``. Lines are written to the task log as
 ``[<replica key>] <text>``, in order per replica.
 
-When a job fails, :func:`failure_details` names the failing replica (from the job's error message,
+When a job fails, ``failure_details`` names the failing replica (from the job's error message,
 ``The replica workerpool1-0 exited with a non-zero status of 1``) and quotes its last lines from
-Cloud Logging, at most :data:`FAILURE_LINES` lines of at most :data:`MAX_LINE_CHARS` characters each,
+Cloud Logging, at most ``FAILURE_LINES`` lines of at most ``MAX_LINE_CHARS`` characters each,
 passed through Airflow's secrets masker.
 """
 

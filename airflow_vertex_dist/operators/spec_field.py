@@ -4,7 +4,7 @@ The field holds a spec's JSON dict (a spec model given to the operator is dumped
 template rendering to a JSON/YAML string, e.g. ``"{{ var.value.my_spec }}"``. Jinja in its string
 values is rendered by Airflow like any templated dict; the result is then validated again, and a bad
 rendered value fails with its field path: ``spec.primary.container.args[1]: ...``. A dict with Jinja
-has its keys checked when the task is built (:func:`check_keys`), its values after rendering. An
+has its keys checked when the task is built (``check_keys``), its values after rendering. An
 unknown field is named with the closest valid one: ``spec.primery: unknown field (did you mean
 primary?)``.
 """
@@ -53,7 +53,7 @@ def has_jinja(value: Any) -> bool:
 
 def check_keys(value: Mapping[str, Any], model: type[BaseModel], *, root: str = "spec") -> None:
     """Check the keys (not the values) of a spec dict against ``model``: what can be checked while
-    its values still hold Jinja. :class:`SpecError` lists every unknown key with its path."""
+    its values still hold Jinja. ``SpecError`` lists every unknown key with its path."""
     lines: list[str] = []
 
     def walk(data: Any, annotation: Any, path: str) -> None:
@@ -86,13 +86,13 @@ def spec_error(
     exc: ValidationError, *, root: str = "spec", when: str = "", model: type[BaseModel] | None = None
 ) -> SpecError:
     """One line per error: ``spec.primary.replica_count: <rule> (got <value>)``; an unknown field
-    names the closest valid one of ``model`` (:func:`airflow_vertex_dist.specs.errors.error_text`)."""
+    names the closest valid one of ``model`` (``airflow_vertex_dist.specs.errors.error_text``)."""
     return SpecError(error_text(exc, root=root, when=when, model=model))
 
 
 def _parse_document(text: str | bytes, when: str) -> Any:
     """A JSON document as JSON (YAML would mangle its surrogate-pair escapes and refuse some control
-    characters JSON allows), anything else as YAML; every failure is a :class:`SpecError`."""
+    characters JSON allows), anything else as YAML; every failure is a ``SpecError``."""
     import json
 
     import yaml

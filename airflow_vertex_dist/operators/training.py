@@ -1,4 +1,4 @@
-"""``VertexTrainingOperator``: run a :class:`~airflow_vertex_dist.specs.DistributedTrainingJob`."""
+"""``VertexTrainingOperator``: run a ``DistributedTrainingJob``."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ class VertexTrainingOperator(VertexJobOperator):
     """Submit a distributed training job as a Vertex AI CustomJob and wait for it.
 
     The XCom return value is the job as JSON: ``name``, ``id``, ``state``, ``create_time``,
-    ``start_time``, ``end_time``, ``console_url``, ``error``. See :class:`VertexJobOperator` for the
-    parameters (``spec`` is a :class:`DistributedTrainingJob` or its dict).
+    ``start_time``, ``end_time``, ``console_url``, ``error``. See ``VertexJobOperator`` for the
+    parameters (``spec`` is a ``DistributedTrainingJob`` or its dict).
     """
 
     job_kind: ClassVar[JobKind] = CUSTOM_JOBS

@@ -1,4 +1,4 @@
-"""``VertexTuningOperator``: run a :class:`~airflow_vertex_dist.specs.HyperparameterTuningJob`."""
+"""``VertexTuningOperator``: run a ``HyperparameterTuningJob``."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ __all__ = ["VertexTuningOperator"]
 class VertexTuningOperator(VertexJobOperator):
     """Submit a hyperparameter tuning job and wait for it.
 
-    The XCom return value is the job as JSON (as :class:`VertexTrainingOperator` returns it) plus
+    The XCom return value is the job as JSON (as ``VertexTrainingOperator`` returns it) plus
     ``trial_counts``, ``best_trial`` (``{"id", "parameters", "metric_id", "metric_value", "goal"}``,
     the best succeeded trial in the study's direction) and ``trials`` (a compact row per trial).
-    See :class:`VertexJobOperator` for the parameters (``spec`` is a
-    :class:`HyperparameterTuningJob` or its dict).
+    See ``VertexJobOperator`` for the parameters (``spec`` is a
+    ``HyperparameterTuningJob`` or its dict).
     """
 
     job_kind: ClassVar[JobKind] = TUNING_JOBS

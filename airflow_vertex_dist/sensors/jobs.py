@@ -1,11 +1,11 @@
 """Sensors on a Vertex AI job, its replicas and its trials; deferrable like the operators.
 
-- :class:`VertexJobSensor`: the job reaches a target state (default SUCCEEDED); fails fast on a
+- ``VertexJobSensor``: the job reaches a target state (default SUCCEEDED); fails fast on a
   failure state.
-- :class:`VertexReplicaSensor`: named replicas (``workerpool0-0``) or whole pools (``workerpool1-*``)
+- ``VertexReplicaSensor``: named replicas (``workerpool0-0``) or whole pools (``workerpool1-*``)
   are up, read from ``webAccessUris``; a clear error when the job lacks ``enableWebAccess``; fails
   when the job ends first.
-- :class:`VertexTrialSensor`: at least ``min_succeeded`` trials succeeded, or the best final metric
+- ``VertexTrialSensor``: at least ``min_succeeded`` trials succeeded, or the best final metric
   crossed ``metric_threshold`` in the study's direction; fails when the job ends first.
 
 A verdict of failure is final (the job cannot go back), so it raises ``AirflowFailException``: no
@@ -43,7 +43,7 @@ __all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]
 
 
 class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
-    """Polls (or defers on) one job until :meth:`condition` gives a verdict.
+    """Polls (or defers on) one job until ``condition`` gives a verdict.
 
     Every sensor takes ``stream_logs`` as the training operators do: the watched job's replica lines
     in the task log while it waits (``True``: the primary's lines and every replica's warnings and

@@ -2,10 +2,10 @@
 
 Pure: importing this package loads neither Airflow nor any ``google.cloud`` module.
 
-- :class:`DistributedTrainingJob` -> ``CustomJob`` (``to_api()`` / ``from_api()``)
-- :class:`HyperparameterTuningJob` -> ``HyperparameterTuningJob``
-- :func:`load_spec` reads a spec from a JSON/YAML file or ``module:attribute``
-- :func:`pools_table` shows the pools as a plain-text table
+- ``DistributedTrainingJob`` -> ``CustomJob`` (``to_api()`` / ``from_api()``)
+- ``HyperparameterTuningJob`` -> ``HyperparameterTuningJob``
+- ``load_spec`` reads a spec from a JSON/YAML file or ``module:attribute``
+- ``pools_table`` shows the pools as a plain-text table
 """
 
 from __future__ import annotations

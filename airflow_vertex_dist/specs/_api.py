@@ -1,5 +1,5 @@
 """Helpers for reading v1 JSON bodies (camelCase, as REST or ``to_json`` give them) back into
-spec dicts, raising pydantic ``ValidationError`` (:class:`SpecValidationError`) for structural problems."""
+spec dicts, raising pydantic ``ValidationError`` (``SpecValidationError``) for structural problems."""
 
 from __future__ import annotations
 
@@ -114,13 +114,13 @@ def snake(name: str) -> str:
 
 
 def reject(title: str, loc: Sequence[str | int], rule: str, value: Any) -> NoReturn:
-    """Raise a :class:`SpecValidationError` at ``loc`` with ``rule`` as its message."""
+    """Raise a ``SpecValidationError`` at ``loc`` with ``rule`` as its message."""
     SpecValidationError.raise_rule(title, tuple(loc), rule, value)
 
 
 def is_unset(value: Any) -> bool:
     """Proto3 JSON default values of strings, lists, maps and messages (what ``to_json`` writes
-    for unset fields). Enum zero values are the enum's business: see :func:`enum_name` (a string
+    for unset fields). Enum zero values are the enum's business: see ``enum_name`` (a string
     ending in ``_UNSPECIFIED`` is a value like any other)."""
     return value is None or value == "" or value == [] or value == {}
 

@@ -39,7 +39,7 @@ class SpecModel(BaseModel):
     """Base of every spec: immutable, unknown keys rejected, buildable from a plain dict.
 
     A spec that does not validate, built in Python or validated from a dict or JSON, raises
-    :class:`~airflow_vertex_dist.specs.errors.SpecValidationError` (a ``pydantic.ValidationError``)
+    ``SpecValidationError`` (a ``pydantic.ValidationError``)
     whose text is the project's ``path: rule`` lines. Nested models validated from dicts are checked
     by the outer model's validator, so its error covers them, with their paths.
     """
@@ -115,7 +115,7 @@ def fail(rule: str) -> NoReturn:
 
 def parse_duration(value: Any) -> Any:
     """Accept a ``timedelta``, a number of seconds, or the proto JSON form ``"3600s"``/``"1.5s"``
-    (:func:`airflow_vertex_dist.common.durations.parse_duration`)."""
+    (``airflow_vertex_dist.common.durations.parse_duration``)."""
     if isinstance(value, bool):
         return value  # left for pydantic to reject
     if isinstance(value, int | float):
@@ -133,7 +133,7 @@ def parse_duration(value: Any) -> Any:
 
 
 class _DurationSchema:
-    """A duration: read by :func:`parse_duration` first, serialized as proto JSON (``"3600s"``) in JSON
+    """A duration: read by ``parse_duration`` first, serialized as proto JSON (``"3600s"``) in JSON
     mode and kept a ``timedelta`` in Python mode. The same schema as ``BeforeValidator(parse_duration)``
     plus ``PlainSerializer(duration_to_api, return_type=str, when_used="json")``, written against
     pydantic-core so that importing the specs does not load ``pydantic.functional_serializers``."""
@@ -154,7 +154,7 @@ Duration = Annotated[timedelta, _DurationSchema()]
 
 
 def check_labels(field: str, labels: dict[str, str]) -> None:
-    """The Vertex AI label rules (:mod:`airflow_vertex_dist.common.labels`, shared with the hooks)."""
+    """The Vertex AI label rules (``airflow_vertex_dist.common.labels``, shared with the hooks)."""
     error = labels_error(field, labels)
     if error is not None:
         fail(error)

@@ -183,7 +183,7 @@ class ReductionServer(SpecModel):
     """The Reduction Server pool (always worker pool 2).
 
     ``replica_count="auto"`` sizes the pool so that the reducers' total egress bandwidth matches
-    pools 0 and 1 (see :mod:`airflow_vertex_dist.specs.bandwidth`). An explicit count below that
+    pools 0 and 1 (see ``airflow_vertex_dist.specs.bandwidth``). An explicit count below that
     is an error unless ``allow_undersized=True``, which logs a warning instead. ``image_uri``
     defaults to the multi-region image nearest the job's location.
     """

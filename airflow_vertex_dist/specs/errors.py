@@ -1,7 +1,7 @@
 """The one formatter of spec errors: ``path: rule`` lines, the closest valid field for an unknown one.
 
 Every place a spec error surfaces uses it: a spec model built in Python or validated from a dict
-(:class:`SpecValidationError`, raised by the spec models themselves), the operators' templated spec
+(``SpecValidationError``, raised by the spec models themselves), the operators' templated spec
 field (``operators/spec_field.py``), the CLI's ``render`` and the emulator's Create.
 
 A line is ``<path>: <rule>``: ``primary.machine.acelerator_count: unknown field (did you mean
@@ -131,7 +131,7 @@ class SpecValidationError(ValidationError):
 
     @classmethod
     def of(cls, exc: ValidationError, model: type[BaseModel] | None = None) -> SpecValidationError:
-        """``exc`` as a :class:`SpecValidationError`: the same errors, ``model`` the model that raised it."""
+        """``exc`` as a ``SpecValidationError``: the same errors, ``model`` the model that raised it."""
         if isinstance(exc, cls):
             return exc
         details: list[Any] = []

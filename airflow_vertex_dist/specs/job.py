@@ -55,7 +55,7 @@ def check_kms_key(value: str | None) -> str | None:
 
 
 def machine_egress_gbps(machine: Machine) -> float | None:
-    """Egress bandwidth of one replica on ``machine`` (see :mod:`.bandwidth`)."""
+    """Egress bandwidth of one replica on ``machine`` (see ``bandwidth``)."""
     return egress_gbps(machine.machine_type, machine.accelerator_type, machine.accelerator_count)
 
 
@@ -72,7 +72,7 @@ class DistributedTrainingJob(SpecModel):
     servers or Reduction Server, 3 evaluators) plus every user-settable ``CustomJobSpec`` field.
 
     ``location`` is optional: it picks the Reduction Server image's multi-region; the location
-    given to :meth:`to_api` (where the job is actually created) takes precedence.
+    given to ``to_api`` (where the job is actually created) takes precedence.
     """
 
     display_name: str

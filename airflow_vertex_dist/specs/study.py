@@ -145,7 +145,7 @@ class Study(SpecModel):
 
     @classmethod
     def spec_from_api(cls, title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
-        """``StudySpec`` JSON -> a :class:`Study` dict (validated by the caller)."""
+        """``StudySpec`` JSON -> a ``Study`` dict (validated by the caller)."""
         spec = _api.as_dict(title, loc, raw if raw is not None else {})
         data: dict[str, Any] = {}
         known = {

@@ -107,7 +107,7 @@ class HyperparameterTuningJob(SpecModel):
     @classmethod
     def from_api(cls, body: Any, *, location: str | None = None) -> "HyperparameterTuningJob":
         """Parse a v1 ``HyperparameterTuningJob`` JSON body, applying every rule (see
-        :meth:`DistributedTrainingJob.from_api`). Raises ``pydantic.ValidationError``."""
+        ``DistributedTrainingJob.from_api``). Raises ``pydantic.ValidationError``."""
         title = cls.__name__
         body = _api.as_dict(title, (), body)
         data: dict[str, Any] = {}

@@ -1,24 +1,24 @@
 """The base of every trigger of the package: one job waited on through the shared poller, one event.
 
-:class:`JobWaitTrigger` holds what the job trigger (:mod:`~airflow_vertex_dist.triggers.jobs`) and the
-sensor triggers (:mod:`~airflow_vertex_dist.triggers.sensors`) share:
+``JobWaitTrigger`` holds what the job trigger (``jobs``) and the
+sensor triggers (``sensors``) share:
 
 - the common kwargs (job name, connection, the task's impersonation chain, poll interval, the replica
   log stream and its cursor);
-- :meth:`~JobWaitTrigger.serialize`, whose classpath is derived from ``type(self)`` (module and
+- ``serialize``, whose classpath is derived from ``type(self)`` (module and
   qualified name), so a subclass defined in another module serializes under its own path and the
   triggerer imports that subclass again. A class the triggerer could not import by that path (one
   nested in a class or defined in a function) is refused when it is serialized, not when the triggerer
   fails to rebuild it;
-- :meth:`~JobWaitTrigger.run`: subscribe to the process's shared job poller
-  (:func:`~airflow_vertex_dist.triggers.poller.watch_job`), log every update's progress
-  (:class:`~airflow_vertex_dist.triggers.conditions.progress.ProgressLog`), ask :meth:`~JobWaitTrigger.decide`
+- ``run``: subscribe to the process's shared job poller
+  (``watch_job``), log every update's progress
+  (``ProgressLog``), ask ``decide``
   whether the wait is over, and fire exactly one event, a
-  :class:`~airflow_vertex_dist.triggers.conditions.events.JobEvent`:
+  ``JobEvent``:
   ``{"status": "success" | "error", "message": str, "job": <compact job> | None}``. A deleted job or a
   non-transient API error ends the wait with an error event (transient errors are retried by the
-  poller and never end it); a subclass with a deadline (:meth:`~JobWaitTrigger.deadline`) gives up
-  through :meth:`~JobWaitTrigger.give_up` when it passes.
+  poller and never end it); a subclass with a deadline (``deadline``) gives up
+  through ``give_up`` when it passes.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def trigger_classpath(cls: type) -> str:
 
 
 class JobWaitTrigger(BaseTrigger):
-    """Waits on one Vertex AI job until :meth:`decide` ends the wait; see the module doc.
+    """Waits on one Vertex AI job until ``decide`` ends the wait; see the module doc.
 
     :param job_name: ``projects/P/locations/L/(customJobs|hyperparameterTuningJobs)/ID``.
     :param conn_id: the ``vertex_dist`` connection.
@@ -66,7 +66,7 @@ class JobWaitTrigger(BaseTrigger):
     :param poll_interval: seconds between polls (the shared poller uses its waiters' smallest).
     :param stream_logs: replica selection whose log lines the trigger writes to its log (which
         reaches the task log): ``"default"``, ``"all"``, a list of replica keys, or ``None`` (off).
-        Lines come from the process's shared log poller (:mod:`~airflow_vertex_dist.triggers.log_poller`).
+        Lines come from the process's shared log poller (``log_poller``).
     :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     :param impersonation_chain: replaces the connection's impersonation chain for the job and log
         reads (the task's own; a list or comma separated).
@@ -126,7 +126,7 @@ class JobWaitTrigger(BaseTrigger):
         """The event payload once the wait is over for this job update, ``None`` to keep waiting."""
 
     def begin_wait(self) -> None:
-        """Called at the start of :meth:`run`: reset what one wait keeps between updates."""
+        """Called at the start of ``run``: reset what one wait keeps between updates."""
 
     def watch_page_size(self) -> int:
         """The List page size of the shared poller this trigger waits through."""
@@ -144,7 +144,7 @@ class JobWaitTrigger(BaseTrigger):
 
     # -- the wait ----------------------------------------------------------------------------------------
     def event(self, status: EventStatus, message: str, job: dict[str, Any] | None) -> JobEvent:
-        """An event payload: ``job`` compacted (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`)."""
+        """An event payload: ``job`` compacted (``compact_job``)."""
         return {"status": status, "message": message, "job": compact_job(job) if job else None}
 
     async def run(self) -> AsyncIterator[TriggerEvent]:

@@ -3,10 +3,10 @@
 The trigger carries plain JSON kwargs only -- the job name and settings, never credentials -- so it
 survives a triggerer restart: the new triggerer rebuilds it from the stored kwargs and resumes waiting
 on the same job. Jobs are polled through the process's shared poller
-(:mod:`airflow_vertex_dist.triggers.poller`): N waiting triggers cost about one List call per interval.
+(``airflow_vertex_dist.triggers.poller``): N waiting triggers cost about one List call per interval.
 
 It fires exactly one event, ``{"status": "success" | "error", "message": str, "job": <compact job>}``
-(:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`; ``None`` when the job no longer exists):
+(``compact_job``; ``None`` when the job no longer exists):
 
 ===========================  ==============================================================
 SUCCEEDED                    success
@@ -18,8 +18,8 @@ job deleted / API error      error (transient errors are retried, never end the 
 deadline reached             the job is cancelled (``cancel_on_kill``), then error
 ===========================  ==============================================================
 
-The waiting itself is :class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`'s: every update is
-fed to a :class:`~airflow_vertex_dist.triggers.conditions.progress.ProgressLog`, so the triggerer's log (which
+The waiting itself is ``JobWaitTrigger``'s: every update is
+fed to a ``ProgressLog``, so the triggerer's log (which
 reaches the task log) shows each state change, replicas up k/n and trials done k/N with the best metric
 so far.
 
@@ -28,14 +28,14 @@ is cancelled, so it ends CANCELLED and a retry's find-or-create creates a new jo
 re-attaching to it.
 
 The deadline is the task's trigger timeout (``execution_timeout``), which the triggerer gives the
-trigger as ``timeout_after``; ``timeout`` (seconds from the start of :meth:`run`) is the fallback when
+trigger as ``timeout_after``; ``timeout`` (seconds from the start of ``run``) is the fallback when
 it runs elsewhere. The trigger fires just before the deadline so that it, not the scheduler's timeout
 check (which would drop the trigger without cancelling anything), ends the task.
 
 ``on_kill`` (Airflow >= 3.3 calls it when a user kills the deferred task; see ``_compat``) cancels the
 job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running. A task
 marked by hand before the triggerer started this trigger is covered by
-:mod:`airflow_vertex_dist.listeners`; one cleared then, by the next try (``operators/job.py``).
+``airflow_vertex_dist.listeners``; one cleared then, by the next try (``operators/job.py``).
 """
 
 from __future__ import annotations
@@ -63,12 +63,12 @@ ON_KILL_RETRY = RetryPolicy(initial_s=0.2, maximum_s=2.0, deadline_s=15.0, rpc_t
 class VertexJobTrigger(JobWaitTrigger):
     """Waits for a Vertex AI CustomJob or HyperparameterTuningJob to end; see the module doc.
 
-    The common parameters are :class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`'s; besides:
+    The common parameters are ``JobWaitTrigger``'s; besides:
 
     :param cancel_on_kill: cancel the job when the task is killed or times out.
     :param partial_success: ``fail`` (default) or ``succeed`` on PARTIALLY_SUCCEEDED.
     :param paused_grace: seconds a PAUSED job may stay paused before the trigger fails.
-    :param timeout: seconds from the start of :meth:`run` to the deadline, when the triggerer gives
+    :param timeout: seconds from the start of ``run`` to the deadline, when the triggerer gives
         no ``timeout_after``.
     :param page_size: List page size of the shared poller.
     """

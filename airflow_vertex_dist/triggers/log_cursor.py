@@ -6,7 +6,7 @@ task deferred with -- and write every line already shown a second time. Airflow 
 read and write its task instance's XComs through the triggerer's supervisor (the Task SDK's XCom API
 over the triggerer's comms channel, like Connections and Variables), and the triggerer gives each
 trigger its ``task_instance``. So the stream keeps its cursor in the XCom
-:data:`CURSOR_XCOM_KEY` (``vertex_dist_log_cursor``) of its own task instance:
+``CURSOR_XCOM_KEY`` (``vertex_dist_log_cursor``) of its own task instance:
 
 * **written** after each batch of lines is written to the log, at most one write in flight per
   stream (a batch that comes while one is being written is saved right after it: the newest cursor
@@ -77,7 +77,7 @@ def _async_calls(xcom: Any) -> bool:
 
 
 class CursorStore:
-    """The log cursor of one task instance's try, in its XCom :data:`CURSOR_XCOM_KEY`."""
+    """The log cursor of one task instance's try, in its XCom ``CURSOR_XCOM_KEY``."""
 
     def __init__(self, dag_id: str, task_id: str, run_id: str, map_index: int) -> None:
         self.where: dict[str, Any] = {

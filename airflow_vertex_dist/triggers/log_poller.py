@@ -4,9 +4,9 @@ another task's.
 
 Cloud Logging allows about 60 ``entries.list`` requests a minute per project, so triggers streaming
 replica logs never call it themselves: they subscribe a job id (with their replica selection and a
-:class:`LogCursor`) to the loop's :class:`LogPoller`, which every interval makes ONE ``entries.list``
+``LogCursor``) to the loop's ``LogPoller``, which every interval makes ONE ``entries.list``
 call for all of them -- filter ``resource.type="ml_job" AND (resource.labels.job_id="1" OR ...) AND
-timestamp>="<oldest cursor>"`` (without the job ids when more than :data:`MAX_IDS_IN_FILTER` jobs
+timestamp>="<oldest cursor>"`` (without the job ids when more than ``MAX_IDS_IN_FILTER`` jobs
 stream: the lines of other jobs are then dropped here) -- follows its pages, and hands every line to
 the subscribers of its job whose selection takes it and whose cursor it is after.
 
@@ -17,7 +17,7 @@ any subscriber, so a caught-up poller reads only new lines), and a subscriber th
 its last cursor resumes where it stopped. Read calls are paced by a budget per event loop (a
 triggerer process runs one): ``[vertex_dist] log_reads_per_minute``, default 50, shared by every log
 poller of the loop. RESOURCE_EXHAUSTED
-and other transient errors back the poller off (doubling, up to :data:`MAX_BACKOFF_S`) and never
+and other transient errors back the poller off (doubling, up to ``MAX_BACKOFF_S``) and never
 end a subscription.
 """
 

@@ -3,7 +3,7 @@
 In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows its job's replica lines
 (``[<replica key>] <text>``, in order per replica) while the triggerer waits for the job. The stream
 resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
-instance's XCom (:mod:`airflow_vertex_dist.triggers.log_cursor`), so a restarted triggerer does not
+instance's XCom (``airflow_vertex_dist.triggers.log_cursor``), so a restarted triggerer does not
 write the lines already shown again.
 """
 
@@ -27,7 +27,7 @@ class _InfoLog(Protocol):
 
 
 class LogStreamingTrigger(Protocol):
-    """What a log stream reads of its trigger (:class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`);
+    """What a log stream reads of its trigger (``JobWaitTrigger``);
     it writes the resume cursor (``log_timestamp``, ``log_insert_id``) back. The triggerer also gives a
     trigger its ``task_instance``, which the stream's cursor store reads when it is there."""
 

@@ -12,9 +12,9 @@ starting with many deferred tasks, is served by one List without the create-time
 
 Transient API errors never end a wait: the hook retries them with backoff, and a cycle that still
 fails is retried at the next interval with a growing delay. A job that no longer exists is reported
-to its waiters as :class:`JobNotFoundError`; any other API error is passed to the waiters as is.
+to its waiters as ``JobNotFoundError``; any other API error is passed to the waiters as is.
 
-Use :func:`watch_job`::
+Use ``watch_job``::
 
     async with watch_job(name, conn_id="vertex_dist_default", poll_interval=10) as updates:
         async for job in updates:  # the full v1 JSON job dict after every poll
@@ -365,7 +365,7 @@ class JobWatch:
             self._sub = None
 
     async def next(self) -> dict[str, Any]:
-        """The job after the next poll (raises :class:`JobNotFoundError` or the API error)."""
+        """The job after the next poll (raises ``JobNotFoundError`` or the API error)."""
         if self._sub is None:
             raise RuntimeError("JobWatch.next() outside its 'async with' block")
         return await self._sub.next()

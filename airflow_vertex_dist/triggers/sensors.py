@@ -1,8 +1,8 @@
 """The deferrable triggers of the job, replica and trial sensors.
 
-What they wait for is pure and lives in :mod:`airflow_vertex_dist.triggers.conditions`. The waiting
+What they wait for is pure and lives in ``airflow_vertex_dist.triggers.conditions``. The waiting
 itself (the shared poller, the progress log, the replica log stream, serialization, the one event) is
-:class:`~airflow_vertex_dist.triggers.base.JobWaitTrigger`'s: these triggers only say when the wait is
+``JobWaitTrigger``'s: these triggers only say when the wait is
 over. N waiting sensors cost about one List call per interval. Each fires one event,
 ``{"status": "success" | "error", "message": str, "job": <compact job> | None}``.
 """
@@ -28,7 +28,7 @@ __all__ = [
 
 
 class SensorTrigger(JobWaitTrigger):
-    """Polls one job until :meth:`evaluate` gives a verdict, then fires one event and ends.
+    """Polls one job until ``evaluate`` gives a verdict, then fires one event and ends.
 
     A sensor watches a job it does not own: killing the sensor never cancels the job.
     """

@@ -3,12 +3,12 @@
 On Vertex AI, a container image holds the ``trainers`` package on its ``PYTHONPATH`` and its
 entrypoint is ``python -m trainers.<module>`` (README.md has the Dockerfile); the job's container spec
 gives only the image and the args. The emulator runs an image without a ``command`` through its
-image map: :func:`image_map` gives, for each example image, the host command that does what the
+image map: ``image_map`` gives, for each example image, the host command that does what the
 image's entrypoint does -- this interpreter, with the ``dags/`` directory of this checkout on
 ``PYTHONPATH``. So the same spec (image + args) runs on both.
 
 The other way, Vertex's prebuilt training containers with a python package spec, takes the package
-as an sdist in Cloud Storage: :func:`build_sdist` writes one (standard library only, deterministic
+as an sdist in Cloud Storage: ``build_sdist`` writes one (standard library only, deterministic
 bytes); the emulator installs it from its local ``gs://`` directory the same way.
 
 From a shell (with ``dags/`` on ``PYTHONPATH``): ``python -m trainers.local image-map`` prints the
@@ -72,7 +72,7 @@ def image_map(python: str = sys.executable) -> dict[str, list[str]]:
 
 
 def image_map_flags(python: str = sys.executable) -> list[str]:
-    """The emulator's ``--image-map IMAGE=COMMAND`` flags for :func:`image_map`, shell-quoted."""
+    """The emulator's ``--image-map IMAGE=COMMAND`` flags for ``image_map``, shell-quoted."""
     return [
         f"--image-map {shlex.quote(image + '=' + shlex.join(argv))}"
         for image, argv in image_map(python).items()

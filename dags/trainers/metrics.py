@@ -1,6 +1,6 @@
 """Report a hyperparameter-tuning metric the way Vertex AI reads it (cloudml-hypertune).
 
-:func:`report_metric` uses the ``hypertune`` library when it is importable. Without it, it writes the
+``report_metric`` uses the ``hypertune`` library when it is importable. Without it, it writes the
 same thing the library writes: ``CLOUD_ML_HP_METRIC_FILE`` (default ``/tmp/hypertune/output.metrics``)
 rewritten with the last 100 reports of this process, one JSON object per line, keys sorted::
 

@@ -3,7 +3,7 @@
 ``python -m trainers.prep --out-dir DIR [--rows N --features D --seed S --noise X --format csv]``
 writes ``train.<fmt>``, ``eval.<fmt>`` and ``dataset.json`` and prints the manifest as one JSON line.
 ``DIR`` may be ``gs://bucket/path``: it is written with google-cloud-storage, or under
-``GCS_MOUNT_ROOT`` when that is set (trainers.gcs). From Python (an Airflow task): :func:`prepare`.
+``GCS_MOUNT_ROOT`` when that is set (trainers.gcs). From Python (an Airflow task): ``prepare``.
 """
 
 from __future__ import annotations

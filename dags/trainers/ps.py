@@ -11,7 +11,7 @@ Protocol: one JSON object per line each way, on a connection a trainer keeps ope
 - ``{"op": "done"}`` -- the primary says training is over: ``{"version": steps applied, "size": n}``;
   the server stops once the other trainers have hung up (or after a grace period).
 
-A request that cannot be served gets ``{"error": "..."}`` and the client raises :class:`PsError`.
+A request that cannot be served gets ``{"error": "..."}`` and the client raises ``PsError``.
 Waiting for peers is bounded by ``timeout`` (a dead trainer does not hang the others forever).
 """
 

@@ -107,7 +107,7 @@ START, END = "<!-- matrix:start (generated from tests/compat/matrix.py) -->\n", 
 
 
 def write_readme(path: str) -> None:
-    """Replace the table between the README's markers with :func:`readme_table`."""
+    """Replace the table between the README's markers with ``readme_table``."""
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     head, rest = text.split(START, 1)

@@ -1,7 +1,7 @@
 """Conformance of Create with the v1 protos, generated from the descriptors (nothing hand-listed).
 
 Every scalar, bool, enum, map and well-known-value field reachable from ``CustomJob`` and
-``HyperparameterTuningJob`` (:func:`airflow_vertex_dist.emulator.fields.walk`) is submitted once at
+``HyperparameterTuningJob`` (``airflow_vertex_dist.emulator.fields.walk``) is submitted once at
 its zero value and once at a valid non-zero value, over gRPC and over REST with the stock
 ``JobServiceClient``. Each request is accepted unless a documented Vertex AI rule forbids it:
 

@@ -12,7 +12,7 @@ so it can be signalled as a group:
   points at it.
 
 Every process carries the environment variable ``AVD_STACK_MARKER=<random id>``, so teardown can prove
-that nothing is left: :meth:`AirflowStack.marked_pids` scans ``/proc`` for it. Replicas start from a
+that nothing is left: ``AirflowStack.marked_pids`` scans ``/proc`` for it. Replicas start from a
 clean environment; the emulator is told to pass the marker on (``--pass-env AVD_STACK_MARKER``), so
 every replica, and everything a replica forks, carries it too.
 

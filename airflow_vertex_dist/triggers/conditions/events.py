@@ -1,7 +1,7 @@
-"""The end of a wait (:class:`Verdict`), the trigger event (:class:`JobEvent`) and its check when a
-task resumes (:func:`read_event`).
+"""The end of a wait (``Verdict``), the trigger event (``JobEvent``) and its check when a
+task resumes (``read_event``).
 
-Every trigger of the package fires exactly one :class:`JobEvent`. Pure: no Airflow or Google imports.
+Every trigger of the package fires exactly one ``JobEvent``. Pure: no Airflow or Google imports.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ EventStatus = Literal["success", "error"]
 
 class JobEvent(TypedDict):
     """The payload of a trigger's event: how the wait ended, the message for the task log, and the
-    job as it was then (compact: :func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`), or
+    job as it was then (compact: ``compact_job``), or
     ``None`` when there is no job to show (it does not exist, or the API failed)."""
 
     status: EventStatus
@@ -45,7 +45,7 @@ class Verdict(NamedTuple):
 def read_event(event: object) -> tuple[Verdict, CompactJob | None]:
     """Check a trigger event's payload as a resumed task gets it: ``(verdict, compact job or None)``.
 
-    ``ValueError`` when it is not a :class:`JobEvent` (``{"status": "success" | "error", "message":
+    ``ValueError`` when it is not a ``JobEvent`` (``{"status": "success" | "error", "message":
     str, "job": dict | None}``, no other key) or a success event does not carry the job.
     """
     if not isinstance(event, dict) or event.get("status") not in get_args(EventStatus):
