@@ -52,3 +52,33 @@ def test_the_layers_place_every_subpackage_and_module() -> None:
     }
     children = {info.name for info in pkgutil.iter_modules(airflow_vertex_dist.__path__)}
     assert children == placed
+
+
+def _layers() -> list[set[str]]:
+    text = _config()["importlinter:contract:layers"]["layers"]
+    return [
+        {name.strip() for name in re.split(r"[|:]", line)}
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+
+
+def test_the_architecture_page_shows_the_contracts_layers() -> None:
+    """docs/architecture.md's layer table lists the layers of the contract, top to bottom."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    table = [set(re.findall(r"`([a-z_]+)`", row.split(" | ")[0])) for row in rows]
+    assert table[: len(_layers())] == _layers()
+
+
+def test_every_test_the_architecture_page_cites_exists() -> None:
+    """Each rule on the page points at the tests that keep it: the files exist and name those tests."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    cited = 0
+    for line in page.splitlines():
+        for path in re.findall(r"`(tests/[\w/]+\.py)`", line):
+            source = (ROOT / path).read_text()
+            for name in re.findall(r"`(test_\w+)`", line):
+                assert re.search(rf"^(async )?def {name}\(", source, re.M), f"{path} has no {name}"
+                cited += 1
+    assert cited >= 10
