@@ -335,3 +335,107 @@ def test_prep_to_train_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     assert spec.base_output_directory.rstrip("/").endswith("/prep_to_train/models/20261130")
     assert f"--data-dir={event['uri']}" in spec.primary.container.args
     assert prep_to_train.DATASET.uri.rstrip("/").endswith("/prep_to_train/datasets")
+
+
+# -- docs/how-to/training-logs.md ----------------------------------------------------------------------
+# Also backed by: tests/operators/test_log_stream.py (what the task log shows, the selections, the
+# failure quote), tests/triggers (the shared log poller: one call per interval, pages, backoff, the
+# cursor XCom), tests/e2e/test_training_logs.py (the example DAGs), tests/stack (the triggerer
+# restart mid-stream), docs/benchmarks.md section 5 (the table, from make bench-logs).
+
+
+def test_training_logs_numbers() -> None:
+    from airflow_vertex_dist import get_provider_info
+    from airflow_vertex_dist.hooks.connection import VertexConnection
+    from airflow_vertex_dist.operators import log_stream
+    from airflow_vertex_dist.operators.job import VertexJobOperator
+    from airflow_vertex_dist.sensors import VertexJobSensor
+    from airflow_vertex_dist.triggers import log_cursor, log_poller
+
+    text = page("how-to/training-logs.md")
+    assert "With the default `stream_logs=True`" in text and "| `True` (default) |" in text
+    assert default_of(VertexJobOperator.__init__, "stream_logs") is True
+    base = next(
+        c for c in VertexJobSensor.__mro__ if "stream_logs" in inspect.signature(c.__init__).parameters
+    )
+    assert default_of(base.__init__, "stream_logs") is True
+    lines, chars = claim(text, r"last (\d+) lines \(([\d,]+) characters each at most\)").groups()
+    assert (int(lines), int(chars.replace(",", ""))) == (log_stream.FAILURE_LINES, log_stream.MAX_LINE_CHARS)
+    reads = int(claim(text, r"log_reads_per_minute = (\d+)")[1])
+    assert reads == log_poller.DEFAULT_READS_PER_MINUTE
+    option = get_provider_info.get_provider_info()["config"]["vertex_dist"]["options"]["log_reads_per_minute"]
+    assert option["default"] == str(reads)
+    assert claim(text, r"\(doubling, up to a (minute)\)") and log_poller.MAX_BACKOFF_S == 60.0
+    assert float(claim(text, r"at most once every ([\d.]+) s")[1]) == default_of(
+        log_stream.LogStreamer.__init__, "min_interval_s"
+    )
+    assert int(claim(text, r"\(([\d,]+) entries a page\)")[1].replace(",", "")) == log_poller.PAGE_SIZE
+    assert claim(text, r"an XCom of its own task instance, `(\w+)`")[1] == log_cursor.CURSOR_XCOM_KEY
+    assert "the connection's `logging_endpoint` defaults to the emulator's `api_endpoint`" in text
+    conn = VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781"})
+    assert conn.logging_endpoint is None and conn.logging_target == "127.0.0.1:8781"
+
+
+# -- docs/how-to/index.md, docs/index.md ---------------------------------------------------------------
+# Also backed by: test_docs (every Vertex* class named exists), test_parse_light and .importlinter (the
+# specs import no Airflow or Google module).
+
+
+def test_index_spec_names_are_in_the_specs_package() -> None:
+    from airflow_vertex_dist import specs
+
+    row = claim(page("index.md"), r"\| Specs \| (.*?) in `airflow_vertex_dist\.specs`")[1]
+    names = re.findall(r"`(\w+)`", row)
+    assert names and all(name in specs.__all__ for name in names), names
+
+
+# -- docs/migration.md ---------------------------------------------------------------------------------
+# Also backed by: the page's exec block (worker_pool_specs converted through from_api), the tests named
+# under retraining.md and connection.md for the behaviour table.
+
+
+def test_migration_names_exist() -> None:
+    from airflow_vertex_dist import specs
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+    from airflow_vertex_dist.operators.job import VertexJobOperator
+
+    text = page("migration.md")
+    for method in re.findall(r"`VertexJobsHook\.(\w+)", text):
+        assert callable(getattr(VertexJobsHook, method, None)), method
+    # Model(field=..., ...) calls: every keyword is a field of that model
+    checked = set()
+    for model, args in re.findall(r"(\w+)\(([^()`]*)\)", text):  # innermost calls
+        if model in specs.__all__ and isinstance(getattr(specs, model), type):
+            fields = getattr(specs, model).model_fields
+            for keyword in re.findall(r"(\w+)=", args):
+                assert keyword in fields, (model, keyword)
+                checked.add(model)
+    assert {"Container", "Machine", "Disk", "Scheduling", "Metric", "DoubleParameter"} <= checked, checked
+    job_fields = specs.DistributedTrainingJob.model_fields
+    for cell in (
+        "`service_account`, `network`, `tensorboard`, `psc_interface_config` | the spec fields",
+        "`base_output_dir`, `service_account`, `network`, `tensorboard`, `enable_web_access` | fields of "
+        "`trial_job`",
+    ):
+        assert cell in text
+        names = re.findall(r"`(\w+)`", cell.split("|")[0])
+        assert all(n.replace("base_output_dir", "base_output_directory") in job_fields for n in names), names
+    for name in re.findall(r"`spec\.(\w+)`", text):
+        assert name in job_fields, name
+    assert "encryption_key" in job_fields and "encryption_key" in specs.HyperparameterTuningJob.model_fields
+    for name in re.findall(r"`Study\.(\w+)`", text):
+        assert name in specs.Study.model_fields, name
+    algorithm = str(specs.Study.model_fields["algorithm"].annotation)
+    assert '"GRID_SEARCH"' in text and "GRID_SEARCH" in algorithm and "RANDOM_SEARCH" in algorithm
+    operator = inspect.signature(VertexJobOperator.__init__).parameters
+    for name in (
+        "deferrable",
+        "poll_interval",
+        "wait",
+        "partial_success",
+        "paused_grace",
+        "if_exists",
+        "cancel_on_kill",
+    ):
+        assert f"`{name}`" in text or f"`{name}=" in text, name
+        assert name in operator, name
