@@ -15,11 +15,15 @@ trigger its ``task_instance``. So the stream keeps its cursor in the XCom
 * **read** once when the trigger starts: the stream resumes after the later of that cursor and the
   one in its kwargs.
 
-The cursor is saved after its lines are written, never before: a triggerer killed between the two
-repeats that last batch (at most one poll interval of lines) rather than drop it. A graceful restart
-repeats and drops nothing. The XCom belongs to the try: Airflow clears a task instance's XComs when
-a new try starts (not when a deferred task resumes), so a retry streams its job's lines from the
-start, into its own try's log.
+The cursor is saved after its lines are handed to the trigger's log, never before: a triggerer
+stopped before the save lands repeats that last batch (at most one poll interval of lines) rather than
+skip it. A graceful restart (SIGTERM, as deployments stop a triggerer) repeats and drops nothing
+(tests/stack/test_training_logs.py). A ``kill -9`` also loses whatever the triggerer's log pipeline had
+not yet written to the log file, as it would any trigger's lines; should the cursor save have landed
+first, those lines are not streamed again.
+
+The XCom belongs to the try: Airflow clears a task instance's XComs when a new try starts (not when a
+deferred task resumes), so a retry streams its job's lines from the start, into its own try's log.
 
 Best effort: when the trigger runs outside a triggerer (no task instance, no supervisor channel, as
 under ``dag.test()``) or the XCom call fails, streaming goes on with the kwargs' cursor only.

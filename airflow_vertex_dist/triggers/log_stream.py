@@ -5,6 +5,12 @@ In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows it
 resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
 instance's XCom (``airflow_vertex_dist.triggers.log_cursor``), so a restarted triggerer does not
 write the lines already shown again.
+
+The triggerer (Airflow 3.3) writes a trigger's log lines to the task's log file from a separate log
+channel, and closes that file when it learns the trigger finished: lines still in that channel then
+land in the triggerer's own log, not the task's (seen on the real stack: the last 31 of 80 lines of a
+final batch). So after writing lines, :meth:`TriggerLogStream.finish` lets :data:`FINAL_LINES_GRACE_S`
+pass before the trigger fires its event, which gives the triggerer time to write them.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.triggers.log_cursor import CursorStore, later
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
 
-__all__ = ["LogStreamingTrigger", "TriggerLogStream", "log_stream_start"]
+__all__ = ["FINAL_LINES_GRACE_S", "LogStreamingTrigger", "TriggerLogStream", "log_stream_start"]
+
+#: how long lines written at the end of a wait get before the trigger fires (see the module doc)
+FINAL_LINES_GRACE_S = 1.0
 
 
 class _InfoLog(Protocol):
@@ -68,11 +77,13 @@ class TriggerLogStream:
             interval=trigger.poll_interval,
         )
         self._task = asyncio.get_running_loop().create_task(self._pump(), name=f"vertex-logs {name.job_id}")
+        self._last_write: float | None = None
 
     def _write(self, lines: list[Any]) -> None:
         for line in lines:
             self.trigger.log.info("[%s] %s", line.key, line.text)
         if lines:
+            self._last_write = asyncio.get_running_loop().time()
             # the resume point, were this trigger rebuilt from its kwargs in this process ...
             self.trigger.log_timestamp, self.trigger.log_insert_id = lines[-1].timestamp, lines[-1].insert_id
             # ... or by another triggerer (saved after the lines are written: a crash repeats, never drops)
@@ -84,12 +95,17 @@ class TriggerLogStream:
             self._write(await self.sub.wait())
 
     async def finish(self, timeout: float) -> None:
-        """After the job ended: one more poll cycle (bounded by ``timeout``), then write what it read."""
+        """After the job ended: one more poll cycle (bounded by ``timeout``), then write what it read;
+        returns once lines written lately had :data:`FINAL_LINES_GRACE_S` to reach the task's log."""
         with contextlib.suppress(*ASYNC_TIMEOUT):
             await asyncio.wait_for(self.poller.next_cycle(), timeout=timeout)
         self._write(self.sub.take())
         if self.store is not None:
             await self.store.flush(timeout=timeout)
+        if self._last_write is not None:
+            left = self._last_write + FINAL_LINES_GRACE_S - asyncio.get_running_loop().time()
+            if left > 0:
+                await asyncio.sleep(left)  # the triggerer's log channel, not a state we can poll
 
     def close(self) -> None:
         self._task.cancel()

@@ -209,6 +209,7 @@ def render(figures: dict[str, Any]) -> str:
         ]
     else:
         out += ["not run", ""]
+    out += _training_logs(figures.get("training_logs", {}), updated.get("training_logs"))
     security = figures.get("security", {})
     out += [
         "## Security",
@@ -264,7 +265,7 @@ def render(figures: dict[str, Any]) -> str:
         "- A deferred task marked failed or cleared right after it deferred kept its job running.",
         "  Airflow's triggerer calls a trigger's `on_kill` only for a trigger it has started, and it",
         "  starts new triggers on its next loop: a user's action in that second or two deletes the",
-        "  trigger unstarted (the triggerer's log then says \"0 triggers currently running\" while",
+        '  trigger unstarted (the triggerer\'s log then says "0 triggers currently running" while',
         "  the job runs on; an earlier run of this report took that for a slow triggerer). Fixed",
         "  three ways, each tested in-process and on this stack: the package registers a listener",
         "  plugin that cancels the job a try owns when the REST API sets its state by hand; a",
@@ -272,9 +273,61 @@ def render(figures: dict[str, Any]) -> str:
         "  own; and a try that finds its task instance no longer running just after it started its",
         "  job (a mark that came before the listener could know the job) cancels that job.",
         "  The stack suite is part of `make test` (and so of CI).",
+        "- A deferred task's last replica lines could be missing from its log: the triggerer closes a",
+        "  trigger's log file when it learns the trigger finished, and lines still in its log channel",
+        "  then go to the triggerer's own log (31 of 80 lines of a final batch, after a triggerer",
+        "  restart). The log stream now lets lines written at the end of a wait have a second before",
+        "  the trigger fires its event.",
         "",
     ]
     return "\n".join(out)
+
+
+TRAINING_LOGS = [
+    ("stack_logs_deferred", "deferred (lines from the triggerer)"),
+    ("stack_logs_sync", "waiting in the worker slot"),
+]
+
+
+def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:
+    """The replica-logs scenarios (tests/stack/test_training_logs.py)."""
+    out = [
+        "## Replica logs in the task log (real stack)",
+        "",
+        "A primary and two workers print numbered lines; `workerpool1-1` then prints a distinctive line",
+        'and exits 3, failing the job (`stream_logs="all"`, no retry). The task\'s log is read through the',
+        "API server's log route, as the UI shows it" + (f" (figures of {when})." if when else "."),
+        "",
+        "| wait | run | replica lines in the task log exactly once | failure names the replica | "
+        "failure quotes its last lines |",
+        "|---|---|---|---|---|",
+    ]
+    for key, title in TRAINING_LOGS:
+        f = figs.get(key)
+        if not f:
+            out.append(f"| {title} | not run | | | |")
+            continue
+        out.append(
+            f"| {title} | {f['outcome']} | {f['lines_once']}/{f['expected_lines']} | "
+            f"{'yes' if f['names_replica'] else '**no**'} | {'yes' if f['quotes_last_lines'] else '**no**'} |"
+        )
+    restart = figs.get("triggerer_restart")
+    out.append("")
+    if restart:
+        out.append(
+            "A deferred task's primary prints "
+            f"{restart['ticks']} numbered lines over about 25 s; the triggerer is stopped (SIGTERM) once "
+            "the first lines are in the task log, and a new one started: "
+            f"{restart['repeated']} lines repeated, {restart['dropped']} dropped"
+            + (
+                "; the new triggerer resumed from the cursor saved in the task's XCom."
+                if restart.get("resumed")
+                else "."
+            )
+        )
+    else:
+        out.append("Triggerer restarted mid-stream: not run.")
+    return [*out, ""]
 
 
 def _matrix_order(key: str) -> tuple[int, str, int]:
