@@ -26,6 +26,7 @@ def _config() -> configparser.ConfigParser:
 
 def test_every_contract_is_kept() -> None:
     lint_imports = Path(sys.executable).with_name("lint-imports")
+    assert lint_imports.exists(), "import-linter is not installed here: run `make install` (the dev group)"
     out = subprocess.run(
         [str(lint_imports), "--config", str(CONTRACTS), "--no-cache"],
         cwd=ROOT,
