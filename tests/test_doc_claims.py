@@ -439,3 +439,88 @@ def test_migration_names_exist() -> None:
     ):
         assert f"`{name}`" in text or f"`{name}=" in text, name
         assert name in operator, name
+
+
+# -- docs/quickstart.md --------------------------------------------------------------------------------
+# Also backed by: test_quickstart (every shell block runs as written, in order, on a fresh home: the
+# emulator, the connection, render, the DAG, the model file), test_docs (the DAG on the emulator),
+# tests/emulator/test_api_rest_raw.py (the /ui/ pages), tests/emulator/test_api_cli.py (SIGTERM stops
+# the replicas).
+
+
+def test_quickstart_install_emulator_defaults_and_outputs() -> None:
+    from airflow_vertex_dist.emulator import cli
+    from airflow_vertex_dist.operators.outputs import job_output
+    from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
+
+    text = page("quickstart.md")
+    makefile = (ROOT / "Makefile").read_text()
+    assert "installs the project with its test and examples extras and its dev group" in text
+    assert "-e '.[test,examples]' --group dev" in makefile
+    assert "after pip installs the `examples` extra's torch" in text
+    assert "pip install --quiet \"$$(grep -o -m1 'torch==" in makefile
+    assert claim(text, r"keeps its jobs in `\./([\w-]+)`")[1] == str(
+        cli.build_parser().parse_args([]).state_dir
+    )
+    ready = claim(
+        text, r"`(emulator ready grpc=HOST:PORT rest=http://HOST:PORT storage=http://127\.0\.0\.1:PORT)`"
+    )[1]
+    assert (
+        'f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint} "'
+        in inspect.getsource(cli)
+    )
+    assert ready.startswith("emulator ready grpc=")
+    keys = re.findall(r"`(\w+)`", claim(text, r"the job as JSON \((.*?)\)\.")[1])
+    out = job_output(
+        {"name": "projects/p/locations/l/customJobs/1", "state": "JOB_STATE_FAILED"}, "https://c"
+    )
+    assert set(keys) <= set(out), keys
+    pools = SEED_REDUCTION_SERVER.to_api(location="us-central1")["jobSpec"]["workerPoolSpecs"]
+    assert "a primary and 4 workers with 8 V100 GPUs each, and 16 reducers" in text
+    assert [p["replicaCount"] for p in pools] == [1, 4, 16]
+    assert all(p["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_V100" for p in pools[:2])
+    assert all(p["machineSpec"]["acceleratorCount"] == 8 for p in pools[:2])
+
+
+# -- docs/concepts/pools.md ----------------------------------------------------------------------------
+# Also backed by: the page's exec blocks (positions, {} placeholders, trailing pools, the errors),
+# tests/specs (golden renders, the bad-spec table), tests/specs/test_error_messages.py.
+
+
+def test_pools_roles_and_disk_defaults() -> None:
+    from airflow_vertex_dist.specs import POOL_ROLES, Disk, DistributedTrainingJob
+
+    text = page("concepts/pools.md")
+    rows = re.findall(r"\| (\d) \| [^|]+ \| (`\w+`(?: / `\w+`)?) \|", text)
+    assert [int(i) for i, _ in rows] == [0, 1, 2, 3]
+    roles = [re.findall(r"`(\w+)`", fields) for _, fields in rows]
+    assert roles == [["primary"], ["workers"], ["parameter_servers", "reduction_server"], ["evaluators"]]
+    assert all(r in DistributedTrainingJob.model_fields for rs in roles for r in rs)
+    assert list(POOL_ROLES)[:2] == ["primary", "workers"] and list(POOL_ROLES)[-1] == "evaluators"
+    disk_type, size = claim(text, r"a `Disk` \(default `([\w-]+)`, (\d+) GB\)").groups()
+    assert (Disk().boot_disk_type, Disk().boot_disk_size_gb) == (disk_type, int(size))
+
+
+# -- docs/concepts/reduction-server.md -----------------------------------------------------------------
+# Also backed by: the page's exec blocks (the seed sizing, the second example, the refusals),
+# tests/specs/test_bad_specs.py (every rule listed), tests/specs (the bandwidth table, image per region).
+
+
+def test_reduction_server_defaults_families_and_bandwidths() -> None:
+    from airflow_vertex_dist.specs import ReductionServer, egress_gbps
+    from airflow_vertex_dist.specs.machine import GPU_MACHINE_FAMILIES
+
+    text = page("concepts/reduction-server.md")
+    table = dict(re.findall(r"\| `(\w+)` \| ([^|]+?) \|", text))
+    fields = ReductionServer.model_fields
+    assert table["replica_count"] == f'`"{fields["replica_count"].default}"`'
+    assert table["machine_type"] == f'`"{fields["machine_type"].default}"`'
+    assert table["allow_undersized"] == f"`{fields['allow_undersized'].default}`"
+    assert table["image_uri"] == "nearest multi-region image" and fields["image_uri"].default is None
+    families = claim(text, r"\(attached, or an ([A-Z0-9/]+) machine type\)")[1].lower().split("/")
+    assert sorted(f + "-" for f in families) == sorted(f for f in GPU_MACHINE_FAMILIES if f != "a4x-")
+    assert "Such a machine has 100 Gbps of egress" in text
+    assert egress_gbps("n1-highmem-96", "NVIDIA_TESLA_V100", 8) == 100
+    assert "An `n1-highcpu-16` reducer has 32 Gbps" in text and egress_gbps("n1-highcpu-16") == 32
+    assert "An `a2-megagpu-16g` (16 × A100) has 100 Gbps of egress" in text
+    assert egress_gbps("a2-megagpu-16g", "NVIDIA_TESLA_A100", 16) == 100
