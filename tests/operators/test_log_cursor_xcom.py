@@ -1,0 +1,113 @@
+"""The log cursor's XCom round trip through Airflow's own supervisor channel, in process.
+
+A trigger reaches its task instance's XComs through the Task SDK's channel to a supervisor; here that
+is Airflow's in-process supervisor (the one ``dag.test()`` runs triggers with), built as Airflow's
+``InProcessTestSupervisor.run_trigger_in_process`` builds it, against the migrated metadata DB. Its
+channel answers sync calls only, so this is the path a triggerer without async XCom calls takes
+(``sync_to_async``). The triggerer's own channel is the stack test's
+(tests/stack/test_training_logs.py restarts the triggerer mid-stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import types
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG, task
+
+from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+from airflow_vertex_dist.triggers.log_cursor import CURSOR_XCOM_KEY, CursorStore
+from airflow_vertex_dist.triggers.log_poller import LogCursor
+from airflow_vertex_dist.triggers.log_stream import log_stream_start
+
+from .harness import dag_xcom, run_dag, ti_state
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+
+EARLY = LogCursor("2026-01-01T00:00:01.000000001Z", "1.workerpool0-0.000000001")
+LATER = LogCursor("2026-01-01T00:00:02.5Z", "1.workerpool0-0.000000007")
+LATEST = LogCursor("2026-01-01T00:00:03Z", "1.workerpool1-0.000000002")
+
+
+@pytest.fixture
+def supervisor_channel(airflow_db: None) -> Iterator[None]:
+    import psutil
+    import structlog
+    from airflow.sdk.execution_time.supervisor import (
+        InProcessSupervisorComms,
+        InProcessTestSupervisor,
+        set_supervisor_comms,
+    )
+    from uuid6 import uuid7
+
+    supervisor = InProcessTestSupervisor(
+        id=uuid7(),
+        pid=os.getpid(),
+        process=psutil.Process(),
+        process_log=structlog.get_logger(logger_name="task").bind(),
+        client=InProcessTestSupervisor._api_client(),
+    )
+    supervisor.comms = InProcessSupervisorComms(supervisor=supervisor)
+    with set_supervisor_comms(supervisor.comms):
+        yield
+
+
+def _finished_run() -> Any:
+    with DAG("log_cursor_xcom", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=timezone.utc)) as dag:
+
+        @task(task_id="train")
+        def train() -> None:
+            return None
+
+        train()
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    return dr
+
+
+def test_the_cursor_is_saved_in_the_tasks_xcom_and_read_back_by_the_next_trigger(
+    supervisor_channel: None,
+) -> None:
+    dr = _finished_run()
+    ti = types.SimpleNamespace(dag_id=dr.dag_id, task_id="train", run_id=dr.run_id, map_index=-1)
+
+    def trigger() -> VertexJobTrigger:  # as the triggerer builds it: kwargs, then its task instance
+        t = VertexJobTrigger(
+            job_name="projects/test-project/locations/us-central1/customJobs/1",
+            stream_logs="all",
+            log_timestamp=EARLY.timestamp,
+            log_insert_id=EARLY.insert_id,
+        )
+        t.task_instance = ti
+        return t
+
+    async def first_triggerer() -> tuple[LogCursor | None, LogCursor | None, int]:
+        store = CursorStore.of(trigger())
+        assert store is not None
+        before = await store.load()
+        store.save(LATER)
+        store.save(LATEST)  # while the first write is in flight: the newest cursor wins
+        await store.flush(timeout=30)
+        return before, store.saved, store.writes
+
+    before, saved, writes = asyncio.run(first_triggerer())
+    assert before is None
+    assert saved == LATEST and 1 <= writes <= 2
+    assert dag_xcom(dr, "train", key=CURSOR_XCOM_KEY) == {
+        "timestamp": LATEST.timestamp,
+        "insert_id": LATEST.insert_id,
+    }
+
+    async def second_triggerer() -> LogCursor:
+        stream = await log_stream_start(trigger())  # its kwargs still say EARLY
+        try:
+            return stream.sub.cursor
+        finally:
+            stream.close()
+
+    assert asyncio.run(second_triggerer()) == LATEST
