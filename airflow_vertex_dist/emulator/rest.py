@@ -21,7 +21,7 @@ Other paths:
 * ``GET /web/<job-name>/<replica-key>``: a replica's web access page (state and log tail; JSON with
   ``?format=json``), from ``runner.replica_view``.
 * ``GET /ui/<job-name>``: a job page (state, pools, replicas, trials, error).
-* ``GET /emulator/stats``: calls per method and injected faults, as JSON.
+* ``GET /emulator/stats``: calls per method, Cancel calls per job and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
 

@@ -215,6 +215,7 @@ class JobService:
         self.injector = FaultInjector(self.faults)
         self.validator = validator
         self._counts: dict[str, int] = {}
+        self._cancels: dict[str, int] = {}  # job name -> Cancel calls that reached the job
         self._lock = threading.Lock()
         # (kind, name) -> (updateTime, serialized proto): JSON -> proto parsing is the slow part of
         # Get/List, and a job's (name, updateTime) names one revision of it (the store bumps it).
@@ -248,8 +249,19 @@ class JobService:
         with self._lock:
             return dict(self._counts)
 
+    def cancel_counts(self) -> dict[str, int]:
+        """Cancel calls per job name: every Cancel that reached an existing job, whether it was
+        accepted or refused (FAILED_PRECONDITION for an ended job); not those failed by an injected
+        fault before they ran (:meth:`call_counts` has those)."""
+        with self._lock:
+            return dict(self._cancels)
+
     def stats(self) -> dict[str, Any]:
-        return {"calls": self.call_counts(), "injected_faults": self.injector.injected_counts()}
+        return {
+            "calls": self.call_counts(),
+            "cancel_calls": self.cancel_counts(),
+            "injected_faults": self.injector.injected_counts(),
+        }
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -373,6 +385,8 @@ class JobService:
         from google.protobuf import empty_pb2
 
         job = self._load(info, request.name)
+        with self._lock:
+            self._cancels[request.name] = self._cancels.get(request.name, 0) + 1
         state = job.get("state", "JOB_STATE_UNSPECIFIED")
         if state in TERMINAL_STATES:
             raise ApiError(

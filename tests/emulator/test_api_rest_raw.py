@@ -152,6 +152,26 @@ def test_web_access_page_and_job_page(emulator: Emulator) -> None:
     wait_for_state(emulator, name, {"JOB_STATE_CANCELLED"}, timeout=30)
 
 
+def test_stats_count_cancel_calls_per_job(emulator: Emulator) -> None:
+    """Every Cancel that reached a job is counted under its name, accepted or refused as ended."""
+    names = []
+    for display_name, code in (("cancel-a", "import time; time.sleep(60)"), ("cancel-b", "pass")):
+        status, job, _ = http(emulator, "POST", f"/v1/{PARENT}/customJobs", container_job(display_name, code))
+        assert status == 200, job
+        names.append(job["name"])
+    a, b = names
+    wait_for_state(emulator, b, {"JOB_STATE_SUCCEEDED"}, timeout=60)
+    assert http(emulator, "POST", f"/v1/{a}:cancel", {})[0] == 200
+    wait_for_state(emulator, a, {"JOB_STATE_CANCELLED"}, timeout=30)
+    assert http(emulator, "POST", f"/v1/{a}:cancel", {})[0] == 400  # already ended: still a call
+    assert http(emulator, "POST", f"/v1/{b}:cancel", {})[0] == 400
+    assert http(emulator, "POST", f"/v1/{PARENT}/customJobs/12345:cancel", {})[0] == 404  # no job: none
+    status, stats, _ = http(emulator, "GET", "/emulator/stats")
+    assert status == 200
+    assert {name: n for name, n in stats["cancel_calls"].items() if name in names} == {a: 2, b: 1}
+    assert f"{PARENT}/customJobs/12345" not in stats["cancel_calls"]
+
+
 def test_stats_and_runtime_faults(emulator: Emulator) -> None:
     http(emulator, "GET", f"/v1/{PARENT}/customJobs")
     http(emulator, "GET", f"/v1/{PARENT}/customJobs")
