@@ -190,6 +190,7 @@ def render(figures: dict[str, Any]) -> str:
         "them with backoff, and a Create whose answer was lost is found again by its labels.",
         "",
     ]
+    out += _celery_section(figures.get("celery", {}), updated.get("celery"))
     backfill = figures.get("backfill", {}).get("result")
     out += ["## Backfill under crashes (real stack)", ""]
     if backfill:
@@ -327,6 +328,47 @@ def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:
         )
     else:
         out.append("Triggerer restarted mid-stream: not run.")
+    return [*out, ""]
+
+
+#: the Celery profile's scenarios (tests/stack/test_celery.py), in the order of its table
+CELERY = [
+    ("smoke", "a deferred and a worker-slot (non-deferred) training task"),
+]
+
+
+def _celery_outcome(key: str, fig: dict[str, Any]) -> str:
+    if key == "smoke":
+        runs = sorted(fig.items())
+        return "; ".join(f"{dag_id}: run {f['outcome']}, {f['jobs']} job" for dag_id, f in runs)
+    return _cell(fig)
+
+
+def _celery_section(celery: dict[str, Any], updated: str | None) -> list[str]:
+    out = [
+        "## The Celery profile (real stack)",
+        "",
+        "The deployment of teams that outgrew one machine: CeleryExecutor with Redis as its broker (the",
+        "distribution's `redis-server`, loopback only, nothing persisted) and PostgreSQL as its result",
+        "backend, two `airflow celery worker` (4 slots each), two `airflow scheduler`, two `airflow",
+        "triggerer`, the dag-processor, the api-server and the emulator, each its own process. The tests",
+        "start it in a pytest run of their own (`tests/stack/test_celery.py`, in `make test-stack`), so",
+        "that it is never up at the same time as the LocalExecutor stack. A dead scheduler's tasks are",
+        "adopted by the other after `orphaned_tasks_check_interval` (10 s here) once its heartbeat is",
+        "older than `scheduler_health_check_threshold` (15 s here); Airflow's defaults are 300 s and 30 s.",
+        "",
+    ]
+    if "start_s" in celery:
+        out += [
+            "- stack start (PostgreSQL, Redis, migration, eight services, DAGs parsed): "
+            f"{celery['start_s']} s",
+            f"- processes left after teardown: {celery.get('leftover_processes')}",
+            f"- figures of {updated or '?'}",
+            "",
+        ]
+    out += ["| scenario | outcome |", "|---|---|"]
+    for key, title in CELERY:
+        out.append(f"| {title} | {_celery_outcome(key, celery[key]) if key in celery else 'not run'} |")
     return [*out, ""]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from .celery_stack import CeleryStack
 from .figures import Figures
 from .stack import AirflowStack
 
@@ -31,6 +32,25 @@ def stack(request: pytest.FixtureRequest) -> Iterator[AirflowStack]:
         Figures.record("stack", "leftover_processes", len(left))
         if request.session.testsfailed:  # keep the logs of a failed run
             print(f"\nstack logs kept in {st.root}")
+        else:
+            st.cleanup()
+        assert left == [], f"processes left after teardown: {left}"
+
+
+@pytest.fixture(scope="session")
+def celery_stack(request: pytest.FixtureRequest) -> Iterator[CeleryStack]:
+    """The Celery profile (tests/stack/celery_stack.py). Run its tests in a pytest run of their own
+    (as ``make test-stack`` does): a session that also uses ``stack`` keeps both stacks up at once."""
+    st = CeleryStack(DAGS, parallelism=8)
+    st.start()
+    Figures.record("celery", "start_s", round(st.timings["start_s"], 1))
+    try:
+        yield st
+    finally:
+        left = st.stop()
+        Figures.record("celery", "leftover_processes", len(left))
+        if request.session.testsfailed:  # keep the logs of a failed run
+            print(f"\ncelery stack logs kept in {st.root}")
         else:
             st.cleanup()
         assert left == [], f"processes left after teardown: {left}"

@@ -40,7 +40,7 @@ from urllib.parse import quote
 
 import httpx
 
-__all__ = ["AirflowStack", "StackError", "free_port", "poll_until"]
+__all__ = ["AirflowStack", "Proc", "StackError", "apt_install", "free_port", "poll_until"]
 
 VENV_BIN = Path(sys.executable).parent
 MARKER_ENV = "AVD_STACK_MARKER"
@@ -77,6 +77,15 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+def apt_install(package: str) -> None:
+    """Install a distribution package with apt-get, when we are root and have apt-get (else nothing:
+    the caller then reports what is missing)."""
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-q"], check=False, env=env, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", package], check=True, env=env, capture_output=True)
+
+
 def _pg_bin() -> Path:
     """The directory of initdb/postgres, installing the distribution's package when missing."""
 
@@ -90,12 +99,8 @@ def _pg_bin() -> Path:
         return None
 
     found = find()
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-q"], check=False, env=env, capture_output=True)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "postgresql"], check=True, env=env, capture_output=True
-        )
+    if found is None:
+        apt_install("postgresql")
         found = find()
     if found is None:
         raise StackError("PostgreSQL is not installed (no initdb/postgres) and could not be installed")
@@ -265,12 +270,13 @@ class AirflowStack:
         try:
             self._start_postgres()
             self.timings["postgres_s"] = time.monotonic() - t0
+            self.start_backing_services()
             self.start_emulator()
             t1 = time.monotonic()
             self._migrate()
             self.timings["migrate_s"] = time.monotonic() - t1
-            for name in SERVICES:
-                self.start_service(name)
+            for key, name, args in self.services():
+                self.start_service(name, key=key, args=args)
             self._wait_api()
             self.wait_dags_parsed()
         except BaseException:
@@ -278,6 +284,13 @@ class AirflowStack:
             raise
         self.timings["start_s"] = time.monotonic() - t0
         return self
+
+    def services(self) -> list[tuple[str, str, list[str]]]:
+        """The Airflow services to start, in order: (key in :attr:`procs`, ``airflow`` command, args)."""
+        return [(name, name, []) for name in SERVICES]
+
+    def start_backing_services(self) -> None:
+        """What the profile needs besides PostgreSQL, started before the migration (none here)."""
 
     def _start_postgres(self) -> None:
         pg_bin = _pg_bin()
@@ -378,8 +391,9 @@ class AirflowStack:
         """Start ``airflow <name> [args]`` as ``self.procs[key]`` (``key`` defaults to ``name``; give
         another to run a second instance, e.g. ``"triggerer-2"``).
 
-        Each triggerer serves its trigger logs on a port of its own (Airflow's default, 8794, is one per
-        host: a second triggerer, or another stack on the machine, would find it taken).
+        Each triggerer and Celery worker serves its logs on a port of its own (Airflow's defaults, 8794
+        and 8793, are one per host: a second instance, or another stack on the machine, would find
+        them taken).
         """
         key = key or name
         argv = [str(VENV_BIN / "airflow"), name, *args]
@@ -388,6 +402,8 @@ class AirflowStack:
         env = self.airflow_env()
         if name == "triggerer":
             env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(free_port())
+        if name == "celery" and list(args)[:1] == ["worker"]:  # 8793 by default, one per host
+            env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"] = str(free_port())
         proc = Proc(key, argv, env, self.root / f"{key}.log").start()
         self.procs[key] = proc
         return proc
@@ -579,9 +595,9 @@ class AirflowStack:
 
     def stop(self) -> list[int]:
         """Stop everything (Airflow services, emulator, then PostgreSQL); returns pids still alive."""
-        # the Airflow services (every instance; schedulers first, the api-server last), then the
-        # emulator, then PostgreSQL
-        order = ("scheduler", "worker", "triggerer", "dag-processor", "api-server", "emulator")
+        # the Airflow services (every instance; schedulers first, the api-server last), the emulator,
+        # a profile's broker, then PostgreSQL
+        order = ("scheduler", "worker", "triggerer", "dag-processor", "api-server", "emulator", "redis")
         names = [n for n in self.procs if n != "postgres"]
         for name in sorted(names, key=lambda n: next((i for i, p in enumerate(order) if p in n), 0)):
             self.procs[name].stop()
