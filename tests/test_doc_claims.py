@@ -524,3 +524,34 @@ def test_reduction_server_defaults_families_and_bandwidths() -> None:
     assert "An `n1-highcpu-16` reducer has 32 Gbps" in text and egress_gbps("n1-highcpu-16") == 32
     assert "An `a2-megagpu-16g` (16 × A100) has 100 Gbps of egress" in text
     assert egress_gbps("a2-megagpu-16g", "NVIDIA_TESLA_A100", 16) == 100
+
+
+# -- docs/concepts/replica-environment.md ---------------------------------------------------------------
+# Backed by: the page's exec blocks (replica_env itself, at build), tests/emulator/test_cluster_env.py
+# (TF_CONFIG without evaluators, one replica without TF_CONFIG, trial dirs, PyTorch variables, the
+# Reduction Server not a parameter server), tests/emulator/test_runner.py (every variable as real
+# replicas see it; the service's variables win over the pool's env; AIP_TENSORBOARD_RESOURCE_NAME).
+
+
+# -- docs/concepts/specs.md ----------------------------------------------------------------------------
+# Also backed by: the page's exec blocks (YAML and dict specs rendered, errors), tests/specs
+# (golden renders, from_api, loading, the schema cache and its access rules), test_docs (the render
+# command lines run).
+
+
+def test_specs_durations_and_schema_cache_names() -> None:
+    from datetime import timedelta
+
+    from airflow_vertex_dist.specs import Scheduling, _schema_cache
+
+    text = page("concepts/specs.md")
+    assert (
+        'accept a number of seconds, a `timedelta` or the proto JSON form `"7200s"`, and render as `"7200s"`'
+        in text
+    )
+    for value in (7200, timedelta(hours=2), "7200s"):
+        assert Scheduling(timeout=value).to_api()["timeout"] == "7200s"  # type: ignore[arg-type]
+    assert "`AIRFLOW_VERTEX_DIST_SCHEMA_CACHE=off` turns it off" in text
+    assert _schema_cache.ENV_VAR == "AIRFLOW_VERTEX_DIST_SCHEMA_CACHE"
+    assert "one file, `spec-schemas-<key>.pickle`" in text
+    assert _schema_cache._PREFIX == "spec-schemas-"

@@ -586,3 +586,40 @@ def test_reduction_server_replicas_run_idle(env: Any) -> None:
     runner.cancel(name)
     assert finished(store, name)["state"] == "JOB_STATE_CANCELLED"
     assert not alive([view["pid"]])
+
+
+def test_the_service_variables_win_over_the_pools_env(env: Any, tmp_path: Path) -> None:
+    """docs/concepts/replica-environment.md: a pool's own env is applied first and the service's
+    variables win over it; AIP_TENSORBOARD_RESOURCE_NAME is set when the job names a Tensorboard."""
+    store, _, runner = env
+    out = tmp_path / "env.json"
+    code = f"import json, os; open({str(out)!r}, 'w').write(json.dumps(dict(os.environ)))"
+    spec = {
+        "workerPoolSpecs": [
+            {
+                "machineSpec": {"machineType": "n1-standard-4"},
+                "replicaCount": "1",
+                "containerSpec": {
+                    "imageUri": "local/trainer:1",
+                    "command": [sys.executable, "-c", code],
+                    "env": [
+                        {"name": "CLOUD_ML_JOB_ID", "value": "mine"},
+                        {"name": "AIP_MODEL_DIR", "value": "/tmp/mine"},
+                        {"name": "CLUSTER_SPEC", "value": "{}"},
+                        {"name": "OWN", "value": "kept"},
+                    ],
+                },
+            }
+        ],
+        "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/runs/b"},
+        "tensorboard": "projects/p/locations/us-central1/tensorboards/7",
+    }
+    name = create(store, runner, spec)
+    job = finished(store, name)
+    assert job["state"] == "JOB_STATE_SUCCEEDED", job.get("error")
+    seen = json.loads(out.read_text())
+    assert seen["CLOUD_ML_JOB_ID"] == name.split("/")[-1]
+    assert seen["AIP_MODEL_DIR"] == "gs://bkt/runs/b/model/"
+    assert json.loads(seen["CLUSTER_SPEC"])["task"] == {"type": "workerpool0", "index": 0}
+    assert seen["OWN"] == "kept"
+    assert seen["AIP_TENSORBOARD_RESOURCE_NAME"] == "projects/p/locations/us-central1/tensorboards/7"
