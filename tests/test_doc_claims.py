@@ -555,3 +555,77 @@ def test_specs_durations_and_schema_cache_names() -> None:
     assert _schema_cache.ENV_VAR == "AIRFLOW_VERTEX_DIST_SCHEMA_CACHE"
     assert "one file, `spec-schemas-<key>.pickle`" in text
     assert _schema_cache._PREFIX == "spec-schemas-"
+
+
+# -- docs/emulator.md ----------------------------------------------------------------------------------
+# Also backed by: the page's exec blocks (run against a real emulator at build), tests/emulator (the
+# API over gRPC and REST, states, replicas, packages, restarts, timeout, cancel, the web pages, faults,
+# storage, logging), tests/security (origin, host, content type, token, every limit below measured).
+
+
+def test_emulator_numbers() -> None:
+    from airflow_vertex_dist.emulator import custom_job, filters, grpc_server, rest
+    from airflow_vertex_dist.emulator.config import EmulatorConfig
+
+    text = page("emulator.md")
+    config = EmulatorConfig(state_dir=Path("s"), gcs_root=Path("g"))
+    assert (
+        int(claim(text, r"up to (\d+) times \(`EmulatorConfig\.restart_limit`\)")[1]) == config.restart_limit
+    )
+    assert float(claim(text, r"`EmulatorConfig\.stop_grace_s`, (\d+) s\)")[1]) == config.stop_grace_s
+    assert claim(text, r"`scheduling\.timeout` \(default (\d+) days\)")[1] == str(
+        int(custom_job.DEFAULT_TIMEOUT_S // 86400)
+    )
+    mib = int(claim(text, r"before it is read when over (\d+) MiB \(413\)")[1])
+    assert mib * 1024 * 1024 == rest.MAX_BODY_BYTES
+    json_depth, parens = claim(text, r"JSON may nest (\d+) levels and filter parentheses (\d+)").groups()
+    assert (int(json_depth), int(parens)) == (rest.MAX_JSON_DEPTH, filters.MAX_DEPTH)
+    grpc_mib = int(claim(text, r"a gRPC request over (\d+) MiB")[1])
+    assert grpc_mib * 1024 * 1024 == grpc_server.MAX_MESSAGE_BYTES
+    transport_mib = int(claim(text, r"past (\d+) MiB, gRPC itself refuses")[1])
+    assert transport_mib * 1024 * 1024 == grpc_server._TRANSPORT_MAX_BYTES
+    assert "(at least 16 characters;" in text
+    from airflow_vertex_dist.emulator.config import check_exposure
+
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        check_exposure("10.0.0.5", "x" * 15)
+    check_exposure("10.0.0.5", "x" * 16)
+    assert "without a token the emulator refuses to start" in text
+    with pytest.raises(ValueError, match="access token is required"):
+        check_exposure("10.0.0.5", None)
+
+
+def test_emulator_logging_tuning_and_fault_numbers() -> None:
+    import math
+
+    from airflow_vertex_dist.emulator import cli, cluster, log_filter, logging_api, search, service, tuning
+    from airflow_vertex_dist.emulator.config import Faults
+
+    text = page("emulator.md")
+    names = re.findall(
+        r"`(\w+\*?)`", claim(text, r"copied from the emulator's environment when set: (.*?) \(`")[1]
+    )
+    assert "LC_*" in names and set(names) - {"LC_*"} == set(cluster.LOCAL_ENV_NAMES)
+    assert cluster.local_env({"LC_ALL": "C", "SECRET": "x"}) == {"LC_ALL": "C", "PYTHONUNBUFFERED": "1"}
+    size, most = claim(text, r"(\d+) a page by default and at most ([\d,]+), with page tokens").groups()
+    assert (int(size), int(most.replace(",", ""))) == (
+        logging_api.DEFAULT_PAGE_SIZE,
+        logging_api.MAX_PAGE_SIZE,
+    )
+    chars = claim(text, r"A filter is at most ([\d,]+) characters")[1]
+    assert int(chars.replace(",", "")) == log_filter.MAX_FILTER_CHARS
+    assert float(claim(text, r"cloudml-hypertune files every ([\d.]+) s")[1]) == tuning.STOPPING_POLL_S
+    assert "`min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))`" in text
+    for trials in (1, 2, 10, 14, 15, 16, 100):
+        assert tuning.failed_trial_limit(0, trials) == min(trials, max(3, math.ceil(trials / 5)))
+    assert "the first `max(2, parallelTrialCount)` trials are random" in text
+    assert "self.n_init = max(2, parallel)" in inspect.getsource(search)
+    assert "with probability 0.7, a perturbation" in text and "rng.random() < 0.7" in inspect.getsource(
+        search
+    )
+    default, most = claim(text, r"`page_size` \(default (\d+), at most ([\d,]+)\)").groups()
+    assert (int(default), int(most.replace(",", ""))) == (service.DEFAULT_PAGE_SIZE, service.MAX_PAGE_SIZE)
+    assert int(claim(text, r"the exit code reported \(default (\d+)\)")[1]) == Faults().crash_exit_code
+    parser = cli.build_parser()
+    assert parser.parse_args([]).crash_exit_code == Faults().crash_exit_code
+    assert "(default `UNAVAILABLE`)" in text and parser.parse_args([]).fault_codes == "UNAVAILABLE"
