@@ -1,5 +1,6 @@
 """docs/reference/specs.md carries the spec models' field tables as written by
-scripts/spec_fields_md.py: readable in the repository, and never behind the code."""
+scripts/spec_fields_md.py, and docs/how-to/outputs.md the XCom value tables as written by
+scripts/outputs_md.py from the TypedDicts: readable in the repository, and never behind the code."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import importlib.util
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "spec_fields_md.py"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPT = SCRIPTS / "spec_fields_md.py"
 
 
-def _script() -> object:
-    spec = importlib.util.spec_from_file_location("spec_fields_md", SCRIPT)
+def _script(path: Path = SCRIPT) -> object:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["spec_fields_md"] = module
+    sys.modules[path.stem] = module
     spec.loader.exec_module(module)
     return module
 
@@ -39,3 +41,43 @@ def test_every_spec_model_field_is_in_a_table() -> None:
         assert f"### `{name}`" in page, name
         for field in getattr(specs, name).model_fields:
             assert f"| `{field}` |" in page, f"{name}.{field}"
+
+
+def test_the_committed_xcom_tables_are_what_the_script_writes() -> None:
+    script = _script(SCRIPTS / "outputs_md.py")
+    page = script.PAGE.read_text()  # type: ignore[attr-defined]
+    assert script.updated(page) == page, "run: python scripts/outputs_md.py"  # type: ignore[attr-defined]
+
+
+def test_the_xcom_values_have_the_keys_of_their_types() -> None:
+    """What job_output and tuning_output return at run time has exactly the documented keys."""
+    from airflow_vertex_dist.operators.outputs import JobOutput, TuningOutput, job_output, tuning_output
+    from airflow_vertex_dist.triggers.conditions.trials import BestTrial, TrialCounts, TrialRow
+
+    name = "projects/p/locations/us-central1/hyperparameterTuningJobs/4"
+    study = {
+        "name": name,
+        "state": "JOB_STATE_FAILED",
+        "error": {"code": 9, "message": "boom"},
+        "studySpec": {"metrics": [{"metricId": "loss", "goal": "MINIMIZE"}]},
+        "trials": [
+            {
+                "id": "1",
+                "state": "SUCCEEDED",
+                "parameters": [{"parameterId": "lr", "value": 0.1}],
+                "finalMeasurement": {"metrics": [{"metricId": "loss", "value": 0.3}]},
+            },
+            {"id": "2", "state": "INFEASIBLE", "infeasibleReason": "nan"},
+        ],
+    }
+    out = tuning_output(study, "https://console")
+    assert set(job_output(study, "https://console")) == JobOutput.__required_keys__
+    assert set(out) == TuningOutput.__required_keys__
+    assert set(out["error"] or {}) == {"code", "message"}
+    assert set(out["trial_counts"]) == TrialCounts.__required_keys__
+    assert set(out["best_trial"] or {}) == BestTrial.__required_keys__
+    assert out["best_trial"] is not None and out["best_trial"]["goal"] == "MINIMIZE"
+    every = TrialRow.__required_keys__ | TrialRow.__optional_keys__
+    for row in out["trials"]:
+        assert TrialRow.__required_keys__ <= set(row) <= every
+    assert "infeasible_reason" in out["trials"][1]

@@ -32,7 +32,7 @@ from airflow_vertex_dist.hooks.labels import (
 )
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.operators.base import VertexBaseOperator
-from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY
+from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, JobLink
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -160,7 +160,7 @@ class JobAttachingOperator(VertexBaseOperator):
         console = self.hook.console_url(self._job_name)
         self.log.info("Job page: %s", console)
         ti = context["ti"]
-        ti.xcom_push(key=LINK_XCOM_KEY, value={"name": self._job_name, "console_url": console})
+        ti.xcom_push(key=LINK_XCOM_KEY, value=JobLink(name=self._job_name, console_url=console))
         if self.cancel_on_kill and self.wait:  # what the listener cancels if the task is marked by hand
             # with the task's own impersonation chain: the listener cancels with the task's credentials
             ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())

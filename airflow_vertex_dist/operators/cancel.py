@@ -9,7 +9,7 @@ from airflow_vertex_dist._compat import AirflowException
 from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, job_state, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
-from airflow_vertex_dist.operators.outputs import job_output
+from airflow_vertex_dist.operators.outputs import JobLink, JobOutput, job_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 
 if TYPE_CHECKING:
@@ -59,10 +59,10 @@ class VertexCancelJobOperator(VertexBaseOperator):
         self.cancel_timeout = float(cancel_timeout)
         self.poll_interval = float(poll_interval)
 
-    def execute(self, context: Context) -> dict[str, Any]:
+    def execute(self, context: Context) -> JobOutput:
         name = str(parse_job_name(str(self.job_name).strip()))
         console = self.hook.console_url(name)
-        context["ti"].xcom_push(key=LINK_XCOM_KEY, value={"name": name, "console_url": console})
+        context["ti"].xcom_push(key=LINK_XCOM_KEY, value=JobLink(name=name, console_url=console))
         job, sent = self.hook.cancel_unless_ended(name)
         if not sent:
             self.log.info("Job %s already ended %s: nothing to cancel", name, job_state(job))

@@ -55,7 +55,7 @@ from airflow_vertex_dist.hooks.labels import SPEC_LABEL, spec_fingerprint
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.attach import JobAttachingOperator
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.outputs import job_output
+from airflow_vertex_dist.operators.outputs import JobOutput, job_output
 from airflow_vertex_dist.operators.spec_field import check_keys, coerce_spec, has_jinja, spec_to_field
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class VertexJobOperator(JobAttachingOperator):
         table: str = pools_table(self.validated_spec, location=self.hook.location)
         return table
 
-    def job_outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def job_outputs(self, job: Mapping[str, Any]) -> JobOutput:
         """The XCom return value (JSON)."""
         return job_output(job, self.hook.console_url(str(job["name"])))
 
@@ -327,7 +327,7 @@ class VertexJobOperator(JobAttachingOperator):
         finally:
             hook.close()
 
-    def _finish(self, job: Mapping[str, Any], verdict: tuple[bool, str]) -> dict[str, Any]:
+    def _finish(self, job: Mapping[str, Any], verdict: tuple[bool, str]) -> JobOutput:
         ok, message = verdict
         self._final_job = job
         if not ok:

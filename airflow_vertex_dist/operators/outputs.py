@@ -1,21 +1,70 @@
-"""The XCom values of the operators and sensors: JSON only, small, stable keys.
+"""The XCom values of the operators and sensors: JSON only, small, stable keys, typed.
 
-``job_output``: ``name``, ``id``, ``kind``, ``display_name``, ``state``, ``create_time``, ``start_time``,
-``end_time``, ``console_url``, ``error`` (``{"code", "message"}`` or ``None``).
-
-``tuning_output`` adds ``best_trial`` (``{"id", "parameters", "metric_id", "metric_value", "goal"}`` or
-``None``; the best in the study's direction) and ``trials`` (one compact row per trial:
-``{"id", "state", "parameters", "metric_value"}``, plus ``infeasible_reason`` when set).
+:class:`JobLink` (key ``vertex_job``, pushed as soon as the job is known), :class:`JobOutput` (the
+return value of a training task and of the sensors) and :class:`TuningOutput` (a tuning task's: the
+job output with :class:`~airflow_vertex_dist.triggers.conditions.trials.TrialCounts`, the
+:class:`~airflow_vertex_dist.triggers.conditions.trials.BestTrial` and one
+:class:`~airflow_vertex_dist.triggers.conditions.trials.TrialRow` per trial). docs/how-to/outputs.md
+shows their keys as tables written from these types (scripts/outputs_md.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from airflow_vertex_dist.links import LINK_XCOM_KEY
 
-__all__ = ["LINK_XCOM_KEY", "job_output", "tuning_output"]
+if TYPE_CHECKING:  # the trial types live with the trial rules, which a DAG file does not load
+    from airflow_vertex_dist.triggers.conditions.trials import BestTrial, TrialCounts, TrialRow
+
+__all__ = [
+    "LINK_XCOM_KEY",
+    "JobErrorOutput",
+    "JobLink",
+    "JobOutput",
+    "TuningOutput",
+    "job_output",
+    "tuning_output",
+]
+
+
+class JobLink(TypedDict):
+    """The value under ``vertex_job``: the job's resource name and its page."""
+
+    name: str
+    console_url: str
+
+
+class JobErrorOutput(TypedDict):
+    """A failed or cancelled job's error."""
+
+    code: int
+    message: str
+
+
+class JobOutput(TypedDict):
+    """The return value of a training task and of the sensors: ``id`` is the last segment of
+    ``name``, ``kind`` is ``customJobs`` or ``hyperparameterTuningJobs``; the times are RFC 3339."""
+
+    name: str
+    id: str
+    kind: str
+    display_name: str | None
+    state: str | None
+    create_time: str | None
+    start_time: str | None
+    end_time: str | None
+    console_url: str
+    error: JobErrorOutput | None
+
+
+class TuningOutput(JobOutput):
+    """The return value of a tuning task (and of the trial sensor): the job output, plus the trials."""
+
+    trial_counts: TrialCounts
+    best_trial: BestTrial | None
+    trials: list[TrialRow]
 
 
 def _kind(name: str) -> str:
@@ -23,7 +72,7 @@ def _kind(name: str) -> str:
     return parts[-2] if len(parts) >= 2 else ""
 
 
-def job_output(job: Mapping[str, Any], console_url: str) -> dict[str, Any]:
+def job_output(job: Mapping[str, Any], console_url: str) -> JobOutput:
     name = str(job.get("name", ""))
     error = job.get("error")
     return {
@@ -44,14 +93,20 @@ def job_output(job: Mapping[str, Any], console_url: str) -> dict[str, Any]:
     }
 
 
-def tuning_output(job: Mapping[str, Any], console_url: str) -> dict[str, Any]:
+def tuning_output(job: Mapping[str, Any], console_url: str) -> TuningOutput:
     from airflow_vertex_dist.triggers.conditions.trials import trial_summary  # not needed at parse time
 
     summary = trial_summary(job)
-    out = job_output(job, console_url)
-    out["trial_counts"] = {
-        key: summary[key] for key in ("total", "done", "succeeded", "infeasible", "active")
+    counts: TrialCounts = {
+        "total": summary["total"],
+        "done": summary["done"],
+        "succeeded": summary["succeeded"],
+        "infeasible": summary["infeasible"],
+        "active": summary["active"],
     }
-    out["best_trial"] = summary["best"]
-    out["trials"] = summary["trials"]
-    return out
+    return {
+        **job_output(job, console_url),
+        "trial_counts": counts,
+        "best_trial": summary["best"],
+        "trials": summary["trials"],
+    }

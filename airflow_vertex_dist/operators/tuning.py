@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from airflow_vertex_dist.hooks.job_dicts import TUNING_JOBS, JobKind
 from airflow_vertex_dist.operators.job import VertexJobOperator
-from airflow_vertex_dist.operators.outputs import tuning_output
+from airflow_vertex_dist.operators.outputs import TuningOutput, tuning_output
 from airflow_vertex_dist.specs import HyperparameterTuningJob
 
 __all__ = ["VertexTuningOperator"]
@@ -28,5 +28,5 @@ class VertexTuningOperator(VertexJobOperator):
     job_kind: ClassVar[JobKind] = TUNING_JOBS
     spec_model: ClassVar[type[BaseModel]] = HyperparameterTuningJob
 
-    def job_outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def job_outputs(self, job: Mapping[str, Any]) -> TuningOutput:
         return tuning_output(job, self.hook.console_url(str(job["name"])))

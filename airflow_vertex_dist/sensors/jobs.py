@@ -27,7 +27,7 @@ from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.outputs import job_output, tuning_output
+from airflow_vertex_dist.operators.outputs import JobLink, JobOutput, TuningOutput, job_output, tuning_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 from airflow_vertex_dist.triggers.conditions.events import Verdict, read_event
 from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
@@ -91,7 +91,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
     def make_trigger(self, name: str) -> BaseTrigger:
         raise NotImplementedError
 
-    def outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def outputs(self, job: Mapping[str, Any]) -> JobOutput:
         return job_output(job, self.hook.console_url(str(job["name"])))
 
     # -- the wait ------------------------------------------------------------------------------
@@ -102,11 +102,11 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
     def _push_link(self, context: Context) -> None:
         if not self._link_pushed:
             name = self._name
-            value = {"name": name, "console_url": self.hook.console_url(name)}
+            value = JobLink(name=name, console_url=self.hook.console_url(name))
             context["ti"].xcom_push(key=LINK_XCOM_KEY, value=value)
             self._link_pushed = True
 
-    def _settle(self, job: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
+    def _settle(self, job: Mapping[str, Any], verdict: Verdict) -> JobOutput:
         if self._streamer is not None:
             self._streamer.hook.close()
             self._streamer = None
@@ -287,7 +287,7 @@ class VertexTrialSensor(_VertexJobWaitSensor):
     def condition(self, job: Mapping[str, Any]) -> Verdict | None:
         return trial_condition(job, min_succeeded=self.min_succeeded, metric_threshold=self.metric_threshold)
 
-    def outputs(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def outputs(self, job: Mapping[str, Any]) -> TuningOutput:
         return tuning_output(job, self.hook.console_url(str(job["name"])))
 
     def make_trigger(self, name: str) -> BaseTrigger:

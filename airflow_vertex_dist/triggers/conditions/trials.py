@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, error_suffix, job_state, short_state
 from airflow_vertex_dist.triggers.conditions.events import Verdict
 
 __all__ = [
+    "BestTrial",
+    "Goal",
+    "TrialCounts",
+    "TrialRow",
+    "TrialSummary",
     "best_trial",
     "check_trial_condition",
     "study_metric",
@@ -22,16 +27,60 @@ __all__ = [
 ]
 
 
-def study_metric(job: Mapping[str, Any]) -> tuple[str, str]:
+#: The study's optimisation direction.
+Goal = Literal["MAXIMIZE", "MINIMIZE"]
+
+
+class BestTrial(TypedDict):
+    """The succeeded trial with the best final metric in the study's direction (:func:`best_trial`)."""
+
+    id: str
+    parameters: dict[str, Any]
+    metric_id: str
+    metric_value: float
+    goal: Goal
+
+
+class _TrialRowKeys(TypedDict):
+    id: str
+    state: str
+    parameters: dict[str, Any]
+    metric_value: float | None
+
+
+class TrialRow(_TrialRowKeys, total=False):
+    """One trial in a compact table: ``parameters`` maps each parameter id to its value;
+    ``metric_value`` is the study metric's final value (``None`` without a final measurement);
+    ``infeasible_reason`` only when the trial has one."""
+
+    infeasible_reason: str
+
+
+class TrialCounts(TypedDict):
+    """How far a study got: ``total`` is ``maxTrialCount``; ``done`` = succeeded + infeasible."""
+
+    total: int
+    done: int
+    succeeded: int
+    infeasible: int
+    active: int
+
+
+class TrialSummary(TrialCounts):
+    """:func:`trial_summary`: the counts, the best trial so far and one row per trial."""
+
+    best: BestTrial | None
+    trials: list[TrialRow]
+
+
+def study_metric(job: Mapping[str, Any]) -> tuple[str, Goal]:
     """``(metric_id, goal)`` of the study's first metric; goal is ``MAXIMIZE`` or ``MINIMIZE``."""
     study = job.get("studySpec")
     metrics = study.get("metrics") if isinstance(study, dict) else None
     if not metrics or not isinstance(metrics[0], dict):
         raise ValueError(f"job {job.get('name', '?')} has no studySpec.metrics: is it a tuning job?")
     metric = metrics[0]
-    goal = str(metric.get("goal", "MAXIMIZE")).upper()
-    if goal not in ("MAXIMIZE", "MINIMIZE"):
-        goal = "MAXIMIZE"
+    goal: Goal = "MINIMIZE" if str(metric.get("goal", "MAXIMIZE")).upper() == "MINIMIZE" else "MAXIMIZE"
     return str(metric.get("metricId", "")), goal
 
 
@@ -66,7 +115,7 @@ def _trials(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [t for t in job.get("trials") or [] if isinstance(t, dict)]
 
 
-def best_trial(job: Mapping[str, Any]) -> dict[str, Any] | None:
+def best_trial(job: Mapping[str, Any]) -> BestTrial | None:
     """The succeeded trial with the best final metric in the study's direction, as JSON.
 
     ``{"id", "parameters": {parameter_id: value}, "metric_id", "metric_value", "goal"}``; ties go to
@@ -95,7 +144,7 @@ def best_trial(job: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def trial_summary(job: Mapping[str, Any]) -> dict[str, Any]:
+def trial_summary(job: Mapping[str, Any]) -> TrialSummary:
     """Counts and a compact table of the trials: what the progress log and XCom show.
 
     ``{"total": maxTrialCount, "done", "succeeded", "infeasible", "active", "best": best_trial(...),
@@ -104,12 +153,12 @@ def trial_summary(job: Mapping[str, Any]) -> dict[str, Any]:
     metric_id, _ = study_metric(job)
     trials = _trials(job)
     counts = {"SUCCEEDED": 0, "INFEASIBLE": 0}
-    compact: list[dict[str, Any]] = []
+    compact: list[TrialRow] = []
     for trial in trials:
         state = str(trial.get("state", "STATE_UNSPECIFIED"))
         if state in counts:
             counts[state] += 1
-        row: dict[str, Any] = {
+        row: TrialRow = {
             "id": str(trial.get("id", "")),
             "state": state,
             "parameters": _parameters(trial),
