@@ -84,6 +84,20 @@ def test_readme_quotes_a_rule_as_the_spec_gives_it() -> None:
     assert quoted in [line.strip() for line in str(info.value).splitlines()]
 
 
+def test_readme_make_targets_do_what_it_says() -> None:
+    text = page("README.md")
+    makefile = (ROOT / "Makefile").read_text()
+    claim(text, r"make test\s+# creates \.venv, installs, lints \(ruff\), type-checks \(mypy --strict\)")
+    assert re.search(r"^test: lint typecheck unit compat test-stack$", makefile, re.M)
+    assert re.search(r"^lint: .*\n\t\$\(VENV\)/bin/ruff check \.", makefile, re.M)
+    assert re.search(r"^typecheck: .*\n\t\$\(VENV\)/bin/mypy", makefile, re.M)
+    assert "`make bench` runs the benchmarks" in text and "writes `docs/benchmarks.md`" in text
+    assert re.search(r"^bench: .*\n\t.*-m benchmarks .*--out docs/benchmarks\.md", makefile, re.M)
+    assert "runs the retraining DAG end to end" in text
+    assert re.search(r"^demo: .*\n\t\$\(PY\) scripts/demo\.py", makefile, re.M)
+    assert 'DAG_FILE = "retraining.py"' in (ROOT / "scripts" / "demo.py").read_text()
+
+
 # -- docs/how-to/connection.md --------------------------------------------------------------------------
 # Also backed by: tests/hooks/test_credentials.py (each credential form, the regional endpoint),
 # tests/hooks/test_connection.py (the bad-settings messages), tests/operators/test_connections.py
