@@ -120,8 +120,8 @@ class CursorStore:
 
     async def load(self) -> LogCursor | None:
         """The saved cursor, or None (none saved, or it could not be read)."""
-        xcom = _xcom_class()
         try:
+            xcom = _xcom_class()
             if _async_calls(xcom):
                 call = xcom.aget_one(key=CURSOR_XCOM_KEY, **self.where)
             else:
@@ -148,8 +148,8 @@ class CursorStore:
             if cursor == self.saved:
                 continue
             value = {"timestamp": cursor.timestamp, "insert_id": cursor.insert_id}
-            xcom = _xcom_class()
             try:
+                xcom = _xcom_class()
                 if _async_calls(xcom):
                     call = xcom.aset(CURSOR_XCOM_KEY, value, **self.where)
                 else:
