@@ -14,12 +14,13 @@ hook's first import of the clients stays off the event loop (``off_loop``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from google.cloud.aiplatform_v1 import types as v1
 
 from airflow_vertex_dist.hooks._clients import job_to_dict
 from airflow_vertex_dist.hooks.job_dicts import CUSTOM_JOBS, JobKind, JobName
+from airflow_vertex_dist.hooks.job_types import Job
 
 if TYPE_CHECKING:
     from google.api_core.retry import Retry
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
     from google.cloud.aiplatform_v1.services.job_service import JobServiceAsyncClient, JobServiceClient
 
 __all__ = ["AsyncJobServiceCalls", "JobServiceCalls"]
+
+
+def _job(message: v1.CustomJob | v1.HyperparameterTuningJob) -> Job:
+    """A job message as the REST API's JSON (:func:`~airflow_vertex_dist.hooks._clients.job_to_dict`)."""
+    return cast("Job", job_to_dict(message))
 
 
 class JobServiceCalls:
@@ -37,19 +43,19 @@ class JobServiceCalls:
         self.retry = retry
         self.timeout = timeout
 
-    def create(self, parent: str, job: v1.CustomJob | v1.HyperparameterTuningJob) -> dict[str, Any]:
+    def create(self, parent: str, job: v1.CustomJob | v1.HyperparameterTuningJob) -> Job:
         """Create ``job`` under ``parent``, once: no retry (a re-send may make a second billed job)."""
         if isinstance(job, v1.CustomJob):
-            return job_to_dict(
+            return _job(
                 self.client.create_custom_job(parent=parent, custom_job=job, retry=None, timeout=self.timeout)
             )
-        return job_to_dict(
+        return _job(
             self.client.create_hyperparameter_tuning_job(
                 parent=parent, hyperparameter_tuning_job=job, retry=None, timeout=self.timeout
             )
         )
 
-    def get(self, name: JobName) -> dict[str, Any]:
+    def get(self, name: JobName) -> Job:
         if name.kind == CUSTOM_JOBS:
             job: v1.CustomJob | v1.HyperparameterTuningJob = self.client.get_custom_job(
                 name=str(name), retry=self.retry, timeout=self.timeout
@@ -58,17 +64,17 @@ class JobServiceCalls:
             job = self.client.get_hyperparameter_tuning_job(
                 name=str(name), retry=self.retry, timeout=self.timeout
             )
-        return job_to_dict(job)
+        return _job(job)
 
-    def list(self, kind: JobKind, request: dict[str, Any]) -> list[dict[str, Any]]:
+    def list(self, kind: JobKind, request: dict[str, Any]) -> list[Job]:
         """Every job of every page of a List ``request`` (``parent``, ``filter``, ``page_size``, ...)."""
         if kind == CUSTOM_JOBS:
             custom = self.client.list_custom_jobs(request=request, retry=self.retry, timeout=self.timeout)
-            return [job_to_dict(job) for job in custom]
+            return [_job(job) for job in custom]
         tuning = self.client.list_hyperparameter_tuning_jobs(
             request=request, retry=self.retry, timeout=self.timeout
         )
-        return [job_to_dict(job) for job in tuning]
+        return [_job(job) for job in tuning]
 
     def cancel(self, name: JobName) -> None:
         if name.kind == CUSTOM_JOBS:
@@ -96,7 +102,7 @@ class AsyncJobServiceCalls:
         self.retry = retry
         self.timeout = timeout
 
-    async def get(self, name: JobName) -> dict[str, Any]:
+    async def get(self, name: JobName) -> Job:
         if name.kind == CUSTOM_JOBS:
             job: v1.CustomJob | v1.HyperparameterTuningJob = await self.client.get_custom_job(
                 name=str(name), retry=self.retry, timeout=self.timeout
@@ -105,19 +111,19 @@ class AsyncJobServiceCalls:
             job = await self.client.get_hyperparameter_tuning_job(
                 name=str(name), retry=self.retry, timeout=self.timeout
             )
-        return job_to_dict(job)
+        return _job(job)
 
-    async def list(self, kind: JobKind, request: dict[str, Any]) -> list[dict[str, Any]]:
+    async def list(self, kind: JobKind, request: dict[str, Any]) -> list[Job]:
         """Every job of every page of a List ``request`` (``parent``, ``filter``, ``page_size``, ...)."""
         if kind == CUSTOM_JOBS:
             custom = await self.client.list_custom_jobs(
                 request=request, retry=self.retry, timeout=self.timeout
             )
-            return [job_to_dict(job) async for job in custom]
+            return [_job(job) async for job in custom]
         tuning = await self.client.list_hyperparameter_tuning_jobs(
             request=request, retry=self.retry, timeout=self.timeout
         )
-        return [job_to_dict(job) async for job in tuning]
+        return [_job(job) async for job in tuning]
 
     async def cancel(self, name: JobName) -> None:
         if name.kind == CUSTOM_JOBS:

@@ -24,6 +24,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     rfc3339_key,
     short_state,
 )
+from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, SPEC_LABEL, merge_labels, spec_fingerprint
 
 __all__ = [
@@ -51,9 +52,9 @@ class JobsApi(Protocol):
     @property
     def log(self) -> _Log: ...
 
-    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[dict[str, Any]]: ...
+    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[Job]: ...
 
-    def create_job(self, kind: str, body: dict[str, Any]) -> dict[str, Any]: ...
+    def create_job(self, kind: str, body: dict[str, Any]) -> Job: ...
 
     def cancel_job(self, name: str) -> None: ...
 
@@ -67,7 +68,7 @@ NO_CANCEL_STATES = TERMINAL_STATES | {"JOB_STATE_CANCELLING"}
 class JobAlreadyExistsError(RuntimeError):
     """``find_or_create(if_exists="fail")`` found a live or succeeded job for these labels."""
 
-    def __init__(self, job: dict[str, Any]) -> None:
+    def __init__(self, job: Job) -> None:
         self.job = job
         super().__init__(
             f"if_exists='fail': job {job.get('name')} for these labels already exists "
@@ -81,16 +82,16 @@ def check_kind(kind: str) -> JobKind:
     return CUSTOM_JOBS if kind == CUSTOM_JOBS else "hyperparameterTuningJobs"
 
 
-def newest_first(jobs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def newest_first(jobs: Iterable[Job]) -> list[Job]:
     return sorted(jobs, key=lambda job: rfc3339_key(str(job.get("createTime", ""))), reverse=True)
 
 
-def _age(job: dict[str, Any]) -> tuple[Any, str]:
+def _age(job: Job) -> tuple[Any, str]:
     """Sort key, oldest first: ``createTime``, then the name (so every caller picks the same job)."""
     return rfc3339_key(str(job.get("createTime", ""))), str(job.get("name", ""))
 
 
-def adoptable(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+def adoptable(jobs: list[Job]) -> Job:
     """The job to re-attach to: the oldest unfinished one (the one concurrent tries keep), else the
     newest succeeded one."""
     live = [job for job in jobs if job_state(job) in LIVE_STATES]
@@ -106,7 +107,7 @@ def find_or_create(
     if_exists: IfExists = "reattach",
     retry_budget: str | None = None,
     cancel_earlier: bool = True,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[Job, bool]:
     """Return ``(job, created)``: this task's live or succeeded job, or a new one.
 
     ``labels`` (normally ``run_labels``) are merged into the
@@ -168,11 +169,11 @@ def find_or_create(
 
 def _task_jobs(
     hook: JobsApi, kind: JobKind, labels: dict[str, str], fingerprint: str, budget: str | None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[Job], list[Job]]:
     """The run's re-attachable jobs carrying ``fingerprint``: ``(of this budget, of earlier ones)``.
     Jobs with another fingerprint are logged, not returned."""
-    mine: list[dict[str, Any]] = []
-    earlier: list[dict[str, Any]] = []
+    mine: list[Job] = []
+    earlier: list[Job] = []
     for job in hook.find_jobs(kind, labels):
         if job_state(job) not in REATTACHABLE_STATES:
             continue
@@ -197,8 +198,8 @@ def _task_jobs(
 
 
 def _converge(
-    hook: JobsApi, kind: JobKind, task_labels: dict[str, str], created: dict[str, Any], skip: set[str]
-) -> tuple[dict[str, Any], bool]:
+    hook: JobsApi, kind: JobKind, task_labels: dict[str, str], created: Job, skip: set[str]
+) -> tuple[Job, bool]:
     """After a Create: keep the oldest of the task's unfinished jobs and cancel the others."""
     live = [
         job
@@ -226,7 +227,7 @@ def _converge(
     return keep, False
 
 
-def _cancel_active(hook: JobsApi, jobs: list[dict[str, Any]], reason: str) -> set[str]:
+def _cancel_active(hook: JobsApi, jobs: list[Job], reason: str) -> set[str]:
     """Cancel the unfinished ones of ``jobs``; the names of those sent a Cancel."""
     sent = set()
     for job in jobs:  # the rule of cancel_unless_ended: not an ended job, nor one being cancelled

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 __all__ = [
     "CompactJob",
+    "Job",
     "CompactStudySpec",
     "JobError",
     "Measurement",
@@ -78,13 +79,8 @@ class CompactStudySpec(TypedDict, total=False):
     metrics: list[StudyMetric]
 
 
-class CompactJob(TypedDict, total=False):
-    """A job without its specs (``compact_job``); ``id`` is the
-    last segment of ``name``. The tuning keys (trial counts, ``studySpec``, ``trials``) only on a
-    tuning job."""
-
+class _JobKeys(TypedDict, total=False):
     name: str
-    id: str
     displayName: str
     state: str
     createTime: str
@@ -97,5 +93,23 @@ class CompactJob(TypedDict, total=False):
     maxTrialCount: int
     parallelTrialCount: int
     maxFailedTrialCount: int
-    studySpec: CompactStudySpec
     trials: list[Trial]
+
+
+class CompactJob(_JobKeys, total=False):
+    """A job without its specs (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`): name,
+    display name, state, times, error, labels, web access URIs, and ``id``, the last segment of
+    ``name``; on a tuning job also the trial counts, ``studySpec.metrics`` and the trials."""
+
+    id: str
+    studySpec: CompactStudySpec
+
+
+class Job(_JobKeys, total=False):
+    """A CustomJob or HyperparameterTuningJob as the hooks return it: the REST API's JSON. The keys the
+    package reads are typed; the specs stay JSON objects (``jobSpec`` of a custom job, ``trialJobSpec``
+    and ``studySpec`` of a tuning job: the v1 request shapes the spec models render)."""
+
+    jobSpec: dict[str, Any]
+    trialJobSpec: dict[str, Any]
+    studySpec: dict[str, Any]

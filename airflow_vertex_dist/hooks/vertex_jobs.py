@@ -38,6 +38,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     job_state,
     parse_job_name,
 )
+from airflow_vertex_dist.hooks.job_types import Job, Trial
 from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, validate_labels
 from airflow_vertex_dist.hooks.off_loop import load_clients
 
@@ -115,16 +116,16 @@ class VertexJobsHook(VertexHookBase):
         )
 
     # -- CRUD --------------------------------------------------------------------------------------
-    def create_custom_job(self, body: dict[str, Any]) -> dict[str, Any]:
+    def create_custom_job(self, body: dict[str, Any]) -> Job:
         return self._create(CUSTOM_JOBS, body)
 
-    def create_tuning_job(self, body: dict[str, Any]) -> dict[str, Any]:
+    def create_tuning_job(self, body: dict[str, Any]) -> Job:
         return self._create("hyperparameterTuningJobs", body)
 
-    def create_job(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    def create_job(self, kind: str, body: dict[str, Any]) -> Job:
         return self._create(check_kind(kind), body)
 
-    def _create(self, kind: JobKind, body: dict[str, Any]) -> dict[str, Any]:
+    def _create(self, kind: JobKind, body: dict[str, Any]) -> Job:
         from airflow_vertex_dist.hooks._clients import is_transient, job_from_dict
 
         # A token from an earlier job's body (a copied job dict) must not make us "find" that job.
@@ -154,7 +155,7 @@ class VertexJobsHook(VertexHookBase):
                 self.log.info("The Create went through before the error: %s", found.get("name"))
                 return found
 
-    def get_job(self, name: str) -> dict[str, Any]:
+    def get_job(self, name: str) -> Job:
         job_name = parse_job_name(name, field="name")
         return self._rpc(job_name.location).get(job_name)
 
@@ -165,7 +166,7 @@ class VertexJobsHook(VertexHookBase):
         filter: str = "",
         page_size: int = 100,
         read_mask: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Job]:
         """Every job of ``kind`` in the hook's project/location matching ``filter`` (all pages)."""
         job_kind = check_kind(kind)
         return self._rpc().list(job_kind, self._list_request(job_kind, filter, page_size, read_mask))
@@ -175,7 +176,7 @@ class VertexJobsHook(VertexHookBase):
         job_name = parse_job_name(name, field="name")
         self._rpc(job_name.location).cancel(job_name)
 
-    def cancel_unless_ended(self, name: str) -> tuple[dict[str, Any], bool]:
+    def cancel_unless_ended(self, name: str) -> tuple[Job, bool]:
         """Get the job and send Cancel unless it already ended or is being cancelled: (the job as
         read, whether Cancel was sent). A job that does not exist raises ``NotFound``."""
         job = self.get_job(name)
@@ -189,7 +190,7 @@ class VertexJobsHook(VertexHookBase):
         job_name = parse_job_name(name, field="name")
         self._rpc(job_name.location).delete(job_name)
 
-    def list_trials(self, name: str) -> list[dict[str, Any]]:
+    def list_trials(self, name: str) -> list[Trial]:
         """The trials of a tuning job (the JobService returns them inside the job)."""
         job_name = parse_job_name(name, field="name")
         if job_name.kind != "hyperparameterTuningJobs":
@@ -197,7 +198,7 @@ class VertexJobsHook(VertexHookBase):
         trials = self.get_job(name).get("trials", [])
         return list(trials)
 
-    def wait_until_ended(self, name: str, *, timeout_s: float, poll_s: float = 0.5) -> dict[str, Any]:
+    def wait_until_ended(self, name: str, *, timeout_s: float, poll_s: float = 0.5) -> Job:
         """Poll the job until it is in a terminal state or ``timeout_s`` passed; the last job seen."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -207,11 +208,11 @@ class VertexJobsHook(VertexHookBase):
             time.sleep(poll_s)
 
     # -- find by labels ------------------------------------------------------------------------------
-    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[Job]:
         """Every job of ``kind`` carrying all of ``labels``, newest first."""
         return newest_first(self.list_jobs(kind, filter=label_filter(labels)))
 
-    def find_job(self, kind: str, labels: dict[str, str]) -> dict[str, Any] | None:
+    def find_job(self, kind: str, labels: dict[str, str]) -> Job | None:
         """The newest job of ``kind`` carrying all of ``labels``, or ``None``."""
         jobs = self.find_jobs(kind, labels)
         return jobs[0] if jobs else None
@@ -225,7 +226,7 @@ class VertexJobsHook(VertexHookBase):
         if_exists: IfExists = "reattach",
         retry_budget: str | None = None,
         cancel_earlier: bool = True,
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> tuple[Job, bool]:
         """Return ``(job, created)``: this task's live or succeeded job, or a new one; the rules are
         ``find_or_create``'s."""
         return find_or_create(
@@ -319,13 +320,13 @@ class VertexJobsAsyncHook(VertexHookBase):
             timeout=self.retry_policy.rpc_timeout_s,
         )
 
-    async def get_job(self, name: str) -> dict[str, Any]:
+    async def get_job(self, name: str) -> Job:
         job_name = parse_job_name(name, field="name")
         if await self._uses_rest():
             return await asyncio.to_thread(self._sync_hook().get_job, name)
         return await (await self._rpc(job_name.location)).get(job_name)
 
-    async def get_job_or_none(self, name: str) -> dict[str, Any] | None:
+    async def get_job_or_none(self, name: str) -> Job | None:
         """The job, or ``None`` when it does not exist (deleted)."""
         await load_clients()
         from google.api_core.exceptions import NotFound
@@ -342,7 +343,7 @@ class VertexJobsAsyncHook(VertexHookBase):
         filter: str = "",
         page_size: int = 100,
         read_mask: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Job]:
         job_kind = check_kind(kind)
         if await self._uses_rest():
             sync = self._sync_hook()
@@ -359,7 +360,7 @@ class VertexJobsAsyncHook(VertexHookBase):
             return
         await (await self._rpc(job_name.location)).cancel(job_name)
 
-    async def cancel_unless_ended(self, name: str) -> tuple[dict[str, Any], bool]:
+    async def cancel_unless_ended(self, name: str) -> tuple[Job, bool]:
         """``VertexJobsHook.cancel_unless_ended``, awaited."""
         job = await self.get_job(name)
         if job_state(job) in NO_CANCEL_STATES:

@@ -37,6 +37,8 @@ from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, JobLink
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_vertex_dist.hooks.job_types import Job
+
 __all__ = ["STATE_KEY", "JobAttachingOperator"]
 
 #: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
@@ -76,7 +78,7 @@ class JobAttachingOperator(VertexBaseOperator):
 
     def _from_task_state(
         self, context: Context, body: dict[str, Any], budget: str | None
-    ) -> dict[str, Any] | None:
+    ) -> Job | None:
         """The job named in Airflow's task state, when it is this task's (same spec fingerprint, same
         retry budget) and still worth re-attaching to. A job the record names that an earlier budget's
         try left unfinished (the task was cleared since) is cancelled (``cancel_on_kill``): the record
@@ -123,7 +125,7 @@ class JobAttachingOperator(VertexBaseOperator):
         )
         self.hook.cancel_job(name)
 
-    def attach_or_create(self, context: Context) -> dict[str, Any]:
+    def attach_or_create(self, context: Context) -> Job:
         """Re-attach to this task instance's job or create it (see the module doc).
 
         A job is this try's to re-attach to when it carries the run's labels, the fingerprint of this
@@ -189,7 +191,7 @@ class JobAttachingOperator(VertexBaseOperator):
         state = states.get(ti.run_id, {}).get(key)
         return None if state is None else str(getattr(state, "value", state))
 
-    def _check_still_running(self, context: Context, job: dict[str, Any]) -> None:
+    def _check_still_running(self, context: Context, job: Job) -> None:
         """Between the task's start and its owner record, a user's mark (or clear) has no job to
         cancel: the listener finds none. So once the record is pushed, look again: a task instance
         no longer running gets its new job cancelled here (a mark after this point is the

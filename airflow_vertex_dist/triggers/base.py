@@ -34,6 +34,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import compact_job
+from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.triggers.conditions.events import EventStatus, JobEvent
 from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 from airflow_vertex_dist.triggers.log_stream import log_stream_start
@@ -122,7 +123,7 @@ class JobWaitTrigger(BaseTrigger):
 
     # -- what a subclass decides -----------------------------------------------------------------------
     @abc.abstractmethod
-    async def decide(self, job: dict[str, Any]) -> JobEvent | None:
+    async def decide(self, job: Job) -> JobEvent | None:
         """The event payload once the wait is over for this job update, ``None`` to keep waiting."""
 
     def begin_wait(self) -> None:
@@ -137,13 +138,13 @@ class JobWaitTrigger(BaseTrigger):
         return None
 
     async def give_up(
-        self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
+        self, message: str, job: Job | None = None, *, left: str = "running"
     ) -> JobEvent:
         """The error event of a wait that stops before the job ended (``left``: the job's state)."""
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
     # -- the wait ----------------------------------------------------------------------------------------
-    def event(self, status: EventStatus, message: str, job: dict[str, Any] | None) -> JobEvent:
+    def event(self, status: EventStatus, message: str, job: Job | None) -> JobEvent:
         """An event payload: ``job`` compacted (``compact_job``)."""
         return {"status": status, "message": message, "job": compact_job(job) if job else None}
 

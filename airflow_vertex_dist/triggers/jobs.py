@@ -47,6 +47,7 @@ from typing import Any
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import check_wait_settings, compact_job, job_state, parse_job_name
+from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
 from airflow_vertex_dist.triggers.conditions.events import JobEvent
 from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
@@ -145,7 +146,7 @@ class VertexJobTrigger(JobWaitTrigger):
     def begin_wait(self) -> None:
         self._paused = PausedClock()
 
-    async def decide(self, job: dict[str, Any]) -> JobEvent | None:
+    async def decide(self, job: Job) -> JobEvent | None:
         event = job_event(
             job,
             partial_success=self.partial_success,
@@ -157,7 +158,7 @@ class VertexJobTrigger(JobWaitTrigger):
         return event
 
     async def give_up(
-        self, message: str, job: dict[str, Any] | None = None, *, left: str = "running"
+        self, message: str, job: Job | None = None, *, left: str = "running"
     ) -> JobEvent:
         """The error event of a task that stops waiting: cancel the job first if ``cancel_on_kill``."""
         cancelled = await self._cancel() if self.cancel_on_kill else None
@@ -165,7 +166,7 @@ class VertexJobTrigger(JobWaitTrigger):
         job = cancelled or job
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
-    async def _cancel(self) -> dict[str, Any] | None:
+    async def _cancel(self) -> Job | None:
         """Cancel the job unless it already ended; the job after the request, or ``None`` on error."""
         from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
 

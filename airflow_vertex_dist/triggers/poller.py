@@ -34,7 +34,6 @@ import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
@@ -46,6 +45,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
     parse_job_name,
     rfc3339_key,
 )
+from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from airflow_vertex_dist.hooks.off_loop import load_clients
 
@@ -109,16 +109,16 @@ class _Subscription:
         self.poller = poller
         self.name = name
         self.interval = interval
-        self._value: dict[str, Any] | BaseException | None = None
+        self._value: Job | BaseException | None = None
         self._ready = asyncio.Event()
         self.closed = False
 
-    def deliver(self, value: dict[str, Any] | BaseException) -> None:
+    def deliver(self, value: Job | BaseException) -> None:
         # Latest wins: a slow waiter sees the newest state, never a backlog.
         self._value = value
         self._ready.set()
 
-    async def next(self) -> dict[str, Any]:
+    async def next(self) -> Job:
         await self._ready.wait()
         self._ready.clear()
         value, self._value = self._value, None
@@ -254,7 +254,7 @@ class JobPoller:
             for sub in list(subs):
                 sub.deliver(exc)
 
-    def _deliver(self, name: str, value: dict[str, Any] | BaseException) -> None:
+    def _deliver(self, name: str, value: Job | BaseException) -> None:
         if isinstance(value, dict):
             labels = value.get("labels") or {}
             self._known[name] = _Known(
@@ -270,7 +270,7 @@ class JobPoller:
         names = list(self._subs)
         if not names:
             return
-        listed: dict[str, dict[str, Any]] = {}
+        listed: dict[str, Job] = {}
         unknown = [name for name in names if name not in self._known]
         live_managed = [
             self._known[name]
@@ -364,16 +364,16 @@ class JobWatch:
             self._sub.close()
             self._sub = None
 
-    async def next(self) -> dict[str, Any]:
+    async def next(self) -> Job:
         """The job after the next poll (raises ``JobNotFoundError`` or the API error)."""
         if self._sub is None:
             raise RuntimeError("JobWatch.next() outside its 'async with' block")
         return await self._sub.next()
 
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+    def __aiter__(self) -> AsyncIterator[Job]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[dict[str, Any]]:
+    async def _iterate(self) -> AsyncIterator[Job]:
         while True:
             yield await self.next()
 

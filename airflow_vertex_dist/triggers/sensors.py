@@ -13,6 +13,7 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
 from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
 from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names, replica_condition
@@ -34,10 +35,10 @@ class SensorTrigger(JobWaitTrigger):
     """
 
     @abc.abstractmethod
-    def evaluate(self, job: dict[str, Any]) -> Verdict | None:
+    def evaluate(self, job: Job) -> Verdict | None:
         """The verdict on this job update, ``None`` while the condition is pending."""
 
-    async def decide(self, job: dict[str, Any]) -> JobEvent | None:
+    async def decide(self, job: Job) -> JobEvent | None:
         verdict = self.evaluate(job)
         return None if verdict is None else self.event(verdict.status, verdict.message, job)
 
@@ -63,7 +64,7 @@ class VertexJobStateTrigger(SensorTrigger):
     def serialize_kwargs(self) -> dict[str, Any]:
         return {"target_states": self.target_states, "failure_states": self.failure_states}
 
-    def evaluate(self, job: dict[str, Any]) -> Verdict | None:
+    def evaluate(self, job: Job) -> Verdict | None:
         return job_condition(job, self.target_states, self.failure_states)
 
 
@@ -77,7 +78,7 @@ class VertexReplicaTrigger(SensorTrigger):
     def serialize_kwargs(self) -> dict[str, Any]:
         return {"replicas": self.replicas}
 
-    def evaluate(self, job: dict[str, Any]) -> Verdict | None:
+    def evaluate(self, job: Job) -> Verdict | None:
         return replica_condition(job, self.replicas)
 
 
@@ -95,5 +96,5 @@ class VertexTrialTrigger(SensorTrigger):
     def serialize_kwargs(self) -> dict[str, Any]:
         return {"min_succeeded": self.min_succeeded, "metric_threshold": self.metric_threshold}
 
-    def evaluate(self, job: dict[str, Any]) -> Verdict | None:
+    def evaluate(self, job: Job) -> Verdict | None:
         return trial_condition(job, min_succeeded=self.min_succeeded, metric_threshold=self.metric_threshold)
