@@ -33,7 +33,11 @@ it runs elsewhere. The trigger fires just before the deadline so that it, not th
 check (which would drop the trigger without cancelling anything), ends the task.
 
 ``on_kill`` (Airflow >= 3.3 calls it when a user kills the deferred task; see ``_compat``) cancels the
-job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running. A task
+job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running. Airflow also
+calls it, with the same "user action" message, on a triggerer that lost the trigger to another
+triggerer (two or more running, this one's heartbeat late): then the task instance is still deferred,
+and ``on_kill`` leaves the job to the triggerer that now waits on it
+(``airflow_vertex_dist.triggers.task_state``). A task
 marked by hand before the triggerer started this trigger is covered by
 ``airflow_vertex_dist.listeners``; one cleared then, by the next try (``operators/job.py``).
 """
@@ -52,6 +56,7 @@ from airflow_vertex_dist.triggers.base import JobWaitTrigger
 from airflow_vertex_dist.triggers.conditions.events import JobEvent
 from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE
+from airflow_vertex_dist.triggers.task_state import task_instance_state
 
 __all__ = ["VertexJobTrigger"]
 
@@ -190,8 +195,17 @@ class VertexJobTrigger(JobWaitTrigger):
             return None
 
     async def on_kill(self) -> None:
-        """Airflow >= 3.3: the user killed the deferred task; cancel the job if ``cancel_on_kill``."""
-        if self.cancel_on_kill:
-            await self._cancel()
-        else:
+        """Airflow >= 3.3: the triggerer stopped this trigger "by user action"; cancel the job if
+        ``cancel_on_kill`` -- unless the task instance is still deferred: then the trigger only moved
+        to another triggerer, which waits on the job now (:mod:`~airflow_vertex_dist.triggers.task_state`)."""
+        if not self.cancel_on_kill:
             self.log.info("cancel_on_kill=False: leaving job %s running", self.job_name)
+            return
+        if await task_instance_state(self) == "deferred":
+            self.log.info(
+                "Not cancelling job %s: the task is still deferred, so its trigger moved to another "
+                "triggerer (which waits on the job now) rather than being ended by a user",
+                self.job_name,
+            )
+            return
+        await self._cancel()

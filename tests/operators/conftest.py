@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .fixtures import airflow_db, emulator, vertex_conn
+from .fixtures import airflow_db, emulator, supervisor_channel, vertex_conn
 
-__all__ = ["airflow_db", "emulator", "vertex_conn"]
+__all__ = ["airflow_db", "emulator", "supervisor_channel", "vertex_conn"]

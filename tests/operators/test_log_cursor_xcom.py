@@ -11,9 +11,7 @@ channel answers sync calls only, so this is the path a triggerer without async X
 from __future__ import annotations
 
 import asyncio
-import os
 import types
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,29 +30,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 EARLY = LogCursor("2026-01-01T00:00:01.000000001Z", "1.workerpool0-0.000000001")
 LATER = LogCursor("2026-01-01T00:00:02.5Z", "1.workerpool0-0.000000007")
 LATEST = LogCursor("2026-01-01T00:00:03Z", "1.workerpool1-0.000000002")
-
-
-@pytest.fixture
-def supervisor_channel(airflow_db: None) -> Iterator[None]:
-    import psutil
-    import structlog
-    from airflow.sdk.execution_time.supervisor import (
-        InProcessSupervisorComms,
-        InProcessTestSupervisor,
-        set_supervisor_comms,
-    )
-    from uuid6 import uuid7
-
-    supervisor = InProcessTestSupervisor(
-        id=uuid7(),
-        pid=os.getpid(),
-        process=psutil.Process(),
-        process_log=structlog.get_logger(logger_name="task").bind(),
-        client=InProcessTestSupervisor._api_client(),
-    )
-    supervisor.comms = InProcessSupervisorComms(supervisor=supervisor)
-    with set_supervisor_comms(supervisor.comms):
-        yield
 
 
 def _finished_run() -> Any:
