@@ -34,9 +34,11 @@ def parse_duration(text: str) -> timedelta | None:
 
 
 def duration_to_api(value: timedelta) -> str:
-    """Render a duration as proto JSON: ``"3600s"``, or ``"1.500000s"`` with a fraction."""
+    """Render a duration as proto JSON: ``"3600s"``, or ``"1.500000s"`` with a fraction; a negative
+    one has its sign in front of both parts (``"-2.250000s"``), as protobuf writes it."""
     total_us = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-    seconds, micros = divmod(total_us, 1_000_000)
+    sign = "-" if total_us < 0 else ""
+    seconds, micros = divmod(abs(total_us), 1_000_000)
     if micros == 0:
-        return f"{seconds}s"
-    return f"{seconds}.{micros:06d}s"
+        return f"{sign}{seconds}s"
+    return f"{sign}{seconds}.{micros:06d}s"

@@ -43,9 +43,18 @@ def test_durations_out_of_range_and_round_trips() -> None:
     with pytest.raises(ValueError, match="out of range"):
         parse_duration(f"{MAX_DURATION_S + 1}s")
     assert parse_duration(f"{MAX_DURATION_S}s") == timedelta(seconds=MAX_DURATION_S)
-    for text in ("3600s", "1.500000s", "-2s", "0s"):
+    for text in ("3600s", "1.500000s", "-2s", "-2.250000s", "-0.500000s", "0s"):
         parsed = parse_duration(text)
         assert parsed is not None and duration_to_api(parsed) == text
+
+
+def test_a_negative_duration_is_shown_as_it_was_given() -> None:
+    # a negative fraction was written with floor division: -2.25 s came out as "-3.750000s"
+    from airflow_vertex_dist.specs import Scheduling
+    from airflow_vertex_dist.specs.errors import SpecValidationError
+
+    with pytest.raises(SpecValidationError, match=r"timeout: must be positive \(got -2\.250000s\)"):
+        Scheduling(timeout="-2.25s")
 
 
 def test_the_emulator_runs_the_timeout_the_specs_accept() -> None:
