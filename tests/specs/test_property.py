@@ -330,6 +330,13 @@ def tunings(draw: st.DrawFn) -> Any:
     return data
 
 
+#: The share of drawn jobs that must be valid, for the round trip to be exercised. Hypothesis also draws
+#: constants it finds in the project's modules that are loaded (its "local constants"), so the share
+#: moves with what else the test process imported (0.47 alone, 0.19 once the emulator's modules are
+#: loaded): the floor is set well below both.
+VALID_SHARE = 0.1
+
+
 def _check(
     model: type[DistributedTrainingJob] | type[HyperparameterTuningJob], data: Any, counts: Counter[str]
 ) -> None:
@@ -354,7 +361,7 @@ def test_job_dicts_validate_or_raise_validation_error() -> None:
         _check(DistributedTrainingJob, data, counts)
 
     run()
-    assert counts["valid"] >= 0.25 * sum(counts.values()), counts
+    assert counts["valid"] >= VALID_SHARE * sum(counts.values()), counts
     assert counts["invalid"] > 0, counts
 
 
@@ -367,7 +374,7 @@ def test_tuning_dicts_validate_or_raise_validation_error() -> None:
         _check(HyperparameterTuningJob, data, counts)
 
     run()
-    assert counts["valid"] >= 0.25 * sum(counts.values()), counts
+    assert counts["valid"] >= VALID_SHARE * sum(counts.values()), counts
     assert counts["invalid"] > 0, counts
 
 
