@@ -615,7 +615,7 @@ def test_the_service_variables_win_over_the_pools_env(env: Any, tmp_path: Path) 
         "tensorboard": "projects/p/locations/us-central1/tensorboards/7",
     }
     name = create(store, runner, spec)
-    job = finished(store, name)
+    job = finished(store, name, timeout=90)
     assert job["state"] == "JOB_STATE_SUCCEEDED", job.get("error")
     seen = json.loads(out.read_text())
     assert seen["CLOUD_ML_JOB_ID"] == name.split("/")[-1]
@@ -623,3 +623,40 @@ def test_the_service_variables_win_over_the_pools_env(env: Any, tmp_path: Path) 
     assert json.loads(seen["CLUSTER_SPEC"])["task"] == {"type": "workerpool0", "index": 0}
     assert seen["OWN"] == "kept"
     assert seen["AIP_TENSORBOARD_RESOURCE_NAME"] == "projects/p/locations/us-central1/tensorboards/7"
+
+
+def _script_pool(code: str, count: int = 1) -> dict[str, Any]:
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(count),
+        "containerSpec": {"imageUri": "local/trainer:1", "command": [sys.executable, "-c", code]},
+    }
+
+
+def test_a_worker_exiting_0_ends_only_that_replica(env: Any, tmp_path: Path) -> None:
+    """docs/emulator.md: success is the primary exiting 0; another replica exiting 0 just ends that
+    replica (the job runs on until the primary ends)."""
+    store, _, runner = env
+    release = tmp_path / "release"
+    primary = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+    name = create(store, runner, {"workerPoolSpecs": [_script_pool(primary), _script_pool("pass")]})
+    wait_for(
+        lambda: (runner.replica_view(name, "workerpool1-0") or {}).get("exitCode") == 0,
+        timeout=90,  # two interpreters to start: slow on a loaded machine
+        what="the worker's exit 0",
+    )
+    assert store.get(name)["state"] == "JOB_STATE_RUNNING"
+    assert (runner.replica_view(name, "workerpool0-0") or {}).get("exitCode") is None
+    release.touch()
+    assert finished(store, name, timeout=60)["state"] == "JOB_STATE_SUCCEEDED"
+
+
+def test_a_replica_ended_by_a_signal_reports_128_plus_n(env: Any) -> None:
+    """docs/emulator.md: a failed job's message gives the replica's exit status, 128 + n for signal n."""
+    store, _, runner = env
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"
+    name = create(store, runner, {"workerPoolSpecs": [_script_pool(code)]})
+    job = finished(store, name, timeout=90)
+    assert job["state"] == "JOB_STATE_FAILED" and job["error"]["code"] == 3
+    assert f"exited with a non-zero status of {128 + 10}" in job["error"]["message"]
+    assert "workerpool0-0" in job["error"]["message"]
