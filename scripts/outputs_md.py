@@ -75,7 +75,7 @@ def render() -> str:
 
 
 def updated(page: str) -> str:
-    """``page`` with its tables replaced by :func:`render`'s."""
+    """``page`` with its tables replaced by ``render``'s."""
     head, sep, rest = page.partition(START)
     if not sep:
         raise ValueError(f"{PAGE}: no {START!r} marker")

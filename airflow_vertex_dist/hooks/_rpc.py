@@ -31,7 +31,7 @@ __all__ = ["AsyncJobServiceCalls", "JobServiceCalls"]
 
 
 def _job(message: v1.CustomJob | v1.HyperparameterTuningJob) -> Job:
-    """A job message as the REST API's JSON (:func:`~airflow_vertex_dist.hooks._clients.job_to_dict`)."""
+    """A job message as the REST API's JSON (``job_to_dict``)."""
     return cast("Job", job_to_dict(message))
 
 

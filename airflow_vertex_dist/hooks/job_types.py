@@ -97,7 +97,7 @@ class _JobKeys(TypedDict, total=False):
 
 
 class CompactJob(_JobKeys, total=False):
-    """A job without its specs (:func:`~airflow_vertex_dist.hooks.job_dicts.compact_job`): name,
+    """A job without its specs (``compact_job``): name,
     display name, state, times, error, labels, web access URIs, and ``id``, the last segment of
     ``name``; on a tuning job also the trial counts, ``studySpec.metrics`` and the trials."""
 

@@ -1,10 +1,10 @@
 """The XCom values of the operators and sensors: JSON only, small, stable keys, typed.
 
-:class:`JobLink` (key ``vertex_job``, pushed as soon as the job is known), :class:`JobOutput` (the
-return value of a training task and of the sensors) and :class:`TuningOutput` (a tuning task's: the
-job output with :class:`~airflow_vertex_dist.triggers.conditions.trials.TrialCounts`, the
-:class:`~airflow_vertex_dist.triggers.conditions.trials.BestTrial` and one
-:class:`~airflow_vertex_dist.triggers.conditions.trials.TrialRow` per trial). docs/how-to/outputs.md
+``JobLink`` (key ``vertex_job``, pushed as soon as the job is known), ``JobOutput`` (the
+return value of a training task and of the sensors) and ``TuningOutput`` (a tuning task's: the
+job output with ``TrialCounts``, the
+``BestTrial`` and one
+``TrialRow`` per trial). docs/how-to/outputs.md
 shows their keys as tables written from these types (scripts/outputs_md.py).
 """
 

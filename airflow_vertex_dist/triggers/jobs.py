@@ -197,7 +197,7 @@ class VertexJobTrigger(JobWaitTrigger):
     async def on_kill(self) -> None:
         """Airflow >= 3.3: the triggerer stopped this trigger "by user action"; cancel the job if
         ``cancel_on_kill`` -- unless the task instance is still deferred: then the trigger only moved
-        to another triggerer, which waits on the job now (:mod:`~airflow_vertex_dist.triggers.task_state`)."""
+        to another triggerer, which waits on the job now (``task_state``)."""
         if not self.cancel_on_kill:
             self.log.info("cancel_on_kill=False: leaving job %s running", self.job_name)
             return

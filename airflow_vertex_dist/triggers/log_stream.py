@@ -9,7 +9,7 @@ write the lines already shown again.
 The triggerer (Airflow 3.3) writes a trigger's log lines to the task's log file from a separate log
 channel, and closes that file when it learns the trigger finished: lines still in that channel then
 land in the triggerer's own log, not the task's (seen on the real stack: the last 31 of 80 lines of a
-final batch). So after writing lines, :meth:`TriggerLogStream.finish` lets :data:`FINAL_LINES_GRACE_S`
+final batch). So after writing lines, ``TriggerLogStream.finish`` lets ``FINAL_LINES_GRACE_S``
 pass before the trigger fires its event, which gives the triggerer time to write them.
 """
 
@@ -96,7 +96,7 @@ class TriggerLogStream:
 
     async def finish(self, timeout: float) -> None:
         """After the job ended: one more poll cycle (bounded by ``timeout``), then write what it read;
-        returns once lines written lately had :data:`FINAL_LINES_GRACE_S` to reach the task's log."""
+        returns once lines written lately had ``FINAL_LINES_GRACE_S`` to reach the task's log."""
         with contextlib.suppress(*ASYNC_TIMEOUT):
             await asyncio.wait_for(self.poller.next_cycle(), timeout=timeout)
         self._write(self.sub.take())

@@ -32,7 +32,7 @@ Goal = Literal["MAXIMIZE", "MINIMIZE"]
 
 
 class BestTrial(TypedDict):
-    """The succeeded trial with the best final metric in the study's direction (:func:`best_trial`)."""
+    """The succeeded trial with the best final metric in the study's direction (``best_trial``)."""
 
     id: str
     parameters: dict[str, Any]
@@ -67,7 +67,7 @@ class TrialCounts(TypedDict):
 
 
 class TrialSummary(TrialCounts):
-    """:func:`trial_summary`: the counts, the best trial so far and one row per trial."""
+    """``trial_summary``: the counts, the best trial so far and one row per trial."""
 
     best: BestTrial | None
     trials: list[TrialRow]
