@@ -9,7 +9,7 @@ The Vertex AI console, or the emulator's own job page when the connection points
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from airflow.sdk import BaseOperatorLink
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 
-__all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "OwnedJob", "VertexJobLink"]
+__all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "OwnedJob", "OwnerRecord", "VertexJobLink"]
 
 #: The XCom key of ``{"name", "console_url"}`` (defined here, below the operators, which re-export it
 #: from ``airflow_vertex_dist.operators.outputs``).
@@ -29,6 +29,15 @@ LINK_XCOM_KEY = "vertex_job"
 #: ``airflow_vertex_dist.listeners`` cancels that job when a user marks the task failed or
 #: successful by hand.
 OWNER_XCOM_KEY = "vertex_job_owner"
+
+
+class OwnerRecord(TypedDict):
+    """The value under ``vertex_job_owner``: the job a task owns, its connection id and its own
+    impersonation chain (empty: the connection's applies)."""
+
+    name: str
+    conn_id: str
+    impersonation_chain: list[str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +50,7 @@ class OwnedJob:
     conn_id: str
     impersonation_chain: tuple[str, ...] = ()
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> OwnerRecord:
         """The JSON value pushed under ``OWNER_XCOM_KEY``."""
         chain = list(self.impersonation_chain)
         return {"name": self.name, "conn_id": self.conn_id, "impersonation_chain": chain}

@@ -40,6 +40,13 @@ TYPES = (
     (TRIALS, "TrialCounts", "`trial_counts` of a tuning output.", ""),
     (TRIALS, "BestTrial", "`best_trial` of a tuning output (`None` until a trial succeeded).", ""),
     (TRIALS, "TrialRow", "One of `trials` of a tuning output.", ""),
+    (
+        "airflow_vertex_dist.links",
+        "OwnerRecord",
+        "The value under `vertex_job_owner`, pushed by a training or tuning task that waits with "
+        "`cancel_on_kill`: what the provider's listener cancels when the task is marked by hand.",
+        "",
+    ),
 )
 
 

@@ -81,3 +81,11 @@ def test_the_xcom_values_have_the_keys_of_their_types() -> None:
     for row in out["trials"]:
         assert TrialRow.__required_keys__ <= set(row) <= every
     assert "infeasible_reason" in out["trials"][1]
+
+
+def test_the_owner_record_has_the_keys_of_its_type() -> None:
+    from airflow_vertex_dist.links import OwnedJob, OwnerRecord
+
+    record = OwnedJob("projects/p/locations/l/customJobs/1", "c", ("a@p.iam.gserviceaccount.com",)).record()
+    assert set(record) == OwnerRecord.__required_keys__
+    assert OwnedJob.from_record(record) == OwnedJob(record["name"], "c", ("a@p.iam.gserviceaccount.com",))
