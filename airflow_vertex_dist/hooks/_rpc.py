@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from google.cloud.aiplatform_v1 import types as v1
 
+from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.hooks._clients import job_to_dict
-from airflow_vertex_dist.hooks.job_dicts import CUSTOM_JOBS, JobKind, JobName
+from airflow_vertex_dist.hooks.job_dicts import JobName
 from airflow_vertex_dist.hooks.job_types import Job
 
 if TYPE_CHECKING:

@@ -12,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JOB_KINDS, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.job_dicts import (
-    CUSTOM_JOBS,
-    JOB_KINDS,
     REATTACHABLE_STATES,
-    TERMINAL_STATES,
     IfExists,
-    JobKind,
     check_if_exists,
     job_state,
-    rfc3339_key,
     short_state,
 )
 from airflow_vertex_dist.hooks.job_types import Job

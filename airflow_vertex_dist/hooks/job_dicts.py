@@ -1,8 +1,7 @@
 """Helpers over the v1 JSON job dicts the hooks return (camelCase keys, enum names as strings).
 
-Pure: no Google or Airflow imports. The job kinds, the active and terminal states and
-``rfc3339_key`` are defined in ``airflow_vertex_dist.common`` (shared with the emulator); they are
-still exported from here until the modules above the hooks import them from there.
+Pure: no Google or Airflow imports. The job kinds and states and the RFC 3339 times are in
+``airflow_vertex_dist.common`` (shared with the emulator).
 """
 
 from __future__ import annotations
@@ -11,31 +10,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from airflow_vertex_dist.common.jobs import (
-    ACTIVE_STATES,
     CUSTOM_JOBS,
-    JOB_KINDS,
-    TERMINAL_STATES,
     TUNING_JOBS,
     JobKind,
 )
 from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 
 if TYPE_CHECKING:
     from airflow_vertex_dist.hooks.job_types import CompactJob
 
 __all__ = [
-    "ACTIVE_STATES",
-    "CUSTOM_JOBS",
     "FAILURE_STATES",
     "IF_EXISTS",
-    "JOB_KINDS",
     "PARTIAL_SUCCESS",
     "REATTACHABLE_STATES",
-    "TERMINAL_STATES",
-    "TUNING_JOBS",
     "IfExists",
-    "JobKind",
     "JobName",
     "check_if_exists",
     "check_wait_settings",
@@ -43,7 +32,6 @@ __all__ = [
     "error_suffix",
     "job_state",
     "parse_job_name",
-    "rfc3339_key",
     "short_state",
 ]
 

@@ -22,6 +22,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.hooks.connection import VertexConnection, ui_field_behaviour
 from airflow_vertex_dist.hooks.find_or_create import (
     NO_CANCEL_STATES,
@@ -30,14 +31,7 @@ from airflow_vertex_dist.hooks.find_or_create import (
     newest_first,
 )
 from airflow_vertex_dist.hooks.hook_base import VertexHookBase, connection_form_widgets
-from airflow_vertex_dist.hooks.job_dicts import (
-    CUSTOM_JOBS,
-    TERMINAL_STATES,
-    IfExists,
-    JobKind,
-    job_state,
-    parse_job_name,
-)
+from airflow_vertex_dist.hooks.job_dicts import IfExists, job_state, parse_job_name
 from airflow_vertex_dist.hooks.job_types import Job, Trial
 from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, validate_labels
 from airflow_vertex_dist.hooks.off_loop import load_clients

@@ -14,15 +14,8 @@ import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_vertex_dist._compat import AirflowException
-from airflow_vertex_dist.hooks.job_dicts import (
-    ACTIVE_STATES,
-    REATTACHABLE_STATES,
-    TERMINAL_STATES,
-    IfExists,
-    JobKind,
-    job_state,
-    short_state,
-)
+from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.hooks.job_dicts import REATTACHABLE_STATES, IfExists, job_state, short_state
 from airflow_vertex_dist.hooks.labels import (
     BUDGET_LABEL,
     SPEC_LABEL,

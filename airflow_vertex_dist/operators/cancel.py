@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import AirflowException
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, job_state, parse_job_name
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.outputs import JobLink, JobOutput, job_output

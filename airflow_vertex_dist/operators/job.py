@@ -41,10 +41,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel
 
 from airflow_vertex_dist._compat import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout, conf
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES, JobKind
 from airflow_vertex_dist.hooks.job_dicts import (
-    TERMINAL_STATES,
     IfExists,
-    JobKind,
     check_if_exists,
     check_wait_settings,
     job_state,

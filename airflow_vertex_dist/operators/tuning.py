@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from airflow_vertex_dist.hooks.job_dicts import TUNING_JOBS, JobKind
+from airflow_vertex_dist.common.jobs import TUNING_JOBS, JobKind
 from airflow_vertex_dist.operators.job import VertexJobOperator
 from airflow_vertex_dist.operators.outputs import TuningOutput, tuning_output
 from airflow_vertex_dist.specs import HyperparameterTuningJob

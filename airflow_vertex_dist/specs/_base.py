@@ -24,7 +24,6 @@ __all__ = [
     "SpecModel",
     "SpecValidationError",
     "check_labels",
-    "duration_to_api",
     "fail",
     "parse_duration",
 ]

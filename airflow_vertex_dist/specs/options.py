@@ -12,7 +12,8 @@ from typing import Any, Literal
 from pydantic import ValidationInfo, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
-from airflow_vertex_dist.specs._base import Duration, SpecModel, duration_to_api, fail
+from airflow_vertex_dist.common.durations import duration_to_api
+from airflow_vertex_dist.specs._base import Duration, SpecModel, fail
 from airflow_vertex_dist.specs._checks import nonblank
 
 __all__ = ["DnsPeeringConfig", "PscInterfaceConfig", "Scheduling"]

@@ -33,8 +33,8 @@ from typing import Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.common.log_severity import SEVERITIES
+from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
-from airflow_vertex_dist.hooks.job_dicts import rfc3339_key
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter
 from airflow_vertex_dist.hooks.off_loop import load_clients
 

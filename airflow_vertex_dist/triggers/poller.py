@@ -36,15 +36,10 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
-from airflow_vertex_dist.hooks.job_dicts import (
-    ACTIVE_STATES,
-    TERMINAL_STATES,
-    JobKind,
-    job_state,
-    parse_job_name,
-    rfc3339_key,
-)
+from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from airflow_vertex_dist.hooks.off_loop import load_clients

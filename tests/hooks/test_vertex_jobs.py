@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.emulator import testing
 from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.emulator.faults import update_faults
 from airflow_vertex_dist.emulator.service import ApiError
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.find_or_create import JobAlreadyExistsError
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES
 from airflow_vertex_dist.hooks.labels import label_filter, run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import CREATE_TOKEN_LABEL, VertexJobsAsyncHook, VertexJobsHook
 

@@ -9,8 +9,9 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, error_suffix, job_state, short_state
+from airflow_vertex_dist.hooks.job_dicts import error_suffix, job_state, short_state
 from airflow_vertex_dist.triggers.conditions.events import Verdict
 
 __all__ = [

@@ -5,20 +5,13 @@ Pure: no Airflow or Google imports. Shared by the sensors, the job trigger and t
 
 from __future__ import annotations
 
-import datetime
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.hooks.job_dicts import (
-    ACTIVE_STATES,
-    TERMINAL_STATES,
-    compact_job,
-    error_suffix,
-    job_state,
-    short_state,
-)
+from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES
+from airflow_vertex_dist.common.rfc3339 import seconds_since
+from airflow_vertex_dist.hooks.job_dicts import compact_job, error_suffix, job_state, short_state
 from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
 
 __all__ = [
@@ -63,24 +56,6 @@ def job_condition(
     if state in failures:
         return Verdict("error", f"job {name} ended {short_state(state)}{error_suffix(job)}")
     return None
-
-
-_RFC3339 = LazyRegex(
-    r"^(?P<seconds>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d\d:\d\d)$"
-)
-
-
-def _seconds_since(rfc3339: object) -> float | None:
-    """Seconds from an API time (``2026-01-02T03:04:05.123456789Z``) to now, or ``None``."""
-    if not isinstance(rfc3339, str):
-        return None
-    match = _RFC3339.match(rfc3339)
-    if match is None:
-        return None
-    fraction = (match["fraction"] or "")[:6].ljust(6, "0")
-    offset = "+00:00" if match["offset"] in ("Z", "z") else match["offset"]
-    when = datetime.datetime.fromisoformat(f"{match['seconds']}.{fraction}{offset}")
-    return (datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()
 
 
 def job_event(
@@ -136,7 +111,7 @@ class PausedClock:
             return None
         now = time.monotonic()
         self._since = now if self._since is None else self._since
-        return max(now - self._since, _seconds_since(job.get("updateTime")) or 0.0)
+        return max(now - self._since, seconds_since(job.get("updateTime")) or 0.0)
 
 
 def cancel_outcome(cancel_on_kill: bool, cancelled: bool, *, left: str = "running") -> str:

@@ -9,7 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from airflow_vertex_dist.hooks.job_dicts import TERMINAL_STATES, error_suffix, job_state, short_state
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.hooks.job_dicts import error_suffix, job_state, short_state
 from airflow_vertex_dist.triggers.conditions.events import Verdict
 
 __all__ = [
