@@ -31,77 +31,47 @@ that ``package_uris``, ``base_output_directory`` and the user share.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
 import logging
 import mimetypes
-import os
 import re
-import secrets
-import shutil
 import threading
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from airflow_vertex_dist.common.rfc3339 import format_rfc3339
 from airflow_vertex_dist.emulator.gcs import to_local_path
+from airflow_vertex_dist.emulator.storage_tree import (
+    CHUNK,
+    bucket_dir,
+    bucket_resource,
+    commit,
+    copy_object,
+    existing,
+    hashes,
+    list_objects,
+    object_resource,
+    precondition,
+    prepare_target,
+    temp_beside,
+)
+from airflow_vertex_dist.emulator.storage_tree import (
+    StorageError as _Error,
+)
+from airflow_vertex_dist.emulator.storage_uploads import Upload, UploadSessions, split_multipart
 
 __all__ = ["MAX_MULTIPART_BYTES", "StorageServer"]
 
 #: largest ``uploadType=multipart`` body (clients switch to resumable uploads well below this).
 MAX_MULTIPART_BYTES = 64 * 1024 * 1024
 log = logging.getLogger(__name__)
-_CHUNK = 1024 * 1024
-_TMP_PREFIX = ".avd-upload-"
 _HOST = "127.0.0.1"
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
 _CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
-
-
-class _Error(Exception):
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-
-
-def _rfc3339(ts: float) -> str:
-    return format_rfc3339(datetime.fromtimestamp(ts, tz=timezone.utc))
-
-
-def _hashes(path: Path) -> tuple[str, str]:
-    """``(md5Hash, crc32c)`` of a file, base64 as the JSON API writes them."""
-    import google_crc32c
-
-    crc32c: Any = google_crc32c  # the package has no type hints
-    md5 = hashlib.md5(usedforsecurity=False)
-    crc = crc32c.Checksum()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            md5.update(block)
-            crc.update(block)
-    return base64.b64encode(md5.digest()).decode(), base64.b64encode(crc.digest()).decode()
-
-
-class _Upload:
-    """A resumable upload session: bytes so far go to a temporary file beside the object."""
-
-    def __init__(self, bucket: str, name: str, target: Path, if_generation_match: str | None) -> None:
-        self.bucket = bucket
-        self.name = name
-        self.target = target
-        self.if_generation_match = if_generation_match
-        self.tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-        self.received = 0
-        self.lock = threading.Lock()
 
 
 class _StorageHTTPServer(ThreadingHTTPServer):
@@ -111,8 +81,7 @@ class _StorageHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], root: Path) -> None:
         super().__init__(address, _Handler)
         self.root = root
-        self.uploads: dict[str, _Upload] = {}
-        self.uploads_lock = threading.Lock()
+        self.uploads = UploadSessions()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -172,7 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _body_chunks(self, length: int) -> Iterator[bytes]:
         left = length
         while left > 0:
-            block = self.rfile.read(min(_CHUNK, left))
+            block = self.rfile.read(min(CHUNK, left))
             if not block:
                 raise _Error(400, "invalid", "the request body ended before Content-Length bytes")
             left -= len(block)
@@ -286,59 +255,16 @@ class _Handler(BaseHTTPRequestHandler):
                 return end, rest[end], unquote(rest[end + 2]), unquote("/".join(rest[end + 4 :]))
         return None
 
-    # -- paths ------------------------------------------------------------------------------------
+    # -- the tree --------------------------------------------------------------------------------
 
-    def _bucket_dir(self, bucket: str) -> Path:
-        try:
-            path = to_local_path(f"gs://{bucket}", self.server.root, field="bucket")
-        except ValueError as exc:
-            raise _Error(400, "invalid", str(exc)) from None
-        if not path.is_dir():
-            raise _Error(404, "notFound", f"The specified bucket does not exist: {bucket}")
-        return path
+    def _base(self) -> str:
+        return f"http://{_HOST}:{self.server.server_address[1]}"
 
-    def _object_path(self, bucket: str, name: str) -> Path:
-        if not name:
-            raise _Error(400, "required", "object name: required")
-        if name.endswith("/"):
-            raise _Error(
-                400,
-                "invalid",
-                f"object name {name!r}: names ending in '/' (folder placeholders) cannot be stored in the "
-                "emulator's directory tree",
-            )
-        if name.split("/")[-1].startswith(_TMP_PREFIX):
-            raise _Error(400, "invalid", f"object name {name!r}: {_TMP_PREFIX}* is reserved by the emulator")
-        self._bucket_dir(bucket)
-        try:
-            return to_local_path(f"gs://{bucket}/{name}", self.server.root, field="object name")
-        except ValueError as exc:
-            raise _Error(400, "invalid", str(exc)) from None
-
-    def _existing(self, bucket: str, name: str) -> Path:
-        path = self._object_path(bucket, name)
-        if not path.is_file():
-            raise _Error(404, "notFound", f"No such object: {bucket}/{name}")
-        return path
-
-    # -- buckets ----------------------------------------------------------------------------------
-
-    def _bucket_resource(self, bucket: str, path: Path) -> dict[str, Any]:
-        created = _rfc3339(path.stat().st_mtime)
-        return {
-            "kind": "storage#bucket",
-            "id": bucket,
-            "name": bucket,
-            "selfLink": f"{self._base()}/storage/v1/b/{bucket}",
-            "location": "US",
-            "storageClass": "STANDARD",
-            "timeCreated": created,
-            "updated": created,
-            "metageneration": "1",
-        }
+    def _resource(self, bucket: str, name: str) -> dict[str, Any]:
+        return object_resource(self._base(), bucket, name, existing(self.server.root, bucket, name))
 
     def _get_bucket(self, bucket: str) -> None:
-        self._json(200, self._bucket_resource(bucket, self._bucket_dir(bucket)))
+        self._json(200, bucket_resource(self._base(), bucket, bucket_dir(self.server.root, bucket)))
 
     def _insert_bucket(self, query: dict[str, str]) -> None:
         length = self._length()
@@ -356,90 +282,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path.is_dir():
             raise _Error(409, "conflict", f"The bucket {bucket} already exists")
         path.mkdir(parents=True)
-        self._json(200, self._bucket_resource(bucket, path))
+        self._json(200, bucket_resource(self._base(), bucket, path))
 
-    # -- objects ----------------------------------------------------------------------------------
-
-    def _base(self) -> str:
-        return f"http://{_HOST}:{self.server.server_address[1]}"
-
-    def _resource(self, bucket: str, name: str, path: Path | None = None) -> dict[str, Any]:
-        path = path or self._existing(bucket, name)
-        st = path.stat()
-        md5, crc = _hashes(path)
-        quoted = quote(name, safe="")
-        return {
-            "kind": "storage#object",
-            "id": f"{bucket}/{name}/{st.st_mtime_ns}",
-            "name": name,
-            "bucket": bucket,
-            "generation": str(st.st_mtime_ns),
-            "metageneration": "1",
-            "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
-            "storageClass": "STANDARD",
-            "size": str(st.st_size),
-            "md5Hash": md5,
-            "crc32c": crc,
-            "etag": md5,
-            "timeCreated": _rfc3339(st.st_mtime),
-            "updated": _rfc3339(st.st_mtime),
-            "selfLink": f"{self._base()}/storage/v1/b/{bucket}/o/{quoted}",
-            "mediaLink": f"{self._base()}/download/storage/v1/b/{bucket}/o/{quoted}?alt=media",
-        }
+    # -- objects ---------------------------------------------------------------------------------
 
     def _list(self, bucket: str, query: dict[str, str]) -> None:
-        root = self._bucket_dir(bucket)
-        prefix = query.get("prefix", "")
-        delimiter = query.get("delimiter", "")
-        start = query.get("startOffset", "")
-        end = query.get("endOffset", "")
-        token = query.get("pageToken", "")
-        try:
-            limit = max(1, min(int(query.get("maxResults") or 1000), 1000))
-        except ValueError:
-            raise _Error(400, "invalid", f"maxResults: not a number ({query.get('maxResults')!r})") from None
-        names: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
-            rel = os.path.relpath(dirpath, root)
-            for filename in filenames:
-                if filename.startswith(_TMP_PREFIX):
-                    continue
-                name = filename if rel == "." else f"{rel.replace(os.sep, '/')}/{filename}"
-                if name.startswith(prefix):
-                    names.append(name)
-        names.sort()
-        items: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        seen: set[str] = set()
-        next_token = last = ""
-        for name in names:
-            if (start and name < start) or (end and name >= end) or (token and name <= token):
-                continue
-            if len(items) + len(prefixes) >= limit:
-                next_token = last
-                break
-            cut = name.find(delimiter, len(prefix)) if delimiter else -1
-            if cut != -1:
-                sub = name[: cut + len(delimiter)]
-                last = name
-                if sub not in seen:
-                    seen.add(sub)
-                    prefixes.append(sub)
-                continue
-            items.append(self._resource(bucket, name, root / name))
-            last = name
-        out: dict[str, Any] = {"kind": "storage#objects"}
-        if items:
-            out["items"] = items
-        if prefixes:
-            out["prefixes"] = prefixes
-        if next_token:
-            out["nextPageToken"] = next_token
-        self._json(200, out)
+        self._json(200, list_objects(self.server.root, self._base(), bucket, query))
 
     def _download(self, bucket: str, name: str) -> None:
-        path = self._existing(bucket, name)
+        path = existing(self.server.root, bucket, name)
         size = path.stat().st_size
         start, stop = 0, size
         status = 200
@@ -459,7 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
             status = 206
             headers["Content-Range"] = f"bytes {start}-{max(start, stop - 1)}/{size}"
         else:
-            md5, crc = _hashes(path)
+            md5, crc = hashes(path)
             headers["X-Goog-Hash"] = f"crc32c={crc},md5={md5}"
         headers["X-Goog-Generation"] = str(path.stat().st_mtime_ns)
         headers["X-Goog-Stored-Content-Length"] = str(size)
@@ -476,15 +327,15 @@ class _Handler(BaseHTTPRequestHandler):
             fh.seek(start)
             left = length
             while left > 0:
-                block = fh.read(min(_CHUNK, left))
+                block = fh.read(min(CHUNK, left))
                 if not block:
                     break
                 self.wfile.write(block)
                 left -= len(block)
 
     def _delete(self, bucket: str, name: str, query: dict[str, str]) -> None:
-        path = self._existing(bucket, name)
-        self._precondition(path, query.get("ifGenerationMatch"))
+        path = existing(self.server.root, bucket, name)
+        precondition(path, query.get("ifGenerationMatch"))
         path.unlink()
         self._send(204, b"", "application/json")
 
@@ -499,29 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
         destination's ``ifGenerationMatch`` and the source's ``ifSourceGenerationMatch`` and
         ``sourceGeneration`` are honoured."""
         self._drain()
-        source = self._existing(bucket, name)
-        generation = str(source.stat().st_mtime_ns)
-        wanted = query.get("sourceGeneration")
-        if wanted and wanted != generation:
-            raise _Error(404, "notFound", f"No such object: {bucket}/{name}#{wanted}")
-        wanted = query.get("ifSourceGenerationMatch")
-        if wanted and wanted != generation:
-            raise _Error(
-                412,
-                "conditionNotMet",
-                f"At least one of the pre-conditions you specified did not hold (ifSourceGenerationMatch="
-                f"{wanted}, generation {generation}).",
-            )
-        target = self._prepare_target(dest_bucket, dest_name)
-        tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-        try:
-            shutil.copyfile(source, tmp)
-            self._precondition(target, query.get("ifGenerationMatch"))
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-        resource = self._resource(dest_bucket, dest_name, target)
+        source, dest = (bucket, name), (dest_bucket, dest_name)
+        resource = copy_object(self.server.root, self._base(), source, dest, query)
         if verb == "copyTo":
             return self._json(200, resource)
         size = resource["size"]
@@ -538,52 +368,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- uploads ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _precondition(path: Path, if_generation_match: str | None) -> None:
-        if if_generation_match is None or if_generation_match == "":
-            return
-        current = str(path.stat().st_mtime_ns) if path.is_file() else "0"
-        if current != if_generation_match:
-            raise _Error(
-                412,
-                "conditionNotMet",
-                f"At least one of the pre-conditions you specified did not hold (ifGenerationMatch="
-                f"{if_generation_match}, generation {current}).",
-            )
-
-    def _prepare_target(self, bucket: str, name: str) -> Path:
-        path = self._object_path(bucket, name)
-        if path.is_dir():
-            raise _Error(
-                400, "invalid", f"object name {name!r}: the emulator holds objects below it ({name}/...)"
-            )
-        for parent in path.relative_to(self.server.root).parents:
-            if (self.server.root / parent).is_file():
-                raise _Error(
-                    400,
-                    "invalid",
-                    f"object name {name!r}: the object {parent.as_posix()} is stored as a file",
-                )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
     def _commit(
         self, tmp: Path, target: Path, if_generation_match: str | None, bucket: str, name: str
     ) -> None:
-        try:
-            self._precondition(target, if_generation_match)
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-        self._json(200, self._resource(bucket, name, target))
+        commit(tmp, target, if_generation_match)
+        self._json(200, object_resource(self._base(), bucket, name, target))
 
     def _upload(self, bucket: str, query: dict[str, str]) -> None:
         kind = query.get("uploadType", "")
         if kind == "media":
             name = query.get("name", "")
-            target = self._prepare_target(bucket, name)
-            tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+            target = prepare_target(self.server.root, bucket, name)
+            tmp = temp_beside(target)
             try:
                 with open(tmp, "wb") as fh:
                     for block in self._body_chunks(self._length()):
@@ -605,38 +401,15 @@ class _Handler(BaseHTTPRequestHandler):
                 413, "uploadTooLarge", f"a multipart upload is limited to {MAX_MULTIPART_BYTES} bytes here"
             )
         body = b"".join(self._body_chunks(length))
-        ctype = self.headers.get("Content-Type", "")
-        match = re.search(r'boundary="?([^";]+)"?', ctype)
-        if not ctype.startswith("multipart/related") or match is None:
-            raise _Error(400, "invalid", "Content-Type: multipart/related with a boundary is required")
-        delim = b"--" + match[1].encode()
-        chunks = body.split(delim)
-        parts = []
-        for chunk in chunks[1:]:
-            if chunk.startswith(b"--"):
-                break
-            # RFC 2046 says CRLF; gcsfs writes bare LF: accept both
-            match_sep = re.search(rb"\r?\n\r?\n", chunk)
-            if match_sep is None:
-                raise _Error(400, "invalid", "a multipart part has no header/body separator")
-            content = chunk[match_sep.end() :]
-            if content.endswith(b"\r\n"):
-                content = content[:-2]
-            elif content.endswith(b"\n"):
-                content = content[:-1]
-            parts.append(content)
-        if len(parts) != 2:
-            raise _Error(
-                400, "invalid", f"a multipart upload has 2 parts: metadata and media (got {len(parts)})"
-            )
+        metadata, media = split_multipart(body, self.headers.get("Content-Type", ""))
         try:
-            meta = json.loads(parts[0] or b"{}")
+            meta = json.loads(metadata or b"{}")
         except ValueError:
             raise _Error(400, "parseError", "the metadata part is not JSON") from None
         name = str(meta.get("name") or query.get("name") or "") if isinstance(meta, dict) else ""
-        target = self._prepare_target(bucket, name)
-        tmp = target.parent / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-        tmp.write_bytes(parts[1])
+        target = prepare_target(self.server.root, bucket, name)
+        tmp = temp_beside(target)
+        tmp.write_bytes(media)
         self._commit(tmp, target, query.get("ifGenerationMatch"), bucket, name)
 
     def _start_resumable(self, bucket: str, query: dict[str, str]) -> None:
@@ -649,12 +422,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             raise _Error(400, "parseError", "the object resource is not JSON") from None
         name = str(meta.get("name") or query.get("name") or "") if isinstance(meta, dict) else ""
-        target = self._prepare_target(bucket, name)
-        upload = _Upload(bucket, name, target, query.get("ifGenerationMatch"))
-        upload_id = secrets.token_urlsafe(16)
-        upload.tmp.touch()
-        with self.server.uploads_lock:
-            self.server.uploads[upload_id] = upload
+        target = prepare_target(self.server.root, bucket, name)
+        upload_id = self.server.uploads.open(Upload(bucket, name, target, query.get("ifGenerationMatch")))
         location = (
             f"{self._base()}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
             f"?uploadType=resumable&upload_id={upload_id}"
@@ -663,8 +432,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _resume(self, query: dict[str, str]) -> None:
         upload_id = query.get("upload_id", "")
-        with self.server.uploads_lock:
-            upload = self.server.uploads.get(upload_id)
+        upload = self.server.uploads.get(upload_id)
         if upload is None:
             raise _Error(404, "notFound", f"upload_id: no resumable upload session {upload_id!r}")
         length = self._length()
@@ -690,8 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Error(400, "invalid", f"Content-Range: {spec!r} with a non-empty body")
             total = match[3]
             if total != "*" and int(total) == upload.received:
-                with self.server.uploads_lock:
-                    self.server.uploads.pop(upload_id, None)
+                self.server.uploads.close(upload_id)
                 return self._commit(
                     upload.tmp, upload.target, upload.if_generation_match, upload.bucket, upload.name
                 )
@@ -730,8 +497,4 @@ class StorageServer:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
         self._httpd.server_close()
-        with self._httpd.uploads_lock:
-            for upload in self._httpd.uploads.values():
-                with contextlib.suppress(OSError):
-                    upload.tmp.unlink()
-            self._httpd.uploads.clear()
+        self._httpd.uploads.discard_all()

@@ -1,0 +1,306 @@
+"""The local Cloud Storage's objects: buckets and objects as the directory tree under ``--gcs-root``.
+
+Object ``gs://b/x/y`` is the file ``<root>/b/x/y`` (``gcs.to_local_path``, the emulator's one mapping);
+a bucket is a directory. This module holds what the JSON API (storage.py) does with them, apart from
+HTTP: names to paths (and the names the tree cannot hold), the bucket and object resources,
+listing, generation preconditions, atomic writes and copies. Every refusal is a :class:`StorageError`
+carrying the HTTP status and the API's error reason.
+
+An object's generation is its file's modification time in nanoseconds; metadata beyond name, size,
+hashes and times is not stored (``contentType`` is guessed from the name). Writes go to a temporary
+file beside the object (``.avd-upload-*``, never listed nor accepted as a name) and are renamed into
+place, so a reader never sees half an object.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import mimetypes
+import os
+import secrets
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from airflow_vertex_dist.common.rfc3339 import format_rfc3339
+from airflow_vertex_dist.emulator.gcs import to_local_path
+
+__all__ = [
+    "CHUNK",
+    "TMP_PREFIX",
+    "StorageError",
+    "bucket_dir",
+    "bucket_resource",
+    "commit",
+    "copy_object",
+    "existing",
+    "hashes",
+    "list_objects",
+    "object_path",
+    "object_resource",
+    "precondition",
+    "prepare_target",
+    "temp_beside",
+]
+
+#: bytes read or written at a time
+CHUNK = 1024 * 1024
+TMP_PREFIX = ".avd-upload-"
+
+
+class StorageError(Exception):
+    """A refused request: the HTTP status, the API's error reason and the message."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+def _rfc3339(ts: float) -> str:
+    return format_rfc3339(datetime.fromtimestamp(ts, tz=timezone.utc))
+
+
+def hashes(path: Path) -> tuple[str, str]:
+    """``(md5Hash, crc32c)`` of a file, base64 as the JSON API writes them."""
+    import google_crc32c
+
+    crc32c: Any = google_crc32c  # the package has no type hints
+    md5 = hashlib.md5(usedforsecurity=False)
+    crc = crc32c.Checksum()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            md5.update(block)
+            crc.update(block)
+    return base64.b64encode(md5.digest()).decode(), base64.b64encode(crc.digest()).decode()
+
+
+def temp_beside(target: Path) -> Path:
+    """A new temporary file name in ``target``'s directory (renamed onto it once complete)."""
+    return target.parent / f"{TMP_PREFIX}{secrets.token_hex(8)}"
+
+
+# -- names to paths ---------------------------------------------------------------------------------
+
+
+def bucket_dir(root: Path, bucket: str) -> Path:
+    try:
+        path = to_local_path(f"gs://{bucket}", root, field="bucket")
+    except ValueError as exc:
+        raise StorageError(400, "invalid", str(exc)) from None
+    if not path.is_dir():
+        raise StorageError(404, "notFound", f"The specified bucket does not exist: {bucket}")
+    return path
+
+
+def object_path(root: Path, bucket: str, name: str) -> Path:
+    if not name:
+        raise StorageError(400, "required", "object name: required")
+    if name.endswith("/"):
+        raise StorageError(
+            400,
+            "invalid",
+            f"object name {name!r}: names ending in '/' (folder placeholders) cannot be stored in the "
+            "emulator's directory tree",
+        )
+    if name.split("/")[-1].startswith(TMP_PREFIX):
+        raise StorageError(400, "invalid", f"object name {name!r}: {TMP_PREFIX}* is reserved by the emulator")
+    bucket_dir(root, bucket)
+    try:
+        return to_local_path(f"gs://{bucket}/{name}", root, field="object name")
+    except ValueError as exc:
+        raise StorageError(400, "invalid", str(exc)) from None
+
+
+def existing(root: Path, bucket: str, name: str) -> Path:
+    path = object_path(root, bucket, name)
+    if not path.is_file():
+        raise StorageError(404, "notFound", f"No such object: {bucket}/{name}")
+    return path
+
+
+def prepare_target(root: Path, bucket: str, name: str) -> Path:
+    """The path object ``name`` is written to, its directory created; refused when the tree cannot
+    hold it (a directory there, or a file where a directory of its path must be)."""
+    path = object_path(root, bucket, name)
+    if path.is_dir():
+        raise StorageError(
+            400, "invalid", f"object name {name!r}: the emulator holds objects below it ({name}/...)"
+        )
+    for parent in path.relative_to(root).parents:
+        if (root / parent).is_file():
+            raise StorageError(
+                400,
+                "invalid",
+                f"object name {name!r}: the object {parent.as_posix()} is stored as a file",
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# -- resources --------------------------------------------------------------------------------------
+
+
+def bucket_resource(base: str, bucket: str, path: Path) -> dict[str, Any]:
+    created = _rfc3339(path.stat().st_mtime)
+    return {
+        "kind": "storage#bucket",
+        "id": bucket,
+        "name": bucket,
+        "selfLink": f"{base}/storage/v1/b/{bucket}",
+        "location": "US",
+        "storageClass": "STANDARD",
+        "timeCreated": created,
+        "updated": created,
+        "metageneration": "1",
+    }
+
+
+def object_resource(base: str, bucket: str, name: str, path: Path) -> dict[str, Any]:
+    """The ``storage#object`` of the file ``path`` (``base``: the API's URL, for the links)."""
+    st = path.stat()
+    md5, crc = hashes(path)
+    quoted = quote(name, safe="")
+    return {
+        "kind": "storage#object",
+        "id": f"{bucket}/{name}/{st.st_mtime_ns}",
+        "name": name,
+        "bucket": bucket,
+        "generation": str(st.st_mtime_ns),
+        "metageneration": "1",
+        "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
+        "storageClass": "STANDARD",
+        "size": str(st.st_size),
+        "md5Hash": md5,
+        "crc32c": crc,
+        "etag": md5,
+        "timeCreated": _rfc3339(st.st_mtime),
+        "updated": _rfc3339(st.st_mtime),
+        "selfLink": f"{base}/storage/v1/b/{bucket}/o/{quoted}",
+        "mediaLink": f"{base}/download/storage/v1/b/{bucket}/o/{quoted}?alt=media",
+    }
+
+
+def list_objects(root: Path, base: str, bucket: str, query: dict[str, str]) -> dict[str, Any]:
+    """``objects.list``: ``prefix``, ``delimiter``, ``maxResults``, ``pageToken``, ``startOffset``,
+    ``endOffset``; names in lexicographic order, as Cloud Storage lists them."""
+    top = bucket_dir(root, bucket)
+    prefix = query.get("prefix", "")
+    delimiter = query.get("delimiter", "")
+    start = query.get("startOffset", "")
+    end = query.get("endOffset", "")
+    token = query.get("pageToken", "")
+    try:
+        limit = max(1, min(int(query.get("maxResults") or 1000), 1000))
+    except ValueError:
+        raise StorageError(
+            400, "invalid", f"maxResults: not a number ({query.get('maxResults')!r})"
+        ) from None
+    names: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        rel = os.path.relpath(dirpath, top)
+        for filename in filenames:
+            if filename.startswith(TMP_PREFIX):
+                continue
+            name = filename if rel == "." else f"{rel.replace(os.sep, '/')}/{filename}"
+            if name.startswith(prefix):
+                names.append(name)
+    names.sort()
+    items: list[dict[str, Any]] = []
+    prefixes: list[str] = []
+    seen: set[str] = set()
+    next_token = last = ""
+    for name in names:
+        if (start and name < start) or (end and name >= end) or (token and name <= token):
+            continue
+        if len(items) + len(prefixes) >= limit:
+            next_token = last
+            break
+        cut = name.find(delimiter, len(prefix)) if delimiter else -1
+        if cut != -1:
+            sub = name[: cut + len(delimiter)]
+            last = name
+            if sub not in seen:
+                seen.add(sub)
+                prefixes.append(sub)
+            continue
+        items.append(object_resource(base, bucket, name, top / name))
+        last = name
+    out: dict[str, Any] = {"kind": "storage#objects"}
+    if items:
+        out["items"] = items
+    if prefixes:
+        out["prefixes"] = prefixes
+    if next_token:
+        out["nextPageToken"] = next_token
+    return out
+
+
+# -- writes -----------------------------------------------------------------------------------------
+
+
+def precondition(path: Path, if_generation_match: str | None) -> None:
+    """``ifGenerationMatch``: the object's generation, ``0`` meaning "does not exist yet"."""
+    if if_generation_match is None or if_generation_match == "":
+        return
+    current = str(path.stat().st_mtime_ns) if path.is_file() else "0"
+    if current != if_generation_match:
+        raise StorageError(
+            412,
+            "conditionNotMet",
+            f"At least one of the pre-conditions you specified did not hold (ifGenerationMatch="
+            f"{if_generation_match}, generation {current}).",
+        )
+
+
+def commit(tmp: Path, target: Path, if_generation_match: str | None) -> None:
+    """Rename the complete temporary file onto the object if the precondition holds; the temporary
+    file is gone either way."""
+    try:
+        precondition(target, if_generation_match)
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def copy_object(
+    root: Path,
+    base: str,
+    source: tuple[str, str],
+    dest: tuple[str, str],
+    query: dict[str, str],
+) -> dict[str, Any]:
+    """Copy object ``source`` (bucket, name) onto ``dest``; the new object's resource. The
+    destination's ``ifGenerationMatch`` and the source's ``ifSourceGenerationMatch`` and
+    ``sourceGeneration`` are honoured."""
+    bucket, name = source
+    path = existing(root, bucket, name)
+    generation = str(path.stat().st_mtime_ns)
+    wanted = query.get("sourceGeneration")
+    if wanted and wanted != generation:
+        raise StorageError(404, "notFound", f"No such object: {bucket}/{name}#{wanted}")
+    wanted = query.get("ifSourceGenerationMatch")
+    if wanted and wanted != generation:
+        raise StorageError(
+            412,
+            "conditionNotMet",
+            f"At least one of the pre-conditions you specified did not hold (ifSourceGenerationMatch="
+            f"{wanted}, generation {generation}).",
+        )
+    target = prepare_target(root, *dest)
+    tmp = temp_beside(target)
+    try:
+        shutil.copyfile(path, tmp)
+        precondition(target, query.get("ifGenerationMatch"))
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return object_resource(base, *dest, target)
