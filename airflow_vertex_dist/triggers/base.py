@@ -153,7 +153,7 @@ class JobWaitTrigger(BaseTrigger):
         deadline = self.deadline(started)
         self.begin_wait()
         progress = ProgressLog()
-        logs = await log_stream_start(self) if self.stream_logs is not None else None
+        logs = log_stream_start(self) if self.stream_logs is not None else None
         try:
             async with watch_job(
                 self.job_name,

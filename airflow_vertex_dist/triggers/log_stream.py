@@ -25,7 +25,13 @@ from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.triggers.log_cursor import CursorStore, later
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
 
-__all__ = ["FINAL_LINES_GRACE_S", "LogStreamingTrigger", "TriggerLogStream", "log_stream_start"]
+__all__ = [
+    "FINAL_LINES_GRACE_S",
+    "LogStreamingTrigger",
+    "StartingLogStream",
+    "TriggerLogStream",
+    "log_stream_start",
+]
 
 #: how long lines written at the end of a wait get before the trigger fires (see the module doc)
 FINAL_LINES_GRACE_S = 1.0
@@ -114,16 +120,54 @@ class TriggerLogStream:
             self.store.close()
 
 
-async def log_stream_start(trigger: LogStreamingTrigger) -> TriggerLogStream:
+class StartingLogStream:
+    """A trigger's log stream being started: the saved cursor is read (one XCom call through the
+    triggerer's supervisor) in a task of its own, so the job wait never waits for it -- after a
+    restart, a triggerer's supervisor answers its triggers' reads one at a time. The stream
+    (:class:`TriggerLogStream`) subscribes once the cursor is known."""
+
+    def __init__(self, trigger: LogStreamingTrigger) -> None:
+        self.trigger = trigger
+        self.stream: TriggerLogStream | None = None
+        self._task = asyncio.get_running_loop().create_task(self._start(), name="vertex-logs start")
+
+    async def _start(self) -> None:
+        trigger = self.trigger
+        cursor = LogCursor(trigger.log_timestamp, trigger.log_insert_id)
+        store = CursorStore.of(trigger)
+        if store is not None:
+            saved = await store.load()
+            if saved is not None:
+                resumed = later(cursor, saved)
+                if resumed != cursor:
+                    trigger.log.info(
+                        "Replica logs resume after %s (the cursor saved before a restart)", resumed
+                    )
+                cursor = resumed
+            store.saved = cursor
+        try:
+            self.stream = TriggerLogStream(trigger, cursor, store)
+        except Exception as exc:  # streaming is best effort: never fail the wait that uses it
+            trigger.log.info("Replica logs are not streamed: %s", exc)
+
+    async def started(self, timeout: float | None = None) -> TriggerLogStream | None:
+        """The stream, once subscribed (None if that took longer than ``timeout`` or failed)."""
+        with contextlib.suppress(Exception, *ASYNC_TIMEOUT):
+            await asyncio.wait_for(asyncio.shield(self._task), timeout=timeout)
+        return self.stream
+
+    async def finish(self, timeout: float) -> None:
+        """After the job ended: the stream's :meth:`TriggerLogStream.finish` (once it has started)."""
+        stream = await self.started(timeout)
+        if stream is not None:
+            await stream.finish(timeout)
+
+    def close(self) -> None:
+        self._task.cancel()
+        if self.stream is not None:
+            self.stream.close()
+
+
+def log_stream_start(trigger: LogStreamingTrigger) -> StartingLogStream:
     """Start ``trigger``'s stream after the later of its kwargs' cursor and its saved one."""
-    cursor = LogCursor(trigger.log_timestamp, trigger.log_insert_id)
-    store = CursorStore.of(trigger)
-    if store is not None:
-        saved = await store.load()
-        if saved is not None:
-            resumed = later(cursor, saved)
-            if resumed != cursor:
-                trigger.log.info("Replica logs resume after %s (the cursor saved before a restart)", resumed)
-            cursor = resumed
-        store.saved = cursor
-    return TriggerLogStream(trigger, cursor, store)
+    return StartingLogStream(trigger)

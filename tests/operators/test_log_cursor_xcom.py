@@ -79,10 +79,12 @@ def test_the_cursor_is_saved_in_the_tasks_xcom_and_read_back_by_the_next_trigger
     }
 
     async def second_triggerer() -> LogCursor:
-        stream = await log_stream_start(trigger())  # its kwargs still say EARLY
+        starting = log_stream_start(trigger())  # its kwargs still say EARLY
         try:
+            stream = await starting.started()
+            assert stream is not None
             return stream.sub.cursor
         finally:
-            stream.close()
+            starting.close()
 
     assert asyncio.run(second_triggerer()) == LATEST

@@ -57,11 +57,13 @@ def test_a_stream_without_a_store_starts_at_its_kwargs_cursor() -> None:
     )
 
     async def run() -> tuple[object, LogCursor]:
-        stream = await log_stream_start(trigger)
+        starting = log_stream_start(trigger)
         try:
+            stream = await starting.started()
+            assert stream is not None
             return stream.store, stream.sub.cursor
         finally:
-            stream.close()
+            starting.close()
 
     store, cursor = asyncio.run(run())
     assert store is None
