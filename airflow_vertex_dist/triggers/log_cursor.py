@@ -17,10 +17,10 @@ trigger its ``task_instance``. So the stream keeps its cursor in the XCom
 
 The cursor is saved after its lines are handed to the trigger's log, never before: a triggerer
 stopped before the save lands repeats that last batch (at most one poll interval of lines) rather than
-skip it. A graceful restart (SIGTERM, as deployments stop a triggerer) repeats and drops nothing
-(tests/stack/test_training_logs.py). A ``kill -9`` also loses whatever the triggerer's log pipeline had
-not yet written to the log file, as it would any trigger's lines; should the cursor save have landed
-first, those lines are not streamed again.
+skip it. A graceful restart (SIGTERM, as deployments stop a triggerer) once the save landed repeats
+and drops nothing (tests/stack/test_training_logs.py). A ``kill -9`` also loses whatever the
+triggerer's log pipeline had not yet written to the log file, as it would any trigger's lines; should
+the cursor save have landed first, those lines are not streamed again.
 
 The XCom belongs to the try: Airflow clears a task instance's XComs when a new try starts (not when a
 deferred task resumes), so a retry streams its job's lines from the start, into its own try's log.
@@ -47,8 +47,9 @@ __all__ = ["CURSOR_XCOM_KEY", "CursorStore", "later"]
 log = logging.getLogger(__name__)
 
 CURSOR_XCOM_KEY = "vertex_dist_log_cursor"
-#: bound on one XCom call, so a stuck channel never holds the stream (or the trigger's end) up
-XCOM_TIMEOUT_S = 30.0
+#: bound on one XCom call, so a stuck channel never holds the stream (or the trigger's end) up for long;
+#: generous, as the job wait never waits for it (a loaded stack took over 30 s after a restart)
+XCOM_TIMEOUT_S = 120.0
 
 
 def later(a: LogCursor, b: LogCursor) -> LogCursor:
@@ -115,7 +116,7 @@ class CursorStore:
     def _failed(self, what: str, exc: BaseException) -> None:
         level = logging.DEBUG if self._warned else logging.WARNING
         self._warned = True
-        log.log(level, "Could not %s the log cursor XCom %s (%s): a restarted triggerer may repeat "
+        log.log(level, "Could not %s the log cursor XCom %s (%r): a restarted triggerer may repeat "
                 "lines", what, CURSOR_XCOM_KEY, exc)  # fmt: skip
 
     async def load(self) -> LogCursor | None:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
-from airflow_vertex_dist.triggers.log_cursor import CursorStore, later
+from airflow_vertex_dist.triggers.log_cursor import XCOM_TIMEOUT_S, CursorStore, later
 from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
 
 __all__ = [
@@ -157,8 +157,9 @@ class StartingLogStream:
         return self.stream
 
     async def finish(self, timeout: float) -> None:
-        """After the job ended: the stream's :meth:`TriggerLogStream.finish` (once it has started)."""
-        stream = await self.started(timeout)
+        """After the job ended: the stream's :meth:`TriggerLogStream.finish`, once it has started (its
+        cursor read is bounded by ``XCOM_TIMEOUT_S``: the task's log should have the job's last lines)."""
+        stream = await self.started(XCOM_TIMEOUT_S + timeout)
         if stream is not None:
             await stream.finish(timeout)
 

@@ -279,6 +279,10 @@ def render(figures: dict[str, Any]) -> str:
         "  then go to the triggerer's own log (31 of 80 lines of a final batch, after a triggerer",
         "  restart). The log stream now lets lines written at the end of a wait have a second before",
         "  the trigger fires its event.",
+        "- After a triggerer restart on the loaded machine, reading a stream's saved cursor took over",
+        "  30 s (the new triggerer answers its triggers' XCom reads through one supervisor) and timed",
+        "  out, so the stream started over and repeated 6 lines. The read now runs beside the job wait",
+        "  (which never waits for it) with a 120 s bound, and the stream starts once it is read.",
         "",
     ]
     return "\n".join(out)
@@ -317,8 +321,9 @@ def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:
     if restart:
         out.append(
             "A deferred task's primary prints "
-            f"{restart['ticks']} numbered lines over about 25 s; the triggerer is stopped (SIGTERM) once "
-            "the first lines are in the task log, and a new one started: "
+            f"{restart['ticks']} numbered lines with a pause halfway; in the pause, once the first half is "
+            "in the task log and the cursor of its last line saved, the triggerer is stopped (SIGTERM) "
+            "and a new one started: "
             f"{restart['repeated']} lines repeated, {restart['dropped']} dropped"
             + (
                 "; the new triggerer resumed from the cursor saved in the task's XCom."

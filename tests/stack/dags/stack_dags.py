@@ -120,11 +120,18 @@ for dag_id, deferrable in (("stack_logs_deferred", True), ("stack_logs_sync", Fa
         )
     globals()[dag_id] = dag
 
-# A primary printing TICKS numbered lines over about 25 s, streamed from the triggerer, which the test
-# restarts mid-stream: every line must be in the task log exactly once.
+# A primary printing TICKS numbered lines (0.3 s apart, with a PAUSE_S pause after half of them),
+# streamed from the triggerer, which the test restarts in the pause: every line must be in the task
+# log exactly once.
 TICKS = 80
+PAUSE_S = 15
 TICK_CODE = (
-    f"import time\nfor i in range({TICKS}):\n    print('tick %d' % i, flush=True)\n    time.sleep(0.3)\n"
+    "import time\n"
+    f"for i in range({TICKS}):\n"
+    f"    if i == {TICKS // 2}:\n"
+    f"        time.sleep({PAUSE_S})\n"
+    "    print('tick %d' % i, flush=True)\n"
+    "    time.sleep(0.3)\n"
 )
 with DAG("stack_logs_restart", schedule=None, start_date=START, default_args={"retries": 0}) as dag:
     VertexTrainingOperator(
