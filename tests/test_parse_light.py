@@ -100,6 +100,8 @@ def test_a_training_dag_loads_only_what_it_uses(tmp_path: Path) -> None:
         "airflow_vertex_dist.hooks.vertex_jobs",  # the hook class is looked up on first use
         "airflow_vertex_dist.hooks.connection",
         "airflow_vertex_dist.triggers.conditions",  # the wait rules are needed when the task runs
+        "airflow_vertex_dist.operators.output_types",  # the XCom types: for type checkers and docs
+        "airflow_vertex_dist.hooks.job_types",
     }
     # What Airflow's own DAG-building API loads is not ours to save (Airflow 3.1's loads
     # pydantic.functional_serializers itself).

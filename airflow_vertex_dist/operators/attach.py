@@ -25,12 +25,13 @@ from airflow_vertex_dist.hooks.labels import (
 )
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.operators.base import VertexBaseOperator
-from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY, JobLink
+from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_vertex_dist.hooks.job_types import Job
+    from airflow_vertex_dist.operators.output_types import JobLink
 
 __all__ = ["STATE_KEY", "JobAttachingOperator"]
 
@@ -155,7 +156,8 @@ class JobAttachingOperator(VertexBaseOperator):
         console = self.hook.console_url(self._job_name)
         self.log.info("Job page: %s", console)
         ti = context["ti"]
-        ti.xcom_push(key=LINK_XCOM_KEY, value=JobLink(name=self._job_name, console_url=console))
+        link: JobLink = {"name": self._job_name, "console_url": console}
+        ti.xcom_push(key=LINK_XCOM_KEY, value=link)
         if self.cancel_on_kill and self.wait:  # what the listener cancels if the task is marked by hand
             # with the task's own impersonation chain: the listener cancels with the task's credentials
             ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())

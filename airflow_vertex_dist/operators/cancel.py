@@ -10,11 +10,13 @@ from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
-from airflow_vertex_dist.operators.outputs import JobLink, JobOutput, job_output
+from airflow_vertex_dist.operators.outputs import job_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from airflow_vertex_dist.operators.output_types import JobLink, JobOutput
 
 __all__ = ["VertexCancelJobOperator"]
 
@@ -63,7 +65,8 @@ class VertexCancelJobOperator(VertexBaseOperator):
     def execute(self, context: Context) -> JobOutput:
         name = str(parse_job_name(str(self.job_name).strip()))
         console = self.hook.console_url(name)
-        context["ti"].xcom_push(key=LINK_XCOM_KEY, value=JobLink(name=name, console_url=console))
+        link: JobLink = {"name": name, "console_url": console}
+        context["ti"].xcom_push(key=LINK_XCOM_KEY, value=link)
         job, sent = self.hook.cancel_unless_ended(name)
         if not sent:
             self.log.info("Job %s already ended %s: nothing to cancel", name, job_state(job))

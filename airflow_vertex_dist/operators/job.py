@@ -54,12 +54,13 @@ from airflow_vertex_dist.hooks.labels import SPEC_LABEL, spec_fingerprint
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.attach import JobAttachingOperator
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.outputs import JobOutput, job_output
+from airflow_vertex_dist.operators.outputs import job_output
 from airflow_vertex_dist.operators.spec_field import check_keys, coerce_spec, has_jinja, spec_to_field
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_vertex_dist.operators.output_types import JobOutput
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
 __all__ = ["VertexJobOperator", "job_verdict"]

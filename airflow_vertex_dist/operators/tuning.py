@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from airflow_vertex_dist.common.jobs import TUNING_JOBS, JobKind
 from airflow_vertex_dist.operators.job import VertexJobOperator
-from airflow_vertex_dist.operators.outputs import TuningOutput, tuning_output
+from airflow_vertex_dist.operators.outputs import tuning_output
 from airflow_vertex_dist.specs import HyperparameterTuningJob
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.operators.output_types import TuningOutput
 
 __all__ = ["VertexTuningOperator"]
 

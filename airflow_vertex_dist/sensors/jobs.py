@@ -27,7 +27,7 @@ from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.outputs import JobLink, JobOutput, TuningOutput, job_output, tuning_output
+from airflow_vertex_dist.operators.outputs import job_output, tuning_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 from airflow_vertex_dist.triggers.conditions.events import Verdict, read_event
 from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
@@ -38,6 +38,8 @@ from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition
 if TYPE_CHECKING:
     from airflow.sdk import Context
     from airflow.triggers.base import BaseTrigger
+
+    from airflow_vertex_dist.operators.output_types import JobLink, JobOutput, TuningOutput
 
 __all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]
 
@@ -102,7 +104,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
     def _push_link(self, context: Context) -> None:
         if not self._link_pushed:
             name = self._name
-            value = JobLink(name=name, console_url=self.hook.console_url(name))
+            value: JobLink = {"name": name, "console_url": self.hook.console_url(name)}
             context["ti"].xcom_push(key=LINK_XCOM_KEY, value=value)
             self._link_pushed = True
 
