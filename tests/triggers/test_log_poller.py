@@ -227,3 +227,17 @@ def test_a_worker_slot_wait_reads_at_most_once_per_min_interval(em: Emulator) ->
         assert em.logs.calls - before == 2
     finally:
         hook.close()
+
+
+def test_a_sensor_that_streamed_in_its_first_poke_hands_its_cursor_to_its_trigger(em: Emulator) -> None:
+    from airflow_vertex_dist.sensors.jobs import VertexJobSensor
+
+    job_id = _finished_job(em, "handover", 3)
+    name = f"{PARENT}/customJobs/{job_id}"
+    sensor = VertexJobSensor(task_id="watch", job_name=name, stream_logs="all")
+    sensor._stream_lines(force=True)  # what the first poke does before the sensor defers
+    last = sensor._streamer.cursor
+    assert last.insert_id.endswith(".workerpool0-0.000000003")  # the third (last) line
+    kwargs = sensor.make_trigger(name).serialize()[1]
+    assert (kwargs["log_timestamp"], kwargs["log_insert_id"]) == (last.timestamp, last.insert_id)
+    assert sensor._streamer is None  # its reader is closed; the trigger streams from here on
