@@ -21,6 +21,7 @@ Other paths:
 * ``GET /web/<job-name>/<replica-key>``: a replica's web access page (state and log tail; JSON with
   ``?format=json``), from ``runner.replica_view``.
 * ``GET /ui/<job-name>``: a job page (state, pools, replicas, trials, error).
+  (The pages' HTML: pages.py.)
 * ``GET /emulator/stats``: calls per method, Cancel calls per job and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
@@ -37,7 +38,6 @@ token, a request without ``Authorization: Bearer <token>``. A body is bounded by
 from __future__ import annotations
 
 import hmac
-import html
 import json
 import logging
 import re
@@ -47,43 +47,21 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import accumulate
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from airflow_vertex_dist.emulator import logging_api
+from airflow_vertex_dist.emulator import logging_api, pages
 from airflow_vertex_dist.emulator.faults import FaultsError, faults_to_json, update_faults
-from airflow_vertex_dist.emulator.service import KINDS, METHODS, ApiError, JobService, MethodInfo
+from airflow_vertex_dist.emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
 
 __all__ = [
-    "HTTP_STATUS",
     "LISTEN_BACKLOG",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
     "RestServer",
     "json_depth",
-    "replica_keys",
 ]
 
 _log = logging.getLogger(__name__)
-
-#: google.rpc.Code name -> HTTP status, as Google APIs map them.
-HTTP_STATUS = {
-    "CANCELLED": 499,
-    "UNKNOWN": 500,
-    "INVALID_ARGUMENT": 400,
-    "DEADLINE_EXCEEDED": 504,
-    "NOT_FOUND": 404,
-    "ALREADY_EXISTS": 409,
-    "PERMISSION_DENIED": 403,
-    "UNAUTHENTICATED": 401,
-    "RESOURCE_EXHAUSTED": 429,
-    "FAILED_PRECONDITION": 400,
-    "ABORTED": 409,
-    "OUT_OF_RANGE": 400,
-    "UNIMPLEMENTED": 501,
-    "INTERNAL": 500,
-    "UNAVAILABLE": 503,
-    "DATA_LOSS": 500,
-}
 
 _KIND_ALT = "|".join(KINDS)
 _COLLECTION_RE = re.compile(rf"/v1/(?P<parent>projects/[^/]+/locations/[^/]+)/(?P<kind>{_KIND_ALT})")
@@ -103,32 +81,6 @@ _IGNORED_PARAMS = {"$alt", "alt", "$prettyPrint", "prettyPrint", "$fields", "fie
 
 def _method(kind: str, verb: str) -> MethodInfo:
     return next(m for m in METHODS.values() if m.kind == kind and m.verb == verb)
-
-
-def replica_keys(job: dict[str, Any]) -> list[str]:
-    """``workerpoolN-i`` for every replica of a CustomJob (or a tuning job's trial spec)."""
-    spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
-    keys = []
-    for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
-        for replica in range(int((pool or {}).get("replicaCount") or 0)):
-            keys.append(f"workerpool{index}-{replica}")
-    return keys
-
-
-def _html_page(title: str, body: str) -> bytes:
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}"
-        "pre{background:#f4f4f4;padding:1em;overflow:auto;max-height:40em}</style>"
-        f"</head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
-    ).encode()
-
-
-def _table(rows: list[tuple[str, Any]]) -> str:
-    cells = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
-    return f"<table>{cells}</table>"
 
 
 #: the largest request body read: a longer ``Content-Length`` is answered 413 before reading.
@@ -432,115 +384,20 @@ class _Handler(BaseHTTPRequestHandler):
         if query.get("format", [""])[-1] == "json":
             self._send_json(200, {"job": name, "job_state": job.get("state"), "replica": key, **view})
             return
-        rows: list[tuple[str, Any]] = [("job", name), ("job state", job.get("state", ""))]
-        log = ""
-        for k, v in view.items():
-            if "log" in k and isinstance(v, str | list):
-                log = v if isinstance(v, str) else "\n".join(map(str, v))
-            else:
-                rows.append((k, v if not isinstance(v, dict | list) else json.dumps(v)))
-        body = _table(rows) + f"<h2>log tail</h2><pre>{html.escape(log)}</pre>"
-        body += f"<p><a href='/ui/{quote(name)}'>job page</a></p>"
-        self._send(200, _html_page(f"{key} of {name}", body), "text/html; charset=utf-8")
+        page = pages.replica_page(name, key, job, view)
+        self._send(200, page, "text/html; charset=utf-8")
 
     def _ui(self, path: str) -> None:
         match = _UI_RE.fullmatch(path)
         if match is None:
             raise ApiError("NOT_FOUND", f"{path}: expected /ui/<job resource name>")
         name = match["name"]
-        job = self._job(name)
-        runner = self.server.service.runner
-        parts = [
-            _table(
-                [
-                    ("name", name),
-                    ("display name", job.get("displayName", "")),
-                    ("state", job.get("state", "")),
-                    ("created", job.get("createTime", "")),
-                    ("started", job.get("startTime", "")),
-                    ("ended", job.get("endTime", "")),
-                    ("labels", ", ".join(f"{k}={v}" for k, v in sorted((job.get("labels") or {}).items()))),
-                ]
-            )
-        ]
-        error = job.get("error")
-        if error:
-            parts.append(f"<h2>error</h2><pre>{html.escape(json.dumps(error, indent=2))}</pre>")
-        spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
-        pools = []
-        for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
-            if not pool:
-                pools.append((f"workerpool{index}", "(unused)"))
-                continue
-            machine = pool.get("machineSpec") or {}
-            what = (pool.get("containerSpec") or {}).get("imageUri") or (
-                pool.get("pythonPackageSpec") or {}
-            ).get("pythonModule", "")
-            accel = machine.get("acceleratorType")
-            shape = f"{machine.get('machineType', '')}" + (
-                f" + {machine.get('acceleratorCount', 1)} x {accel}" if accel else ""
-            )
-            pools.append((f"workerpool{index}", f"{pool.get('replicaCount', 0)} x {shape} - {what}"))
-        if pools:
-            parts.append("<h2>worker pools</h2>" + _table(pools))
-        if "jobSpec" in job:
-            replicas = []
-            for key in replica_keys(job):
-                view = runner.replica_view(name, key) or {}
-                state = view.get("state", "")
-                link = f"<a href='/web/{quote(name)}/{quote(key)}'>{html.escape(key)}</a>"
-                replicas.append(f"<tr><td>{link}</td><td>{html.escape(str(state))}</td></tr>")
-            parts.append(
-                "<h2>replicas</h2><table><tr><th>replica</th><th>state</th></tr>"
-                + "".join(replicas)
-                + "</table>"
-            )
-        trials = job.get("trials") or []
-        if trials:
-            rows = []
-            for trial in trials:
-                params = ", ".join(
-                    f"{p.get('parameterId')}={p.get('value')}" for p in trial.get("parameters") or []
-                )
-                metrics = ", ".join(
-                    f"{m.get('metricId')}={m.get('value')}"
-                    for m in (trial.get("finalMeasurement") or {}).get("metrics") or []
-                )
-                backing = trial.get("customJob", "")
-                link = f"<a href='/ui/{quote(backing)}'>{html.escape(backing)}</a>" if backing else ""
-                cells = [
-                    trial.get("id", ""),
-                    trial.get("state", ""),
-                    params,
-                    metrics,
-                    trial.get("infeasibleReason", ""),
-                ]
-                rows.append(
-                    "<tr>"
-                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
-                    + f"<td>{link}</td></tr>"
-                )
-            parts.append(
-                "<h2>trials</h2><table><tr><th>id</th><th>state</th><th>parameters</th><th>final metrics</th>"
-                "<th>infeasible reason</th><th>custom job</th></tr>" + "".join(rows) + "</table>"
-            )
-        self._send(
-            200, _html_page(job.get("displayName") or name, "".join(parts)), "text/html; charset=utf-8"
-        )
+        page = pages.job_page(name, self._job(name), self.server.service.runner.replica_view)
+        self._send(200, page, "text/html; charset=utf-8")
 
     def _index(self) -> None:
-        store = self.server.service.store
-        rows = []
-        for job in store.non_terminal():
-            link = f"<a href='/ui/{quote(job['name'])}'>{html.escape(job['name'])}</a>"
-            rows.append(
-                f"<tr><td>{link}</td><td>{html.escape(job.get('displayName', ''))}</td>"
-                f"<td>{html.escape(job.get('state', ''))}</td></tr>"
-            )
-        body = "<h2>jobs not finished</h2><table><tr><th>job</th><th>display name</th><th>state</th></tr>"
-        body += "".join(rows) + "</table><p><a href='/emulator/stats'>call counts</a> | "
-        body += "<a href='/emulator/faults'>fault settings</a></p>"
-        self._send(200, _html_page("Vertex AI emulator", body), "text/html; charset=utf-8")
+        page = pages.index_page(self.server.service.store.non_terminal())
+        self._send(200, page, "text/html; charset=utf-8")
 
 
 def _hostname(host_header: str) -> str:

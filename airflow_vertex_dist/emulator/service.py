@@ -47,6 +47,7 @@ from airflow_vertex_dist.emulator.store import JobStore
 from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
 
 __all__ = [
+    "HTTP_STATUS",
     "ApiError",
     "JobService",
     "KINDS",
@@ -74,6 +75,27 @@ class ApiError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+#: google.rpc.Code name -> HTTP status, as Google APIs map them.
+HTTP_STATUS = {
+    "CANCELLED": 499,
+    "UNKNOWN": 500,
+    "INVALID_ARGUMENT": 400,
+    "DEADLINE_EXCEEDED": 504,
+    "NOT_FOUND": 404,
+    "ALREADY_EXISTS": 409,
+    "PERMISSION_DENIED": 403,
+    "UNAUTHENTICATED": 401,
+    "RESOURCE_EXHAUSTED": 429,
+    "FAILED_PRECONDITION": 400,
+    "ABORTED": 409,
+    "OUT_OF_RANGE": 400,
+    "UNIMPLEMENTED": 501,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DATA_LOSS": 500,
+}
 
 
 class RunnerLike(Protocol):
