@@ -117,21 +117,23 @@ def stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float) -> None:
 
 
 def leftovers(prefix: str) -> list[int]:
-    """Live processes (not zombies) with an environment entry starting with ``prefix`` (``NAME=value...``)."""
-    needle = prefix.encode()
+    """Live processes (not zombies, not this one) with an environment entry starting with ``prefix``
+    (``NAME=value...``: the variable ``NAME``, its value starting with ``value...``)."""
+    import psutil
+
+    name, _, value = prefix.partition("=")
     me = os.getpid()
     out: list[int] = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    for proc in psutil.process_iter():
+        if proc.pid == me:
             continue
         try:
-            if not any(e.startswith(needle) for e in (entry / "environ").read_bytes().split(b"\0")):
+            found = proc.environ().get(name)
+            if found is None or not found.startswith(value) or proc.status() == psutil.STATUS_ZOMBIE:
                 continue
-            if (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z":
-                continue
-        except (OSError, IndexError):
+        except psutil.Error:  # gone, a zombie, or not ours to read
             continue
-        out.append(int(entry.name))
+        out.append(proc.pid)
     return out
 
 
