@@ -274,7 +274,7 @@ class JobService:
     def cancel_counts(self) -> dict[str, int]:
         """Cancel calls per job name: every Cancel that reached an existing job, whether it was
         accepted or refused (FAILED_PRECONDITION for an ended job); not those failed by an injected
-        fault before they ran (:meth:`call_counts` has those)."""
+        fault before they ran (``call_counts`` has those)."""
         with self._lock:
             return dict(self._cancels)
 

@@ -3,7 +3,7 @@
 Object ``gs://b/x/y`` is the file ``<root>/b/x/y`` (``gcs.to_local_path``, the emulator's one mapping);
 a bucket is a directory. This module holds what the JSON API (storage.py) does with them, apart from
 HTTP: names to paths (and the names the tree cannot hold), the bucket and object resources,
-listing, generation preconditions, atomic writes and copies. Every refusal is a :class:`StorageError`
+listing, generation preconditions, atomic writes and copies. Every refusal is a ``StorageError``
 carrying the HTTP status and the API's error reason.
 
 An object's generation is its file's modification time in nanoseconds; metadata beyond name, size,
