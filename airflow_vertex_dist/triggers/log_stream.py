@@ -124,7 +124,7 @@ class StartingLogStream:
     """A trigger's log stream being started: the saved cursor is read (one XCom call through the
     triggerer's supervisor) in a task of its own, so the job wait never waits for it -- after a
     restart, a triggerer's supervisor answers its triggers' reads one at a time. The stream
-    (:class:`TriggerLogStream`) subscribes once the cursor is known."""
+    (``TriggerLogStream``) subscribes once the cursor is known."""
 
     def __init__(self, trigger: LogStreamingTrigger) -> None:
         self.trigger = trigger
@@ -157,7 +157,7 @@ class StartingLogStream:
         return self.stream
 
     async def finish(self, timeout: float) -> None:
-        """After the job ended: the stream's :meth:`TriggerLogStream.finish`, once it has started (its
+        """After the job ended: the stream's ``TriggerLogStream.finish``, once it has started (its
         cursor read is bounded by ``XCOM_TIMEOUT_S``: the task's log should have the job's last lines)."""
         stream = await self.started(XCOM_TIMEOUT_S + timeout)
         if stream is not None:

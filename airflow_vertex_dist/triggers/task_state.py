@@ -12,7 +12,7 @@ longer assigned to it, with the same "user action" cancel message in two differe
 Cancelling in the second case cancels a job another triggerer is waiting on: the task then fails
 with a cancelled job and its retry starts a second, billed job. The task instance tells the cases
 apart: a task ended or cleared by a user is no longer DEFERRED; one whose trigger only moved still is.
-:func:`task_instance_state` reads that state the way triggers read their XComs, through the
+``task_instance_state`` reads that state the way triggers read their XComs, through the
 supervisor channel (the triggerer's, or the in-process one of ``dag.test()``).
 """
 
