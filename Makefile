@@ -8,6 +8,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
+# The reliability and security tests record their figures here (tests/stack/figures.py); docs/reliability.md
+# is generated from this file. A plain pytest run outside make records into a temporary file instead.
+export AVD_FIGURES ?= $(CURDIR)/scripts/stack/figures.json
+
 .PHONY: install test lint typecheck unit compat test-stack demo clean
 
 # uv installs the project (seconds, not minutes); pip installs torch first, as the `examples` extra pins

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 __all__ = ["FIGURES_PATH", "Figures"]
 
-#: where the latest figures are kept (committed, with the docs page generated from them)
+#: where this run's figures go: ``AVD_FIGURES`` when set (``make unit`` and ``make test-stack`` set it to
+#: the committed ``scripts/stack/figures.json``, which ``docs/reliability.md`` is generated from), else a
+#: file in the temporary directory, so a plain ``pytest`` run never writes into the checkout
 FIGURES_PATH = Path(
-    os.environ.get("AVD_FIGURES", Path(__file__).resolve().parents[2] / "scripts" / "stack" / "figures.json")
+    os.environ.get("AVD_FIGURES")
+    or Path(tempfile.gettempdir()) / f"airflow-vertex-dist-figures-{os.getuid()}.json"
 )
 
 
