@@ -16,6 +16,10 @@ from airflow_vertex_dist.emulator.store import JobStore
 
 from .test_runner import TRAINERS, alive, finished, pool, wait_for
 
+#: starting two jobs' replicas (an interpreter each, plus a child and a daemon) took over 20 s on a
+#: machine with a load average of 20 on 2 cores; the replicas sleep far longer than this bound
+STARTUP_S = 120.0
+
 pytestmark = pytest.mark.slow
 
 
@@ -27,7 +31,7 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
         "displayName": "plain",
         "jobSpec": {
             "workerPoolSpecs": [
-                pool("behave.py", 1, "--sleep", "60", "--child", "--daemon", "--pidfile", str(pids))
+                pool("behave.py", 1, "--sleep", "600", "--child", "--daemon", "--pidfile", str(pids))
             ]
         },
     }
@@ -51,12 +55,15 @@ def test_recover_after_the_emulator_was_killed(tmp_path: Path) -> None:
         plain_name, restart_name = json.loads(emulator.stdout.readline())
         recorded = wait_for(
             lambda: pids.exists() and len(lines := pids.read_text().splitlines()) == 3 and lines,
+            timeout=STARTUP_S,
             what="the replica, its child and its daemon",
         )
-        wait_for(marker.exists, what="the restartable job's replica")
+        wait_for(marker.exists, timeout=STARTUP_S, what="the restartable job's replica")
         leader, child, daemon = (int(line.split()[0]) for line in recorded)
         store = JobStore(state / "jobs.sqlite3")
-        wait_for(lambda: store.get(plain_name)["state"] == "JOB_STATE_RUNNING", what="RUNNING")
+        wait_for(
+            lambda: store.get(plain_name)["state"] == "JOB_STATE_RUNNING", timeout=STARTUP_S, what="RUNNING"
+        )
         emulator.send_signal(signal.SIGKILL)
         emulator.wait(timeout=10)
     finally:
