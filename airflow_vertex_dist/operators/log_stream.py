@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from airflow_vertex_dist._compat import redact
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 
 __all__ = [
@@ -67,12 +68,6 @@ def selection_of(value: StreamLogs) -> Any:
     return list(value)
 
 
-def _redact(text: str) -> str:
-    try:
-        from airflow.sdk.execution_time.secrets_masker import redact
-    except ImportError:  # pragma: no cover - the module moved in later Airflow versions
-        from airflow.sdk._shared.secrets_masker import redact
-    return str(redact(text))
 
 
 def failing_replica(job: Mapping[str, Any]) -> str | None:
@@ -94,7 +89,7 @@ def failure_details(job: Mapping[str, Any], read_tail: Callable[[str, str, int],
         return f"\n(the last lines of {replica} could not be read from Cloud Logging: {exc})"
     if not lines:
         return f"\n{replica} wrote nothing to Cloud Logging."
-    body = "\n".join(_redact(str(line.text)[:MAX_LINE_CHARS]) for line in lines[-FAILURE_LINES:])
+    body = "\n".join(redact(str(line.text)[:MAX_LINE_CHARS]) for line in lines[-FAILURE_LINES:])
     return f"\nLast lines of {replica} (Cloud Logging):\n{body}"
 
 
