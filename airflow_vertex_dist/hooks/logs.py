@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from airflow_vertex_dist.common.rfc3339 import format_rfc3339
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.hook_base import VertexHookBase
 
@@ -106,11 +107,12 @@ def jobs_filter(
 
 
 def _rfc3339(value: Any) -> str:
+    """An entry's timestamp: the client's ``DatetimeWithNanoseconds`` keeps its nanoseconds (its own
+    ``rfc3339()``); a plain aware datetime goes through the package's one RFC 3339 writer."""
     rfc = getattr(value, "rfc3339", None)
     if callable(rfc):
         return str(rfc())
-    text = str(value.isoformat())
-    return text.replace("+00:00", "Z")
+    return format_rfc3339(value)
 
 
 def _severity_name(value: Any) -> str:

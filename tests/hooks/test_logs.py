@@ -115,3 +115,16 @@ def test_filter_text() -> None:
         'resource.type="ml_job" AND (resource.labels.job_id="1" OR resource.labels.job_id="2") '
         'AND timestamp>="2026-01-01T00:00:00Z" AND (resource.labels.task_name="workerpool1-0")'
     )
+
+
+def test_entry_timestamps_keep_nanoseconds_and_plain_datetimes_are_written_in_utc() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from google.api_core.datetime_helpers import DatetimeWithNanoseconds
+
+    from airflow_vertex_dist.hooks.logs import _rfc3339
+
+    nanos = DatetimeWithNanoseconds(2026, 1, 2, 3, 4, 5, nanosecond=123456789, tzinfo=timezone.utc)
+    assert _rfc3339(nanos) == "2026-01-02T03:04:05.123456789Z"
+    plus_two = datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert _rfc3339(plus_two) == "2026-01-02T03:04:05.000000Z"
