@@ -95,6 +95,12 @@ def _crash_outcome(key: str, fig: dict[str, Any]) -> str:
             + f"; the killed triggerer held {fig['held_by_killed']}, the survivor "
             f"{fig['held_by_survivor']} and took the first over {fig['took_over_s']} s after the kill; "
             f"orphan processes: {fig['orphans']}; {fig['seconds']} s"
+            + (
+                f"; `on_kill` called {fig['on_kill_calls']} times by a triggerer that lost a trigger it "
+                "still ran (its heartbeat late), no job cancelled"
+                if fig.get("on_kill_calls")
+                else ""
+            )
         )
     if key == "task_kill9":
         return f"run {fig['outcome']} after {fig['tries']} tries; {fig['jobs']} job (re-attached)"
@@ -283,6 +289,14 @@ def render(figures: dict[str, Any]) -> str:
         "  30 s (the new triggerer answers its triggers' XCom reads through one supervisor) and timed",
         "  out, so the stream started over and repeated 6 lines. The read now runs beside the job wait",
         "  (which never waits for it) with a 120 s bound, and the stream starts once it is read.",
+        "- With two triggerers, a deferred task's job could be cancelled while the task still waited",
+        "  on it, and the retry then made a second job (22 jobs for 20 runs in an earlier Celery run).",
+        "  Airflow's triggerer stops a trigger that is no longer assigned to it with the same \"user",
+        "  action\" cancel as a user's mark or clear, and so calls its `on_kill`, also when another",
+        "  triggerer took the trigger over because this one's heartbeat was late (a busy or stalled",
+        "  triggerer). `on_kill` now reads the task instance's state through the triggerer's Task SDK",
+        "  channel and cancels only a task that is no longer deferred; the frozen-triggerer scenario",
+        "  of the Celery profile reproduces the takeover on purpose.",
         "",
     ]
     return "\n".join(out)
@@ -339,6 +353,26 @@ def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:
 #: the Celery profile's scenarios (tests/stack/test_celery.py), in the order of its table
 CELERY = [
     ("smoke", "a deferred and a worker-slot (non-deferred) training task"),
+    (
+        "worker_kill9",
+        "`kill -9` of the Celery worker (and its task processes) running a non-deferred task, right "
+        "after its job was created (retries=2)",
+    ),
+    ("mark_failed_deferred", "deferred task marked failed through the REST API (two schedulers' listeners)"),
+    (
+        "triggerer_kill9",
+        "two triggerers (`--capacity 15` each) hold 20 deferred runs; `kill -9` of the one holding more",
+    ),
+    (
+        "triggerer_frozen",
+        "a triggerer stalled (SIGSTOP) past its health threshold while holding 6 deferred runs, then "
+        "resumed: it stops the triggers the other took over, calling their `on_kill`",
+    ),
+    (
+        "scheduler_kill9_backfill",
+        "`kill -9` of one of the two schedulers a third into a 30-run backfill (10 at a time, non-deferred) "
+        "with 20 % of the JobService calls failing",
+    ),
 ]
 
 
@@ -346,6 +380,31 @@ def _celery_outcome(key: str, fig: dict[str, Any]) -> str:
     if key == "smoke":
         runs = sorted(fig.items())
         return "; ".join(f"{dag_id}: run {f['outcome']}, {f['jobs']} job" for dag_id, f in runs)
+    if key == "worker_kill9":
+        return (
+            f"run {fig['outcome']} after {fig['tries']} tries (the retry on the other worker); "
+            f"{fig['jobs']} job (re-attached); {fig['killed_processes']} processes killed, "
+            f"{fig['orphans']} left"
+        )
+    if key == "mark_failed_deferred":
+        return (
+            f"job {fig['job_state']}, Cancel calls that reached it: {fig['cancel_calls']}; run {fig['run']}; "
+            f"replica processes left: {fig['replicas_left']}"
+        )
+    if key == "triggerer_kill9":
+        return _crash_outcome("two_triggerers_kill9", fig)
+    if key == "triggerer_frozen":
+        return (
+            f"{fig['succeeded']}/{fig['runs']} runs succeeded; {fig['jobs']} jobs; `on_kill` called "
+            f"{fig['on_kill_calls']} times ({fig['left_running']} trigger logs say it left the job running: "
+            f"the task was still deferred); Cancel calls that reached the jobs: {fig['cancel_calls']}"
+        )
+    if key == "scheduler_kill9_backfill":
+        return (
+            f"{fig['succeeded']}/{fig['runs']} runs succeeded; {fig['jobs']} jobs, {fig['duplicates']} "
+            f"duplicates, {fig['orphans']} orphan processes; {fig['runs_left_at_kill']} runs not ended at "
+            f"the kill; {fig['injected_faults']} faults injected; {fig['seconds']} s"
+        )
     return _cell(fig)
 
 

@@ -534,16 +534,29 @@ class AirflowStack:
         assert proc.popen is not None
         proc.popen.wait(30)
 
+    @staticmethod
+    def _stat(pid: int) -> tuple[str, int, int] | None:
+        """(state, parent pid, session id) of a process, or None when it is gone."""
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return fields[0], int(fields[1]), int(fields[3])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    @staticmethod
+    def _all_pids() -> list[int]:
+        return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
     def tree_pids(self, root: int) -> list[int]:
-        """``root`` and its descendants: the live ones (zombies excluded) carrying the stack's marker."""
-        alive = set(self.marked_pids())
+        """``root`` and its live descendants (zombies excluded), whatever their environment."""
         children: dict[int, list[int]] = {}
-        for pid in alive:
-            try:
-                ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
+        alive = set()
+        for pid in self._all_pids():
+            stat = self._stat(pid)
+            if stat is None or stat[0] == "Z":
                 continue
-            children.setdefault(ppid, []).append(pid)
+            alive.add(pid)
+            children.setdefault(stat[1], []).append(pid)
         found, todo = [], [root]
         while todo:
             pid = todo.pop()
@@ -552,21 +565,31 @@ class AirflowStack:
             todo.extend(children.get(pid, []))
         return found
 
+    def alive(self, pids: Iterable[int]) -> list[int]:
+        """Those of ``pids`` still running (zombies excluded)."""
+        return [pid for pid in pids if (stat := self._stat(pid)) is not None and stat[0] != "Z"]
+
     def marked_pids(self) -> list[int]:
-        """Live processes carrying this stack's marker in their environment (zombies excluded)."""
+        """Live processes of this stack (zombies excluded): those carrying its marker in their
+        environment, and those in the session of one of its processes. The second catches what the
+        first misses: a process that rewrites its title (Celery's pool processes and Airflow's task
+        processes do, with setproctitle) can overwrite the environment /proc shows for it."""
         needle = f"{MARKER_ENV}={self.marker}".encode()
+        sessions = {proc.popen.pid for proc in self.procs.values() if proc.popen is not None}
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        for pid in self._all_pids():
+            if pid == os.getpid():
                 continue
-            try:
-                if needle not in (entry / "environ").read_bytes().split(b"\0"):
+            stat = self._stat(pid)
+            if stat is None or stat[0] == "Z":
+                continue
+            if stat[2] not in sessions:
+                try:
+                    if needle not in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                        continue
+                except OSError:
                     continue
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if state != "Z":
-                found.append(int(entry.name))
+            found.append(pid)
         return found
 
     def replica_pids(self) -> list[int]:
