@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from marked_page import replace_marked  # scripts/ is on the path: run as a script, or by the tests
+
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "outputs.md"
 START = "<!-- xcom-types:start (written by scripts/outputs_md.py) -->"
 END = "<!-- xcom-types:end -->"
@@ -83,13 +85,7 @@ def render() -> str:
 
 def updated(page: str) -> str:
     """``page`` with its tables replaced by ``render``'s."""
-    head, sep, rest = page.partition(START)
-    if not sep:
-        raise ValueError(f"{PAGE}: no {START!r} marker")
-    _, sep, tail = rest.partition(END)
-    if not sep:
-        raise ValueError(f"{PAGE}: no {END!r} marker")
-    return head + render() + tail
+    return replace_marked(page, START, END, render(), PAGE)
 
 
 def main() -> int:

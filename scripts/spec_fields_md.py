@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from marked_page import replace_marked  # scripts/ is on the path: run as a script, or by the tests
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
@@ -104,13 +105,7 @@ def render() -> str:
 
 def updated(page: str) -> str:
     """``page`` with its tables replaced by ``render``'s."""
-    head, sep, rest = page.partition(START)
-    if not sep:
-        raise ValueError(f"{PAGE}: no {START!r} marker")
-    _, sep, tail = rest.partition(END)
-    if not sep:
-        raise ValueError(f"{PAGE}: no {END!r} marker")
-    return head + render() + tail
+    return replace_marked(page, START, END, render(), PAGE)
 
 
 def main() -> int:

@@ -13,6 +13,8 @@ SCRIPT = SCRIPTS / "spec_fields_md.py"
 
 
 def _script(path: Path = SCRIPT) -> object:
+    if str(SCRIPTS) not in sys.path:  # as when the script runs: its own folder first on the path
+        sys.path.insert(0, str(SCRIPTS))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
