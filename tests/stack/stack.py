@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -592,16 +592,21 @@ class AirflowStack:
             found.append(pid)
         return found
 
-    def replica_pids(self) -> list[int]:
-        """Live replica processes of the emulator (their cwd is under the emulator's work dir)."""
+    def replica_pids(self, jobs: Iterable[Mapping[str, Any]] | None = None) -> list[int]:
+        """Live replica processes of the emulator (their cwd is under the emulator's work dir); with
+        ``jobs`` (emulator job dicts), only those of these jobs (the work dir's first part is the job id)."""
         work = str(self.emulator_state / "work")
+        ids = None if jobs is None else {str(j["name"]).rsplit("/", 1)[1] for j in jobs}
         out = []
         for pid in self.marked_pids():
             try:
                 cwd = os.readlink(f"/proc/{pid}/cwd")
             except OSError:
-                continue
-            if cwd.startswith(work):
+                continue  # gone meanwhile
+            if ids is None:
+                if cwd.startswith(work):
+                    out.append(pid)
+            elif cwd.startswith(work + "/") and cwd[len(work) + 1 :].split("/", 1)[0] in ids:
                 out.append(pid)
         return out
 

@@ -91,17 +91,7 @@ def test_backfill_50_runs_under_kills_and_faults(stack: AirflowStack) -> None:
             failed_with_cause += 1
 
     def orphans() -> list[int]:  # replica processes of the backfill's jobs still alive
-        ids = {str(j["name"]).rsplit("/", 1)[1] for j in jobs}
-        work = str(stack.emulator_state / "work") + "/"
-        found = []
-        for pid in stack.replica_pids():
-            try:
-                cwd = os.readlink(f"/proc/{pid}/cwd")
-            except OSError:
-                continue  # gone meanwhile
-            if cwd.startswith(work) and cwd[len(work) :].split("/", 1)[0] in ids:
-                found.append(pid)
-        return found
+        return stack.replica_pids(jobs)
 
     poll_until(lambda: not orphans(), timeout=60, what="no replica process of the backfill left")
     stats = stack.emulator_stats()

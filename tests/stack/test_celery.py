@@ -237,19 +237,9 @@ def test_scheduler_kill9_mid_backfill_under_faults(celery_stack: CeleryStack) ->
     per_run = Counter(j["labels"]["airflow-run"] for j in jobs)
     duplicates = sum(n - 1 for n in per_run.values() if n > 1)
     succeeded = [r for r in done if r["state"] == "success"]
-    ids = {str(j["name"]).rsplit("/", 1)[1] for j in jobs}
-    work = str(stack.emulator_state / "work") + "/"
 
     def orphans() -> list[int]:
-        found = []
-        for pid in stack.replica_pids():
-            try:
-                cwd = os.readlink(f"/proc/{pid}/cwd")
-            except OSError:
-                continue
-            if cwd.startswith(work) and cwd[len(work) :].split("/", 1)[0] in ids:
-                found.append(pid)
-        return found
+        return stack.replica_pids(jobs)
 
     poll_until(lambda: not orphans(), timeout=60, what="no replica process of the backfill left")
     stats = stack.emulator_stats()

@@ -17,7 +17,6 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,19 +130,9 @@ def kill_one_of_two_triggerers(
         elapsed = time.monotonic() - started
         jobs = [run_jobs(stack, DAG_ID, run_id) for run_id in sorted(run_ids)]
         per_run = Counter(len(js) for js in jobs)
-        job_ids = {str(j["name"]).rsplit("/", 1)[1] for js in jobs for j in js}
-        work = str(stack.emulator_state / "work") + "/"
 
         def orphans() -> list[int]:
-            found = []
-            for pid in stack.replica_pids():
-                try:
-                    cwd = Path(f"/proc/{pid}/cwd").readlink()
-                except OSError:
-                    continue
-                if str(cwd).startswith(work) and str(cwd)[len(work) :].split("/", 1)[0] in job_ids:
-                    found.append(pid)
-            return found
+            return stack.replica_pids(j for js in jobs for j in js)
 
         poll_until(lambda: not orphans(), timeout=60, what="no replica process of the scenario left")
         figures = {
