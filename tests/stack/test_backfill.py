@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from airflow_vertex_dist.hooks.labels import RUN_LABEL, run_labels
+
 from .figures import Figures
 from .stack import AirflowStack, poll_until
 
@@ -36,6 +38,30 @@ def running_tis(stack: AirflowStack) -> list[dict[str, Any]]:
         "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/~/taskInstances", params={"state": "running", "limit": 100}
     )
     return list(data["task_instances"])
+
+
+def without_job(
+    stack: AirflowStack, runs: list[dict[str, Any]], jobs: list[dict[str, Any]], kills: Counter[str]
+) -> list[dict[str, Any]]:
+    """What a failed count says about the runs that have no job: their state, their task's state and
+    tries, the kills they took, and the end of their last try's log."""
+    with_job = {j["labels"]["airflow-run"] for j in jobs}
+    missing = [r for r in runs if run_labels(DAG_ID, "train", r["dag_run_id"])[RUN_LABEL] not in with_job]
+    report = []
+    for run in missing:
+        ti = stack.task_instance(DAG_ID, run["dag_run_id"], "train")
+        log = stack.task_log(DAG_ID, run["dag_run_id"], "train", int(ti["try_number"]))
+        report.append(
+            {
+                "run": run["dag_run_id"],
+                "run_state": run["state"],
+                "ti_state": ti["state"],
+                "try_number": ti["try_number"],
+                "kills": kills[str(run["dag_run_id"])],
+                "log_tail": log[-1500:],
+            }
+        )
+    return report
 
 
 def test_backfill_50_runs_under_kills_and_faults(stack: AirflowStack) -> None:
@@ -112,7 +138,8 @@ def test_backfill_50_runs_under_kills_and_faults(stack: AirflowStack) -> None:
         },
     )
     assert len(runs) == RUNS
-    assert len(jobs) == RUNS and duplicates == 0, per_run
+    assert duplicates == 0, {run: n for run, n in per_run.items() if n > 1}
+    assert len(jobs) == RUNS, without_job(stack, runs, jobs, kills)
     assert len(succeeded) + failed_with_cause == RUNS
     assert all(j["state"] == "JOB_STATE_SUCCEEDED" for j in jobs) or failed
     assert sum(kills.values()) > 0 and sum(stats["injected_faults"].values()) > 0
