@@ -10,6 +10,9 @@ import pytest
 
 from airflow_vertex_dist.emulator import testing
 from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.config import EmulatorConfig
+from airflow_vertex_dist.emulator.runner import Runner
+from airflow_vertex_dist.emulator.store import JobStore
 
 
 @pytest.fixture
@@ -41,3 +44,19 @@ def rest_client(emulator: Emulator) -> Iterator[Any]:
     client = testing.rest_client(emulator)
     yield client
     client.transport.close()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[tuple[JobStore, EmulatorConfig, Runner]]:
+    """A runner on a temporary job store and bucket root, with no server: the runner tests' peer."""
+    store = JobStore(tmp_path / "state" / "jobs.sqlite3")
+    config = EmulatorConfig(
+        state_dir=tmp_path / "state",
+        gcs_root=tmp_path / "gcs",
+        stop_grace_s=1.0,
+        web_base_url="http://127.0.0.1:9",
+    )
+    runner = Runner(store, config)
+    yield store, config, runner
+    runner.close()
+    store.close()

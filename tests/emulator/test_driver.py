@@ -17,9 +17,7 @@ import pytest
 from airflow_vertex_dist.emulator import custom_job
 from airflow_vertex_dist.emulator.custom_job import CustomJobRun
 
-from .test_runner import PARENT, env, finished, pool
-
-__all__ = ["env"]  # the runner tests' fixture
+from .runner_support import PARENT, finished, pool
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from airflow_vertex_dist.emulator.config import EmulatorConfig
 from airflow_vertex_dist.emulator.runner import Runner
 from airflow_vertex_dist.emulator.store import JobStore
 
-from .test_runner import TRAINERS, alive, finished, pool, wait_for
+from .runner_support import TRAINERS, alive, finished, pool, wait_for
 
 #: starting two jobs' replicas (an interpreter each, plus a child and a daemon) took over 20 s on a
 #: machine with a load average of 20 on 2 cores; the replicas sleep far longer than this bound

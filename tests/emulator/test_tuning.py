@@ -16,7 +16,7 @@ from airflow_vertex_dist.emulator.runner import Runner
 from airflow_vertex_dist.emulator.store import JobStore
 from airflow_vertex_dist.emulator.tuning import failed_trial_limit
 
-from .test_runner import PARENT, TRAINERS, finished, in_groups, wait_for
+from .runner_support import PARENT, TRAINERS, finished, in_groups, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,103 @@
+"""What the runner tests share: pools of the trainer scripts, and polling for a job's end and for
+processes (the runner on a temporary store is conftest's `env` fixture)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from airflow_vertex_dist.emulator.runner import Runner
+from airflow_vertex_dist.emulator.store import JobStore
+
+__all__ = [
+    "PARENT",
+    "TRAINERS",
+    "alive",
+    "create",
+    "finished",
+    "in_groups",
+    "pool",
+    "script_pool",
+    "wait_for",
+]
+
+TRAINERS = Path(__file__).parent / "trainers"
+PARENT = "projects/p/locations/us-central1"
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def pool(script: str, count: int = 1, *args: str, record: Path | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "imageUri": "local/trainer:1",
+        "command": [sys.executable, str(TRAINERS / script)],
+        "args": list(args),
+    }
+    if record is not None:
+        container["env"] = [{"name": "RECORD_DIR", "value": str(record)}]
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(count),
+        "containerSpec": container,
+    }
+
+
+def create(store: JobStore, runner: Runner, spec: dict[str, Any], name: str = "job") -> str:
+    job = store.insert("customJobs", PARENT, {"displayName": name, "jobSpec": spec})
+    runner.submit(job["name"])
+    return str(job["name"])
+
+
+def finished(store: JobStore, name: str, timeout: float = 30.0) -> dict[str, Any]:
+    terminal = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+    return dict(
+        wait_for(lambda: (j := store.get(name))["state"] in terminal and j, timeout, f"{name} to end")
+    )
+
+
+def alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def in_groups(pgids: set[int]) -> list[int]:
+    """Live processes (not zombies) of the given process groups."""
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) in pgids and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    return out
+
+
+def script_pool(code: str, count: int = 1) -> dict[str, Any]:
+    """A pool whose replicas run `python -c code`."""
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(count),
+        "containerSpec": {"imageUri": "local/trainer:1", "command": [sys.executable, "-c", code]},
+    }
