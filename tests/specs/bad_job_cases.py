@@ -1,0 +1,365 @@
+"""The bad-spec table's training-job rows (`test_bad_specs.py` runs them), with the valid bases the rows
+edit: each row is (case id, spec dict, expected field path, expected rule text)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "AT",
+    "CPU",
+    "IMG",
+    "JOB_CASES",
+    "PARAM",
+    "RS",
+    "RS_IMG",
+    "Case",
+    "J",
+    "T",
+    "job_base",
+    "tuning_base",
+]
+
+#: (case id, spec dict, expected field path, expected rule text)
+Case = tuple[str, dict[str, Any], str, str]
+
+IMG = "example.com/ml/trainer:1.0"
+RS_IMG = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
+V100X8 = {"machine_type": "n1-highmem-96", "accelerator_type": "NVIDIA_TESLA_V100", "accelerator_count": 8}
+
+
+def job_base() -> dict[str, Any]:
+    return {
+        "display_name": "job",
+        "primary": {"machine": dict(V100X8), "container": {"image_uri": IMG}},
+        "workers": {"machine": dict(V100X8), "replica_count": 4, "container": {"image_uri": IMG}},
+    }
+
+
+def tuning_base() -> dict[str, Any]:
+    return {
+        "trial_job": {
+            "display_name": "trial",
+            "primary": {"machine": {"machine_type": "n1-standard-4"}, "container": {"image_uri": IMG}},
+        },
+        "study": {
+            "metrics": [{"metric_id": "accuracy", "goal": "MAXIMIZE"}],
+            "parameters": [{"type": "double", "parameter_id": "lr", "min_value": 0.001, "max_value": 0.1}],
+        },
+        "max_trial_count": 4,
+        "parallel_trial_count": 2,
+    }
+
+
+def _set(base: Callable[[], dict[str, Any]], *edits: tuple[str, Any]) -> dict[str, Any]:
+    """Apply ``("a.b.0.c", value)`` edits to a fresh base dict; value ``...`` deletes the key."""
+    data = copy.deepcopy(base())
+    for path, value in edits:
+        parts: list[Any] = [int(p) if p.isdigit() else p for p in path.split(".")]
+        node: Any = data
+        for part in parts[:-1]:
+            node = node[part]
+        if value is ...:
+            del node[parts[-1]]
+        else:
+            node[parts[-1]] = value
+    return data
+
+
+def J(*edits: tuple[str, Any]) -> dict[str, Any]:
+    return _set(job_base, *edits)
+
+
+def T(*edits: tuple[str, Any]) -> dict[str, Any]:
+    return _set(tuning_base, *edits)
+
+
+RS = {"replica_count": "auto"}
+CPU = {"machine_type": "n1-standard-8"}
+PARAM = "study.parameters.0"
+#: the same parameter as an error names it (the union tag, "double" etc., is not part of the path)
+AT = "study.parameters[0]"
+
+JOB_CASES: list[Case] = [
+    # -- pools and positions
+    ("primary-2-replicas", J(("primary.replica_count", 2)), "primary.replica_count", "exactly 1 replica"),
+    ("primary-missing", J(("primary", ...)), "primary", "Field required"),
+    (
+        "ps-and-reducers",
+        J(("parameter_servers", {"machine": CPU, "container": {"image_uri": IMG}}), ("reduction_server", RS)),
+        "parameter_servers/reduction_server",
+        "never both",
+    ),
+    (
+        "task-both",
+        J(
+            (
+                "primary.python_package",
+                {"executor_image_uri": IMG, "package_uris": ["gs://b/p.tar.gz"], "python_module": "t.task"},
+            )
+        ),
+        "primary.container/python_package",
+        "exactly one of container or python_package is required (got both)",
+    ),
+    ("task-neither", J(("workers.container", ...)), "workers.container/python_package", "(got neither)"),
+    (
+        "env-empty-value",
+        J(("primary.container.env", {"A": ""})),
+        "primary.container.env",
+        "A: the value is required",
+    ),
+    (
+        "pool-zero-replicas",
+        J(("workers.replica_count", 0)),
+        "workers.replica_count",
+        "a worker pool in use needs at least 1 replica (got 0",
+    ),
+    (
+        "rs-image-in-workers",
+        J(("workers.container.image_uri", RS_IMG)),
+        "workers.container.image_uri",
+        "runs only in worker pool 2",
+    ),
+    # -- Reduction Server
+    (
+        "rs-accelerators",
+        J(("reduction_server", {"accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 1})),
+        "reduction_server",
+        "reducers must not have accelerators (got NVIDIA_TESLA_T4 x1)",
+    ),
+    (
+        "rs-args",
+        J(("reduction_server", {"args": ["--x"]})),
+        "reduction_server",
+        "takes no command, args or env",
+    ),
+    (
+        "rs-gpu-machine",
+        J(("reduction_server", {"machine_type": "a2-highgpu-1g"})),
+        "reduction_server.machine_type",
+        "reducers must not have accelerators",
+    ),
+    (
+        "rs-cpu-primary",
+        J(("primary.machine", CPU), ("workers", ...), ("reduction_server", RS)),
+        "reduction_server",
+        "needs GPU primary",
+    ),
+    (
+        "rs-cpu-says-what-to-do",
+        J(("primary.machine", CPU), ("workers", ...), ("reduction_server", RS)),
+        "reduction_server",
+        "add GPUs to the primary and the workers (machine.accelerator_type and accelerator_count), or "
+        "for CPU training drop reduction_server and use parameter_servers instead",
+    ),
+    (
+        "rs-cpu-workers",
+        J(("workers.machine", CPU), ("reduction_server", RS)),
+        "reduction_server",
+        "needs GPU workers",
+    ),
+    (
+        "rs-tpu",
+        J(
+            (
+                "primary.machine",
+                {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8},
+            ),
+            ("workers", ...),
+            ("reduction_server", RS),
+        ),
+        "reduction_server",
+        "not for TPU jobs",
+    ),
+    (
+        "rs-undersized",
+        J(("reduction_server", {"replica_count": 8})),
+        "reduction_server.replica_count",
+        "8 x n1-highcpu-16 give 256 Gbps, below the 500 Gbps of worker pools 0 and 1; use 16 or more",
+    ),
+    (
+        "rs-auto-unknown-bandwidth",
+        J(("reduction_server", {"machine_type": "x9-custom-8"})),
+        "reduction_server.replica_count",
+        "'auto' cannot size the reducers",
+    ),
+    (
+        "rs-bad-image",
+        J(("reduction_server", {"image_uri": IMG})),
+        "reduction_server.image_uri",
+        "must be a Reduction Server image",
+    ),
+    (
+        "rs-zero",
+        J(("reduction_server", {"replica_count": 0})),
+        "reduction_server.replica_count",
+        "at least 1",
+    ),
+    # -- machines
+    (
+        "count-without-type",
+        J(("primary.machine", {"machine_type": "n1-standard-4", "accelerator_count": 2})),
+        "primary.machine.accelerator_count",
+        "set accelerator_type too",
+    ),
+    (
+        "type-without-count",
+        J(("primary.machine.accelerator_count", 0)),
+        "primary.machine.accelerator_count",
+        "must be at least 1 when accelerator_type is NVIDIA_TESLA_V100",
+    ),
+    (
+        "gpu-count-3",
+        J(("primary.machine.accelerator_count", 3)),
+        "primary.machine.accelerator_count",
+        "1, 2, 4, 8 or 16 GPUs",
+    ),
+    (
+        "unknown-accelerator",
+        J(("primary.machine.accelerator_type", "NVIDIA_TESLA_X")),
+        "primary.machine.accelerator_type",
+        "Input should be",
+    ),
+    (
+        "tpu-v3-on-n1",
+        J(
+            (
+                "primary.machine",
+                {"machine_type": "n1-standard-8", "accelerator_type": "TPU_V3", "accelerator_count": 8},
+            )
+        ),
+        "primary.machine.accelerator_type",
+        "runs on machine_type 'cloud-tpu'",
+    ),
+    (
+        "topology-on-gpu",
+        J(("primary.machine.tpu_topology", "2x2")),
+        "primary.machine.tpu_topology",
+        "only for TPU machines",
+    ),
+    (
+        "topology-format",
+        J(("primary.machine", {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2by2"})),
+        "primary.machine.tpu_topology",
+        "must look like '2x2'",
+    ),
+    (
+        "machine-type-format",
+        J(("primary.machine.machine_type", "N1_STANDARD_4")),
+        "primary.machine.machine_type",
+        "must look like 'n1-standard-4'",
+    ),
+    (
+        "gpu-partition-count",
+        J(("primary.machine.gpu_partition_size", "1g.10gb")),
+        "primary.machine.gpu_partition_size",
+        "needs accelerator_count 1",
+    ),
+    (
+        "reservation-incomplete",
+        J(("primary.machine.reservation_affinity", {"reservation_affinity_type": "SPECIFIC_RESERVATION"})),
+        "primary.machine.reservation_affinity",
+        "needs both key and values",
+    ),
+    # -- disks, tasks, mounts
+    (
+        "disk-small",
+        J(("primary.disk", {"boot_disk_size_gb": 50})),
+        "primary.disk.boot_disk_size_gb",
+        "within [100, 64000]",
+    ),
+    (
+        "disk-type",
+        J(("primary.disk", {"boot_disk_type": "pd-fast"})),
+        "primary.disk.boot_disk_type",
+        "Input should be",
+    ),
+    ("env-name", J(("primary.container.env", {"1BAD": "x"})), "primary.container.env", "C identifier"),
+    (
+        "image-empty",
+        J(("primary.container.image_uri", " ")),
+        "primary.container.image_uri",
+        "must not be empty",
+    ),
+    (
+        "package-no-uris",
+        J(
+            ("primary.container", ...),
+            (
+                "primary.python_package",
+                {"executor_image_uri": IMG, "package_uris": [], "python_module": "t.task"},
+            ),
+        ),
+        "primary.python_package.package_uris",
+        "at least one package URI",
+    ),
+    (
+        "package-module",
+        J(
+            ("primary.container", ...),
+            (
+                "primary.python_package",
+                {"executor_image_uri": IMG, "package_uris": ["gs://b/p.tar.gz"], "python_module": "my-task"},
+            ),
+        ),
+        "primary.python_package.python_module",
+        "dotted Python module name",
+    ),
+    (
+        "nfs-relative-path",
+        J(("primary.nfs_mounts", [{"server": "10.0.0.2", "path": "data", "mount_point": "d"}])),
+        "primary.nfs_mounts[0].path",
+        "must start with '/'",
+    ),
+    # -- job fields
+    ("label-key-upper", J(("labels", {"Team": "ml"})), "labels", "must start with a lowercase letter"),
+    ("label-value-long", J(("labels", {"team": "x" * 64})), "labels.team", "at most 63 characters"),
+    ("label-value-chars", J(("labels", {"team": "ML Ops"})), "labels.team", "only lowercase letters"),
+    ("labels-65", J(("labels", {f"k{i}": "v" for i in range(65)})), "labels", "at most 64 labels"),
+    ("display-name-empty", J(("display_name", "")), "display_name", "must not be empty"),
+    ("display-name-long", J(("display_name", "x" * 129)), "display_name", "at most 128 characters"),
+    ("strategy-deprecated", J(("scheduling", {"strategy": "LOW_COST"})), "scheduling.strategy", "deprecated"),
+    ("strategy-unknown", J(("scheduling", {"strategy": "CHEAP"})), "scheduling.strategy", "Input should be"),
+    (
+        "max-wait-not-flex",
+        J(("scheduling", {"strategy": "SPOT", "max_wait_duration": "600s"})),
+        "scheduling.max_wait_duration",
+        "only applies to strategy FLEX_START",
+    ),
+    ("timeout-zero", J(("scheduling", {"timeout": "0s"})), "scheduling.timeout", "must be positive"),
+    ("timeout-garbage", J(("scheduling", {"timeout": "soon"})), "scheduling.timeout", "valid timedelta"),
+    (
+        "ip-ranges-without-network",
+        J(("reserved_ip_ranges", ["vertex-range"])),
+        "reserved_ip_ranges",
+        "needs network",
+    ),
+    ("network-format", J(("network", "my-vpc")), "network", "projects/{project}/global/networks/{network}"),
+    ("output-not-gcs", J(("base_output_directory", "/tmp/out")), "base_output_directory", "gs://bucket"),
+    (
+        "output-bucket-blank",
+        J(("base_output_directory", "gs://my bucket/out")),
+        "base_output_directory",
+        "gs://bucket",
+    ),
+    ("output-no-bucket", J(("base_output_directory", "gs:///out")), "base_output_directory", "gs://bucket"),
+    ("kms-format", J(("encryption_key", "my-key")), "encryption_key", "keyRings"),
+    ("service-account", J(("service_account", "robot")), "service_account", "e-mail address"),
+    ("tensorboard-format", J(("tensorboard", "tb-1")), "tensorboard", "tensorboards"),
+    (
+        "experiment-run-alone",
+        J(("experiment_run", "projects/p/locations/l/metadataStores/default/contexts/e-r")),
+        "experiment_run",
+        "needs experiment",
+    ),
+    (
+        "persistent-resource-id",
+        J(("persistent_resource_id", "Pool_1")),
+        "persistent_resource_id",
+        "lowercase letters",
+    ),
+    ("unknown-field", J(("replicas", 3)), "replicas", "unknown field (known: display_name, "),
+    ("location-format", J(("location", "US Central")), "location", "region like 'us-central1'"),
+]
