@@ -22,7 +22,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from .stack import AirflowStack, Proc, StackError, _tail, apt_install, free_port, poll_until
+from .procs import Proc, StackError, apt_install, free_port, poll_until, tail
+from .stack import AirflowStack
 
 __all__ = ["WORKERS", "CeleryStack", "redis_server"]
 
@@ -102,7 +103,7 @@ class CeleryStack(AirflowStack):
 
         def ready() -> bool:
             if not self.procs["redis"].alive():
-                raise StackError(f"redis-server exited:\n{_tail(log)}")
+                raise StackError(f"redis-server exited:\n{tail(log)}")
             try:
                 with socket.create_connection(("127.0.0.1", self.redis_port), timeout=1) as sock:
                     sock.sendall(b"PING\r\n")

@@ -22,7 +22,6 @@ the simple auth manager (``[core] simple_auth_manager_all_admins``: ``GET /auth/
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import secrets
@@ -33,132 +32,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-__all__ = ["AirflowStack", "Proc", "StackError", "apt_install", "free_port", "poll_until"]
+from .procs import MARKER_ENV, Proc, ProcessScan, StackError, free_port, poll_until, postgres_bin_dir, tail
+
+__all__ = ["AirflowStack"]
 
 VENV_BIN = Path(sys.executable).parent
-MARKER_ENV = "AVD_STACK_MARKER"
 SERVICES = ("api-server", "dag-processor", "scheduler", "triggerer")
 TERMINAL_RUN_STATES = {"success", "failed"}
 
 
-class StackError(RuntimeError):
-    """The stack could not start or misbehaved; the message quotes the relevant log tail."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def poll_until(check: Callable[[], Any], *, timeout: float, interval: float = 0.5, what: str = "") -> Any:
-    """Call ``check`` until it returns something truthy; TimeoutError naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"not reached within {timeout:g}s: {what or check}")
-        time.sleep(interval)
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def apt_install(package: str) -> None:
-    """Install a distribution package with apt-get, when we are root and have apt-get (else nothing:
-    the caller then reports what is missing)."""
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-q"], check=False, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", package], check=True, env=env, capture_output=True)
-
-
-def _pg_bin() -> Path:
-    """The directory of initdb/postgres, installing the distribution's package when missing."""
-
-    def find() -> Path | None:
-        for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-            if (Path(candidate) / "initdb").exists() and (Path(candidate) / "postgres").exists():
-                return Path(candidate)
-        initdb = shutil.which("initdb")
-        if initdb and (Path(initdb).resolve().parent / "postgres").exists():
-            return Path(initdb).resolve().parent
-        return None
-
-    found = find()
-    if found is None:
-        apt_install("postgresql")
-        found = find()
-    if found is None:
-        raise StackError("PostgreSQL is not installed (no initdb/postgres) and could not be installed")
-    return found
-
-
-class Proc:
-    """One started process: argv, log file, Popen (own session, so a group to signal)."""
-
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log: Path) -> None:
-        self.name, self.argv, self.env, self.log = name, argv, env, log
-        self.popen: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Proc:
-        with self.log.open("ab") as out:
-            self.popen = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def signal_group(self, sig: int) -> None:
-        if self.popen is None:
-            return
-        try:
-            os.killpg(self.popen.pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def stop(self, grace: float = 15.0, sig: int = signal.SIGTERM) -> None:
-        if self.popen is None:
-            return
-        if self.popen.poll() is None:
-            self.signal_group(sig)
-            try:
-                self.popen.wait(grace)
-            except subprocess.TimeoutExpired:
-                pass
-        self.signal_group(signal.SIGKILL)  # whatever is left of the group
-        try:
-            self.popen.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-class AirflowStack:
+class AirflowStack(ProcessScan):
     """PostgreSQL + scheduler + triggerer + dag-processor + api-server + emulator, on loopback."""
 
     def __init__(
@@ -293,7 +183,7 @@ class AirflowStack:
         """What the profile needs besides PostgreSQL, started before the migration (none here)."""
 
     def _start_postgres(self) -> None:
-        pg_bin = _pg_bin()
+        pg_bin = postgres_bin_dir()
         pg_dir = self.root / "pg"
         data, sock = pg_dir / "data", pg_dir / "sock"
         sock.mkdir(parents=True)
@@ -329,7 +219,7 @@ class AirflowStack:
 
         def ready() -> bool:
             if not self.procs["postgres"].alive():
-                raise StackError(f"postgres exited:\n{_tail(self.root / 'postgres.log')}")
+                raise StackError(f"postgres exited:\n{tail(self.root / 'postgres.log')}")
             try:
                 with socket.create_connection(("127.0.0.1", self.pg_port), timeout=1):
                     pass
@@ -364,7 +254,7 @@ class AirflowStack:
 
         def ready() -> str | None:
             if not proc.alive():
-                raise StackError(f"emulator exited:\n{_tail(log)}")
+                raise StackError(f"emulator exited:\n{tail(log)}")
             with log.open("rb") as fh:
                 fh.seek(offset)
                 for line in fh.read().decode(errors="replace").splitlines():
@@ -385,7 +275,7 @@ class AirflowStack:
                 env=self.airflow_env(), stdout=out, stderr=subprocess.STDOUT, check=False, timeout=600,
             ).returncode  # fmt: skip
         if rc != 0:
-            raise StackError(f"airflow db migrate failed ({rc}):\n{_tail(log)}")
+            raise StackError(f"airflow db migrate failed ({rc}):\n{tail(log)}")
 
     def start_service(self, name: str, *, key: str | None = None, args: Iterable[str] = ()) -> Proc:
         """Start ``airflow <name> [args]`` as ``self.procs[key]`` (``key`` defaults to ``name``; give
@@ -412,7 +302,7 @@ class AirflowStack:
         def up() -> bool:
             for name, proc in self.procs.items():
                 if not proc.alive():
-                    raise StackError(f"{name} exited:\n{_tail(proc.log)}")
+                    raise StackError(f"{name} exited:\n{tail(proc.log)}")
             try:
                 return self._http.get(f"{self.api_url}/api/v2/monitor/health").status_code == 200
             except httpx.HTTPError:
@@ -533,93 +423,6 @@ class AirflowStack:
         proc.signal_group(sig)
         assert proc.popen is not None
         proc.popen.wait(30)
-
-    @staticmethod
-    def _stat(pid: int) -> tuple[str, int, int] | None:
-        """(state, parent pid, session id) of a process, or None when it is gone."""
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return fields[0], int(fields[1]), int(fields[3])
-        except (OSError, ValueError, IndexError):
-            return None
-
-    @staticmethod
-    def _all_pids() -> list[int]:
-        return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
-
-    def tree_pids(self, root: int) -> list[int]:
-        """``root`` and its live descendants (zombies excluded), whatever their environment."""
-        children: dict[int, list[int]] = {}
-        alive = set()
-        for pid in self._all_pids():
-            stat = self._stat(pid)
-            if stat is None or stat[0] == "Z":
-                continue
-            alive.add(pid)
-            children.setdefault(stat[1], []).append(pid)
-        found, todo = [], [root]
-        while todo:
-            pid = todo.pop()
-            if pid in alive:
-                found.append(pid)
-            todo.extend(children.get(pid, []))
-        return found
-
-    def alive(self, pids: Iterable[int]) -> list[int]:
-        """Those of ``pids`` still running (zombies excluded)."""
-        return [pid for pid in pids if (stat := self._stat(pid)) is not None and stat[0] != "Z"]
-
-    def marked_pids(self) -> list[int]:
-        """Live processes of this stack (zombies excluded): those carrying its marker in their
-        environment, and those in the session of one of its processes. The second catches what the
-        first misses: a process that rewrites its title (Celery's pool processes and Airflow's task
-        processes do, with setproctitle) can overwrite the environment /proc shows for it."""
-        needle = f"{MARKER_ENV}={self.marker}".encode()
-        sessions = {proc.popen.pid for proc in self.procs.values() if proc.popen is not None}
-        found = []
-        for pid in self._all_pids():
-            if pid == os.getpid():
-                continue
-            stat = self._stat(pid)
-            if stat is None or stat[0] == "Z":
-                continue
-            if stat[2] not in sessions:
-                try:
-                    if needle not in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                        continue
-                except OSError:
-                    continue
-            found.append(pid)
-        return found
-
-    def replica_pids(self, jobs: Iterable[Mapping[str, Any]] | None = None) -> list[int]:
-        """Live replica processes of the emulator (their cwd is under the emulator's work dir); with
-        ``jobs`` (emulator job dicts), only those of these jobs (the work dir's first part is the job id)."""
-        work = str(self.emulator_state / "work")
-        ids = None if jobs is None else {str(j["name"]).rsplit("/", 1)[1] for j in jobs}
-        out = []
-        for pid in self.marked_pids():
-            try:
-                cwd = os.readlink(f"/proc/{pid}/cwd")
-            except OSError:
-                continue  # gone meanwhile
-            if ids is None:
-                if cwd.startswith(work):
-                    out.append(pid)
-            elif cwd.startswith(work + "/") and cwd[len(work) + 1 :].split("/", 1)[0] in ids:
-                out.append(pid)
-        return out
-
-    def pids_of_cmd(self, needle: str) -> list[int]:
-        out = []
-        for pid in self.marked_pids():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if needle in cmd:
-                out.append(pid)
-        return out
 
     def stop(self) -> list[int]:
         """Stop everything (Airflow services, emulator, then PostgreSQL); returns pids still alive."""

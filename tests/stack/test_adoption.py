@@ -16,7 +16,8 @@ import pytest
 from airflow_vertex_dist.hooks.labels import run_labels
 
 from .figures import Figures
-from .stack import AirflowStack, poll_until
+from .procs import poll_until
+from .stack import AirflowStack
 from .test_crashes import SLEEP, job_replicas_gone, run_jobs, wait_job
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]

@@ -24,7 +24,8 @@ import pytest
 from airflow_vertex_dist.hooks.labels import run_labels
 
 from .figures import Figures
-from .stack import AirflowStack, poll_until
+from .procs import poll_until
+from .stack import AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 

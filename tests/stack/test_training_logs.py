@@ -24,7 +24,8 @@ from urllib.parse import quote
 import pytest
 
 from .figures import Figures
-from .stack import AirflowStack, StackError, poll_until
+from .procs import StackError, poll_until
+from .stack import AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 

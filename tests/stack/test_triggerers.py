@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from .figures import Figures
-from .stack import AirflowStack, poll_until
+from .procs import poll_until
+from .stack import AirflowStack
 from .test_crashes import run_jobs
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
