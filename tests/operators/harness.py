@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_vertex_dist.emulator.app import Emulator
+from tests.polling import poll_until
 
 __all__ = [
     "CONN_ENV",
@@ -119,14 +119,7 @@ def dag_xcom(dr: Any, task_id: str, key: str = "return_value") -> Any:
 
 def poll(check: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.05, what: str = "") -> Any:
     """Call ``check`` until it returns a truthy value; TimeoutError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"not reached within {timeout:g}s: {what or check}")
-        time.sleep(interval)
+    return poll_until(check, timeout=timeout, interval=interval, what=what)
 
 
 def logged(capfd: Any) -> str:

@@ -22,7 +22,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from .procs import Proc, StackError, apt_install, free_port, poll_until, tail
+from tests.polling import poll_until
+
+from .procs import Proc, StackError, apt_install, free_port, tail
 from .stack import AirflowStack
 
 __all__ = ["WORKERS", "CeleryStack", "redis_server"]

@@ -10,8 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ __all__ = [
     "apt_install",
     "free_port",
     "postgres_bin_dir",
-    "poll_until",
     "tail",
 ]
 
@@ -38,18 +36,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def poll_until(check: Callable[[], Any], *, timeout: float, interval: float = 0.5, what: str = "") -> Any:
-    """Call ``check`` until it returns something truthy; TimeoutError naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"not reached within {timeout:g}s: {what or check}")
-        time.sleep(interval)
 
 
 def tail(path: Path, lines: int = 40) -> str:

@@ -39,7 +39,9 @@ from urllib.parse import quote
 
 import httpx
 
-from .procs import MARKER_ENV, Proc, ProcessScan, StackError, free_port, poll_until, postgres_bin_dir, tail
+from tests.polling import poll_until
+
+from .procs import MARKER_ENV, Proc, ProcessScan, StackError, free_port, postgres_bin_dir, tail
 
 __all__ = ["AirflowStack"]
 

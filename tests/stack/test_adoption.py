@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.labels import run_labels
+from tests.polling import poll_until
 
 from .figures import Figures
-from .procs import poll_until
 from .stack import AirflowStack
 from .test_crashes import SLEEP, job_replicas_gone, run_jobs, wait_job
 

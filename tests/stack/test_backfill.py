@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.labels import RUN_LABEL, run_labels
+from tests.polling import poll_until
 
 from .figures import Figures
-from .procs import poll_until
 from .stack import AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]

@@ -14,9 +14,10 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.polling import poll_until
+
 from .celery_stack import WORKERS, CeleryStack
 from .figures import Figures
-from .procs import poll_until
 from .test_crashes import SLEEP, attempt_log, job_replicas_gone, run_jobs, wait_job
 from .test_triggerers import DAG_ID as TRIGGERERS_DAG
 from .test_triggerers import USER_ACTION, WAIT_FOR_FILE, holders, kill_one_of_two_triggerers, trigger_logs

@@ -22,9 +22,9 @@ from urllib.parse import quote
 import pytest
 
 from airflow_vertex_dist.hooks.labels import run_labels
+from tests.polling import poll_until
 
 from .figures import Figures
-from .procs import poll_until
 from .stack import AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]

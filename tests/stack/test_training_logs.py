@@ -23,8 +23,10 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.polling import poll_until
+
 from .figures import Figures
-from .procs import StackError, poll_until
+from .procs import StackError
 from .stack import AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]

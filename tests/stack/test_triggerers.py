@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
+from tests.polling import poll_until
+
 from .figures import Figures
-from .procs import poll_until
 from .stack import AirflowStack
 from .test_crashes import run_jobs
 
