@@ -71,6 +71,9 @@ COMPAT_TESTS: tuple[str, ...] = (
     "tests/operators/test_tuning.py::test_tuning_runs_and_reports_the_best_trial",
     # a task marked by hand (the task-level hooks); a whole run marked by hand: tests/compat
     "tests/operators/test_user_actions.py::test_marking_a_waiting_task_by_hand_cancels_its_job",
+    # the log cursor's XCom round trip through the Task SDK: Airflow 3.1 and 3.2 have no async XCom
+    # calls, so there the cursor takes the sync_to_async path with that release's own supervisor
+    "tests/operators/test_log_cursor_xcom.py",
 )
 
 
