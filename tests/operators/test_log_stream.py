@@ -20,8 +20,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
-# Every replica prints two steps and leaves a mark; workerpool1-1 waits for all marks, prints a
-# distinctive line and a traceback, and exits 1 (failing the job); the others wait to be stopped.
+# Every replica prints two steps and leaves a mark; workerpool1-1 waits for every replica's mark (so all
+# have printed), prints a distinctive line and a traceback, and exits 1 (failing the job); the others
+# wait to be stopped.
 TRAINER = """
 import json, os, pathlib, sys, time
 task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
@@ -32,7 +33,8 @@ for step in range(2):
 (shared / me).touch()
 deadline = time.monotonic() + 60
 if me == "workerpool1-1":
-    while len(list(shared.iterdir())) < 3 and time.monotonic() < deadline:
+    marks = [shared / key for key in ("workerpool0-0", "workerpool1-0", "workerpool1-1")]
+    while not all(mark.exists() for mark in marks) and time.monotonic() < deadline:
         time.sleep(0.05)
     print("shard 7 is corrupt: giving up", flush=True)
     raise RuntimeError("corrupt shard 7")
@@ -41,7 +43,10 @@ while time.monotonic() < deadline:
 """
 
 
-def _spec(marks: Path) -> DistributedTrainingJob:
+def _spec(tmp_path: Path) -> DistributedTrainingJob:
+    """The job, its replicas leaving their marks in a directory of their own under ``tmp_path``."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
     code = f"SHARED = {str(marks)!r}" + TRAINER
 
     def pool(count: int) -> WorkerPool:
