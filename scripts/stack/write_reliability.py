@@ -204,7 +204,7 @@ def render(figures: dict[str, Any]) -> str:
             f"A {backfill['runs']}-run backfill (`POST /api/v2/backfills`, 10 runs at a time, non-deferred",
             "tasks, 4 retries) with 30 % of the hook's JobService calls failing (UNAVAILABLE,",
             "RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL) and random `kill -9` of running task",
-            "processes:",
+            "processes (at most two per task instance over all its tries, 20 in all):",
             "",
             "| runs | jobs | succeeded | failed (with cause) | duplicates | orphan replicas | task kills | "
             "faults injected | s |",
