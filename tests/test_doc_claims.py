@@ -370,6 +370,30 @@ def test_training_logs_numbers() -> None:
     assert conn.logging_endpoint is None and conn.logging_target == "127.0.0.1:8781"
 
 
+def test_training_logs_a_stream_goes_on_strictly_after_its_cursor() -> None:
+    """"A line whose timestamp is not after that cursor is never written": both streams (the
+    trigger's subscription and the worker-slot ``LogStreamer``) take a line only when their
+    ``LogCursor`` says it is after it, so a line made readable late is left out."""
+    from airflow_vertex_dist.hooks.logs import LogLine
+    from airflow_vertex_dist.operators.log_stream import LogStreamer
+    from airflow_vertex_dist.triggers import log_poller
+    from airflow_vertex_dist.triggers.log_poller import LogCursor
+
+    text = page("how-to/training-logs.md")
+    assert "a line whose timestamp is not after that cursor is never written" in text
+    for taker in (log_poller._LogSubscription.offer, LogStreamer.poll):
+        assert "if self.cursor.before(line)" in inspect.getsource(taker), taker
+
+    def line(stamp: str, insert_id: str, replica: str) -> LogLine:
+        return LogLine("1", replica, None, "INFO", stamp, insert_id, f"{replica} at {stamp}")
+
+    newer = line("2026-01-01T00:00:02Z", "1.workerpool1-0.000000001", "workerpool1-0")
+    cursor = LogCursor.of(newer)  # the newer line was read and written first
+    assert not cursor.before(line("2026-01-01T00:00:01Z", "1.workerpool0-0.000000001", "workerpool0-0"))
+    assert not cursor.before(newer)  # and it is not written twice
+    assert cursor.before(line("2026-01-01T00:00:02.000001Z", "1.workerpool0-0.000000002", "workerpool0-0"))
+
+
 # -- docs/how-to/index.md, docs/index.md ---------------------------------------------------------------
 # Also backed by: test_docs (every Vertex* class named exists), test_parse_light and .importlinter (the
 # specs import no Airflow or Google module).
