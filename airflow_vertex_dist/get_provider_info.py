@@ -149,6 +149,18 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "30",
                         "default": "50",
                     },
+                    "log_settle_seconds": {
+                        "description": "How long a replica log line is left to settle before it is "
+                        "streamed into a task log: each read takes the lines whose timestamp is at least "
+                        "this many seconds old, so a line Cloud Logging makes readable after newer lines "
+                        "(a late-arriving entry) is still streamed, in order. Lines reach the task log "
+                        "this much later; 0 streams at once, and a line made readable late is then "
+                        "left out.",
+                        "version_added": None,
+                        "type": "float",
+                        "example": "5",
+                        "default": "2",
+                    },
                 },
             },
         },

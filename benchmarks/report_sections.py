@@ -52,6 +52,18 @@ class RunInfo:
     notes: list[str] = field(default_factory=list)
 
 
+
+def _settle_used() -> float:
+    from airflow_vertex_dist.triggers.log_poller import settle_seconds
+
+    return settle_seconds()
+
+
+def _settle_default() -> float:
+    from airflow_vertex_dist.triggers.log_poller import DEFAULT_SETTLE_S
+
+    return DEFAULT_SETTLE_S
+
 def _x(value: float, digits: int = 2) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}×"
 
@@ -385,7 +397,10 @@ def logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> li
         "two lines per job and interval), all streaming through one shared log poller "
         "(`triggers/log_poller.py`, the one a triggerer runs) against the emulator's Logging API; "
         "entries.list calls counted at the emulator; the delay is from a line being written to the "
-        "poller handing it to its task's trigger (which writes it to the task log). Goals: "
+        "poller handing it to its task's trigger (which writes it to the task log), and includes the "
+        "settle window a line waits before a read takes it (`[vertex_dist] log_settle_seconds`, "
+        f"{_settle_used():g} s in this run; the default is {_settle_default():g} s, see "
+        "docs/how-to/training-logs.md). Goals: "
         f"{goals.log_calls_per_interval:g} `entries.list` call per interval per triggerer, p50 at most "
         f"{goals.log_delay_p50_intervals:g} poll intervals."
     )

@@ -394,6 +394,21 @@ def test_training_logs_a_stream_goes_on_strictly_after_its_cursor() -> None:
     assert cursor.before(line("2026-01-01T00:00:02.000001Z", "1.workerpool0-0.000000002", "workerpool0-0"))
 
 
+def test_training_logs_settle_window() -> None:
+    """The settle window's option, default and behaviour as the page states them (the window itself:
+    tests/triggers/test_log_settle.py)."""
+    from airflow_vertex_dist import get_provider_info
+    from airflow_vertex_dist.triggers import log_poller
+
+    text = page("how-to/training-logs.md")
+    settle = float(claim(text, r"log_settle_seconds = ([\d.]+)")[1])
+    assert settle == log_poller.DEFAULT_SETTLE_S
+    option = get_provider_info.get_provider_info()["config"]["vertex_dist"]["options"]["log_settle_seconds"]
+    assert float(option["default"]) == settle
+    assert "holds entries back 2 s by default" in text and log_poller.DEFAULT_SETTLE_S == 2.0
+    assert log_poller.settled_until(0) is None  # "0 streams at once"
+
+
 # -- docs/how-to/index.md, docs/index.md ---------------------------------------------------------------
 # Also backed by: test_docs (every Vertex* class named exists), test_parse_light and .importlinter (the
 # specs import no Airflow or Google module).

@@ -89,8 +89,10 @@ def jobs_filter(
     since: str | None = None,
     selection: ReplicaSelection = "all",
     min_severity: str | None = None,
+    until: str | None = None,
 ) -> str:
-    """A Logging filter for the replica lines of ``job_ids`` (at or after ``since``, RFC 3339)."""
+    """A Logging filter for the replica lines of ``job_ids`` (at or after ``since`` and at or before
+    ``until``, RFC 3339)."""
     ids = sorted(set(job_ids))
     if not ids:
         raise ValueError("job_ids: at least one job id is needed")
@@ -98,6 +100,8 @@ def jobs_filter(
     parts.append("(" + " OR ".join(f"resource.labels.job_id={_quote(i)}" for i in ids) + ")")
     if since:
         parts.append(f"timestamp>={_quote(since)}")
+    if until:
+        parts.append(f"timestamp<={_quote(until)}")
     clause = replicas_clause(selection)
     if clause:
         parts.append(clause)

@@ -105,9 +105,10 @@ class LogStreamer:
         *,
         min_interval_s: float = 1.2,
     ) -> None:
-        from airflow_vertex_dist.triggers.log_poller import LogCursor
+        from airflow_vertex_dist.triggers.log_poller import LogCursor, settle_seconds
 
         self.hook = hook
+        self.settle = settle_seconds()
         self.job_id = job_id
         self.selection = selection
         self.log = log
@@ -117,15 +118,23 @@ class LogStreamer:
         self.read_calls = 0
 
     def poll(self, *, force: bool = False) -> int:
-        """Write the lines since the last call (one read per ``min_interval_s`` at most); returns how many."""
+        """Write the lines since the last call (one read per ``min_interval_s`` at most) that have
+        settled (``[vertex_dist] log_settle_seconds`` old); returns how many. ``force`` (the wait
+        has its verdict, the job ended): let the settle window pass, then read every line left."""
         from airflow_vertex_dist.hooks.logs import jobs_filter
-        from airflow_vertex_dist.triggers.log_poller import LogCursor
+        from airflow_vertex_dist.triggers.log_poller import LogCursor, settled_until
 
         now = time.monotonic()
         if not force and now - self._last_read < self.min_interval_s:
             return 0
-        self._last_read = now
-        text = jobs_filter([self.job_id], since=self.cursor.timestamp or None, selection=self.selection)
+        until = settled_until(self.settle)
+        if force and until is not None:
+            time.sleep(self.settle)  # the settle window: late lines of the ended job become readable
+            until = None
+        self._last_read = time.monotonic()
+        text = jobs_filter(
+            [self.job_id], since=self.cursor.timestamp or None, selection=self.selection, until=until
+        )
         written = 0
         token = ""
         try:

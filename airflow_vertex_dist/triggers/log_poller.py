@@ -14,9 +14,15 @@ A cursor is the (timestamp, insert id) of the last line a subscriber received; l
 (timestamp, insert id) order, so a line is new exactly when it sorts after the cursor: nothing is
 repeated across pages or cycles (each read starts at the oldest point the poller has read up to for
 any subscriber, so a caught-up poller reads only new lines), and a subscriber that comes back with
-its last cursor resumes where it stopped. Read calls are paced by a budget per event loop (a
-triggerer process runs one): ``[vertex_dist] log_reads_per_minute``, default 50, shared by every log
-poller of the loop. RESOURCE_EXHAUSTED
+its last cursor resumes where it stopped. Each read also leaves out the lines younger than
+``[vertex_dist] log_settle_seconds`` (default ``DEFAULT_SETTLE_S``, filter ``timestamp<=``): Cloud
+Logging can make an entry readable after newer ones, and a cursor past it would never take it; held
+back until it has settled, such a line is read in its place. When a job ends, its stream waits for a
+cycle that has read past the end (``LogPoller.read_through``).
+
+Read calls are paced by a budget per event loop (a triggerer process runs one):
+``[vertex_dist] log_reads_per_minute``, default 50, shared by every log poller of the loop.
+RESOURCE_EXHAUSTED
 and other transient errors back the poller off (doubling, up to ``MAX_BACKOFF_S``) and never
 end a subscription.
 """
@@ -33,13 +39,14 @@ from typing import Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.common.log_severity import SEVERITIES
-from airflow_vertex_dist.common.rfc3339 import rfc3339_key
+from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos, rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter
 from airflow_vertex_dist.hooks.off_loop import load_clients
 
 __all__ = [
     "DEFAULT_READS_PER_MINUTE",
+    "DEFAULT_SETTLE_S",
     "MAX_IDS_IN_FILTER",
     "LogCursor",
     "LogPoller",
@@ -49,12 +56,18 @@ __all__ = [
     "get_log_poller",
     "process_budget",
     "selection_takes",
+    "settle_seconds",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Cloud Logging's read quota is 60 a minute per project; leave room for a person in the console.
 DEFAULT_READS_PER_MINUTE = 50
+#: How old a line must be before a read takes it (``[vertex_dist] log_settle_seconds``): Cloud Logging can
+#: make an entry readable after newer ones, and its own streaming read (``entries.tail``) holds entries
+#: back 2 s by default "to prevent out of order results due to late arriving log entries"
+#: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/tail, ``bufferWindow``).
+DEFAULT_SETTLE_S = 2.0
 #: Beyond this many streaming jobs the filter leaves the job ids out (a filter is at most 20,000 chars).
 MAX_IDS_IN_FILTER = 300
 MAX_BACKOFF_S = 60.0
@@ -128,6 +141,24 @@ def process_budget() -> ReadBudget:
     return budget
 
 
+def settle_seconds() -> float:
+    """``[vertex_dist] log_settle_seconds``: how old a line must be before a read takes it."""
+    from airflow.configuration import conf
+
+    value = conf.getfloat("vertex_dist", "log_settle_seconds", fallback=DEFAULT_SETTLE_S)
+    if not 0 <= value <= 60:
+        raise ValueError(f"[vertex_dist] log_settle_seconds: must be between 0 and 60 (got {value!r})")
+    return value
+
+
+def settled_until(settle: float, now: float | None = None) -> str | None:
+    """The newest timestamp a read made now takes (RFC 3339), or None when nothing is held back."""
+    if settle <= 0:
+        return None
+    cut = (time.time() if now is None else now) - settle
+    return format_rfc3339_nanos(int(cut * 1_000_000_000))
+
+
 @dataclass(frozen=True)
 class LogPollerKey:
     """What a log poller reads with: one poller (one reader, one set of credentials) per distinct key.
@@ -197,6 +228,10 @@ class LogPoller:
             impersonation_chain=key.impersonation_chain or None,
         )
         self.budget = budget or process_budget()
+        self.settle = settle_seconds()
+        #: every line stamped at or before this (seconds since the epoch) has been read and handed out
+        #: (the cut of the last cycle that read all its pages)
+        self.horizon = 0.0
         self._loop = asyncio.get_running_loop()
         self._subs: set[_LogSubscription] = set()
         self._task: asyncio.Task[None] | None = None
@@ -238,6 +273,26 @@ class LogPoller:
         await self._cycle_done.wait()
         return self.cycles
 
+    async def read_through(self, when: float, timeout: float) -> bool:
+        """Wait until a cycle has handed out every line stamped at or before ``when`` (seconds since
+        the epoch): the settle window after it, then a cycle started at once. False after ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.horizon < when:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            early = when + self.settle - time.time()
+            if early > 0:
+                await asyncio.sleep(min(early, left))  # the settle window: time to pass, not a state
+                continue
+            self._wake.set()
+            try:
+                await asyncio.wait_for(self.next_cycle(), timeout=left)
+            except ASYNC_TIMEOUT:
+                return False
+        return True
+
     def _interval(self) -> float:
         return min((sub.interval for sub in self._subs), default=10.0)
 
@@ -270,7 +325,7 @@ class LogPoller:
         finally:
             await asyncio.to_thread(self.hook.close)
 
-    def _filter(self, subs: Sequence[_LogSubscription]) -> str:
+    def _filter(self, subs: Sequence[_LogSubscription], until: str | None = None) -> str:
         job_ids = {sub.job_id for sub in subs}
         since: str | None = None
         stamps = [sub.position.timestamp for sub in subs]
@@ -282,8 +337,10 @@ class LogPoller:
             text = 'resource.type="ml_job"'
             if since:
                 text += f' AND timestamp>="{since}"'
+            if until:
+                text += f' AND timestamp<="{until}"'
             return text
-        return jobs_filter(job_ids, since=since, selection=selection)
+        return jobs_filter(job_ids, since=since, selection=selection, until=until)
 
     async def poll_once(self) -> None:
         """One cycle: one ``entries.list`` call for every subscribed job, and its further pages."""
@@ -293,7 +350,9 @@ class LogPoller:
         by_job: dict[str, list[_LogSubscription]] = {}
         for sub in subs:
             by_job.setdefault(sub.job_id, []).append(sub)
-        text = self._filter(subs)
+        now = time.time()
+        cut = now - self.settle
+        text = self._filter(subs, settled_until(self.settle, now))
         token = ""
         for _ in range(MAX_PAGES_PER_CYCLE):
             await self.budget.acquire()
@@ -310,6 +369,7 @@ class LogPoller:
                     if sub.position.before(lines[-1]):
                         sub.position = last
             if not token:
+                self.horizon = max(self.horizon, cut)
                 break
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any, Protocol
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
@@ -101,10 +102,11 @@ class TriggerLogStream:
             self._write(await self.sub.wait())
 
     async def finish(self, timeout: float) -> None:
-        """After the job ended: one more poll cycle (bounded by ``timeout``), then write what it read;
-        returns once lines written lately had ``FINAL_LINES_GRACE_S`` to reach the task's log."""
-        with contextlib.suppress(*ASYNC_TIMEOUT):
-            await asyncio.wait_for(self.poller.next_cycle(), timeout=timeout)
+        """After the job ended: wait for a poll cycle that read every line stamped before now (the
+        poller's settle window, then one cycle; bounded by ``timeout`` plus that window), then write
+        what it read; returns once lines written lately had ``FINAL_LINES_GRACE_S`` to reach the task's
+        log."""
+        await self.poller.read_through(time.time(), timeout + self.poller.settle)
         self._write(self.sub.take())
         if self.store is not None:
             await self.store.flush(timeout=timeout)

@@ -209,12 +209,16 @@ def test_the_budget_comes_from_the_providers_config_section(monkeypatch: pytest.
     assert asyncio.run(spacing()) == pytest.approx(0.1)
 
 
-def test_a_worker_slot_wait_reads_at_most_once_per_min_interval(em: Emulator) -> None:
+def test_a_worker_slot_wait_reads_at_most_once_per_min_interval(
+    em: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import logging
 
     from airflow_vertex_dist.hooks.logs import VertexLogsHook
     from airflow_vertex_dist.operators.log_stream import LogStreamer
 
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "0")  # the pacing alone (settling:
+    # test_log_settle.py)
     job_id = _finished_job(em, "paced", 2)
     hook = VertexLogsHook()
     try:

@@ -1,0 +1,121 @@
+"""Lines are held back until they settle (`[vertex_dist] log_settle_seconds`), in both streams, on the
+emulator: a read leaves out the lines younger than the window, a later read takes them, and a stream
+whose job ended waits for the window before its last read.
+
+Cloud Logging can make an entry readable after newer ones; a cursor already past it would never take
+it. The emulator never makes a line late, so these tests show the window itself: what a read takes and
+when, through the real filter (`timestamp<=`) and the real poller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+import pytest
+
+from airflow_vertex_dist.emulator.app import Emulator
+from airflow_vertex_dist.emulator.testing import PARENT, container_job, grpc_client, wait_for_state
+from airflow_vertex_dist.hooks.logs import VertexLogsHook
+from airflow_vertex_dist.operators.log_stream import LogStreamer
+from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller, settle_seconds, settled_until
+
+PROJECT = "test-project"
+SETTLE_ENV = "AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS"
+#: far longer than any of these tests takes: a line written by one is never settled within it
+LONG = "60"  # the most the option allows
+
+PRINTER = """
+for i in range(3):
+    print(f"settle line {i}", flush=True)
+"""
+
+
+def _finished_job(em: Emulator) -> str:
+    from google.cloud import aiplatform_v1
+
+    client = grpc_client(em)
+    body = container_job("settle", PRINTER)
+    job = client.create_custom_job(
+        parent=PARENT, custom_job=aiplatform_v1.CustomJob.from_json(json.dumps(body))
+    )
+    wait_for_state(client, job.name, {"JOB_STATE_SUCCEEDED"})
+    return str(job.name.rsplit("/", 1)[-1])
+
+
+def test_the_window_comes_from_the_config_and_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SETTLE_ENV, raising=False)
+    assert settle_seconds() == 2.0
+    monkeypatch.setenv(SETTLE_ENV, "0.5")
+    assert settle_seconds() == 0.5
+    monkeypatch.setenv(SETTLE_ENV, "-1")
+    with pytest.raises(ValueError, match="log_settle_seconds: must be between 0 and 60"):
+        settle_seconds()
+    assert settled_until(0) is None
+    assert settled_until(2.0, now=1_767_225_602.5) == "2026-01-01T00:00:00.500000000Z"
+
+
+def test_a_worker_slot_read_takes_only_settled_lines(em: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_id = _finished_job(em)
+    hook = VertexLogsHook()
+    try:
+        monkeypatch.setenv(SETTLE_ENV, LONG)
+        held = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=0)
+        assert held.poll() == 0  # read, but every line is younger than the window
+        monkeypatch.setenv(SETTLE_ENV, "0")
+        taken = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=0)
+        assert taken.poll() == 3  # the same read without the window takes them
+    finally:
+        hook.close()
+
+
+def test_a_worker_slot_stream_of_an_ended_job_waits_out_the_window(
+    em: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SETTLE_ENV, "0.5")
+    job_id = _finished_job(em)
+    hook = VertexLogsHook()
+    try:
+        streamer = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=0)
+        started = time.monotonic()
+        assert streamer.poll(force=True) == 3  # the job ended: the window passes, then every line
+        assert time.monotonic() - started >= 0.5
+    finally:
+        hook.close()
+
+
+def test_the_poller_holds_lines_back_and_reads_through_an_ended_job(
+    em: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = _finished_job(em)
+
+    async def held_back() -> tuple[int, bool, float]:
+        monkeypatch.setenv(SETTLE_ENV, LONG)
+        poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
+        sub = poller.subscribe(job_id, selection="all", interval=0.05)
+        try:
+            cycles = poller.cycles
+            while poller.cycles < cycles + 2:
+                await poller.next_cycle()
+            through = await poller.read_through(time.time(), timeout=0.3)
+            return len(sub.take()), through, poller.horizon
+        finally:
+            sub.close()
+
+    async def settled() -> tuple[list[str], bool]:
+        monkeypatch.setenv(SETTLE_ENV, "0.3")
+        poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
+        sub = poller.subscribe(job_id, selection="all", interval=60.0)  # no cycle of its own for a minute
+        try:
+            through = await poller.read_through(time.time(), timeout=30)
+            return [line.text for line in sub.take()], through
+        finally:
+            sub.close()
+
+    count, through, horizon = asyncio.run(held_back())
+    assert (count, through) == (0, False)  # two cycles read, none took a line: all are too young
+    assert horizon < time.time() - 30
+    lines, through = asyncio.run(settled())
+    assert through and lines == [f"settle line {i}" for i in range(3)]
