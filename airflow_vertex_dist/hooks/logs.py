@@ -33,6 +33,7 @@ __all__ = [
     "jobs_filter",
     "line_from_entry",
     "replicas_clause",
+    "time_clauses",
 ]
 
 PRIMARY = "workerpool0-0"
@@ -67,6 +68,16 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def time_clauses(since: str | None = None, until: str | None = None) -> list[str]:
+    """The filter clauses of a timestamp range (RFC 3339, both ends included; None: open)."""
+    clauses = []
+    if since:
+        clauses.append(f"timestamp>={_quote(since)}")
+    if until:
+        clauses.append(f"timestamp<={_quote(until)}")
+    return clauses
+
+
 def replicas_clause(selection: ReplicaSelection) -> str:
     """The filter clause choosing which replicas' lines to read ("" means every line)."""
     if selection == "all":
@@ -98,10 +109,7 @@ def jobs_filter(
         raise ValueError("job_ids: at least one job id is needed")
     parts = ['resource.type="ml_job"']
     parts.append("(" + " OR ".join(f"resource.labels.job_id={_quote(i)}" for i in ids) + ")")
-    if since:
-        parts.append(f"timestamp>={_quote(since)}")
-    if until:
-        parts.append(f"timestamp<={_quote(until)}")
+    parts += time_clauses(since, until)
     clause = replicas_clause(selection)
     if clause:
         parts.append(clause)

@@ -127,10 +127,11 @@ class LogStreamer:
         now = time.monotonic()
         if not force and now - self._last_read < self.min_interval_s:
             return 0
-        until = settled_until(self.settle)
-        if force and until is not None:
+        if force:
             time.sleep(self.settle)  # the settle window: late lines of the ended job become readable
             until = None
+        else:
+            until = settled_until(self.settle)
         self._last_read = time.monotonic()
         text = jobs_filter(
             [self.job_id], since=self.cursor.timestamp or None, selection=self.selection, until=until

@@ -41,7 +41,7 @@ from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos, rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
-from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter
+from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter, time_clauses
 from airflow_vertex_dist.hooks.off_loop import load_clients
 
 __all__ = [
@@ -334,12 +334,7 @@ class LogPoller:
         selections = {repr(sub.selection) for sub in subs}
         selection: ReplicaSelection = subs[0].selection if len(selections) == 1 else "all"
         if len(job_ids) > MAX_IDS_IN_FILTER:
-            text = 'resource.type="ml_job"'
-            if since:
-                text += f' AND timestamp>="{since}"'
-            if until:
-                text += f' AND timestamp<="{until}"'
-            return text
+            return " AND ".join(['resource.type="ml_job"', *time_clauses(since, until)])
         return jobs_filter(job_ids, since=since, selection=selection, until=until)
 
     async def poll_once(self) -> None:
