@@ -17,11 +17,11 @@ export AVD_FIGURES ?= $(CURDIR)/scripts/stack/figures.json
 # uv installs the project (seconds, not minutes); pip installs torch first, as the `examples` extra pins
 # it, because pip is what finds the CPU build a machine may hold (its configured find-links) while uv
 # would fetch a CUDA build of several GB; uv then keeps the torch it finds installed.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml emulator/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip 'uv>=0.8'
 	$(PY) -m pip install --quiet "$$(grep -o -m1 'torch==[0-9.]*' pyproject.toml)"
-	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test,examples]' --group dev --group celery
+	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test,examples]' -e ./emulator --group dev --group celery
 	touch $(STAMP)
 
 install: $(STAMP)

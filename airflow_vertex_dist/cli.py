@@ -1,5 +1,6 @@
-"""``airflow-vertex-dist``: render specs, run the local emulator, write the spec schema cache.
-(The demo runs from a checkout: ``make demo``.)"""
+"""``airflow-vertex-dist``: render specs, write the spec schema cache.
+(The local emulator is a distribution of its own, ``vertex-emulator``; the demo runs from a checkout:
+``make demo``.)"""
 
 from __future__ import annotations
 
@@ -36,12 +37,6 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _emulator(argv: list[str]) -> int:
-    from airflow_vertex_dist.emulator.cli import main as emulator_main
-
-    return emulator_main(argv)
-
-
 def _warm_schema_cache(args: argparse.Namespace) -> int:
     from airflow_vertex_dist.specs._schema_cache import ENV_VAR, warm
 
@@ -60,7 +55,11 @@ def _warm_schema_cache(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["emulator"]:
-        return _emulator(argv[1:])
+        print(
+            "the emulator is its own distribution: install vertex-emulator and run 'vertex-emulator'",
+            file=sys.stderr,
+        )
+        return 2
     parser = argparse.ArgumentParser(prog="airflow-vertex-dist", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     render = sub.add_parser("render", help="print the exact Vertex AI v1 request body of a spec")
@@ -68,7 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     render.add_argument("--location", default=None, help="job location, when the spec does not set one")
     render.add_argument("--compact", action="store_true", help="one line, no indentation")
     render.set_defaults(func=_render)
-    sub.add_parser("emulator", help="run the local Vertex AI JobService emulator (see --help)")
     warm = sub.add_parser(
         "warm-schema-cache",
         help="build every spec model's pydantic schema and store it for later processes (DAG parses)",

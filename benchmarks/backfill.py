@@ -85,9 +85,9 @@ def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path
 def measure_backfill(
     project_python: str, anchor_python: str | None, runs: int, threads: int, work: Path, log: Any = print
 ) -> list[BackfillResult]:
-    from airflow_vertex_dist.emulator.app import Emulator
-    from airflow_vertex_dist.emulator.config import Faults
-    from airflow_vertex_dist.emulator.testing import make_config
+    from vertex_emulator.app import Emulator
+    from vertex_emulator.config import Faults
+    from vertex_emulator.testing import make_config
 
     # Jobs stay QUEUED (as a backfill's jobs would, waiting for quota): no replica processes start.
     config = make_config(work / "backfill-emulator", faults=Faults(queued_s=3600.0))

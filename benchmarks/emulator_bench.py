@@ -53,7 +53,7 @@ def _replica_keys(body: dict[str, Any]) -> list[str]:
 def _one_launch(em: Any, client: Any, body: dict[str, Any], markers: Path, result: EmulatorResult) -> None:
     from google.cloud.aiplatform_v1 import CustomJob
 
-    from airflow_vertex_dist.emulator.testing import wait_for_state
+    from vertex_emulator.testing import wait_for_state
 
     for old in markers.glob("*"):
         old.unlink()
@@ -107,9 +107,9 @@ def _gets(get: Any, count: int) -> list[float]:
 def measure_emulator(
     project_python: str, anchor_python: str | None, launches: int, gets: int, work: Path, log: Any = print
 ) -> EmulatorResult:
-    from airflow_vertex_dist.emulator import testing
-    from airflow_vertex_dist.emulator.app import Emulator
     from airflow_vertex_dist.specs.examples import TRAINER_IMAGE
+    from vertex_emulator import testing
+    from vertex_emulator.app import Emulator
 
     markers = work / "emulator-markers"
     markers.mkdir(parents=True, exist_ok=True)

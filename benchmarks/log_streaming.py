@@ -66,9 +66,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
-    from airflow_vertex_dist.emulator.app import Emulator
-    from airflow_vertex_dist.emulator.testing import PARENT, make_config
     from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller
+    from vertex_emulator.app import Emulator
+    from vertex_emulator.testing import PARENT, make_config
 
     config = make_config(work)
     saved_conn = os.environ.get("AIRFLOW_CONN_VERTEX_DIST_DEFAULT")

@@ -56,7 +56,7 @@ def _running(body: dict[str, Any]) -> None:
 
 
 def _insert_running(em: Any, parent: str, n: int, labels: dict[str, str]) -> list[str]:
-    from airflow_vertex_dist.emulator import testing
+    from vertex_emulator import testing
 
     names = []
     for i in range(n):
@@ -175,8 +175,8 @@ def measure_waiting(
     work: Path,
     log: Any = print,
 ) -> list[WaitResult]:
-    from airflow_vertex_dist.emulator.app import Emulator
-    from airflow_vertex_dist.emulator.testing import make_config
+    from vertex_emulator.app import Emulator
+    from vertex_emulator.testing import make_config
 
     impls = [("ours", project_python)] + ([("provider", anchor_python)] if anchor_python else [])
     results: list[WaitResult] = []

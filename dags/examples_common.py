@@ -14,7 +14,7 @@ local emulator, the same DAG files run on this machine; pointed at Vertex AI, in
   gives its ``--image-map`` entries, which run the same modules from this folder on the host. By
   hand, from the checkout's root::
 
-      airflow-vertex-dist emulator --gcs-root gcs \
+      vertex-emulator --gcs-root gcs \
         --image-map "example.com/ml/ps-trainer:1.0=env PYTHONPATH=$PWD/dags python -m trainers.ps_trainer" \
         --image-map "example.com/ml/ddp-trainer:1.0=env PYTHONPATH=$PWD/dags python -m trainers.ddp_trainer"
       export GCS_MOUNT_ROOT=$PWD/gcs   # for the Airflow processes: prep and promote tasks

@@ -23,7 +23,7 @@ from tests.doc_pages import ROOT, claim, default_of, page
 
 
 def test_readme_ports_are_the_emulators_defaults() -> None:
-    from airflow_vertex_dist.emulator.cli import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
+    from vertex_emulator.cli import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
 
     text = page("README.md")
     found = claim(text, r"# gRPC on 127\.0\.0\.1:(\d+), REST and job pages on :(\d+)")
@@ -234,7 +234,7 @@ def test_retraining_labels_defaults_and_example_settings() -> None:
 
 
 def test_python_package_gcs_root_default_and_install_command() -> None:
-    from airflow_vertex_dist.emulator import cli, packages
+    from vertex_emulator import cli, packages
 
     text = page("how-to/python-package.md")
     assert "(`--gcs-root`, default `<state dir>/gcs`)" in text

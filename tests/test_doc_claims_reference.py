@@ -73,9 +73,9 @@ def test_migration_names_exist() -> None:
 
 
 def test_quickstart_install_emulator_defaults_and_outputs() -> None:
-    from airflow_vertex_dist.emulator import cli
     from airflow_vertex_dist.operators.outputs import job_output
     from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
+    from vertex_emulator import cli
 
     text = page("quickstart.md")
     makefile = (ROOT / "Makefile").read_text()
@@ -188,8 +188,8 @@ def test_specs_durations_and_schema_cache_names() -> None:
 
 
 def test_emulator_numbers() -> None:
-    from airflow_vertex_dist.emulator import custom_job, filters, grpc_server, rest
-    from airflow_vertex_dist.emulator.config import EmulatorConfig
+    from vertex_emulator import custom_job, filters, grpc_server, rest
+    from vertex_emulator.config import EmulatorConfig
 
     text = page("emulator.md")
     config = EmulatorConfig(state_dir=Path("s"), gcs_root=Path("g"))
@@ -209,7 +209,7 @@ def test_emulator_numbers() -> None:
     transport_mib = int(claim(text, r"past (\d+) MiB, gRPC itself refuses")[1])
     assert transport_mib * 1024 * 1024 == grpc_server._TRANSPORT_MAX_BYTES
     assert "(at least 16 characters;" in text
-    from airflow_vertex_dist.emulator.config import check_exposure
+    from vertex_emulator.config import check_exposure
 
     with pytest.raises(ValueError, match="at least 16 characters"):
         check_exposure("10.0.0.5", "x" * 15)
@@ -222,8 +222,8 @@ def test_emulator_numbers() -> None:
 def test_emulator_logging_tuning_and_fault_numbers() -> None:
     import math
 
-    from airflow_vertex_dist.emulator import cli, cluster, log_filter, logging_api, search, service, tuning
-    from airflow_vertex_dist.emulator.config import Faults
+    from vertex_emulator import cli, cluster, log_filter, logging_api, search, service, tuning
+    from vertex_emulator.config import Faults
 
     text = page("emulator.md")
     names = re.findall(

@@ -155,8 +155,8 @@ def test_included_files_exist() -> None:
 
 @pytest.mark.parametrize("block", PLAIN_PYTHON, ids=[b.id for b in PLAIN_PYTHON])
 def test_python_block_runs(block: Block, tmp_path: Path) -> None:
-    from airflow_vertex_dist.emulator.cluster import cluster_spec, replicas_of
     from airflow_vertex_dist.specs.examples import PARAMETER_SERVER_EXAMPLE
+    from vertex_emulator.cluster import cluster_spec, replicas_of
 
     env = _env(tmp_path)
     metrics = tmp_path / "hypertune" / "output.metrics"
@@ -187,7 +187,7 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
 def test_the_quickstart_dag_runs_on_the_emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from operators.harness import CONN_ENV, connection_env, migrate_db, run_dag, ti_state
 
-    from airflow_vertex_dist.emulator.testing import running_emulator
+    from vertex_emulator.testing import running_emulator
 
     (quickstart,) = [b for b in PLAIN_PYTHON if b.page.name == "quickstart.md" and "DAG(" in b.code]
     namespace: dict[str, object] = {"__name__": "docs_quickstart"}
@@ -251,7 +251,7 @@ def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_emulator_flags_in_the_docs_are_the_clis() -> None:
-    from airflow_vertex_dist.emulator.cli import build_parser
+    from vertex_emulator.cli import build_parser
 
     flags = _option_strings(build_parser())
     mentioned = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", (DOCS / "emulator.md").read_text()))
@@ -265,11 +265,12 @@ def _redirect_at(argv: list[str]) -> int:
 
 
 def _command_lines(block: Block) -> Iterator[list[str]]:
-    """The ``airflow-vertex-dist`` and ``make`` command lines of a shell block, split like a shell."""
+    """The ``airflow-vertex-dist``, ``vertex-emulator`` and ``make`` command lines of a shell block, split
+    like a shell."""
     text = block.code.replace("\\\n", " ")
     for line in text.splitlines():
         line = line.strip()
-        if line.startswith(("airflow-vertex-dist ", "make ")):
+        if line.startswith(("airflow-vertex-dist ", "vertex-emulator ", "make ")):
             argv = shlex.split(line, comments=True)
             # the command itself: not its redirections or a trailing "&"
             yield argv[: _redirect_at(argv)]
@@ -277,7 +278,7 @@ def _command_lines(block: Block) -> Iterator[list[str]]:
 
 def test_shell_commands_in_the_docs_parse(capsys: pytest.CaptureFixture[str]) -> None:
     from airflow_vertex_dist import cli
-    from airflow_vertex_dist.emulator.cli import build_parser
+    from vertex_emulator.cli import build_parser
 
     targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
     checked = 0
@@ -285,10 +286,10 @@ def test_shell_commands_in_the_docs_parse(capsys: pytest.CaptureFixture[str]) ->
         for argv in _command_lines(block):
             if argv[0] == "make":
                 assert set(argv[1:]) <= targets, f"{block.id}: {argv}"
+            elif argv[0] == "vertex-emulator":
+                build_parser().parse_args(argv[1:])
             elif argv[0] == "airflow-vertex-dist":
-                if argv[1] == "emulator":
-                    build_parser().parse_args(argv[2:])
-                elif argv[1] == "render" and ":" in argv[2]:
+                if argv[1] == "render" and ":" in argv[2]:
                     assert cli.main(argv[1:]) == 0, f"{block.id}: {argv}"
                     assert json.loads(capsys.readouterr().out)["displayName"]
                 else:

@@ -43,7 +43,7 @@ def test_the_script_has_every_step() -> None:
     script = _script()
     for step in (
         "airflow db migrate",
-        "airflow-vertex-dist emulator",
+        "vertex-emulator",
         "AIRFLOW_CONN_VERTEX_DIST_DEFAULT",
         "dags/quickstart.py",
         "airflow dags test quickstart",

@@ -15,7 +15,7 @@ import pytest
 from operators.fixtures import airflow_db, emulator, vertex_conn  # noqa: F401 (the fixtures)
 from operators.test_user_actions import hand_on_a_waiting_task, orm_dag_run
 
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator.app import Emulator
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 

@@ -25,7 +25,7 @@ from operators.harness import (
     ti_state,
 )
 
-from airflow_vertex_dist.emulator import testing
+from vertex_emulator import testing
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from operators.harness import CONN_ENV, connection_env, migrate_db
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 

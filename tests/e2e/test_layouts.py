@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from operators.harness import alive, dag_xcom, run_dag, ti_state
 
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator.app import Emulator
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from operators.harness import run_dag
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.labels import run_labels
+from vertex_emulator.app import Emulator
 
 pytestmark = pytest.mark.slow
 

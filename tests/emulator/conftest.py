@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.runner import Runner
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import EmulatorConfig
+from vertex_emulator.runner import Runner
+from vertex_emulator.store import JobStore
 
 
 @pytest.fixture

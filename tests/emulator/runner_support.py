@@ -12,8 +12,8 @@ from typing import Any
 
 import psutil
 
-from airflow_vertex_dist.emulator.runner import Runner
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator.runner import Runner
+from vertex_emulator.store import JobStore
 
 __all__ = [
     "PARENT",

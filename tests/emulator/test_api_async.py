@@ -11,7 +11,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import aiplatform_v1
 
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, tuning_job
+from vertex_emulator.testing import PARENT, container_job, tuning_job
 
 SLEEP = "import time; time.sleep(60)"
 

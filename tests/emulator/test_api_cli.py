@@ -1,4 +1,4 @@
-"""``airflow-vertex-dist emulator``: starts, prints a ready line, serves the stock clients with the
+"""``vertex-emulator``: starts, prints a ready line, serves the stock clients with the
 fault flags applied, and on SIGTERM stops cleanly leaving no replica process behind."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from google.api_core import exceptions as gexc
 from google.cloud import aiplatform_v1
 from google.cloud.aiplatform_v1.services.job_service.transports.grpc import JobServiceGrpcTransport
 
-from airflow_vertex_dist.emulator.cli import main
-from airflow_vertex_dist.emulator.testing import PARENT, container_job
+from vertex_emulator.cli import main
+from vertex_emulator.testing import PARENT, container_job
 
 
 def _gone(pid: int) -> bool:
@@ -35,7 +35,7 @@ def _gone(pid: int) -> bool:
 
 def test_cli_serves_until_sigterm_and_leaves_nothing_behind(tmp_path: Path) -> None:
     argv = [
-        sys.executable, "-m", "airflow_vertex_dist.cli", "emulator",
+        sys.executable, "-m", "vertex_emulator",
         "--grpc-port", "0", "--rest-port", "0", "--storage-port", "0", "--state-dir", str(tmp_path / "state"),
         "--fault-rate", "ListCustomJobs=1", "--fault-codes", "RESOURCE_EXHAUSTED", "--seed", "1",
     ]  # fmt: skip

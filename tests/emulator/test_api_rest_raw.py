@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, wait_for_state
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT, container_job, wait_for_state
 
 
 def http(em: Emulator, method: str, path: str, body: Any = None) -> tuple[int, Any, str]:

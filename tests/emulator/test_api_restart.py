@@ -10,8 +10,8 @@ from pathlib import Path
 
 from google.cloud import aiplatform_v1
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, tuning_job, wait_for_state
+from vertex_emulator import testing
+from vertex_emulator.testing import PARENT, container_job, tuning_job, wait_for_state
 
 
 def test_restart_keeps_jobs(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import aiplatform_v1
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, tuning_job, wait_for_state
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT, container_job, tuning_job, wait_for_state
 
 SLEEP = "import time; time.sleep(60)"
 RUNNING_OR_BEFORE = {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"}

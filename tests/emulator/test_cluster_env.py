@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator.cluster import (
+from vertex_emulator.cluster import (
     cluster_map,
     expand_env,
     is_reduction_server,
@@ -16,7 +16,7 @@ from airflow_vertex_dist.emulator.cluster import (
     replica_env,
     replicas_of,
 )
-from airflow_vertex_dist.emulator.gcs import join_uri, to_local_path
+from vertex_emulator.gcs import join_uri, to_local_path
 
 
 def _pool(n: int, image: str = "trainer:1") -> dict[str, object]:

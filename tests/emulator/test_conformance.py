@@ -1,7 +1,7 @@
 """Conformance of Create with the v1 protos, generated from the descriptors (nothing hand-listed).
 
 Every scalar, bool, enum, map and well-known-value field reachable from ``CustomJob`` and
-``HyperparameterTuningJob`` (``airflow_vertex_dist.emulator.fields.walk``) is submitted once at
+``HyperparameterTuningJob`` (``vertex_emulator.fields.walk``) is submitted once at
 its zero value and once at a valid non-zero value, over gRPC and over REST with the stock
 ``JobServiceClient``. Each request is accepted unless a documented Vertex AI rule forbids it:
 
@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import Faults
-from airflow_vertex_dist.emulator.fields import ROOTS, ProtoField, field_doc, walk
-from airflow_vertex_dist.emulator.testing import PARENT
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
+from vertex_emulator.fields import ROOTS, ProtoField, field_doc, walk
+from vertex_emulator.testing import PARENT
 
 SPEC = "jobSpec"
 _POOL = {

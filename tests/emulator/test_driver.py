@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator import custom_job
-from airflow_vertex_dist.emulator.custom_job import CustomJobRun
+from vertex_emulator import custom_job
+from vertex_emulator.custom_job import CustomJobRun
 
 from .runner_support import PARENT, finished, pool
 

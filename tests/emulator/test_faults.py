@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as gexc
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.config import Faults
-from airflow_vertex_dist.emulator.faults import FaultInjector, FaultsError, faults_from_json, faults_to_json
-from airflow_vertex_dist.emulator.testing import PARENT
+from vertex_emulator import testing
+from vertex_emulator.config import Faults
+from vertex_emulator.faults import FaultInjector, FaultsError, faults_from_json, faults_to_json
+from vertex_emulator.testing import PARENT
 
 MISSING = f"{PARENT}/customJobs/1234567890123456789"
 CALLS = 200

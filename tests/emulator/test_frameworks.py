@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from google.cloud.aiplatform_v1 import CustomJob
 
-from airflow_vertex_dist.emulator import testing
+from vertex_emulator import testing
 
 pytestmark = pytest.mark.slow
 PARENT = "projects/p/locations/us-central1"

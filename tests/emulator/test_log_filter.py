@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
-from airflow_vertex_dist.emulator.log_filter import LogFilterError, compile_log_filter, severity_number
+from vertex_emulator.log_filter import LogFilterError, compile_log_filter, severity_number
 
 
 def _entry(**fields: Any) -> dict[str, Any]:

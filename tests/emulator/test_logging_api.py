@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import (
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import (
     PARENT,
     container_job,
     grpc_client,
@@ -316,8 +316,8 @@ def test_a_line_read_later_sorts_after_every_line_read_before(tmp_path: Path) ->
     """Even when its file's modification time is older (a write racing the previous read)."""
     import os
 
-    from airflow_vertex_dist.emulator.logging_api import LogEntriesApi
-    from airflow_vertex_dist.emulator.store import JobStore
+    from vertex_emulator.logging_api import LogEntriesApi
+    from vertex_emulator.store import JobStore
 
     store = JobStore(tmp_path / "jobs.sqlite3")
     try:

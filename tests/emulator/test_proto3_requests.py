@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import PARENT
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 def _queued() -> Any:
-    from airflow_vertex_dist.emulator.config import Faults
+    from vertex_emulator.config import Faults
 
     return Faults(queued_s=3600.0)
 

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
+from vertex_emulator import testing
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.runner import Runner
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator.config import EmulatorConfig
+from vertex_emulator.runner import Runner
+from vertex_emulator.store import JobStore
 
 from .runner_support import TRAINERS, alive, finished, pool, wait_for
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
+from vertex_emulator import testing
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from airflow_vertex_dist.emulator.storage import StorageServer
+from vertex_emulator.storage import StorageServer
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_a_job_writes_its_model_with_google_cloud_storage_and_a_later_job_reads_
     """Trainer code as it runs on Vertex AI: gs:// AIP_MODEL_DIR, the stock client, no local path."""
     from google.cloud.aiplatform_v1 import CustomJob
 
-    from airflow_vertex_dist.emulator import testing
+    from vertex_emulator import testing
 
     # the emulator's own environment (a key file, a canary) never reaches the replicas
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing-key.json"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from airflow_vertex_dist.common.rfc3339 import parse_rfc3339
-from airflow_vertex_dist.emulator.store import JobStore, _after
+from vertex_emulator.store import JobStore, _after
 
 PARENT = "projects/p/locations/us-central1"
 

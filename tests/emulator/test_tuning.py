@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.hypertune import final_measurement
-from airflow_vertex_dist.emulator.runner import Runner
-from airflow_vertex_dist.emulator.store import JobStore
-from airflow_vertex_dist.emulator.tuning import failed_trial_limit
+from vertex_emulator.config import EmulatorConfig
+from vertex_emulator.hypertune import final_measurement
+from vertex_emulator.runner import Runner
+from vertex_emulator.store import JobStore
+from vertex_emulator.tuning import failed_trial_limit
 
 from .runner_support import PARENT, TRAINERS, finished, in_groups, wait_for
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from airflow_vertex_dist.emulator.search import (
+from vertex_emulator.search import (
     Observation,
     Search,
     format_value,

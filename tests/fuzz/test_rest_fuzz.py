@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 PARENT = "projects/fuzz/locations/us-central1"
 SETTINGS = settings(

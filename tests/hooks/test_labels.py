@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_vertex_dist.common.labels import is_label_char, is_label_letter, labels_error
-from airflow_vertex_dist.emulator.filters import compile_filter
 from airflow_vertex_dist.hooks.labels import (
     label_filter,
     merge_labels,
@@ -18,6 +17,7 @@ from airflow_vertex_dist.hooks.labels import (
     spec_fingerprint,
     validate_labels,
 )
+from vertex_emulator.filters import compile_filter
 
 
 def valid_value(value: str) -> bool:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 from airflow_vertex_dist.hooks.logs import VertexLogsHook, jobs_filter, replicas_clause
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
 # Every replica prints its steps and leaves a mark; workerpool1-1 waits for the others' marks, warns,
 # errs and exits 1 (failing the job); the others wait for the job to stop them.

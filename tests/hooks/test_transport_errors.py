@@ -20,13 +20,13 @@ import pytest
 import requests
 from google.api_core import exceptions
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.faults import update_faults
 from airflow_vertex_dist.hooks._clients import is_transient
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.triggers.poller import _is_transient as poller_is_transient
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.faults import update_faults
 
 FAST_RETRY = RetryPolicy(initial_s=0.05, maximum_s=0.2, deadline_s=30.0, rpc_timeout_s=10.0)
 

@@ -11,14 +11,14 @@ import pytest
 from google.api_core import exceptions
 
 from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.faults import update_faults
-from airflow_vertex_dist.emulator.service import ApiError
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.find_or_create import JobAlreadyExistsError
 from airflow_vertex_dist.hooks.labels import label_filter, run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import CREATE_TOKEN_LABEL, VertexJobsAsyncHook, VertexJobsHook
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.faults import update_faults
+from vertex_emulator.service import ApiError
 
 FAST_RETRY = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=20.0, rpc_timeout_s=10.0)
 SLEEP = "import time; time.sleep(120)"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 from .harness import CONN_ENV, connection_env, migrate_db
 

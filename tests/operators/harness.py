@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.emulator.app import Emulator
 from tests.polling import poll_until
+from vertex_emulator.app import Emulator
 
 __all__ = [
     "CONN_ENV",

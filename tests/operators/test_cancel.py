@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.operators.cancel import VertexCancelJobOperator
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
+from vertex_emulator.app import Emulator
 
 from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
 from .test_training import pid_code, pids, spec

@@ -13,9 +13,9 @@ from airflow.sdk import DAG
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
+from vertex_emulator.app import Emulator
 
 from .harness import PY, logged, run_dag, ti_state
 

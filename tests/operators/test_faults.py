@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
 
 from .harness import CONN_ENV, connection_env, dag_xcom, run_dag, ti_state
 from .test_training import PARENT, spec

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG, Asset
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 from airflow_vertex_dist.specs import (
@@ -23,6 +22,7 @@ from airflow_vertex_dist.specs import (
     WorkerPool,
 )
 from airflow_vertex_dist.specs.examples import TUNING_EXAMPLE
+from vertex_emulator.app import Emulator
 
 from .harness import PY, poll, run_dag, ti_state
 from .test_tuning import tuning_spec

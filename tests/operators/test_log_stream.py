@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.operators.log_stream import check_stream_logs, failing_replica
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
+from vertex_emulator.app import Emulator
 
 from .harness import PY, logged, run_dag, ti_state
 

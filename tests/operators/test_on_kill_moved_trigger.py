@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG, task
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 from airflow_vertex_dist.triggers.task_state import task_instance_state
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 from .harness import run_dag
 

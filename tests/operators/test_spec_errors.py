@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs.examples import PARAMETER_SERVER_EXAMPLE
+from vertex_emulator.app import Emulator
 
 from .harness import dag_xcom, logged, run_dag, ti_state
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG, BaseOperator
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
+from vertex_emulator.app import Emulator
 
 from .harness import PY, alive, dag_xcom, logged, poll, run_dag, ti_state
 

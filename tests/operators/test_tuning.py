@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 from airflow_vertex_dist.specs import (
     Container,
@@ -20,6 +19,7 @@ from airflow_vertex_dist.specs import (
     Study,
     WorkerPool,
 )
+from vertex_emulator.app import Emulator
 
 from .harness import PY, dag_xcom, run_dag, ti_state
 

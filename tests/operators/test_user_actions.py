@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.listeners import CANCELLER, owned_job
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
+from vertex_emulator.app import Emulator
 
 from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
 from .test_training import go, jobs, pid_code, pids, precreate, spec, unless

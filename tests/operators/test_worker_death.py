@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator.app import Emulator
 
 from .harness import dag_xcom, logged, poll, run_dag, ti_state
 from .test_training import PARENT

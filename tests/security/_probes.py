@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from stack.figures import Figures
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 __all__ = ["JOBS", "JSON", "PARENT", "TOKEN", "Http", "answer", "job_bytes", "job_count", "record"]
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import Faults
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
 
 from ._probes import TOKEN, Http
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator import cli, testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import check_exposure
+from vertex_emulator import cli, testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import check_exposure
 
 from ._probes import JOBS, JSON, PARENT, TOKEN, Http, answer, job_bytes, job_count, record
 
@@ -83,7 +83,7 @@ def test_the_served_address_is_a_name_too(tmp_path: Path) -> None:
 def test_bound_to_all_addresses_any_host_name_is_accepted() -> None:
     from types import SimpleNamespace
 
-    from airflow_vertex_dist.emulator.rest import _Server
+    from vertex_emulator.rest import _Server
 
     for bind in ("0.0.0.0", "::"):
         assert _Server.host_allowed(SimpleNamespace(bind_host=bind), "build-box.example")  # type: ignore[arg-type]

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.filters import MAX_DEPTH, FilterError, compile_filter
-from airflow_vertex_dist.emulator.grpc_server import MAX_MESSAGE_BYTES, SERVICE_NAME
-from airflow_vertex_dist.emulator.rest import MAX_BODY_BYTES, MAX_JSON_DEPTH, json_depth
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.filters import MAX_DEPTH, FilterError, compile_filter
+from vertex_emulator.grpc_server import MAX_MESSAGE_BYTES, SERVICE_NAME
+from vertex_emulator.rest import MAX_BODY_BYTES, MAX_JSON_DEPTH, json_depth
 
 from ._probes import JOBS, JSON, PARENT, Http, answer, job_bytes, job_count, record
 

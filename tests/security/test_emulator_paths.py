@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.gcs import check_request_uris, gcs_parts, to_local_path
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.gcs import check_request_uris, gcs_parts, to_local_path
 
 from ._probes import JOBS, JSON, PARENT, Http, answer, job_bytes, job_count, record
 

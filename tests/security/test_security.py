@@ -124,7 +124,7 @@ def emulator_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Pa
     state.mkdir(mode=0o755)
     os.chmod(state, 0o755)  # a state dir a user made by hand, world-readable
     proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_vertex_dist.emulator.cli", "--state-dir", str(state),
+        [sys.executable, "-m", "vertex_emulator.cli", "--state-dir", str(state),
          "--rest-port", "0", "--grpc-port", "0", "--storage-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip

@@ -11,14 +11,14 @@ from airflow.sdk import DAG
 from operators.harness import PY, dag_xcom, logged, run_dag, ti_state
 from operators.test_tuning import tuning_spec
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.operators.cancel import VertexCancelJobOperator
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 

@@ -9,14 +9,14 @@ import pytest
 from airflow.models.trigger import Trigger
 from airflow.sdk.module_loading import import_string
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.triggers.sensors import (
     VertexJobStateTrigger,
     VertexReplicaTrigger,
     VertexTrialTrigger,
 )
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 NAME = "projects/test-project/locations/us-central1/customJobs/42"
 TUNING = "projects/test-project/locations/us-central1/hyperparameterTuningJobs/7"

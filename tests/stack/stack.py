@@ -8,7 +8,7 @@ so it can be signalled as a group:
   when we are root (initdb refuses root);
 * ``airflow db migrate`` once, then ``airflow scheduler`` (LocalExecutor), ``airflow triggerer``,
   ``airflow dag-processor`` and ``airflow api-server``;
-* ``airflow-vertex-dist emulator`` on free loopback ports; the ``vertex_dist_default`` connection
+* ``vertex-emulator`` on free loopback ports; the ``vertex_dist_default`` connection
   points at it.
 
 Every process carries the environment variable ``AVD_STACK_MARKER=<random id>``, so teardown can prove
@@ -242,8 +242,7 @@ class AirflowStack(ProcessScan):
         rest_port = int(self.rest_endpoint.rsplit(":", 1)[1]) if self.rest_endpoint else 0
         grpc_port = int(self.grpc_target.rsplit(":", 1)[1]) if self.grpc_target else 0
         argv = [
-            str(VENV_BIN / "airflow-vertex-dist"),
-            "emulator",
+            str(VENV_BIN / "vertex-emulator"),
             "--state-dir", str(self.emulator_state),
             "--rest-port", str(rest_port),
             "--grpc-port", str(grpc_port),

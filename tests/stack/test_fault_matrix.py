@@ -27,11 +27,11 @@ import pytest
 from airflow.sdk import DAG
 from operators.harness import CONN_ENV, PY, connection_env, logged, migrate_db, poll, run_dag, ti_state
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import Faults
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, Scheduling, WorkerPool
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
 
 from .figures import Figures
 

@@ -19,7 +19,7 @@ if str(DAGS_DIR) not in sys.path:
     sys.path.insert(0, str(DAGS_DIR))
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.emulator.app import Emulator
+    from vertex_emulator.app import Emulator
 
 TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
@@ -30,7 +30,7 @@ def emulator_and_client(tmp_path: Path) -> Iterator[tuple[Emulator, Any]]:
     stock JobServiceClient over gRPC to it."""
     from trainers.local import image_map
 
-    from airflow_vertex_dist.emulator import testing
+    from vertex_emulator import testing
 
     with testing.running_emulator(tmp_path, image_map=image_map(), stop_grace_s=2.0) as em:
         client = testing.grpc_client(em)
@@ -44,7 +44,7 @@ def submit(client: Any, body: dict[str, Any]) -> str:
     """Create a CustomJob (``jobSpec``) or HyperparameterTuningJob (``studySpec``) from a v1 body."""
     from google.cloud.aiplatform_v1.types import CustomJob, HyperparameterTuningJob
 
-    from airflow_vertex_dist.emulator import testing
+    from vertex_emulator import testing
 
     if "studySpec" in body:
         tuning = HyperparameterTuningJob.from_json(json.dumps(body))
@@ -60,7 +60,7 @@ def submit(client: Any, body: dict[str, Any]) -> str:
 
 def finish(em: Emulator, name: str, timeout: float = 90.0) -> dict[str, Any]:
     """Wait for a terminal state; the job (v1 JSON) when it SUCCEEDED, else fail with its error."""
-    from airflow_vertex_dist.emulator import testing
+    from vertex_emulator import testing
 
     job: dict[str, Any] = testing.wait_for_state(em, name, TERMINAL, timeout=timeout)
     assert job["state"] == "JOB_STATE_SUCCEEDED", job.get("error", {}).get("message", job["state"])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.faults import update_faults
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.triggers import poller
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.faults import update_faults
 
 NO_FAULTS = {"error_rate": {}, "error_codes": ["UNAVAILABLE"], "latency_s": 0.0, "seed": None}
 

@@ -12,14 +12,14 @@ import pytest
 from airflow.triggers.base import TriggerEvent
 from structlog.testing import capture_logs
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.faults import update_faults
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.triggers import poller
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.faults import update_faults
 
 PARENT = testing.PARENT
 MANAGED = run_labels("trigger_tests", "wait", "manual__1", -1)

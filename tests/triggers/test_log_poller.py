@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 from airflow_vertex_dist.triggers import log_poller
 from airflow_vertex_dist.triggers.log_poller import LogCursor, ReadBudget, get_log_poller
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
 PROJECT = "test-project"
 

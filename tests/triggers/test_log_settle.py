@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 from airflow_vertex_dist.hooks.logs import VertexLogsHook
 from airflow_vertex_dist.operators.log_stream import LogStreamer
 from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller, settle_seconds, settled_until
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
 PROJECT = "test-project"
 SETTLE_ENV = "AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS"

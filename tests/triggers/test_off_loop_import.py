@@ -12,11 +12,11 @@ import json
 import subprocess
 import sys
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 PROBE = """
 import asyncio, importlib.abc, json, sys, threading

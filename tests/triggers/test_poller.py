@@ -7,12 +7,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.filters import compile_filter
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.triggers import poller
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.filters import compile_filter
 
 MANAGED = run_labels("poller_tests", "wait", "manual__1", -1)
 

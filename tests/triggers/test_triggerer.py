@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from airflow.jobs.triggerer_job_runner import TriggerRunner
 
-from airflow_vertex_dist.emulator import testing
-from airflow_vertex_dist.emulator.app import Emulator
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.triggers import poller
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
 
 MANAGED = run_labels("triggerer_tests", "wait", "manual__1", -1)
 SLEEP = "import time; time.sleep(120)"

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.emulator.cluster import Replica
-from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.driver import Interrupted, JobError
-from airflow_vertex_dist.emulator.packages import InstallInterrupted, PackageInstallError, install_packages
+from vertex_emulator.cluster import Replica
+from vertex_emulator.config import EmulatorConfig
+from vertex_emulator.driver import Interrupted, JobError
+from vertex_emulator.packages import InstallInterrupted, PackageInstallError, install_packages
 
 __all__ = ["check_hypertune", "replica_command"]
 

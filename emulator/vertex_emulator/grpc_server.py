@@ -23,7 +23,7 @@ from typing import Any
 
 import grpc
 
-from airflow_vertex_dist.emulator.service import METHODS, ApiError, JobService, MethodInfo
+from vertex_emulator.service import METHODS, ApiError, JobService, MethodInfo
 
 __all__ = ["MAX_MESSAGE_BYTES", "SERVICE_NAME", "GrpcServer"]
 

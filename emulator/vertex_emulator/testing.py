@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.emulator.app import Emulator
-from airflow_vertex_dist.emulator.config import EmulatorConfig
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import EmulatorConfig
 
 __all__ = [
     "PARENT",

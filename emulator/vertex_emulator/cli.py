@@ -1,4 +1,4 @@
-"""``airflow-vertex-dist emulator``: run the local Vertex AI JobService until SIGINT/SIGTERM.
+"""``vertex-emulator``: run the local Vertex AI JobService until SIGINT/SIGTERM.
 
 Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT
 storage=http://127.0.0.1:PORT`` once the servers accept calls (scripts can wait for it), and stops
@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from airflow_vertex_dist.emulator.config import EmulatorConfig, check_exposure
+from vertex_emulator.config import EmulatorConfig, check_exposure
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console_main", "main"]
 
 DEFAULT_GRPC_PORT = 8781
 DEFAULT_REST_PORT = 8780
@@ -58,7 +58,7 @@ def _fault_rate(text: str) -> tuple[str, float]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="airflow-vertex-dist emulator",
+        prog="vertex-emulator",
         description="Run a local Vertex AI JobService (gRPC + REST) that runs jobs as local processes.",
     )
     net = parser.add_argument_group("network")
@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> EmulatorConfig:
-    from airflow_vertex_dist.emulator.faults import FaultsError, faults_from_json
+    from vertex_emulator.faults import FaultsError, faults_from_json
 
     try:
         faults = faults_from_json(
@@ -218,7 +218,7 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
 
 def main(argv: list[str]) -> int:
     """Run the emulator until SIGINT or SIGTERM; returns the process exit code."""
-    from airflow_vertex_dist.emulator.app import Emulator
+    from vertex_emulator.app import Emulator
 
     parser = build_parser()
     try:
@@ -263,3 +263,8 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+
+
+def console_main() -> int:
+    """The ``vertex-emulator`` console script (and ``python -m vertex_emulator``)."""
+    return main(sys.argv[1:])

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_vertex_dist.emulator.fields import ROOTS, ProtoField, is_repeated, walk
+from vertex_emulator.fields import ROOTS, ProtoField, is_repeated, walk
 
 __all__ = ["NOTES", "Note", "field_table", "note_for", "unapplied_fields"]
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from airflow_vertex_dist.emulator.config import Faults
+from vertex_emulator.config import Faults
 
 __all__ = [
     "STATUS_CODE_NAMES",

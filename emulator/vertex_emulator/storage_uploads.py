@@ -14,7 +14,7 @@ import secrets
 import threading
 from pathlib import Path
 
-from airflow_vertex_dist.emulator.storage_tree import StorageError, temp_beside
+from vertex_emulator.storage_tree import StorageError, temp_beside
 
 __all__ = ["Upload", "UploadSessions", "split_multipart"]
 

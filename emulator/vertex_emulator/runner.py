@@ -22,14 +22,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-from airflow_vertex_dist.common.rfc3339 import now_rfc3339
-from airflow_vertex_dist.emulator import procs
-from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.custom_job import CustomJobRun, replica_tail
-from airflow_vertex_dist.emulator.driver import JobDriver, job_id_of
-from airflow_vertex_dist.emulator.drivers import driver_for
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator import procs
+from vertex_emulator.config import EmulatorConfig
+from vertex_emulator.custom_job import CustomJobRun, replica_tail
+from vertex_emulator.driver import JobDriver, job_id_of
+from vertex_emulator.drivers import driver_for
+from vertex_emulator.jobkinds import TERMINAL_STATES
+from vertex_emulator.store import JobStore
+from vertex_emulator.timefmt import now_rfc3339
 
 __all__ = ["Runner"]
 

@@ -7,13 +7,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from airflow_vertex_dist.emulator.config import EmulatorConfig, check_exposure
-from airflow_vertex_dist.emulator.grpc_server import GrpcServer
-from airflow_vertex_dist.emulator.logging_api import LogEntriesApi, grpc_handler
-from airflow_vertex_dist.emulator.rest import RestServer
-from airflow_vertex_dist.emulator.service import JobService, RunnerLike
-from airflow_vertex_dist.emulator.storage import StorageServer
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator.config import EmulatorConfig, check_exposure
+from vertex_emulator.grpc_server import GrpcServer
+from vertex_emulator.logging_api import LogEntriesApi, grpc_handler
+from vertex_emulator.rest import RestServer
+from vertex_emulator.service import JobService, RunnerLike
+from vertex_emulator.storage import StorageServer
+from vertex_emulator.store import JobStore
 
 __all__ = ["Emulator"]
 
@@ -24,7 +24,7 @@ def _private_dir(path: Path) -> None:
 
 
 def _make_runner(store: JobStore, config: EmulatorConfig) -> RunnerLike:
-    from airflow_vertex_dist.emulator.runner import Runner
+    from vertex_emulator.runner import Runner
 
     runner: RunnerLike = Runner(store, config)
     return runner

@@ -1,5 +1,5 @@
 """A local Vertex AI JobService: CustomJobs and HyperparameterTuningJobs over gRPC and REST, run as
-local processes. Start it with ``airflow-vertex-dist emulator`` or ``Emulator(config).start()``.
+local processes. Start it with ``vertex-emulator`` or ``Emulator(config).start()``.
 
 Names are loaded lazily, so importing a submodule (``emulator.config``) does not pull in gRPC.
 """
@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.emulator.app import Emulator
-    from airflow_vertex_dist.emulator.config import EmulatorConfig, Faults
+    from vertex_emulator.app import Emulator
+    from vertex_emulator.config import EmulatorConfig, Faults
 
 __all__ = ["Emulator", "EmulatorConfig", "Faults"]
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
+from vertex_emulator.timefmt import rfc3339_nanos
 
 __all__ = ["JOB_STATES", "MAX_DEPTH", "FilterError", "Predicate", "compile_filter"]
 

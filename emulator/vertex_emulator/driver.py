@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-from airflow_vertex_dist.common.rfc3339 import now_rfc3339
-from airflow_vertex_dist.emulator.config import EmulatorConfig
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator.config import EmulatorConfig
+from vertex_emulator.jobkinds import TERMINAL_STATES
+from vertex_emulator.store import JobStore
+from vertex_emulator.timefmt import now_rfc3339
 
 __all__ = ["DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
 

@@ -46,15 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.common.log_severity import SEVERITIES
-from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos
-from airflow_vertex_dist.emulator.gcs import GCS_NOTE
-from airflow_vertex_dist.emulator.log_filter import (
+from vertex_emulator.gcs import GCS_NOTE
+from vertex_emulator.jobkinds import SEVERITIES
+from vertex_emulator.log_filter import (
     LogFilterError,
     LogPredicate,
     compile_log_filter,
 )
-from airflow_vertex_dist.emulator.store import JobStore
+from vertex_emulator.store import JobStore
+from vertex_emulator.timefmt import format_rfc3339_nanos
 
 __all__ = [
     "GRPC_SERVICE",

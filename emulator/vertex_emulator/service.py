@@ -36,15 +36,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES, JobKind
-from airflow_vertex_dist.common.rfc3339 import now_rfc3339
-from airflow_vertex_dist.emulator.config import Faults
-from airflow_vertex_dist.emulator.faults import FaultInjector
-from airflow_vertex_dist.emulator.fidelity import unapplied_fields
-from airflow_vertex_dist.emulator.filters import FilterError, compile_filter
-from airflow_vertex_dist.emulator.gcs import check_request_uris
-from airflow_vertex_dist.emulator.store import JobStore
-from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
+from vertex_emulator.config import Faults
+from vertex_emulator.faults import FaultInjector
+from vertex_emulator.fidelity import unapplied_fields
+from vertex_emulator.filters import FilterError, compile_filter
+from vertex_emulator.gcs import check_request_uris
+from vertex_emulator.jobkinds import TERMINAL_STATES, JobKind
+from vertex_emulator.store import JobStore
+from vertex_emulator.timefmt import now_rfc3339
 
 __all__ = [
     "HTTP_STATUS",
@@ -96,6 +95,19 @@ HTTP_STATUS = {
     "UNAVAILABLE": 503,
     "DATA_LOSS": 500,
 }
+
+
+#: The fields a Create request may not set, marked ``(google.api.field_behavior) = OUTPUT_ONLY`` in
+#: google/cloud/aiplatform/v1/custom_job.proto and hyperparameter_tuning_job.proto (the generated
+#: proto-plus descriptors drop field options, so the list is read off the protos by hand).
+_OUTPUT_ONLY = frozenset(
+    {
+        "name", "state", "createTime", "startTime", "endTime", "updateTime", "error", "satisfiesPzs",
+        "satisfiesPzi",
+    }
+)
+CUSTOM_JOB_OUTPUT_ONLY = _OUTPUT_ONLY | {"webAccessUris"}
+TUNING_JOB_OUTPUT_ONLY = _OUTPUT_ONLY | {"trials"}
 
 
 class RunnerLike(Protocol):

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from airflow_vertex_dist.common.rfc3339 import format_rfc3339
-from airflow_vertex_dist.emulator.gcs import to_local_path
+from vertex_emulator.gcs import to_local_path
+from vertex_emulator.timefmt import format_rfc3339
 
 __all__ = [
     "CHUNK",

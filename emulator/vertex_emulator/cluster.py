@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.emulator.gcs import join_uri, to_local_path
+from vertex_emulator.gcs import join_uri, to_local_path
 
 __all__ = [
     "LOCAL_ENV_NAMES",

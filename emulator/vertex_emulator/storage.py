@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from airflow_vertex_dist.emulator.gcs import to_local_path
-from airflow_vertex_dist.emulator.storage_tree import (
+from vertex_emulator.gcs import to_local_path
+from vertex_emulator.storage_tree import (
     CHUNK,
     bucket_dir,
     bucket_resource,
@@ -58,10 +58,10 @@ from airflow_vertex_dist.emulator.storage_tree import (
     prepare_target,
     temp_beside,
 )
-from airflow_vertex_dist.emulator.storage_tree import (
+from vertex_emulator.storage_tree import (
     StorageError as _Error,
 )
-from airflow_vertex_dist.emulator.storage_uploads import Upload, UploadSessions, split_multipart
+from vertex_emulator.storage_uploads import Upload, UploadSessions, split_multipart
 
 __all__ = ["MAX_MULTIPART_BYTES", "StorageServer"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from airflow_vertex_dist.common.jobs import JobKind
-from airflow_vertex_dist.emulator.custom_job import CustomJobRun
-from airflow_vertex_dist.emulator.driver import DriverHost, JobDriver
-from airflow_vertex_dist.emulator.tuning import TuningRun
+from vertex_emulator.custom_job import CustomJobRun
+from vertex_emulator.driver import DriverHost, JobDriver
+from vertex_emulator.jobkinds import JobKind
+from vertex_emulator.tuning import TuningRun
 
 __all__ = ["DRIVERS", "driver_for", "kind_of"]
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from airflow_vertex_dist.emulator.gcs import to_local_path
+from vertex_emulator.gcs import to_local_path
 
 __all__ = ["InstallInterrupted", "PackageInstallError", "install_packages", "resolve_package_uris"]
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_vertex_dist.common.log_severity import SEVERITIES
-from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
+from vertex_emulator.jobkinds import SEVERITIES
+from vertex_emulator.timefmt import rfc3339_nanos
 
 __all__ = [
     "MAX_DEPTH",

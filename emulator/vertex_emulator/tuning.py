@@ -54,14 +54,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_vertex_dist.common.rfc3339 import now_rfc3339
-from airflow_vertex_dist.emulator.cluster import is_reduction_server
-from airflow_vertex_dist.emulator.custom_job import CustomJobRun
-from airflow_vertex_dist.emulator.driver import DriverHost, JobDriver
-from airflow_vertex_dist.emulator.gcs import join_uri
-from airflow_vertex_dist.emulator.hypertune import curve, final_measurement, measurements, read_hypertune
-from airflow_vertex_dist.emulator.search import Observation, ParamSpec, Search, Value, format_value
-from airflow_vertex_dist.emulator.stopping import Curve, decay_curve_should_stop, median_should_stop
+from vertex_emulator.cluster import is_reduction_server
+from vertex_emulator.custom_job import CustomJobRun
+from vertex_emulator.driver import DriverHost, JobDriver
+from vertex_emulator.gcs import join_uri
+from vertex_emulator.hypertune import curve, final_measurement, measurements, read_hypertune
+from vertex_emulator.search import Observation, ParamSpec, Search, Value, format_value
+from vertex_emulator.stopping import Curve, decay_curve_should_stop, median_should_stop
+from vertex_emulator.timefmt import now_rfc3339
 
 __all__ = ["SEED_LABEL", "TuningRun", "failed_trial_limit", "seed_for", "trial_job_spec"]
 

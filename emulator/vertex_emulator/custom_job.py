@@ -58,10 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.common import durations
-from airflow_vertex_dist.common.rfc3339 import now_rfc3339
-from airflow_vertex_dist.emulator import procs
-from airflow_vertex_dist.emulator.cluster import (
+from vertex_emulator import procs
+from vertex_emulator.cluster import (
     Replica,
     expand_env,
     job_spec_as_dict,
@@ -70,10 +68,11 @@ from airflow_vertex_dist.emulator.cluster import (
     replica_env,
     replicas_of,
 )
-from airflow_vertex_dist.emulator.driver import DriverHost, Interrupted, JobDriver, JobError
-from airflow_vertex_dist.emulator.gcs import GCS_NOTE, to_local_path
-from airflow_vertex_dist.emulator.procs import free_ports, read_tail, spawn
-from airflow_vertex_dist.emulator.replica_command import check_hypertune, replica_command
+from vertex_emulator.driver import DriverHost, Interrupted, JobDriver, JobError
+from vertex_emulator.gcs import GCS_NOTE, to_local_path
+from vertex_emulator.procs import free_ports, read_tail, spawn
+from vertex_emulator.replica_command import check_hypertune, replica_command
+from vertex_emulator.timefmt import now_rfc3339, parse_duration_seconds
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -94,20 +93,17 @@ _WAKE_S = 0.25  # how often a running job re-reads the faults
 
 
 def parse_duration(raw: Any, *, field: str, default: float) -> float:
-    """A protobuf Duration in JSON form (``"3600s"``, ``"0.5s"``; common.durations) or a number, in
+    """A protobuf Duration in JSON form (``"3600s"``, ``"0.5s"``; timefmt) or a number, in
     seconds; ``default`` for none or zero."""
     if raw is None or raw == "":
         return default
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         value = float(raw)
     else:
-        try:
-            parsed = durations.parse_duration(str(raw))
-        except ValueError:
-            parsed = None
+        parsed = parse_duration_seconds(str(raw))
         if parsed is None:
             raise ValueError(f"{field}: must be a duration like '3600s' (got {raw!r})")
-        value = parsed.total_seconds()
+        value = parsed
     if value < 0:
         raise ValueError(f"{field}: must not be negative (got {raw!r})")
     return value if value > 0 else default

@@ -20,8 +20,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.common.jobs import JOB_KINDS, TERMINAL_STATES, JobKind
-from airflow_vertex_dist.common.rfc3339 import format_rfc3339, now_rfc3339, parse_rfc3339
+from vertex_emulator.jobkinds import JOB_KINDS, TERMINAL_STATES, JobKind
+from vertex_emulator.timefmt import format_rfc3339, now_rfc3339, parse_rfc3339
 
 __all__ = ["JobStore"]
 

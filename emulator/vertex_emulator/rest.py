@@ -49,9 +49,9 @@ from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from airflow_vertex_dist.emulator import logging_api, pages
-from airflow_vertex_dist.emulator.faults import FaultsError, faults_to_json, update_faults
-from airflow_vertex_dist.emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
+from vertex_emulator import logging_api, pages
+from vertex_emulator.faults import FaultsError, faults_to_json, update_faults
+from vertex_emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
 
 __all__ = [
     "LISTEN_BACKLOG",

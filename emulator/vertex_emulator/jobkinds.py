@@ -1,0 +1,37 @@
+"""The two job collections the emulator serves and the v1 ``JobState`` names it reports
+(google/cloud/aiplatform/v1/job_state.proto)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["JOB_KINDS", "SEVERITIES", "TERMINAL_STATES", "JobKind"]
+
+#: The collection in a job's resource name: ``projects/P/locations/L/<kind>/<id>``.
+JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
+JOB_KINDS: tuple[JobKind, ...] = ("customJobs", "hyperparameterTuningJobs")
+
+#: The states a job ends in (job_state.proto: SUCCEEDED, FAILED, CANCELLED, EXPIRED and
+#: PARTIALLY_SUCCEEDED are final; PAUSED and UPDATING are not).
+TERMINAL_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
+
+#: Cloud Logging's severities, name -> number (google/logging/type/log_severity.proto).
+SEVERITIES: dict[str, int] = {
+    "DEFAULT": 0,
+    "DEBUG": 100,
+    "INFO": 200,
+    "NOTICE": 300,
+    "WARNING": 400,
+    "ERROR": 500,
+    "CRITICAL": 600,
+    "ALERT": 700,
+    "EMERGENCY": 800,
+}

@@ -1,0 +1,57 @@
+"""The emulator's pytest plugin, registered through the ``pytest11`` entry point: installing the
+distribution is enough, no conftest import needed.
+
+Fixtures:
+
+* ``vertex_emulator``: an emulator running for one test, its state and ``gs://`` root under the test's
+  ``tmp_path``, on free loopback ports; stopped (every replica with it) when the test ends.
+* ``vertex_emulator_factory``: a callable that starts one with ``EmulatorConfig`` overrides
+  (``vertex_emulator_factory(image_map={...}, faults=Faults(...))``); each is stopped at the end.
+* ``vertex_job_client``: the stock ``google.cloud.aiplatform_v1.JobServiceClient`` over gRPC to
+  ``vertex_emulator``.
+
+A test of a user's own code points its client (or an Airflow connection) at
+``vertex_emulator.grpc_target`` / ``vertex_emulator.rest_endpoint``, and ``gs://`` at
+``vertex_emulator.config.storage_endpoint`` (``STORAGE_EMULATOR_HOST``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+
+__all__ = ["vertex_emulator", "vertex_emulator_factory", "vertex_job_client"]
+
+
+@pytest.fixture
+def vertex_emulator_factory(tmp_path: Path) -> Iterator[Callable[..., Emulator]]:
+    """Start emulators with config overrides; every one is stopped when the test ends."""
+    with ExitStack() as stack:
+        count = 0
+
+        def start(**overrides: Any) -> Emulator:
+            nonlocal count
+            count += 1
+            root = tmp_path / f"vertex-emulator-{count}"
+            return stack.enter_context(testing.running_emulator(root, **overrides))
+
+        yield start
+
+
+@pytest.fixture
+def vertex_emulator(vertex_emulator_factory: Callable[..., Emulator]) -> Emulator:
+    """An emulator running for this test (free loopback ports, state under ``tmp_path``)."""
+    return vertex_emulator_factory()
+
+
+@pytest.fixture
+def vertex_job_client(vertex_emulator: Emulator) -> Any:
+    """The stock ``JobServiceClient`` over gRPC to ``vertex_emulator``."""
+    return testing.grpc_client(vertex_emulator)
