@@ -2,7 +2,7 @@
 
 Run by ``make test`` (``make compat`` alone). Each session makes a uv virtualenv on an interpreter found on
 this machine (a pyenv root's, or on ``PATH``; uv never downloads one: ``UV_PYTHON_DOWNLOADS=never``),
-installs the project with its ``test`` extra and the cell's Airflow, resolved as of the cell's day, and runs
+installs the project with its ``test`` extra, the emulator's distribution (``emulator/``) and the cell's Airflow, resolved as of the cell's day, and runs
 the compat suite. No cell installs torch.
 """
 
@@ -82,9 +82,9 @@ def compat(session: nox.Session, cell: Any) -> None:
         args += ["--exclude-newer", cell.exclude_newer]
     if cell.resolution == "lowest-direct":
         # Every direct dependency at its floor: the project's own declaration decides Airflow too.
-        session.install(*args, "-e", ".[test]")
+        session.install(*args, "-e", ".[test]", "-e", "./emulator")
     else:
-        session.install(*args, "-e", ".[test]", f"apache-airflow=={cell.airflow}")
+        session.install(*args, "-e", ".[test]", "-e", "./emulator", f"apache-airflow=={cell.airflow}")
     session.run("python", "-c", VERSIONS)
     session.run(
         "python", "-m", "pytest", "-p", "no:cacheprovider", *matrix.COMPAT_TESTS, *session.posargs,

@@ -99,3 +99,17 @@ def test_the_wheel_holds_the_package_only_and_no_demo(built: tuple[Path, Path]) 
     assert not [name for name in names if "demo" in name.rsplit("/", 1)[-1]]
     assert f"{PACKAGE}/py.typed" in names
     assert f"{PACKAGE}/specs/__init__.py" in names
+
+
+def test_the_provider_wheel_holds_no_emulator_and_starts_none(built: tuple[Path, Path]) -> None:
+    """The emulator is a distribution of its own: an Airflow worker that installs the provider gets no
+    code that runs commands, no console script for it, and no dependency only the emulator needs."""
+    names, meta = _wheel_metadata(wheel=built[0])
+    assert not [name for name in names if "emulator" in name.lower()], "emulator code in the provider wheel"
+    with zipfile.ZipFile(built[0]) as zf:
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = zf.read(entry_points).decode()
+    assert "emulator" not in scripts
+    requires = [req.split(";")[0].replace(" ", "") for req in meta.get_all("Requires-Dist") or []]
+    assert not [req for req in requires if req.startswith(("psutil", "google-crc32c", "vertex-emulator"))]
+
