@@ -20,12 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from vertex_emulator import testing
-from vertex_emulator.app import Emulator
+if TYPE_CHECKING:
+    from vertex_emulator.app import Emulator
+
+# The emulator's modules (gRPC, the v1 types) load only when a test asks for a fixture: pytest loads
+# this plugin in every run of an environment that has the distribution installed.
 
 __all__ = ["vertex_emulator", "vertex_emulator_factory", "vertex_job_client"]
 
@@ -39,6 +42,8 @@ def vertex_emulator_factory(tmp_path: Path) -> Iterator[Callable[..., Emulator]]
         def start(**overrides: Any) -> Emulator:
             nonlocal count
             count += 1
+            from vertex_emulator import testing
+
             root = tmp_path / f"vertex-emulator-{count}"
             return stack.enter_context(testing.running_emulator(root, **overrides))
 
@@ -54,4 +59,6 @@ def vertex_emulator(vertex_emulator_factory: Callable[..., Emulator]) -> Emulato
 @pytest.fixture
 def vertex_job_client(vertex_emulator: Emulator) -> Any:
     """The stock ``JobServiceClient`` over gRPC to ``vertex_emulator``."""
+    from vertex_emulator import testing
+
     return testing.grpc_client(vertex_emulator)
