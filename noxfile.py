@@ -2,8 +2,8 @@
 
 Run by ``make test`` (``make compat`` alone). Each session makes a uv virtualenv on an interpreter found on
 this machine (a pyenv root's, or on ``PATH``; uv never downloads one: ``UV_PYTHON_DOWNLOADS=never``),
-installs the project with its ``test`` extra, the emulator's distribution (``emulator/``) and the cell's Airflow, resolved as of the cell's day, and runs
-the compat suite. No cell installs torch.
+installs the project with its ``test`` extra, the emulator's distribution (``emulator/``) and the cell's
+Airflow, resolved as of the cell's day, and runs the compat suite. No cell installs torch.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ jobs._JOB_WAIT_TIME = 0.2  # the SDK waits between polls; only the interval is s
 TRAINER = (
     "import sys, hypertune\n"
     "args = dict(a[2:].split('=', 1) for a in sys.argv[1:])\n"
-    "hypertune.HyperTune().report_hyperparameter_tuning_metric('score', float(args.get('lr', 1)), global_step=1)\n"
+    "score = float(args.get('lr', 1))\n"
+    "hypertune.HyperTune().report_hyperparameter_tuning_metric('score', score, global_step=1)\n"
 )
 with running_emulator(Path(tempfile.mkdtemp())) as em:
     aiplatform.init(

@@ -32,7 +32,8 @@ def test_a_job_of_mine_runs(vertex_emulator, vertex_job_client):
     )
     from vertex_emulator.testing import wait_for_state
 
-    done = wait_for_state(vertex_job_client, job.name, ["JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"], timeout=120)
+    ended = ["JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"]
+    done = wait_for_state(vertex_job_client, job.name, ended, timeout=120)
     assert done.state.name == "JOB_STATE_SUCCEEDED", done.error
 
 
