@@ -12,7 +12,11 @@ STAMP  := $(VENV)/.installed
 # is generated from this file. A plain pytest run outside make records into a temporary file instead.
 export AVD_FIGURES ?= $(CURDIR)/scripts/stack/figures.json
 
-.PHONY: install test lint typecheck unit compat test-stack demo clean
+.PHONY: install test check lint typecheck unit compat test-stack demo clean
+
+# Test processes the unit suite runs in (pytest-xdist). Most tests wait on replica processes, servers
+# and subprocesses rather than compute, so more workers than cores pays off on a 2-core machine.
+XDIST ?= 4
 
 # uv installs the project (seconds, not minutes); pip installs torch first, as the `examples` extra pins
 # it, because pip is what finds the CPU build a machine may hold (its configured find-links) while uv
@@ -37,7 +41,12 @@ typecheck: $(STAMP)
 # pytest exits 5 when it collected no test: that is a failure here, said out loud.
 # The reliability suite (marked `stack`) runs as the next stage, `make test-stack`.
 unit: $(STAMP)
-	@$(PY) -m pytest -m "not stack" $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+# The inner loop: lint, types and the fast tests (those not marked slow or stack), in parallel.
+check: lint typecheck
+	@$(PY) -m pytest -m "not slow and not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 # The support matrix's other cells (tests/compat/matrix.py, README): one nox session each, in a uv

@@ -32,3 +32,25 @@ def test_make_points_the_figures_at_the_committed_file() -> None:
         env={k: v for k, v in os.environ.items() if k != "AVD_FIGURES"},
     )
     assert Path(out.stdout.strip()) == ROOT / "scripts" / "stack" / "figures.json"
+
+
+RECORD = """
+import sys
+sys.path.insert(0, 'tests')
+from stack.figures import Figures
+for i in range(40):
+    Figures.record('parallel', f'{sys.argv[1]}-{i}', i)
+"""
+
+
+def test_processes_recording_side_by_side_lose_no_figure(tmp_path: Path) -> None:
+    """pytest-xdist runs the unit suite in several processes that record into one file."""
+    env = {**os.environ, "AVD_FIGURES": str(tmp_path / "figures.json")}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", RECORD, f"w{n}"], cwd=ROOT, env=env) for n in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    import json
+
+    recorded = json.loads((tmp_path / "figures.json").read_text())["parallel"]
+    assert len(recorded) == 4 * 40

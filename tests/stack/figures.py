@@ -6,6 +6,7 @@ the time of the run, so a partial run updates only what it measured.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -35,10 +36,15 @@ class Figures:
 
     @classmethod
     def record(cls, section: str, key: str, value: Any) -> None:
-        data = cls.load()
-        data.setdefault(section, {})[key] = value
-        data.setdefault("_updated", {})[section] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        """Merge one figure into the file. Test processes running side by side (pytest-xdist workers)
+        each hold an exclusive lock on a lock file beside it for the read-merge-write, so no figure
+        another one recorded is lost."""
         FIGURES_PATH.parent.mkdir(parents=True, exist_ok=True)
-        tmp = FIGURES_PATH.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        tmp.replace(FIGURES_PATH)
+        with open(FIGURES_PATH.with_name(FIGURES_PATH.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = cls.load()
+            data.setdefault(section, {})[key] = value
+            data.setdefault("_updated", {})[section] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            tmp = FIGURES_PATH.with_name(f"{FIGURES_PATH.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            tmp.replace(FIGURES_PATH)
