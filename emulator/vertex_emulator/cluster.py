@@ -40,6 +40,7 @@ from typing import Any
 from vertex_emulator.gcs import join_uri, to_local_path
 
 __all__ = [
+    "EMULATOR_ONLY_ENV",
     "LOCAL_ENV_NAMES",
     "LOCAL_ENV_PREFIXES",
     "POOL_COUNT",
@@ -47,6 +48,7 @@ __all__ = [
     "cluster_map",
     "cluster_spec",
     "expand_env",
+    "expand_references",
     "is_reduction_server",
     "job_spec_as_dict",
     "local_env",
@@ -54,6 +56,7 @@ __all__ = [
     "pytorch_env",
     "replica_env",
     "replicas_of",
+    "service_scope",
     "tf_config",
     "total_replicas",
 ]
@@ -237,13 +240,66 @@ def output_dirs(base_output_directory: str | None) -> dict[str, str]:
     }
 
 
+#: variables the emulator sets that Vertex AI does not: no ``$(NAME)`` reference resolves to them.
+EMULATOR_ONLY_ENV = ("STORAGE_EMULATOR_HOST",)
+
+
+def service_scope(vertex_env: Mapping[str, str]) -> dict[str, str]:
+    """The service's variables a ``$(NAME)`` reference may name: ``vertex_env`` without the
+    emulator's own (``EMULATOR_ONLY_ENV``). The image's variables (and so the local ``PATH``,
+    ``HOME``...) are never in scope: "You cannot reference environment variables set in the Docker
+    image" (v1 ``ModelContainerSpec.command``/``args``, the one v1 comment that spells the rule out)."""
+    return {k: v for k, v in vertex_env.items() if k not in EMULATOR_ONLY_ENV}
+
+
+def expand_references(value: str, scope: Mapping[str, str]) -> str:
+    """``value`` with its ``$(NAME)`` references expanded from ``scope``, as Kubernetes expands a
+    container's ``env`` values, ``command`` and ``args`` (its ``third_party/forked/golang/expansion``
+    ``Expand``): ``$(NAME)`` is ``scope[NAME]``, or stays as written when ``NAME`` is not in scope;
+    ``$$`` is one literal ``$`` (so ``$$(NAME)`` is the text ``$(NAME)``); a ``$(`` never closed and
+    a ``$`` before anything else stay as written. One pass, linear in ``len(value)``.
+
+    The v1 ``EnvVar.value`` comment states the rule for env values ("If a variable cannot be
+    resolved, the reference in the input string will be unchanged. The $(VAR_NAME) syntax can be
+    escaped with a double $$"); for ``command`` and ``args`` see ``replica_command``.
+    """
+    out: list[str] = []
+    i, n = 0, len(value)
+    last_close = value.rfind(")")  # a "$(" after it is never closed: no scan to the end each time
+    while i < n:
+        dollar = value.find("$", i)
+        if dollar == -1 or dollar == n - 1:
+            out.append(value[i:])
+            break
+        out.append(value[i:dollar])
+        following = value[dollar + 1]
+        if following == "$":
+            out.append("$")
+            i = dollar + 2
+        elif following == "(":
+            close = value.find(")", dollar + 2) if dollar + 2 <= last_close else -1
+            if close == -1:
+                out.append("$(")
+                i = dollar + 2
+            else:
+                name = value[dollar + 2 : close]
+                out.append(scope[name] if name in scope else value[dollar : close + 1])
+                i = close + 1
+        else:
+            out.append(value[dollar : dollar + 2])
+            i = dollar + 2
+    return "".join(out)
+
+
 def expand_env(
     entries: Sequence[Mapping[str, Any]], base: Mapping[str, str], *, field: str
 ) -> dict[str, str]:
-    """A pool's ``env`` list as a dict, ``$(NAME)`` expanded as EnvVar documents.
+    """A pool's ``env`` list as a dict, ``$(NAME)`` expanded (``expand_references``).
 
-    References resolve against the variables defined before (earlier entries, then ``base``); an
-    unresolved reference stays as written; ``$$(NAME)`` is an escape for a literal ``$(NAME)``.
+    v1 ``EnvVar.value``: "Variables that reference a $(VAR_NAME) are expanded using the previous
+    defined environment variables in the container and any service environment variables": a
+    reference resolves against the entries before it, then ``base`` (the service's variables,
+    ``service_scope``); a later entry is not yet defined, so a reference to it stays as written.
     """
     out: dict[str, str] = {}
     for i, entry in enumerate(entries):
@@ -251,31 +307,8 @@ def expand_env(
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"{field}[{i}].name: must be a valid C identifier (got {name!r})")
         value = str(entry.get("value", ""))
-        scope = {**base, **out}
-        out[name] = _expand(value, scope)
+        out[name] = expand_references(value, {**base, **out})
     return out
-
-
-def _expand(value: str, scope: Mapping[str, str]) -> str:
-    result: list[str] = []
-    i = 0
-    while i < len(value):
-        if value.startswith("$$(", i):
-            end = value.find(")", i + 3)
-            if end != -1:
-                result.append(value[i + 1 : end + 1])
-                i = end + 1
-                continue
-        if value.startswith("$(", i):
-            end = value.find(")", i + 2)
-            if end != -1:
-                name = value[i + 2 : end]
-                result.append(scope.get(name, value[i : end + 1]))
-                i = end + 1
-                continue
-        result.append(value[i])
-        i += 1
-    return "".join(result)
 
 
 def replica_env(

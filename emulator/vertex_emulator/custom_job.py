@@ -67,11 +67,12 @@ from vertex_emulator.cluster import (
     output_dirs,
     replica_env,
     replicas_of,
+    service_scope,
 )
 from vertex_emulator.driver import DriverHost, Interrupted, JobDriver, JobError
 from vertex_emulator.gcs import GCS_NOTE, to_local_path
 from vertex_emulator.procs import free_ports, read_tail, spawn
-from vertex_emulator.replica_command import check_hypertune, replica_command
+from vertex_emulator.replica_command import check_hypertune, pool_env, replica_command
 from vertex_emulator.timefmt import now_rfc3339, parse_duration_seconds
 
 __all__ = [
@@ -268,7 +269,12 @@ class CustomJobRun(JobDriver):
                 )
             except ValueError as exc:
                 raise JobError(3, str(exc)) from None
-            argv, env_list, extra_path = replica_command(
+            service = service_scope(vertex_env)
+            try:
+                user_env = expand_env(pool_env(rep), service, field=f"{pool_field}.env")
+            except ValueError as exc:
+                raise JobError(3, str(exc)) from None
+            argv, extra_path = replica_command(
                 rep,
                 pool_field=pool_field,
                 config=self.config,
@@ -276,11 +282,8 @@ class CustomJobRun(JobDriver):
                 log_dir=logs,
                 installed=installed,
                 stop=self.stop_requested,
+                scope={**user_env, **service},
             )
-            try:
-                user_env = expand_env(env_list, {**base_env, **vertex_env}, field=f"{pool_field}.env")
-            except ValueError as exc:
-                raise JobError(3, str(exc)) from None
             env = {**base_env, **user_env, **vertex_env}
             if extra_path is not None:
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)

@@ -9,6 +9,20 @@
   running but do no reduction: each is an idle placeholder process that waits to be stopped.
 - A tuning trial's primary must be able to import ``hypertune`` (cloudml-hypertune), through which it
   reports its metric: ``check_hypertune`` fails the trial's job up front when it cannot.
+- ``$(NAME)`` references in a container spec's ``command`` and ``args`` and a python package spec's
+  ``args`` are expanded from the replica's environment as Kubernetes expands a container's command and
+  args (``cluster.expand_references``): the pool's ``env`` and the service's variables, never the
+  image's (here: the emulator's ``PATH``, ``HOME``...); the image map's command and the emulator's
+  ``python -m <module>`` are not the spec's, so they are not expanded. Sources: Google's own samples
+  pass ``"--model_dir=$(AIP_MODEL_DIR)"`` in ``containerSpec.args`` ("AIP_MODEL_DIR is set by the
+  service according to baseOutputDirectory", python-aiplatform
+  ``samples/snippets/pipeline_service/create_training_pipeline_custom_job_sample.py``), and the v1
+  ``ModelContainerSpec.command``/``args`` comments spell the rule out ("In order for environment
+  variables to be expanded, reference them by using the following syntax: $(VARIABLE_NAME) ... If a
+  variable cannot be resolved, the reference in the input string is used unchanged. To avoid
+  variable expansion, you can escape this syntax with $$"; "This field corresponds to the command
+  field of the Kubernetes Containers v1 core API"). The training ``ContainerSpec`` and
+  ``PythonPackageSpec`` comments do not mention expansion at all.
 """
 
 from __future__ import annotations
@@ -22,12 +36,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vertex_emulator.cluster import Replica
+from vertex_emulator.cluster import Replica, expand_references
 from vertex_emulator.config import EmulatorConfig
 from vertex_emulator.driver import Interrupted, JobError
 from vertex_emulator.packages import InstallInterrupted, PackageInstallError, install_packages
 
-__all__ = ["check_hypertune", "replica_command"]
+__all__ = ["check_hypertune", "pool_env", "replica_command"]
 
 _PYTHON_RE = re.compile(r"python[0-9.]*")
 _REDUCER_CODE = (
@@ -35,6 +49,15 @@ _REDUCER_CODE = (
     "print('emulated Reduction Server replica: accepted and idle; it performs no reduction', flush=True)\n"
     "signal.pause()\n"
 )
+
+
+def pool_env(rep: Replica) -> list[Mapping[str, Any]]:
+    """The ``env`` list of replica ``rep``'s pool (its container or python package spec); none for a
+    Reduction Server replica."""
+    if rep.is_reducer:
+        return []
+    task = rep.spec.get("containerSpec") or rep.spec.get("pythonPackageSpec") or {}
+    return list(task.get("env") or [])
 
 
 def replica_command(
@@ -46,24 +69,31 @@ def replica_command(
     log_dir: Path,
     installed: dict[int, Path],
     stop: threading.Event,
-) -> tuple[list[str], list[Mapping[str, Any]], Path | None]:
-    """``(argv, the pool's env list, a directory for PYTHONPATH or None)`` for replica ``rep``.
+    scope: Mapping[str, str],
+) -> tuple[list[str], Path | None]:
+    """``(argv, a directory for PYTHONPATH or None)`` for replica ``rep``.
 
-    ``installed`` maps pool index -> installed packages directory, shared by the replicas of one job
-    (a pool's packages are installed once). Raises ``JobError`` for a spec that cannot run and
-    ``Interrupted`` when ``stop`` is set during a package install.
+    ``scope`` is what a ``$(NAME)`` in the spec's command and args may name: the pool's expanded
+    ``env`` and the service's variables (``cluster.service_scope``). ``installed`` maps pool
+    index -> installed packages directory, shared by the replicas of one job (a pool's packages are
+    installed once). Raises ``JobError`` for a spec that cannot run and ``Interrupted`` when
+    ``stop`` is set during a package install.
     """
     spec = rep.spec
     if rep.is_reducer:
-        return [sys.executable, "-S", "-c", _REDUCER_CODE], [], None
+        return [sys.executable, "-S", "-c", _REDUCER_CODE], None
+
+    def expanded(values: Any) -> list[str]:
+        return [expand_references(str(a), scope) for a in values or []]
+
     container = spec.get("containerSpec")
     package = spec.get("pythonPackageSpec")
     if container:
-        command = [str(a) for a in container.get("command") or []]
-        args = [str(a) for a in container.get("args") or []]
+        command = expanded(container.get("command"))
+        args = expanded(container.get("args"))
         image = str(container.get("imageUri", ""))
         if command:
-            return command + args, list(container.get("env") or []), None
+            return command + args, None
         prefix = config.image_map.get(image)
         if not prefix:
             raise JobError(
@@ -71,7 +101,7 @@ def replica_command(
                 f"{pool_field}.containerSpec: image {image!r} gives no command and the emulator has no "
                 "image map entry for it (add one with --image-map IMAGE=COMMAND, or set command)",
             )
-        return list(prefix) + args, list(container.get("env") or []), None
+        return list(prefix) + args, None
     if package:
         module = str(package.get("pythonModule") or "")
         if not module:
@@ -93,8 +123,7 @@ def replica_command(
                 raise JobError(3, str(exc)) from None
         executor = str(package.get("executorImageUri", ""))
         prefix = list(config.image_map.get(executor) or [sys.executable])
-        args = [str(a) for a in package.get("args") or []]
-        return prefix + ["-m", module] + args, list(package.get("env") or []), installed[rep.pool]
+        return prefix + ["-m", module] + expanded(package.get("args")), installed[rep.pool]
     raise JobError(3, f"{pool_field}: exactly one of containerSpec or pythonPackageSpec is required")
 
 
