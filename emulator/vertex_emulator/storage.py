@@ -8,10 +8,11 @@ an object. The subset served is what those clients use for objects:
 
 * ``GET /storage/v1/b/<bucket>`` (bucket exists = the directory exists), ``POST /storage/v1/b``
   (creates the directory);
-* ``GET /storage/v1/b/<bucket>/o`` (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``,
-  ``startOffset``, ``endOffset``);
+* ``GET /storage/v1/b/<bucket>/o`` (``prefix``, ``delimiter``, ``matchGlob``, ``maxResults``,
+  ``pageToken``, ``startOffset``, ``endOffset``);
 * ``GET /storage/v1/b/<bucket>/o/<object>`` (metadata; ``alt=media``: the bytes, ``Range`` honoured),
-  ``GET /download/storage/v1/b/<bucket>/o/<object>?alt=media``, ``DELETE .../o/<object>``;
+  ``GET /download/storage/v1/b/<bucket>/o/<object>?alt=media``, ``DELETE .../o/<object>``, each with
+  ``generation`` (only the live one exists: another is 404) and ``ifGenerationMatch``;
 * ``POST /upload/storage/v1/b/<bucket>/o`` with ``uploadType=media``, ``multipart`` or ``resumable``
   (then ``PUT`` chunks with ``Content-Range``), and ``ifGenerationMatch`` preconditions;
 * ``POST /storage/v1/b/<bucket>/o/<object>/copyTo/b/<bucket>/o/<object>`` (``Blob.copy_blob``) and
@@ -21,8 +22,8 @@ an object. The subset served is what those clients use for objects:
 How it differs from Cloud Storage (docs/emulator.md): metadata beyond name, size, hashes and times is
 not stored (``contentType`` is guessed from the name); an object name ending in ``/`` or one that
 would make a file and a directory share a path (``a`` and ``a/b``) is refused with 400; the generation
-is the file's modification time in nanoseconds. It binds 127.0.0.1 only and refuses a request that
-carries an ``Origin`` header (a web page's) or a ``Host`` that is not a loopback name.
+is the file's modification time in nanoseconds (older generations are not kept). It binds 127.0.0.1
+only and refuses a request that carries an ``Origin`` header or a ``Host`` that is not a loopback name.
 
 Why not the ``gcp-storage-emulator`` package: it keeps objects in its own storage layout (with
 metadata files) rather than a plain directory tree, so ``--gcs-root`` could no longer be a directory
@@ -51,10 +52,11 @@ from vertex_emulator.storage_tree import (
     commit,
     copy_object,
     existing,
+    generation,
     hashes,
     list_objects,
+    live_object,
     object_resource,
-    precondition,
     prepare_target,
     temp_beside,
 )
@@ -236,9 +238,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._copy(bucket, unquote("/".join(rest[2:end])), dest_bucket, dest_name, query, verb)
         name = unquote("/".join(rest[2:]))
         if method in ("GET", "HEAD"):
+            obj = live_object(self.server.root, bucket, name, query)  # generation, ifGenerationMatch
             if query.get("alt") == "media" or prefix == "download":
-                return self._download(bucket, name)
-            return self._json(200, self._resource(bucket, name))
+                return self._download(name, obj)
+            return self._json(200, object_resource(self._base(), bucket, name, obj))
         if method == "DELETE" and not prefix:
             return self._delete(bucket, name, query)
         if method == "PATCH" and not prefix:
@@ -289,8 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _list(self, bucket: str, query: dict[str, str]) -> None:
         self._json(200, list_objects(self.server.root, self._base(), bucket, query))
 
-    def _download(self, bucket: str, name: str) -> None:
-        path = existing(self.server.root, bucket, name)
+    def _download(self, name: str, path: Path) -> None:
         size = path.stat().st_size
         start, stop = 0, size
         status = 200
@@ -312,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             md5, crc = hashes(path)
             headers["X-Goog-Hash"] = f"crc32c={crc},md5={md5}"
-        headers["X-Goog-Generation"] = str(path.stat().st_mtime_ns)
+        headers["X-Goog-Generation"] = generation(path)
         headers["X-Goog-Stored-Content-Length"] = str(size)
         length = max(0, stop - start)
         self.send_response(status)
@@ -334,9 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
                 left -= len(block)
 
     def _delete(self, bucket: str, name: str, query: dict[str, str]) -> None:
-        path = existing(self.server.root, bucket, name)
-        precondition(path, query.get("ifGenerationMatch"))
-        path.unlink()
+        live_object(self.server.root, bucket, name, query).unlink()
         self._send(204, b"", "application/json")
 
     # -- copies -----------------------------------------------------------------------------------

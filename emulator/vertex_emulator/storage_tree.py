@@ -3,13 +3,14 @@
 Object ``gs://b/x/y`` is the file ``<root>/b/x/y`` (``gcs.to_local_path``, the emulator's one mapping);
 a bucket is a directory. This module holds what the JSON API (storage.py) does with them, apart from
 HTTP: names to paths (and the names the tree cannot hold), the bucket and object resources,
-listing, generation preconditions, atomic writes and copies. Every refusal is a ``StorageError``
-carrying the HTTP status and the API's error reason.
+listing (with ``matchGlob``: storage_glob.py), generations and their preconditions, atomic writes
+and copies. Every refusal is a ``StorageError`` carrying the HTTP status and the API's error reason.
 
-An object's generation is its file's modification time in nanoseconds; metadata beyond name, size,
-hashes and times is not stored (``contentType`` is guessed from the name). Writes go to a temporary
-file beside the object (``.avd-upload-*``, never listed nor accepted as a name) and are renamed into
-place, so a reader never sees half an object.
+An object's generation is its file's modification time in nanoseconds, made to grow with every
+write of a name; only the live generation exists (a request for another one is 404). Metadata
+beyond name, size, hashes and times is not stored (``contentType`` is guessed from the name).
+Writes go to a temporary file beside the object (``.avd-upload-*``, never listed nor accepted as a
+name) and are renamed into place, so a reader never sees half an object.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from vertex_emulator.gcs import to_local_path
+from vertex_emulator.storage_glob import Glob, GlobError
 from vertex_emulator.timefmt import format_rfc3339
 
 __all__ = [
@@ -38,8 +40,10 @@ __all__ = [
     "commit",
     "copy_object",
     "existing",
+    "generation",
     "hashes",
     "list_objects",
+    "live_object",
     "object_path",
     "object_resource",
     "precondition",
@@ -186,12 +190,32 @@ def object_resource(base: str, bucket: str, name: str, path: Path) -> dict[str, 
     }
 
 
+def _glob(query: dict[str, str], delimiter: str) -> Glob | None:
+    """The request's ``matchGlob``, compiled; None without one. "delimiter must be either excluded or
+    set to / in requests that use the matchGlob parameter" (``objects.list`` reference)."""
+    pattern = query.get("matchGlob", "")
+    if not pattern:
+        return None
+    if delimiter not in ("", "/"):
+        raise StorageError(
+            400, "invalid", f"delimiter: must be absent or '/' with matchGlob (got {delimiter!r})"
+        )
+    try:
+        return Glob(pattern)
+    except GlobError as exc:
+        raise StorageError(400, "invalid", str(exc)) from None
+
+
 def list_objects(root: Path, base: str, bucket: str, query: dict[str, str]) -> dict[str, Any]:
-    """``objects.list``: ``prefix``, ``delimiter``, ``maxResults``, ``pageToken``, ``startOffset``,
-    ``endOffset``; names in lexicographic order, as Cloud Storage lists them."""
+    """``objects.list``: ``prefix``, ``delimiter``, ``matchGlob``, ``maxResults``, ``pageToken``,
+    ``startOffset``, ``endOffset``; names in lexicographic order, as Cloud Storage lists them.
+
+    ``matchGlob`` filters "objects and prefixes" (its reference): an object is listed when its whole
+    name matches, a ``prefixes[]`` entry when the prefix itself (``a/b/``) does."""
     top = bucket_dir(root, bucket)
     prefix = query.get("prefix", "")
     delimiter = query.get("delimiter", "")
+    glob = _glob(query, delimiter)
     start = query.get("startOffset", "")
     end = query.get("endOffset", "")
     token = query.get("pageToken", "")
@@ -219,19 +243,20 @@ def list_objects(root: Path, base: str, bucket: str, query: dict[str, str]) -> d
     for name in names:
         if (start and name < start) or (end and name >= end) or (token and name <= token):
             continue
+        cut = name.find(delimiter, len(prefix)) if delimiter else -1
+        entry = name[: cut + len(delimiter)] if cut != -1 else name
+        if entry in seen or (glob is not None and not glob.matches(entry)):
+            last = name  # consumed: a later page starts after it
+            continue
         if len(items) + len(prefixes) >= limit:
             next_token = last
             break
-        cut = name.find(delimiter, len(prefix)) if delimiter else -1
-        if cut != -1:
-            sub = name[: cut + len(delimiter)]
-            last = name
-            if sub not in seen:
-                seen.add(sub)
-                prefixes.append(sub)
-            continue
-        items.append(object_resource(base, bucket, name, top / name))
         last = name
+        if cut != -1:
+            seen.add(entry)
+            prefixes.append(entry)
+        else:
+            items.append(object_resource(base, bucket, name, top / name))
     out: dict[str, Any] = {"kind": "storage#objects"}
     if items:
         out["items"] = items
@@ -243,6 +268,38 @@ def list_objects(root: Path, base: str, bucket: str, query: dict[str, str]) -> d
 
 
 # -- writes -----------------------------------------------------------------------------------------
+
+
+def generation(path: Path) -> str:
+    """The object's generation: its file's modification time in nanoseconds (``commit`` and
+    ``copy_object`` make it grow with every write of a name)."""
+    return str(path.stat().st_mtime_ns)
+
+
+def live_object(root: Path, bucket: str, name: str, query: dict[str, str]) -> Path:
+    """The object a get, download or delete names, after its ``generation`` and ``ifGenerationMatch``.
+
+    Only the live generation is kept here (no versioning), so a ``generation`` that is not the live
+    one is 404, as Cloud Storage answers for a generation it does not have ("generation: If present,
+    selects a specific revision of this object", ``objects.get`` / ``objects.delete`` reference)."""
+    path = existing(root, bucket, name)
+    wanted = query.get("generation")
+    if wanted and wanted != generation(path):
+        raise StorageError(404, "notFound", f"No such object: {bucket}/{name}#{wanted}")
+    precondition(path, query.get("ifGenerationMatch"))
+    return path
+
+
+def _after_live(tmp: Path, target: Path) -> None:
+    """Give ``tmp`` a modification time past ``target``'s, so the name's next generation is a new
+    one even when two writes fall in one tick of the filesystem's clock."""
+    try:
+        live = target.stat().st_mtime_ns
+    except FileNotFoundError:
+        return
+    st = tmp.stat()
+    if st.st_mtime_ns <= live:
+        os.utime(tmp, ns=(st.st_atime_ns, live + 1))
 
 
 def precondition(path: Path, if_generation_match: str | None) -> None:
@@ -264,6 +321,7 @@ def commit(tmp: Path, target: Path, if_generation_match: str | None) -> None:
     file is gone either way."""
     try:
         precondition(target, if_generation_match)
+        _after_live(tmp, target)
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -282,23 +340,24 @@ def copy_object(
     ``sourceGeneration`` are honoured."""
     bucket, name = source
     path = existing(root, bucket, name)
-    generation = str(path.stat().st_mtime_ns)
+    live = generation(path)
     wanted = query.get("sourceGeneration")
-    if wanted and wanted != generation:
+    if wanted and wanted != live:
         raise StorageError(404, "notFound", f"No such object: {bucket}/{name}#{wanted}")
     wanted = query.get("ifSourceGenerationMatch")
-    if wanted and wanted != generation:
+    if wanted and wanted != live:
         raise StorageError(
             412,
             "conditionNotMet",
             f"At least one of the pre-conditions you specified did not hold (ifSourceGenerationMatch="
-            f"{wanted}, generation {generation}).",
+            f"{wanted}, generation {live}).",
         )
     target = prepare_target(root, *dest)
     tmp = temp_beside(target)
     try:
         shutil.copyfile(path, tmp)
         precondition(target, query.get("ifGenerationMatch"))
+        _after_live(tmp, target)
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -240,3 +240,87 @@ def test_copy_and_rewrite(gcs: tuple[Any, Path, str]) -> None:
     src_bucket.copy_blob(src, src_bucket, "runs/1/model/w.bin")
     assert src.download_as_bytes() == b"weights-1"
     assert not [p for p in root.rglob("*") if p.name.startswith(".avd-upload-")]  # no temporary file left
+
+
+def test_list_with_match_glob(gcs: tuple[Any, Path, str]) -> None:
+    """``matchGlob`` (objects.list reference, "List objects and prefixes using glob"), through
+    ``list_blobs(match_glob=...)``; it was ignored (every object listed)."""
+    from google.api_core import exceptions
+
+    client, _, _ = gcs
+    bucket = client.bucket("bkt")
+    names = [
+        "data/a1.csv",
+        "data/b2.csv",
+        "runs/1/logs/a.txt",
+        "runs/1/model/model.pkl",
+        "runs/2/model/model.pkl",
+        "runs/2/model/sub/x.pkl",
+        "top.txt",
+    ]
+    for name in names:
+        bucket.blob(name).upload_from_string(name)
+
+    def listed(glob: str, **kwargs: Any) -> list[str]:
+        return [b.name for b in client.list_blobs("bkt", match_glob=glob, **kwargs)]
+
+    assert listed("runs/*/model/*.pkl") == ["runs/1/model/model.pkl", "runs/2/model/model.pkl"]
+    assert listed("runs/**/*.pkl") == [
+        "runs/1/model/model.pkl",
+        "runs/2/model/model.pkl",
+        "runs/2/model/sub/x.pkl",
+    ]
+    assert listed("runs/2/**/model.pkl") == ["runs/2/model/model.pkl"]  # "**/" also matches no folder
+    assert listed("**.txt") == ["runs/1/logs/a.txt", "top.txt"]
+    assert listed("*.txt") == ["top.txt"]  # "*" stays within one segment
+    assert listed("data/[ab]?.csv") == ["data/a1.csv", "data/b2.csv"]
+    assert listed("data/[!a]*") == ["data/b2.csv"]
+    assert listed("{top.txt,data/a*}") == ["data/a1.csv", "top.txt"]
+    assert listed("**", prefix="runs/2/") == ["runs/2/model/model.pkl", "runs/2/model/sub/x.pkl"]
+    assert listed("**", max_results=2) == names[:2]
+    paged = client.list_blobs("bkt", match_glob="**.pkl", page_size=1)
+    assert [b.name for b in paged] == [n for n in names if n.endswith(".pkl")]
+    # with delimiter "/", the prefixes are filtered by the glob too
+    it = client.list_blobs("bkt", prefix="runs/", delimiter="/", match_glob="runs/2/")
+    assert list(it) == [] and it.prefixes == {"runs/2/"}
+    with pytest.raises(exceptions.BadRequest, match="delimiter: must be absent or '/'"):
+        list(client.list_blobs("bkt", delimiter="-", match_glob="*"))
+    with pytest.raises(exceptions.BadRequest, match="never closed"):
+        list(client.list_blobs("bkt", match_glob="data/[ab"))
+
+
+def test_only_the_live_generation_is_served(
+    gcs: tuple[Any, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read (or delete) of a generation that is not the live one is 404, as Cloud Storage answers
+    for a generation it does not have; it used to return the current object."""
+    from google.api_core import exceptions
+
+    client, root, _ = gcs
+    bucket = client.bucket("bkt")
+    bucket.blob("model.bin").upload_from_string(b"v1")
+    first = bucket.get_blob("model.bin").generation
+    bucket.blob("model.bin").upload_from_string(b"v2")  # at once: the generation still moves on
+    live = bucket.get_blob("model.bin").generation
+    assert live > first
+    assert bucket.get_blob("model.bin", generation=first) is None
+    with pytest.raises(exceptions.NotFound):
+        bucket.blob("model.bin", generation=first).download_as_bytes()
+    with pytest.raises(exceptions.NotFound):
+        bucket.delete_blob("model.bin", generation=first)
+    assert bucket.blob("model.bin", generation=live).download_as_bytes() == b"v2"
+    assert bucket.get_blob("model.bin", generation=live).size == 2
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.blob("model.bin").download_as_bytes(if_generation_match=first)
+    copied = bucket.copy_blob(bucket.blob("model.bin"), bucket, "copy.bin")
+    again = bucket.copy_blob(bucket.blob("model.bin"), bucket, "copy.bin")
+    assert again.generation > copied.generation
+
+    monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    gcsfs = pytest.importorskip("gcsfs", reason="gcsfs is not installed")
+    fs = gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True, version_aware=True)  # noqa: S106
+    assert fs.cat(f"bkt/model.bin#{live}") == b"v2"
+    with pytest.raises(FileNotFoundError):
+        fs.cat(f"bkt/model.bin#{first}")
+    bucket.delete_blob("model.bin", generation=live)
+    assert not (root / "bkt" / "model.bin").exists()
