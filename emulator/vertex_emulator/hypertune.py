@@ -1,25 +1,121 @@
 """cloudml-hypertune metrics files as v1 Measurements (for the emulator's tuning trials).
 
-Training code reports metrics with the ``cloudml-hypertune`` library, which appends JSON lines to the
+Training code reports metrics with the ``cloudml-hypertune`` library, which writes JSON lines to the
 replica's ``CLOUD_ML_HP_METRIC_FILE``: ``{"timestamp": ..., "trial": "3", "<metric_id>": "0.91",
-"global_step": "100", "checkpoint_path": ""}`` (values are strings). These functions read such a
-file and turn its lines into the trial's ``measurements``, its ``finalMeasurement`` and the curves
-the early-stopping rules compare (tuning.py says when each is used).
+"global_step": "100", "checkpoint_path": ""}`` (values are strings). It does not append: it keeps its
+last 100 reports in memory and rewrites the whole file with them at every report
+(``hypertune/hypertune.py``: ``collections.deque(maxlen=_MAX_NUM_METRIC_ENTRIES_TO_PRESERVE)``, 100,
+and ``open(self.metric_path, 'w')``), so once a trial has reported more than 100 times the file no
+longer holds its first reports. ``MetricsLog`` therefore reads the file while the trial runs and
+keeps every report it has seen; the functions below turn reports into the trial's
+``measurements``, its ``finalMeasurement`` and the curves the early-stopping rules compare
+(tuning.py says when each is used).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["curve", "final_measurement", "measurements", "read_hypertune"]
+__all__ = [
+    "MAX_REPORTS",
+    "READ_LIMIT",
+    "MetricsLog",
+    "curve",
+    "final_measurement",
+    "measurements",
+    "read_hypertune",
+]
+
+#: how much of a metrics file one read takes, from its end (the library's file holds 100 lines).
+READ_LIMIT = 1024 * 1024
+#: reports a ``MetricsLog`` keeps; past it the oldest are dropped (as the library drops its own).
+MAX_REPORTS = 10_000
+
+
+def _read_tail(path: Path) -> str:
+    """The file's last ``READ_LIMIT`` bytes (from a line start), or ``""`` when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > READ_LIMIT:
+                fh.seek(size - READ_LIMIT)
+                fh.readline()  # a partial line
+            return fh.read(READ_LIMIT).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _timestamp(item: Mapping[str, Any]) -> float:
+    try:
+        stamp = float(item.get("timestamp"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.inf
+    return stamp if math.isfinite(stamp) else math.inf
+
+
+class MetricsLog:
+    """Every report one cloudml-hypertune metrics file has held while it was watched.
+
+    ``poll`` reads the file (cheaply: only lines not seen before are parsed) and keeps its new
+    reports; ``reports`` returns them all in ``timestamp`` order (reports without one last, as
+    seen). A report is its line's text, which the library writes the same at every rewrite
+    (``json.dumps(metric, sort_keys=True)``), so a rewrite adds nothing twice. The last line of a
+    read may be cut short by a rewrite: it is read again next time. ``version`` grows whenever new
+    reports are kept.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.version = 0
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, int, dict[str, Any]]] = {}
+        self._bad: set[str] = set()
+        self._count = 0
+
+    def poll(self) -> bool:
+        """Read the file once; True when it held reports not seen before."""
+        lines = _read_tail(self.path).split("\n")
+        last = len(lines) - 1  # the text after the last newline: a line the writer may not have ended
+        with self._lock:
+            added = False
+            for index, raw in enumerate(lines):
+                line = raw.strip()
+                if not line or line in self._seen or line in self._bad:
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    item = None
+                if not isinstance(item, dict):
+                    if index != last and len(self._bad) < MAX_REPORTS:
+                        self._bad.add(line)  # not a report: never parsed again
+                    continue
+                self._seen[line] = (_timestamp(item), self._count, item)
+                self._count += 1
+                added = True
+            if len(self._seen) > MAX_REPORTS:
+                keep = sorted(self._seen.items(), key=lambda kv: kv[1][:2])[-MAX_REPORTS:]
+                self._seen = dict(keep)
+            if added:
+                self.version += 1
+            return added
+
+    def reports(self) -> list[dict[str, Any]]:
+        """Every report kept, oldest first."""
+        with self._lock:
+            entries = sorted(self._seen.values(), key=lambda entry: entry[:2])
+        return [item for _, _, item in entries]
 
 
 def read_hypertune(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines of a cloudml-hypertune metrics file, in order; unreadable lines are skipped."""
+    """The JSON lines of a cloudml-hypertune metrics file as it is now, in order; unreadable lines
+    are skipped. (A trial's reports are read with ``MetricsLog``, which keeps those rewritten away.)"""
     try:
         text = path.read_text(errors="replace")
     except OSError:

@@ -12,17 +12,22 @@ names it; Get and List return it) whose spec is ``trialJobSpec`` with:
 - ``task.trial`` in CLUSTER_SPEC/TF_CONFIG and ``CLOUD_ML_TRIAL_ID`` set to the trial id ("1", "2"...),
   and a ``CLOUD_ML_HP_METRIC_FILE`` of its own per replica.
 
-When the trial's CustomJob ends, the final measurement is read from the *primary replica's*
-metrics file (the JSON lines cloudml-hypertune writes): for each study metric, the value of the
-last line (``LAST_MEASUREMENT``, the default) or of the best line in the metric's goal
-(``BEST_MEASUREMENT``) that reports it; ``stepCount`` is that line's ``global_step`` for the first
-metric. Every reported line also becomes an entry of ``trials[].measurements``.
+A trial's reports are the JSON lines cloudml-hypertune writes to the *primary replica's* metrics
+file. The library rewrites that file with only its last 100 reports at every report, so the file is
+read every ``METRICS_POLL_S`` while the trial runs (and once more when it ends), keeping every report
+seen (hypertune.MetricsLog): a trainer that reports more than 100 times within one interval loses
+reports, as it would lose them from the file anyway. Every ``STOPPING_POLL_S`` the reports seen so
+far are published as the running trial's ``trials[].measurements`` ("used for early stopping
+computations", v1 ``Trial.measurements``). When the trial's CustomJob ends, its final measurement
+is, for each study metric, the value of the last report (``LAST_MEASUREMENT``, the default) or of
+the best one in the metric's goal (``BEST_MEASUREMENT``) that reports it, over all of its reports;
+``stepCount`` is that report's ``global_step`` for the first metric.
 A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleReason`` when its job
 failed (the job's error is quoted) or it reported none of the study's metrics.
 
 Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``; see
 ``stopping`` for the rules): every ``STOPPING_POLL_S`` the running
-trials' metrics files are read; a trial a rule condemns goes STOPPING ("should stop according to the
+trials' reports are compared; a trial a rule condemns goes STOPPING ("should stop according to the
 service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
 reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a
 failed trial. With ``useElapsedDuration`` the rules' x-axis is the seconds from the trial's start to
@@ -50,6 +55,7 @@ import hashlib
 import logging
 import math
 import queue
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -58,16 +64,28 @@ from vertex_emulator.cluster import is_reduction_server
 from vertex_emulator.custom_job import CustomJobRun
 from vertex_emulator.driver import DriverHost, JobDriver
 from vertex_emulator.gcs import join_uri
-from vertex_emulator.hypertune import curve, final_measurement, measurements, read_hypertune
+from vertex_emulator.hypertune import MetricsLog, curve, final_measurement, measurements
 from vertex_emulator.search import Observation, ParamSpec, Search, Value, format_value
 from vertex_emulator.stopping import Curve, decay_curve_should_stop, median_should_stop
 from vertex_emulator.timefmt import now_rfc3339
 
-__all__ = ["SEED_LABEL", "TuningRun", "failed_trial_limit", "seed_for", "trial_job_spec"]
+__all__ = [
+    "METRICS_POLL_S",
+    "SEED_LABEL",
+    "STOPPING_POLL_S",
+    "TuningRun",
+    "failed_trial_limit",
+    "seed_for",
+    "trial_job_spec",
+]
 
 SEED_LABEL = "emulator-seed"
-#: Seconds between two looks at running trials' metrics when an early-stopping rule is set.
+#: Seconds between two looks at running trials' reports: their measurements are published and the
+#: early-stopping rule, when one is set, is applied.
 STOPPING_POLL_S = 0.2
+#: Seconds between two reads of a running trial's metrics file (which cloudml-hypertune rewrites
+#: with its last 100 reports at every report).
+METRICS_POLL_S = 0.02
 
 _LOG = logging.getLogger(__name__)
 _RULES = {
@@ -119,6 +137,28 @@ class TuningRun(JobDriver):
         self.trial_runs: dict[str, CustomJobRun] = {}
         #: ``time.time()`` when each trial was started (the origin of its measurements' elapsedDuration)
         self.trial_started: dict[str, float] = {}
+        #: every report each trial's primary has written (read while it runs: see METRICS_POLL_S)
+        self.trial_logs: dict[str, MetricsLog] = {}
+        #: the trials whose files the watcher reads (those running), under ``_watch_lock``
+        self._watched: dict[str, MetricsLog] = {}
+        self._watch_lock = threading.Lock()
+
+    def _watch_metrics(self) -> None:
+        """Read the running trials' metrics files every ``METRICS_POLL_S`` until the job is done."""
+        while not self.done.wait(METRICS_POLL_S):
+            with self._watch_lock:
+                logs = list(self._watched.values())
+            for log in logs:
+                log.poll()
+
+    def _unwatch(self, trial_id: str) -> MetricsLog | None:
+        """Stop reading trial ``trial_id``'s file and read it one last time; its log."""
+        with self._watch_lock:
+            self._watched.pop(trial_id, None)
+        log = self.trial_logs.get(trial_id)
+        if log is not None:
+            log.poll()
+        return log
 
     def run(self) -> None:
         try:
@@ -162,6 +202,9 @@ class TuningRun(JobDriver):
         completed: list[Curve] = []  # curves of the trials that ran to their end
         stopping: set[str] = set()
         self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
+        threading.Thread(target=self._watch_metrics, name=f"metrics-{self.job_id}", daemon=True).start()
+        published: dict[str, int] = {}  # trial id -> the MetricsLog version its measurements show
+        next_look = time.monotonic() + STOPPING_POLL_S
         history: dict[str, Observation] = {}
         started = 0
         failed = 0
@@ -180,16 +223,17 @@ class TuningRun(JobDriver):
                     return  # the emulator is closing
             if not self.trial_runs:
                 break
-            if rule_key is None:
-                event = self.events.get()
-            else:
-                try:
-                    event = self.events.get(timeout=STOPPING_POLL_S)
-                except queue.Empty:
+            try:
+                event = self.events.get(timeout=max(0.0, next_look - time.monotonic()))
+            except queue.Empty:
+                event = ("look",)
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + STOPPING_POLL_S
+                self._publish_measurements(metrics, published)
+                if rule_key is not None:
                     self._early_stop(
                         _RULES[rule_key], first_metric, maximize, completed, stopping, by_elapsed
                     )
-                    continue
             if event[0] == "close":
                 self.closing = True
                 return
@@ -213,8 +257,7 @@ class TuningRun(JobDriver):
             objective, reason = self._settle_trial(trial_id, run, metrics, selection, stopped=stopped)
             if reason is None and not stopped:
                 origin = self.trial_started.get(trial_id) if by_elapsed else None
-                lines = read_hypertune(run.metric_file("workerpool0-0"))
-                completed.append(curve(lines, first_metric, origin))
+                completed.append(curve(self._reports(trial_id), first_metric, origin))
             history[trial_id] = Observation(history[trial_id].parameters, objective)
             if reason is not None:
                 failed += 1
@@ -262,10 +305,29 @@ class TuningRun(JobDriver):
             on_running=lambda uris: self.events.put(("running", trial_id, uris)),
             on_done=lambda r: self.events.put(("trial_done", trial_id, r)),
         )
+        log = MetricsLog(run.metric_file("workerpool0-0"))
+        self.trial_logs[trial_id] = log
+        with self._watch_lock:
+            self._watched[trial_id] = log
         if not self.host.launch(run):
             return False  # the emulator is closing
         self.trial_runs[trial_id] = run
         return True
+
+    def _reports(self, trial_id: str) -> list[dict[str, Any]]:
+        log = self.trial_logs.get(trial_id)
+        return log.reports() if log is not None else []
+
+    def _publish_measurements(self, metrics: Sequence[Mapping[str, Any]], published: dict[str, int]) -> None:
+        """Running trials' reports seen since the last look become their ``measurements``."""
+        for trial_id in list(self.trial_runs):
+            log = self.trial_logs.get(trial_id)
+            if log is None or published.get(trial_id) == log.version:
+                continue
+            published[trial_id] = log.version
+            reported = measurements(log.reports(), metrics, self.trial_started.get(trial_id))
+            if reported:
+                self._update_trial(trial_id, {"measurements": reported})
 
     def _early_stop(
         self,
@@ -281,7 +343,7 @@ class TuningRun(JobDriver):
             if trial_id in stopping:
                 continue
             origin = self.trial_started.get(trial_id) if by_elapsed else None
-            points = curve(read_hypertune(run.metric_file("workerpool0-0")), metric_id, origin)
+            points = curve(self._reports(trial_id), metric_id, origin)
             if rule(points, completed, maximize=maximize):
                 stopping.add(trial_id)
                 self._update_trial(trial_id, {"state": "STOPPING"})
@@ -305,7 +367,8 @@ class TuningRun(JobDriver):
         except KeyError:
             custom = {"state": "JOB_STATE_FAILED", "error": {"message": "its CustomJob was deleted"}}
         state = str(custom.get("state"))
-        lines = read_hypertune(run.metric_file("workerpool0-0"))
+        self._unwatch(trial_id)  # its replicas are gone: read what they left, once more
+        lines = self._reports(trial_id)
         fields: dict[str, Any] = {"endTime": now_rfc3339()}
         started = self.trial_started.get(trial_id)
         reported = measurements(lines, metrics, started)
