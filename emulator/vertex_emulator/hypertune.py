@@ -34,8 +34,9 @@ __all__ = [
 
 #: how much of a metrics file one read takes, from its end (the library's file holds 100 lines).
 READ_LIMIT = 1024 * 1024
-#: reports a ``MetricsLog`` keeps; past it the oldest are dropped (as the library drops its own).
-MAX_REPORTS = 10_000
+#: reports a ``MetricsLog`` keeps (a trial's measurements are stored in its job); past it the oldest
+#: are dropped, as the library drops its own.
+MAX_REPORTS = 1_000
 
 
 def _read_tail(path: Path) -> str:
