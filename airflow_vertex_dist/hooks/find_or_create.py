@@ -23,6 +23,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
 )
 from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, SPEC_LABEL, merge_labels, spec_fingerprint
+from airflow_vertex_dist.hooks.spec_match import spec_difference
 
 __all__ = [
     "LIVE_STATES",
@@ -139,7 +140,7 @@ def find_or_create(
     if retry_budget is not None:
         task_labels[BUDGET_LABEL] = retry_budget
     merged = merge_labels(body.get("labels"), task_labels, field="body.labels")
-    mine, earlier = _task_jobs(hook, job_kind, labels, fingerprint, retry_budget)
+    mine, earlier = _task_jobs(hook, job_kind, labels, body, retry_budget)
     skip: set[str] = set()
     if earlier:
         if cancel_earlier:
@@ -161,14 +162,30 @@ def find_or_create(
             raise JobAlreadyExistsError(adoptable(mine))
         skip |= _cancel_active(hook, mine, "if_exists='recreate'")
     created = hook.create_job(job_kind, {**body, "labels": merged})
-    return _converge(hook, job_kind, task_labels, created, skip)
+    return _converge(hook, job_kind, task_labels, body, created, skip)
+
+
+def _runs_body(hook: JobsApi, kind: JobKind, job: Job, body: dict[str, Any]) -> bool:
+    """Whether ``job`` runs exactly ``body`` (``spec_match``); logs why not."""
+    differs = spec_difference(kind, dict(job), body)
+    if differs is not None:
+        hook.log.warning(
+            "Not adopting %s (%s): it carries this task's labels and spec fingerprint, but its spec "
+            "differs from this task's at %s: a job planted with copied labels, or one changed after it "
+            "was made",
+            job["name"],
+            short_state(job_state(job)),
+            differs,
+        )
+    return differs is None
 
 
 def _task_jobs(
-    hook: JobsApi, kind: JobKind, labels: dict[str, str], fingerprint: str, budget: str | None
+    hook: JobsApi, kind: JobKind, labels: dict[str, str], body: dict[str, Any], budget: str | None
 ) -> tuple[list[Job], list[Job]]:
-    """The run's re-attachable jobs carrying ``fingerprint``: ``(of this budget, of earlier ones)``.
-    Jobs with another fingerprint are logged, not returned."""
+    """The run's re-attachable jobs that run ``body``: ``(of this budget, of earlier ones)``.
+    Jobs with another fingerprint, or whose spec is not ``body``'s, are logged, not returned."""
+    fingerprint = spec_fingerprint(body)
     mine: list[Job] = []
     earlier: list[Job] = []
     for job in hook.find_jobs(kind, labels):
@@ -187,6 +204,8 @@ def _task_jobs(
                 theirs,
                 fingerprint,
             )
+        elif not _runs_body(hook, kind, job, body):
+            continue
         elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
             mine.append(job)
         else:
@@ -195,13 +214,22 @@ def _task_jobs(
 
 
 def _converge(
-    hook: JobsApi, kind: JobKind, task_labels: dict[str, str], created: Job, skip: set[str]
+    hook: JobsApi,
+    kind: JobKind,
+    task_labels: dict[str, str],
+    body: dict[str, Any],
+    created: Job,
+    skip: set[str],
 ) -> tuple[Job, bool]:
-    """After a Create: keep the oldest of the task's unfinished jobs and cancel the others."""
+    """After a Create: keep the oldest of the task's unfinished jobs and cancel the others. A job
+    with the task's labels whose spec is not ``body``'s is not the task's: neither kept nor
+    cancelled."""
     live = [
         job
         for job in hook.find_jobs(kind, task_labels)
-        if job_state(job) in LIVE_STATES and job["name"] not in skip
+        if job_state(job) in LIVE_STATES
+        and job["name"] not in skip
+        and (job["name"] == created["name"] or _runs_body(hook, kind, job, body))
     ]
     if len(live) <= 1:
         return created, True

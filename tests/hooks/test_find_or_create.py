@@ -73,6 +73,66 @@ def test_a_job_with_another_spec_fingerprint_is_not_adopted(
         _cancel_all(hook, labels)
 
 
+def test_a_planted_job_with_copied_labels_and_fingerprint_is_not_adopted(
+    em: Emulator, grpc_conn: str, capfd: pytest.CaptureFixture[str], queued: Callable[[], None]
+) -> None:
+    """Every label of a task's job is computable offline, the fingerprint included: someone who may
+    create jobs in the project plants one that runs other code under this task's labels. The retry
+    must not adopt it (nor keep it when converging): it is compared by its spec, not its labels."""
+    labels = _labels("planted")
+    queued()
+    ours_body = testing.container_job("ours", SLEEP)
+    planted_body = testing.container_job("ours", "import os; os.system('echo pwned')")
+    planted_labels = {
+        **labels,
+        "airflow-spec": spec_fingerprint(ours_body),
+        "managed-by": "airflow-vertex-dist",
+    }
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        planted = hook.create_job("customJobs", {**planted_body, "labels": planted_labels})
+        ours, created = hook.find_or_create("customJobs", ours_body, labels=labels)
+        assert created and ours["name"] != planted["name"]
+        out, err = capfd.readouterr()
+        assert f"Not adopting {planted['name']} (QUEUED)" in out + err
+        assert "jobSpec.workerPoolSpecs[0].containerSpec.command" in out + err
+        assert hook.get_job(planted["name"])["state"] == "JOB_STATE_QUEUED"  # not ours: not cancelled
+        # a retry adopts the task's own job, which the service returns with its defaults filled in
+        again, created = hook.find_or_create("customJobs", ours_body, labels=labels)
+        assert (again["name"], created) == (ours["name"], False)
+        _cancel_all(hook, labels)
+
+
+def test_the_service_defaults_of_a_returned_job_do_not_make_it_foreign() -> None:
+    """The boot disk the service fills in on every used pool, int64 counts as strings, output-only
+    fields and the provider's labels are not differences; anything else is, wherever it is."""
+    from airflow_vertex_dist.hooks.spec_match import spec_difference
+
+    body = testing.container_job("ours", SLEEP, labels={"team": "ml"}, workers=2)
+    returned = testing.container_job(
+        "ours", SLEEP, labels={"team": "ml", "managed-by": "airflow-vertex-dist"}, workers=2
+    )
+    returned.update(
+        name="projects/p/locations/l/customJobs/1",
+        state="JOB_STATE_RUNNING",
+        createTime="2026-12-01T00:00:00Z",
+    )
+    for pool in returned["jobSpec"]["workerPoolSpecs"]:
+        pool["diskSpec"] = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
+    assert spec_difference("customJobs", returned, body) is None
+    returned["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]["env"] = [
+        {"name": "LD_PRELOAD", "value": "x.so"}
+    ]
+    assert spec_difference("customJobs", returned, body) == "jobSpec.workerPoolSpecs[1].containerSpec.env"
+    del returned["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]["env"]
+    returned["jobSpec"]["workerPoolSpecs"][0]["diskSpec"]["bootDiskSizeGb"] = 2000
+    assert (
+        spec_difference("customJobs", returned, body) == "jobSpec.workerPoolSpecs[0].diskSpec.bootDiskSizeGb"
+    )
+    returned["jobSpec"]["workerPoolSpecs"][0]["diskSpec"]["bootDiskSizeGb"] = 100
+    returned["labels"]["team"] = "other"
+    assert spec_difference("customJobs", returned, body) == "labels.team"
+
+
 def test_a_job_without_a_fingerprint_is_not_adopted(
     em: Emulator, grpc_conn: str, queued: Callable[[], None]
 ) -> None:
