@@ -16,8 +16,19 @@ _session = tempfile.mkdtemp(prefix="avd-tests-")
 atexit.register(shutil.rmtree, _session, ignore_errors=True)
 _home = os.path.join(_session, "airflow-home")
 os.makedirs(_home)
-os.environ.setdefault("AIRFLOW_HOME", _home)
-os.environ.setdefault("AIRFLOW_VERTEX_DIST_SCHEMA_CACHE", os.path.join(_session, "spec-schema-cache"))
+# A pytest-xdist worker inherits the environment of the process that started it, which ran this file
+# too: each worker takes a home (metadata DB) and schema cache of its own instead of sharing that
+# process's. A home the caller set before pytest started is kept, as in a plain run.
+_inherited = os.environ.get("AVD_TESTS_SESSION")
+for _var, _value in (
+    ("AIRFLOW_HOME", _home),
+    ("AIRFLOW_VERTEX_DIST_SCHEMA_CACHE", os.path.join(_session, "spec-schema-cache")),
+):
+    if _inherited is not None and os.environ.get(_var, "").startswith(_inherited):
+        os.environ[_var] = _value
+    else:
+        os.environ.setdefault(_var, _value)
+os.environ["AVD_TESTS_SESSION"] = _session
 subprocess.run(
     [sys.executable, "-m", "airflow_vertex_dist.cli", "warm-schema-cache"],
     cwd=Path(__file__).resolve().parents[1],
