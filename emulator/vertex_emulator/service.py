@@ -8,8 +8,9 @@ REST servers only translate bytes and HTTP to these. Jobs are stored as v1 JSON
 Behaviour mirrored from the service:
 
 * Create reads the job as the proto the transport parsed (so proto3 defaults apply as the service
-  sees them: an omitted number is 0), validates it (the spec models' ``from_api``, so a layout the
-  cloud would refuse fails here with INVALID_ARGUMENT and the rule), ignores output-only fields,
+  sees them: an omitted number is 0), validates it (the emulator's own rules, ``rules``: a request
+  the cloud would refuse fails here with INVALID_ARGUMENT and the service's ``List of found errors``
+  text; a ``validator`` given to ``JobService`` replaces them), ignores output-only fields,
   stores the job QUEUED and hands it to the runner. It returns the job itself, not an operation.
   Fields accepted but not applied locally (``fidelity``) are
   named once per job in the emulator's log (INFO).
@@ -207,29 +208,15 @@ def job_from_proto(kind: JobKind, message: Any) -> dict[str, Any]:
     return out
 
 
-def _validation_text(exc: Exception) -> str:
-    from pydantic import ValidationError
+def _default_validator(kind: JobKind, message: Any, location: str) -> None:
+    """Refuse a Create the service would refuse: the emulator's own rules (``vertex_emulator.rules``,
+    read from Google's documentation and the v1 protos), with INVALID_ARGUMENT and the service's
+    ``List of found errors`` text."""
+    from vertex_emulator.rules import check_create, format_problems
 
-    from airflow_vertex_dist.specs import error_lines
-
-    if not isinstance(exc, ValidationError):
-        return str(exc)
-    return "; ".join(error_lines(exc)) or str(exc)
-
-
-def _default_validator(kind: JobKind, body: dict[str, Any], location: str) -> None:
-    """Validate a Create body with the spec models' ``from_api`` (the one copy of the Vertex rules)."""
-    from pydantic import ValidationError
-
-    from airflow_vertex_dist import specs
-
-    model: Any = specs.DistributedTrainingJob if kind == "customJobs" else specs.HyperparameterTuningJob
-    try:
-        model.from_api(body, location=location)
-    except ValidationError as exc:
-        raise ApiError("INVALID_ARGUMENT", _validation_text(exc)) from None
-    except ValueError as exc:
-        raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+    problems = check_create(kind, message, location)
+    if problems:
+        raise ApiError("INVALID_ARGUMENT", format_problems(problems))
 
 
 class JobService:
@@ -241,7 +228,7 @@ class JobService:
         runner: RunnerLike,
         faults: Faults | None = None,
         *,
-        validator: Callable[[JobKind, dict[str, Any], str], None] | None = _default_validator,
+        validator: Callable[[JobKind, Any, str], None] | None = _default_validator,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -354,7 +341,8 @@ class JobService:
                 "INVALID_ARGUMENT", f"{kind_info.body_field}: required ({kind_info.resource} is empty)"
             )
         if self.validator is not None:
-            self.validator(info.kind, body, request.parent.split("/")[3])
+            # the job as the transport parsed it (proto3 defaults), the location from the parent
+            self.validator(info.kind, message, request.parent.split("/")[3])
         try:
             check_request_uris(body)  # every gs:// URI maps inside --gcs-root, or the Create fails
         except ValueError as exc:

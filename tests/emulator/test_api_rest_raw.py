@@ -97,7 +97,7 @@ def test_curl_style_crud(emulator: Emulator) -> None:
             },
             400,
             "INVALID_ARGUMENT",
-            "primary.replica_count: worker pool 0 holds exactly 1 replica",
+            "1.Field: job_spec.worker_pool_specs[0].replica_count; Message: worker pool 0 holds the primary",
         ),
         ("GET", f"/v1/{PARENT}/customJobs?filter=state%3DDONE", None, 400, "INVALID_ARGUMENT", "JOB_STATE_"),
         ("GET", f"/v1/{PARENT}/customJobs?pageSize=-1", None, 400, "INVALID_ARGUMENT", "page_size"),

@@ -187,7 +187,7 @@ def test_server_side_validation_rejects_what_the_service_would(client: Any) -> N
     bad_primary["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2"
     with pytest.raises((gexc.InvalidArgument, gexc.BadRequest)) as info:
         client.create_custom_job(parent=PARENT, custom_job=_custom(bad_primary))
-    assert "primary.replica_count" in str(info.value)
+    assert "job_spec.worker_pool_specs[0].replica_count" in str(info.value)
 
     no_pools = {"displayName": "empty", "jobSpec": {}}
     with pytest.raises((gexc.InvalidArgument, gexc.BadRequest)):

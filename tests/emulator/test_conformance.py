@@ -43,7 +43,9 @@ BASE: dict[str, dict[str, Any]] = {
     "HyperparameterTuningJob": {
         "displayName": "conformance",
         "studySpec": {
-            "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
+            # two metrics: a safety_config set on the first leaves the second as the objective
+            # ("You must provide a separate metric for objective metric")
+            "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}, {"metricId": "aux", "goal": "MINIMIZE"}],
             "parameters": [{"parameterId": "x", "integerValueSpec": {"minValue": "-1", "maxValue": "3"}}],
         },
         "maxTrialCount": 2,
@@ -57,7 +59,8 @@ BASE: dict[str, dict[str, Any]] = {
 #: their siblings.
 CONTEXT: dict[str, dict[str, Any]] = {
     "workerPoolSpecs.pythonPackageSpec": {
-        "executorImageUri": "python:3.11",
+        # "You must use an image from this list" (the prebuilt training containers)
+        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest",
         "packageUris": ["gs://bkt/trainer-0.1.tar.gz"],
         "pythonModule": "trainer.task",
     },
@@ -121,6 +124,7 @@ VALUES: dict[str, Any] = {
     "jobSpec.experimentRun": "projects/p/locations/us-central1/metadataStores/default/contexts/e-run",
     "trialJobSpec.experimentRun": "projects/p/locations/us-central1/metadataStores/default/contexts/e-run",
     "pythonPackageSpec.pythonModule": "trainer.task",
+    "pythonPackageSpec.executorImageUri": "europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest",
     "pythonPackageSpec.packageUris": ["gs://bkt/trainer-0.1.tar.gz"],
     "jobSpec.serviceAccount": "trainer@p.iam.gserviceaccount.com",
     "trialJobSpec.serviceAccount": "trainer@p.iam.gserviceaccount.com",
@@ -171,7 +175,11 @@ VALUES: dict[str, Any] = {
 COMPANIONS: dict[str, dict[str, Any]] = {
     "machineSpec.acceleratorType": {"acceleratorCount": 1},
     "machineSpec.acceleratorCount": {"acceleratorType": "NVIDIA_TESLA_T4"},
-    "machineSpec.gpuPartitionSize": {"acceleratorType": "NVIDIA_A100_80GB", "acceleratorCount": 1},
+    "machineSpec.gpuPartitionSize": {
+        "machineType": "a2-ultragpu-1g",
+        "acceleratorType": "NVIDIA_A100_80GB",
+        "acceleratorCount": 1,
+    },
     "machineSpec.tpuTopology": {
         "machineType": "ct5lp-hightpu-4t",
         "acceleratorType": "TPU_V5_LITEPOD",

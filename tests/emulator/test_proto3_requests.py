@@ -111,9 +111,12 @@ def test_zero_bounds_of_double_and_integer_specs_are_accepted(client: Any) -> No
 def test_zero_zero_range_names_the_rule(client: Any) -> None:
     from google.api_core import exceptions
 
-    params = [{"parameter_id": "lr", "double_value_spec": {}}]  # both bounds 0
-    with pytest.raises(exceptions.BadRequest, match="min_value: must be below max_value"):
+    # an omitted bound is 0 on the wire: {"min_value": 1} is [1, 0], refused; {} is [0, 0], a one-value
+    # range (DoubleValueSpec: "Inclusive minimum value", "Inclusive maximum value")
+    params = [{"parameter_id": "lr", "double_value_spec": {"min_value": 1.0}}]
+    with pytest.raises(exceptions.BadRequest, match="min_value; Message: must be at most max_value"):
         _create_tuning(client, _tuning_job(params))
+    _create_tuning(client, _tuning_job([{"parameter_id": "lr", "double_value_spec": {}}]))
 
 
 def test_replica_count_zero_or_omitted(client: Any) -> None:
@@ -124,11 +127,12 @@ def test_replica_count_zero_or_omitted(client: Any) -> None:
     del primary["replica_count"]
     with pytest.raises(
         exceptions.BadRequest,
-        match="primary.replica_count: a worker pool in use needs at least 1 replica .got 0",
+        match=r"worker_pool_specs\[0\].replica_count; Message: worker pool 0 holds the primary replica: "
+        r"replicaCount must be 1 \(got 0\)",
     ):
         _create_custom(client, _custom_job(worker_pool_specs=[primary]))
     # a used pool with 0 replicas is refused, rather than started with none and left out of CLUSTER_SPEC
-    with pytest.raises(exceptions.BadRequest, match="workers.replica_count"):
+    with pytest.raises(exceptions.BadRequest, match=r"worker_pool_specs\[1\].replica_count"):
         _create_custom(client, _custom_job(worker_pool_specs=[_pool(), _pool(0)]))
     # an empty pool keeps its position ({} on the wire is replica_count 0 and nothing else)
     job = _create_custom(client, _custom_job(worker_pool_specs=[_pool(), {}, _pool(2)]))
@@ -169,11 +173,15 @@ def test_max_wait_duration_with_any_strategy(client: Any) -> None:
         {"strategy": "STANDARD", "max_wait_duration": "0s"},
         {"strategy": "FLEX_START", "max_wait_duration": "0s"},
     ):
-        job = _create_custom(client, _custom_job(scheduling=scheduling))
+        pools = [_pool()]
+        if scheduling.get("strategy") == "FLEX_START":  # flex-start needs L4/A100/H100/H200/B200 GPUs
+            a100 = {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100"}
+            pools = [{**_pool(), "machine_spec": {**a100, "accelerator_count": 1}}]
+        job = _create_custom(client, _custom_job(scheduling=scheduling, worker_pool_specs=pools))
         assert job.job_spec.scheduling.max_wait_duration is not None
     from google.api_core import exceptions
 
-    with pytest.raises(exceptions.BadRequest, match="max_wait_duration: must not be negative"):
+    with pytest.raises(exceptions.BadRequest, match="max_wait_duration; Message: must not be negative"):
         _create_custom(client, _custom_job(scheduling={"max_wait_duration": "-1s"}))
 
 
