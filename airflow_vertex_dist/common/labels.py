@@ -6,16 +6,17 @@ so a spec's ``labels`` and the labels a hook sends are judged by the same rule.
 The rule, from the v1 protos' ``labels`` field ("Label keys and values can be no longer than 64
 characters (Unicode codepoints), can only contain lowercase letters, numeric characters, underscores
 and dashes. International characters are allowed.") and the Google Cloud labels page it links to
-(keys and values at most 63 characters; keys start with a lowercase letter or an international
-character; at most 64 labels per resource). Google's API references spell it as the patterns
-``[\\p{Ll}\\p{Lo}][\\p{Ll}\\p{Lo}\\p{N}_-]{0,62}`` for a key and ``[\\p{Ll}\\p{Lo}\\p{N}_-]{0,63}`` for a
-value, which is what this module checks (the stricter 63 of the two lengths):
+(keys start with a lowercase letter or an international character; at most 64 labels per resource).
+That page says keys and values are at most 63 characters; where Google's pages and the v1 protos
+disagree the protos win, so a 64-character key or value is valid (``LABEL_LENGTH_LIMIT``). The labels
+the provider writes itself (``airflow_vertex_dist.hooks.labels``: hashed run ids, sanitized names) keep
+to ``MAX_LABEL_LENGTH``, the stricter 63, so they are valid under either reading.
 
 * a *letter* is a character of Unicode category ``Ll`` (lowercase letter: ``a``, ``é``, ``ß``) or
   ``Lo`` (a letter without case: ``日``, ``ا``); an uppercase or titlecase letter is not;
 * a *number* is a character of a Unicode ``N`` category (``0``-``9``, ``٣``, ...);
-* keys: 1-63 characters, the first a letter, the rest letters, numbers, ``_`` or ``-``;
-* values: 0-63 characters of letters, numbers, ``_`` or ``-``;
+* keys: 1-64 characters, the first a letter, the rest letters, numbers, ``_`` or ``-``;
+* values: 0-64 characters of letters, numbers, ``_`` or ``-``;
 * at most 64 labels.
 """
 
@@ -25,6 +26,7 @@ import unicodedata
 from collections.abc import Mapping
 
 __all__ = [
+    "LABEL_LENGTH_LIMIT",
     "MAX_LABELS",
     "MAX_LABEL_LENGTH",
     "is_label_char",
@@ -34,6 +36,9 @@ __all__ = [
 ]
 
 MAX_LABELS = 64
+#: The longest valid label key or value, in code points (the v1 labels comment: "no longer than 64").
+LABEL_LENGTH_LIMIT = 64
+#: The longest label key or value the provider writes itself: the labels page's 63, valid either way.
 MAX_LABEL_LENGTH = 63
 
 _LETTER_CATEGORIES = frozenset({"Ll", "Lo"})
@@ -60,8 +65,8 @@ def label_error(field: str, key: object, value: object) -> str | None:
     The message names the field and the rule: ``"<field>: label key ..."`` for a bad key,
     ``"<field>.<key>: label value ..."`` for a bad value.
     """
-    if not isinstance(key, str) or not key or len(key) > MAX_LABEL_LENGTH:
-        return f"{field}: label key {key!r} must be 1-{MAX_LABEL_LENGTH} characters; shorten it"
+    if not isinstance(key, str) or not key or len(key) > LABEL_LENGTH_LIMIT:
+        return f"{field}: label key {key!r} must be 1-{LABEL_LENGTH_LIMIT} characters; shorten it"
     if not is_label_letter(key[0]):
         return f"{field}: label key {key!r} must start with a lowercase letter; rename it"
     bad = _bad_chars(key)
@@ -72,9 +77,9 @@ def label_error(field: str, key: object, value: object) -> str | None:
         )
     if not isinstance(value, str):
         return f"{field}.{key}: label value must be a string (got {type(value).__name__}); quote it"
-    if len(value) > MAX_LABEL_LENGTH:
+    if len(value) > LABEL_LENGTH_LIMIT:
         return (
-            f"{field}.{key}: label value must be at most {MAX_LABEL_LENGTH} characters (got {len(value)}); "
+            f"{field}.{key}: label value must be at most {LABEL_LENGTH_LIMIT} characters (got {len(value)}); "
             "shorten it"
         )
     bad = _bad_chars(value)

@@ -176,7 +176,7 @@ class DistributedTrainingJob(SpecModel):
         if value is not None and not _TENSORBOARD_RE.match(value):
             fail(
                 "tensorboard: must be 'projects/{project}/locations/{location}/tensorboards/{id}' "
-                f"(got {value!r}); or leave image_uri unset for the image nearest the job's location"
+                f"(got {value!r}); give the TensorBoard instance's resource name, or leave tensorboard unset"
             )
         return value
 

@@ -126,7 +126,9 @@ class _ParentBase(_ParameterBase):
 
 
 class DoubleParameter(_ParameterBase):
-    """A real-valued parameter in ``[min_value, max_value]``."""
+    """A real-valued parameter in ``[min_value, max_value]``: both bounds inclusive (the v1
+    ``DoubleValueSpec``: "Inclusive minimum value", "Inclusive maximum value"), so equal bounds are a
+    one-value range."""
 
     type: Literal["double"] = "double"
     min_value: FiniteFloat
@@ -136,10 +138,10 @@ class DoubleParameter(_ParameterBase):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if not self.min_value < self.max_value:
+        if not self.min_value <= self.max_value:
             fail(
-                f"min_value: must be below max_value (got {self.min_value:g} >= {self.max_value:g} "
-                f"for {self.parameter_id!r}); swap them, or use a categorical parameter for one value"
+                f"min_value: must be at most max_value (got {self.min_value:g} > {self.max_value:g} "
+                f"for {self.parameter_id!r}; both bounds are inclusive); swap them"
             )
         self._scale_rule(self.scale_type, self.min_value)
         if self.conditional_parameters:
@@ -159,7 +161,8 @@ class DoubleParameter(_ParameterBase):
 
 
 class IntegerParameter(_ParentBase):
-    """An integer parameter in ``[min_value, max_value]``."""
+    """An integer parameter in ``[min_value, max_value]``: both bounds inclusive (the v1
+    ``IntegerValueSpec``), so ``min_value == max_value`` is a one-value range."""
 
     type: Literal["integer"] = "integer"
     min_value: int = Field(ge=-INT64_MAX, le=INT64_MAX)
@@ -168,10 +171,10 @@ class IntegerParameter(_ParentBase):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if not self.min_value < self.max_value:
+        if not self.min_value <= self.max_value:
             fail(
-                f"min_value: must be below max_value (got {self.min_value} >= {self.max_value} "
-                f"for {self.parameter_id!r}); swap them, or use a categorical parameter for one value"
+                f"min_value: must be at most max_value (got {self.min_value} > {self.max_value} "
+                f"for {self.parameter_id!r}; both bounds are inclusive); swap them"
             )
         self._scale_rule(self.scale_type, self.min_value)
         self._check_children()

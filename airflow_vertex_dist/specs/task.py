@@ -19,6 +19,12 @@ __all__ = ["Container", "PythonPackage"]
 
 _ENV_NAME_RE = LazyRegex(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_RE = LazyRegex(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: Vertex AI's prebuilt training containers: any image, tag or digest of their Artifact Registry
+#: repository in its three multi-regions ("Prebuilt containers for custom training").
+_PREBUILT_TRAINING_RE = LazyRegex(
+    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/[a-z0-9]([a-z0-9._-]*[a-z0-9])?"
+    r"(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})?$"
+)
 
 
 def _check_env(env: Mapping[str, str]) -> None:
@@ -77,7 +83,13 @@ class Container(SpecModel):
 
 
 class PythonPackage(SpecModel):
-    """A Python package task run by a prebuilt executor image (v1 ``PythonPackageSpec``)."""
+    """A Python package task run by a prebuilt executor image (v1 ``PythonPackageSpec``).
+
+    ``executor_image_uri`` is one of Vertex AI's prebuilt training containers (the v1 reference: "You
+    must use an image from this list"): ``{us,europe,asia}-docker.pkg.dev/vertex-ai/training/IMAGE:TAG``,
+    e.g. ``us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest``. A custom image runs as a
+    ``Container`` instead.
+    """
 
     executor_image_uri: str
     package_uris: tuple[str, ...]
@@ -88,7 +100,15 @@ class PythonPackage(SpecModel):
     @field_validator("executor_image_uri")
     @classmethod
     def _image(cls, value: str) -> str:
-        return nonblank("executor_image_uri", value)
+        nonblank("executor_image_uri", value)
+        if not _PREBUILT_TRAINING_RE.match(value):
+            fail(
+                "executor_image_uri: must be one of Vertex AI's prebuilt training containers "
+                '({us,europe,asia}-docker.pkg.dev/vertex-ai/training/IMAGE:TAG, listed on "Prebuilt '
+                f'containers for custom training") (got {value!r}); pick one, or run a custom image as '
+                "container=Container(...)"
+            )
+        return value
 
     @field_validator("package_uris")
     @classmethod

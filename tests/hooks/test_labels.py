@@ -103,8 +103,9 @@ def test_validate_labels_names_the_field_and_rule() -> None:
         validate_labels({"team": "Data Science"})
     with pytest.raises(ValueError, match=r"labels: label key '9lives' must start with a lowercase letter"):
         validate_labels({"9lives": "x"})
-    with pytest.raises(ValueError, match=r"labels\.team: label value must be at most 63 characters"):
-        validate_labels({"team": "x" * 64})
+    validate_labels({"team": "x" * 64})  # the v1 labels comment: "no longer than 64 characters"
+    with pytest.raises(ValueError, match=r"labels\.team: label value must be at most 64 characters"):
+        validate_labels({"team": "x" * 65})
     with pytest.raises(ValueError, match="at most 64 labels"):
         validate_labels({f"k{i}": "v" for i in range(65)})
 

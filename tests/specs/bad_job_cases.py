@@ -10,6 +10,7 @@ from typing import Any
 __all__ = [
     "AT",
     "CPU",
+    "EXEC_IMG",
     "IMG",
     "JOB_CASES",
     "PARAM",
@@ -27,6 +28,8 @@ Case = tuple[str, dict[str, Any], str, str]
 
 IMG = "example.com/ml/trainer:1.0"
 RS_IMG = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
+#: a prebuilt training container, what a python package runs on ("You must use an image from this list")
+EXEC_IMG = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
 V100X8 = {"machine_type": "n1-highmem-96", "accelerator_type": "NVIDIA_TESLA_V100", "accelerator_count": 8}
 
 
@@ -97,7 +100,11 @@ JOB_CASES: list[Case] = [
         J(
             (
                 "primary.python_package",
-                {"executor_image_uri": IMG, "package_uris": ["gs://b/p.tar.gz"], "python_module": "t.task"},
+                {
+                    "executor_image_uri": EXEC_IMG,
+                    "package_uris": ["gs://b/p.tar.gz"],
+                    "python_module": "t.task",
+                },
             )
         ),
         "primary.container/python_package",
@@ -289,7 +296,7 @@ JOB_CASES: list[Case] = [
             ("primary.container", ...),
             (
                 "primary.python_package",
-                {"executor_image_uri": IMG, "package_uris": [], "python_module": "t.task"},
+                {"executor_image_uri": EXEC_IMG, "package_uris": [], "python_module": "t.task"},
             ),
         ),
         "primary.python_package.package_uris",
@@ -301,11 +308,27 @@ JOB_CASES: list[Case] = [
             ("primary.container", ...),
             (
                 "primary.python_package",
-                {"executor_image_uri": IMG, "package_uris": ["gs://b/p.tar.gz"], "python_module": "my-task"},
+                {
+                    "executor_image_uri": EXEC_IMG,
+                    "package_uris": ["gs://b/p.tar.gz"],
+                    "python_module": "my-task",
+                },
             ),
         ),
         "primary.python_package.python_module",
         "dotted Python module name",
+    ),
+    (
+        "package-custom-image",
+        J(
+            ("primary.container", ...),
+            (
+                "primary.python_package",
+                {"executor_image_uri": IMG, "package_uris": ["gs://b/p.tar.gz"], "python_module": "t.task"},
+            ),
+        ),
+        "primary.python_package.executor_image_uri",
+        "must be one of Vertex AI's prebuilt training containers",
     ),
     (
         "nfs-relative-path",
@@ -315,7 +338,7 @@ JOB_CASES: list[Case] = [
     ),
     # -- job fields
     ("label-key-upper", J(("labels", {"Team": "ml"})), "labels", "must start with a lowercase letter"),
-    ("label-value-long", J(("labels", {"team": "x" * 64})), "labels.team", "at most 63 characters"),
+    ("label-value-long", J(("labels", {"team": "x" * 65})), "labels.team", "at most 64 characters"),
     ("label-value-chars", J(("labels", {"team": "ML Ops"})), "labels.team", "only lowercase letters"),
     ("labels-65", J(("labels", {f"k{i}": "v" for i in range(65)})), "labels", "at most 64 labels"),
     ("display-name-empty", J(("display_name", "")), "display_name", "must not be empty"),

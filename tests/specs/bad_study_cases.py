@@ -50,9 +50,9 @@ STUDY_CASES: list[Case] = [
     ("no-parameters", T(("study.parameters", [])), "study.parameters", "at least one parameter"),
     (
         "double-min-max",
-        T((f"{PARAM}.min_value", 1.0), (f"{PARAM}.max_value", 1.0)),
+        T((f"{PARAM}.min_value", 2.0), (f"{PARAM}.max_value", 1.0)),
         f"{AT}.min_value",
-        "must be below max_value",
+        "must be at most max_value",
     ),
     (
         "log-scale-zero",
@@ -64,7 +64,7 @@ STUDY_CASES: list[Case] = [
         "integer-min-max",
         T((PARAM, {"type": "integer", "parameter_id": "n", "min_value": 5, "max_value": 2})),
         f"{AT}.min_value",
-        "must be below max_value",
+        "must be at most max_value",
     ),
     (
         "discrete-order",

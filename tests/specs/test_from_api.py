@@ -47,7 +47,7 @@ FULL = DistributedTrainingJob.model_validate(
             },
             "disk": {"boot_disk_type": "pd-standard", "boot_disk_size_gb": 250},
             "python_package": {
-                "executor_image_uri": "example.com/ml/executor:2.1",
+                "executor_image_uri": "europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest",
                 "package_uris": ["gs://bucket/trainer-0.1.tar.gz"],
                 "python_module": "trainer.task",
                 "args": ["--epochs=2"],

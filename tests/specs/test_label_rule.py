@@ -52,8 +52,10 @@ def hook_accepts(labels: dict[str, Any]) -> bool:
         ({"team": "a b"}, False),
         ({"team": "a.b"}, False),
         ({"k" * 63: "v" * 63}, True),
-        ({"k" * 64: "v"}, False),
-        ({"team": "é" * 64}, False),  # 64 code points
+        ({"k" * 64: "v" * 64}, True),  # the v1 labels comment: "no longer than 64 characters"
+        ({"k" * 65: "v"}, False),
+        ({"team": "é" * 64}, True),  # 64 code points
+        ({"team": "é" * 65}, False),
     ],
 )
 def test_spec_and_hook_give_the_same_answer(labels: dict[str, str], valid: bool) -> None:

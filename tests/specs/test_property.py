@@ -96,7 +96,11 @@ def container(clean: bool) -> st.SearchStrategy[Any]:
 def package(clean: bool) -> st.SearchStrategy[Any]:
     return st.fixed_dictionaries(
         {
-            "executor_image_uri": pick(clean, ["example.com/ml/executor:2"], [""]),
+            "executor_image_uri": pick(
+                clean,
+                ["us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"],
+                ["", "example.com/ml/x:2"],
+            ),
             "package_uris": st.lists(
                 pick(clean, ["gs://b/t.tar.gz", "pkg.whl"], [""]), min_size=1, max_size=2
             ),

@@ -173,7 +173,7 @@ def test_lone_primary_from_a_python_package_sdist(tmp_path: Path) -> None:
             primary=WorkerPool(
                 machine=Machine(machine_type="n1-standard-4"),
                 python_package=PythonPackage(
-                    executor_image_uri="example.com/ml/python:3.11",
+                    executor_image_uri="us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest",
                     package_uris=(f"gs://bkt/packages/{sdist.name}",),
                     python_module="trainers.ps_trainer",
                     args=ARGS,
