@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from vertex_emulator.config import EmulatorConfig, check_exposure
+from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
 from vertex_emulator.grpc_server import GrpcServer
 from vertex_emulator.logging_api import LogEntriesApi, grpc_handler
 from vertex_emulator.rest import RestServer
 from vertex_emulator.service import JobService, RunnerLike
-from vertex_emulator.storage import StorageServer
+from vertex_emulator.storage import STORAGE_HOST, StorageServer
 from vertex_emulator.store import JobStore
 
 __all__ = ["Emulator"]
@@ -30,11 +31,23 @@ def _make_runner(store: JobStore, config: EmulatorConfig) -> RunnerLike:
     return runner
 
 
+_T = TypeVar("_T")
+
+
+def _bind(what: str, host: str, port: int, make: Callable[[], _T]) -> _T:
+    """``make()``, its OSError (the address in use, not the machine's...) told as a ``BindError``."""
+    try:
+        return make()
+    except OSError as exc:
+        raise BindError(what, host, port, exc.strerror or str(exc)) from None
+
+
 class Emulator:
     """A local Vertex AI JobService.
 
     ``Emulator(config).start()`` binds both servers (port 0: an ephemeral port) and the local
-    Cloud Storage API (storage.py; on 127.0.0.1, unless ``config.storage_port`` is None), sets
+    Cloud Storage API (storage.py; on 127.0.0.1, port 0 a free one too, unless
+    ``config.storage_port`` is None), sets
     ``config.web_base_url`` and ``config.storage_endpoint``, lets the runner recover jobs left
     unfinished by a previous run, then serves. ``stop()`` (or leaving the ``with`` block) stops the
     servers, then every replica.
@@ -58,19 +71,29 @@ class Emulator:
         self._closed = False
 
     def start(self) -> Emulator:
+        """Bind every listener (a ``BindError`` naming the one that cannot be bound, after the
+        others are closed again), recover unfinished jobs, then serve."""
         if self._grpc is not None:
             return self
-        token = self.config.auth_token
-        rest = RestServer(
-            self.service, self.config.host, self.config.rest_port, auth_token=token, logs=self.logs
+        token, host = self.config.auth_token, self.config.host
+        rest = _bind(
+            "the REST API",
+            host,
+            self.config.rest_port,
+            lambda: RestServer(self.service, host, self.config.rest_port, auth_token=token, logs=self.logs),
         )
         try:
-            grpc_server = GrpcServer(
-                self.service,
-                self.config.host,
+            grpc_server = _bind(
+                "the gRPC API",
+                host,
                 self.config.grpc_port,
-                auth_token=token,
-                extra_handlers=(grpc_handler(self.logs),),
+                lambda: GrpcServer(
+                    self.service,
+                    host,
+                    self.config.grpc_port,
+                    auth_token=token,
+                    extra_handlers=(grpc_handler(self.logs),),
+                ),
             )
         except BaseException:
             rest.stop()
@@ -78,11 +101,18 @@ class Emulator:
         self._rest, self._grpc = rest, grpc_server
         self.config.web_base_url = rest.endpoint
         if self.config.storage_port is not None:
+            port = self.config.storage_port
             try:
-                self._storage = StorageServer(Path(self.config.gcs_root), self.config.storage_port)
+                self._storage = _bind(
+                    "the Cloud Storage API",
+                    STORAGE_HOST,
+                    port,
+                    lambda: StorageServer(Path(self.config.gcs_root), port),
+                )
             except BaseException:
                 rest.stop()
                 grpc_server.stop(grace=0)
+                self._rest = self._grpc = None
                 raise
             self.config.storage_endpoint = self._storage.endpoint
             self._storage.start()
@@ -124,7 +154,6 @@ class Emulator:
                         self._storage.stop()
                 finally:
                     self.store.close()
-
 
     def __enter__(self) -> Emulator:
         return self.start()

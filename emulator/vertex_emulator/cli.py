@@ -3,6 +3,12 @@
 Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT
 storage=http://127.0.0.1:PORT`` once the servers accept calls (scripts can wait for it), and stops
 every replica cleanly on exit.
+
+Ports: 8781 (gRPC), 8780 (REST, pages, Cloud Logging over REST) and 8782 (Cloud Storage) unless
+given; 0 picks a free port for that listener; ``--storage-port`` left out is a free port too when
+``--grpc-port`` or ``--rest-port`` is 0 (so ``--grpc-port 0 --rest-port 0`` runs beside another
+emulator). A listener that cannot bind ends the command with ``cannot bind <what> on
+<host>:<port>: <reason>`` and exit status 1.
 """
 
 from __future__ import annotations
@@ -15,9 +21,9 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from vertex_emulator.config import EmulatorConfig, check_exposure
+from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
 
-__all__ = ["build_parser", "console_main", "main"]
+__all__ = ["build_parser", "console_main", "main", "parse_config"]
 
 DEFAULT_GRPC_PORT = 8781
 DEFAULT_REST_PORT = 8780
@@ -59,7 +65,8 @@ def _fault_rate(text: str) -> tuple[str, float]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vertex-emulator",
-        description="Run a local Vertex AI JobService (gRPC + REST) that runs jobs as local processes.",
+        description="Run a local Vertex AI JobService (gRPC + REST) that runs jobs as local processes. "
+        "Every port takes 0 for a free one: --grpc-port 0 --rest-port 0 runs beside another emulator.",
     )
     net = parser.add_argument_group("network")
     net.add_argument(
@@ -109,8 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument(
         "--storage-port",
         type=int,
-        default=DEFAULT_STORAGE_PORT,
-        help="port of the local Cloud Storage JSON API on 127.0.0.1 (0 picks a free port; %(default)s)",
+        default=None,
+        help=f"port of the local Cloud Storage JSON API on 127.0.0.1; 0 picks a free port (default: "
+        f"{DEFAULT_STORAGE_PORT}, or a free port when --grpc-port or --rest-port is 0)",
     )
     store.add_argument(
         "--pass-env",
@@ -183,10 +191,13 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         )
     except FaultsError as exc:
         parser.error(str(exc))
+    storage_port = args.storage_port
+    if storage_port is None:  # not given: a free port beside free ones, else the fixed default
+        storage_port = 0 if 0 in (args.grpc_port, args.rest_port) else DEFAULT_STORAGE_PORT
     ports = (
         ("--grpc-port", args.grpc_port),
         ("--rest-port", args.rest_port),
-        ("--storage-port", args.storage_port),
+        ("--storage-port", storage_port),
     )
     for flag, port in ports:
         if not 0 <= port <= 65535:
@@ -212,8 +223,14 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         image_map=dict(args.image_map),
         faults=faults,
         pass_env=list(args.pass_env),
-        storage_port=args.storage_port,
+        storage_port=storage_port,
     )
+
+
+def parse_config(argv: list[str]) -> EmulatorConfig:
+    """The ``EmulatorConfig`` the command line ``argv`` asks for (``SystemExit`` on a usage error)."""
+    parser = build_parser()
+    return _config(parser.parse_args(argv), parser)
 
 
 def main(argv: list[str]) -> int:
@@ -235,9 +252,15 @@ def main(argv: list[str]) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
-            emulator = Emulator(config).start()
+            emulator = Emulator(config)
         except OSError as exc:
             print(f"cannot start the emulator: {exc}", file=sys.stderr)
+            return 1
+        try:
+            emulator.start()
+        except OSError as exc:  # a BindError says "cannot bind <what> on <host>:<port>: <reason>"
+            emulator.stop()
+            print(exc if isinstance(exc, BindError) else f"cannot start the emulator: {exc}", file=sys.stderr)
             return 1
         try:
             print(f"Vertex AI emulator (state in {config.state_dir}, gs:// in {config.gcs_root})")

@@ -7,7 +7,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["EmulatorConfig", "Faults", "check_exposure", "is_loopback_host"]
+__all__ = ["BindError", "EmulatorConfig", "Faults", "check_exposure", "is_loopback_host"]
+
+
+class BindError(OSError):
+    """A listener could not bind its address: ``cannot bind <what> on <host>:<port>: <reason>``."""
+
+    def __init__(self, what: str, host: str, port: int, reason: str) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        super().__init__(f"cannot bind {what} on {shown}:{port}: {reason}")
+        self.what = what
+        self.host = host
+        self.port = port
+        self.reason = reason
 
 
 @dataclass

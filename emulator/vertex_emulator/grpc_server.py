@@ -15,8 +15,10 @@ INTERNAL (which clients retry as transient). With an access token, every call mu
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
+import socket
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
@@ -143,8 +145,20 @@ class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
         return handler
 
 
+def _bind_failure(host: str, port: int) -> OSError:
+    """Why gRPC could not bind ``host:port`` (it does not say): the error a plain bind gets."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return OSError(exc.errno, exc.strerror or str(exc))
+    return OSError(errno.EADDRINUSE, "gRPC could not bind it (a plain bind can)")
+
+
 class GrpcServer:
-    """Serves ``service`` on ``host:port`` (port 0 picks a free one; see ``port``)."""
+    """Serves ``service`` on ``host:port`` (port 0 picks a free one; see ``port``); an OSError
+    saying why when the address cannot be bound, never a shared port (``grpc.so_reuseport`` 0)."""
 
     def __init__(
         self,
@@ -159,15 +173,23 @@ class GrpcServer:
         self.host = host
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-            options=[("grpc.max_receive_message_length", _TRANSPORT_MAX_BYTES)],
+            options=[
+                ("grpc.max_receive_message_length", _TRANSPORT_MAX_BYTES),
+                # gRPC sets SO_REUSEPORT by default on Linux: a second emulator given the same port
+                # would then share it with the first (each call going to either) instead of failing
+                ("grpc.so_reuseport", 0),
+            ],
             # the token guards every service served here (extra_handlers too, e.g. the Logging API)
             interceptors=[_TokenInterceptor(auth_token)] if auth_token is not None else [],
         )
         self._server.add_generic_rpc_handlers((_Handler(service, auth_token), *extra_handlers))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        bound = self._server.add_insecure_port(address)
+        try:
+            bound = self._server.add_insecure_port(address)
+        except RuntimeError:  # recent grpcio raises; older ones return 0
+            bound = 0
         if bound == 0:
-            raise OSError(f"cannot bind the gRPC server to {host}:{port}")
+            raise _bind_failure(host, port)
         self.port: int = bound
 
     @property

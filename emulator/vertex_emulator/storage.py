@@ -65,12 +65,12 @@ from vertex_emulator.storage_tree import (
 )
 from vertex_emulator.storage_uploads import Upload, UploadSessions, split_multipart
 
-__all__ = ["MAX_MULTIPART_BYTES", "StorageServer"]
+__all__ = ["MAX_MULTIPART_BYTES", "STORAGE_HOST", "StorageServer"]
 
 #: largest ``uploadType=multipart`` body (clients switch to resumable uploads well below this).
 MAX_MULTIPART_BYTES = 64 * 1024 * 1024
 log = logging.getLogger(__name__)
-_HOST = "127.0.0.1"
+STORAGE_HOST = _HOST = "127.0.0.1"  # loopback only, whatever --host says
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
 _CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
