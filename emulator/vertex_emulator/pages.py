@@ -1,20 +1,21 @@
 """The emulator's web pages (served by rest.py): a job's page, a replica's web access page and the
-index of the jobs not finished. Plain HTML from the stored job and the runner's replica views; every
-value is escaped.
+index of every job. Plain HTML from the stored job and the runner's replica views; every value is
+escaped.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["index_page", "job_page", "replica_keys", "replica_page"]
+__all__ = ["index_page", "job_kind", "job_page", "replica_keys", "replica_page"]
 
 #: ``runner.replica_view``: a replica's state, pid, exit code, restarts, address and log tail
 ReplicaView = Callable[[str, str], "dict[str, Any] | None"]
+_KINDS = {"customJobs": "CustomJob", "hyperparameterTuningJobs": "HyperparameterTuningJob"}
 
 
 def replica_keys(job: dict[str, Any]) -> list[str]:
@@ -82,9 +83,9 @@ def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes
             pools.append((f"workerpool{index}", "(unused)"))
             continue
         machine = pool.get("machineSpec") or {}
-        what = (pool.get("containerSpec") or {}).get("imageUri") or (
-            pool.get("pythonPackageSpec") or {}
-        ).get("pythonModule", "")
+        what = (pool.get("containerSpec") or {}).get("imageUri") or (pool.get("pythonPackageSpec") or {}).get(
+            "pythonModule", ""
+        )
         accel = machine.get("acceleratorType")
         shape = f"{machine.get('machineType', '')}" + (
             f" + {machine.get('acceleratorCount', 1)} x {accel}" if accel else ""
@@ -100,9 +101,7 @@ def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes
             link = f"<a href='/web/{quote(name)}/{quote(key)}'>{html.escape(key)}</a>"
             replicas.append(f"<tr><td>{link}</td><td>{html.escape(str(state))}</td></tr>")
         parts.append(
-            "<h2>replicas</h2><table><tr><th>replica</th><th>state</th></tr>"
-            + "".join(replicas)
-            + "</table>"
+            "<h2>replicas</h2><table><tr><th>replica</th><th>state</th></tr>" + "".join(replicas) + "</table>"
         )
     trials = job.get("trials") or []
     if trials:
@@ -125,9 +124,7 @@ def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes
                 trial.get("infeasibleReason", ""),
             ]
             rows.append(
-                "<tr>"
-                + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
-                + f"<td>{link}</td></tr>"
+                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + f"<td>{link}</td></tr>"
             )
         parts.append(
             "<h2>trials</h2><table><tr><th>id</th><th>state</th><th>parameters</th><th>final metrics</th>"
@@ -136,16 +133,40 @@ def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes
     return _html_page(job.get("displayName") or name, "".join(parts))
 
 
-def index_page(jobs: Iterable[dict[str, Any]]) -> bytes:
-    """The jobs not finished, with links to their pages, to the call counts and to the faults."""
+def job_kind(name: str) -> str:
+    """``CustomJob`` or ``HyperparameterTuningJob``, from a job's resource name."""
+    parts = name.split("/")
+    collection = parts[-2] if len(parts) >= 2 else ""
+    return _KINDS.get(collection, collection)
+
+
+def index_page(jobs: Sequence[dict[str, Any]], *, limit: int) -> bytes:
+    """Every job, finished ones too, newest first (at most ``limit``; ``jobs`` may hold one more, to
+    say that older ones are left out): state, kind, create and end time, each linked to its page;
+    then links to the call counts and the fault settings."""
     rows = []
-    for job in jobs:
-        link = f"<a href='/ui/{quote(job['name'])}'>{html.escape(job['name'])}</a>"
-        rows.append(
-            f"<tr><td>{link}</td><td>{html.escape(job.get('displayName', ''))}</td>"
-            f"<td>{html.escape(job.get('state', ''))}</td></tr>"
-        )
-    body = "<h2>jobs not finished</h2><table><tr><th>job</th><th>display name</th><th>state</th></tr>"
-    body += "".join(rows) + "</table><p><a href='/emulator/stats'>call counts</a> | "
-    body += "<a href='/emulator/faults'>fault settings</a></p>"
+    for job in jobs[:limit]:
+        name = str(job.get("name", ""))
+        cells = [
+            f"<a href='/ui/{quote(name)}'>{html.escape(str(job.get('displayName') or name))}</a>",
+            *(
+                html.escape(str(value))
+                for value in (
+                    job.get("state", ""),
+                    job_kind(name),
+                    job.get("createTime", ""),
+                    job.get("endTime", ""),
+                    name,
+                )
+            ),
+        ]
+        rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    more = f"<p>Only the {limit} newest jobs are listed.</p>" if len(jobs) > limit else ""
+    body = (
+        "<h2>jobs</h2><table><tr><th>job</th><th>state</th><th>kind</th><th>created</th><th>ended</th>"
+        "<th>resource name</th></tr>" + "".join(rows) + "</table>" + more
+    )
+    if not rows:
+        body = "<h2>jobs</h2><p>No job yet.</p>"
+    body += "<p><a href='/emulator/stats'>call counts</a> | <a href='/emulator/faults'>fault settings</a></p>"
     return _html_page("Vertex AI emulator", body)

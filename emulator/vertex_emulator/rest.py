@@ -20,8 +20,8 @@ Other paths:
 
 * ``GET /web/<job-name>/<replica-key>``: a replica's web access page (state and log tail; JSON with
   ``?format=json``), from ``runner.replica_view``.
-* ``GET /ui/<job-name>``: a job page (state, pools, replicas, trials, error).
-  (The pages' HTML: pages.py.)
+* ``GET /ui/<job-name>``: a job page (state, pools, replicas, trials, error); ``GET /ui/`` (or ``/``):
+  the index of every job, finished ones too, newest first (``INDEX_LIMIT``). (The HTML: pages.py.)
 * ``GET /emulator/stats``: calls per method, Cancel calls per job and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
@@ -54,6 +54,7 @@ from vertex_emulator.faults import FaultsError, faults_to_json, update_faults
 from vertex_emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
 
 __all__ = [
+    "INDEX_LIMIT",
     "LISTEN_BACKLOG",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
@@ -91,6 +92,8 @@ MAX_JSON_DEPTH = 64
 LISTEN_BACKLOG = 1024
 #: seconds a refused request's unread body is still read (and dropped) before the connection closes.
 LINGER_S = 5.0
+#: jobs the index page (``/ui/``) lists, newest first.
+INDEX_LIMIT = 500
 #: methods that change state: their bodies must be JSON (``Content-Type: application/json``).
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -235,6 +238,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._check_caller(method)
             if path.startswith("/v1/"):
                 self._api(method, path, query)
+            elif path in ("/", "/ui", "/ui/") and method in ("GET", "HEAD"):
+                self._index()
             elif path.startswith("/web/") and method in ("GET", "HEAD"):
                 self._web(path, query)
             elif path.startswith("/ui/") and method in ("GET", "HEAD"):
@@ -245,8 +250,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, self.server.service.stats())
             elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
                 self._faults(method)
-            elif path in ("/", "/ui", "/ui/") and method in ("GET", "HEAD"):
-                self._index()
             else:
                 raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
         except _Refused as exc:
@@ -396,8 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, page, "text/html; charset=utf-8")
 
     def _index(self) -> None:
-        page = pages.index_page(self.server.service.store.non_terminal())
-        self._send(200, page, "text/html; charset=utf-8")
+        jobs = self.server.service.store.recent(INDEX_LIMIT + 1)
+        self._send(200, pages.index_page(jobs, limit=INDEX_LIMIT), "text/html; charset=utf-8")
 
 
 def _hostname(host_header: str) -> str:

@@ -159,6 +159,19 @@ class JobStore:
             ).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def recent(self, limit: int) -> builtins.list[dict[str, Any]]:
+        """The ``limit`` newest jobs (any kind, any parent), newest first, as summaries: ``name``,
+        ``state``, ``displayName``, ``createTime``, ``endTime`` (read inside SQLite: a tuning job's
+        whole body, trials and all, is not parsed here)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name, state, json_extract(body, '$.displayName'), json_extract(body, '$.createTime'),"
+                " json_extract(body, '$.endTime') FROM jobs ORDER BY seq DESC LIMIT ?",
+                (max(0, limit),),
+            ).fetchall()
+        keys = ("name", "state", "displayName", "createTime", "endTime")
+        return [{k: v for k, v in zip(keys, row, strict=True) if v is not None} for row in rows]
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:
