@@ -13,6 +13,7 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._base import SpecModel, fail
+from airflow_vertex_dist.specs._catalog_rules import machine_type_rule
 from airflow_vertex_dist.specs._checks import nonblank
 from airflow_vertex_dist.specs.machine import (
     GPU_MACHINE_FAMILIES,
@@ -21,6 +22,7 @@ from airflow_vertex_dist.specs.machine import (
     Disk,
     Machine,
     ReservationAffinity,
+    check_disk,
 )
 from airflow_vertex_dist.specs.task import Container, PythonPackage
 
@@ -145,6 +147,7 @@ class WorkerPool(SpecModel):
                 f"(got {'both' if self.container is not None else 'neither'}); set container=Container(...) "
                 "or python_package=PythonPackage(...)"
             )
+        check_disk(self.machine.machine_type, self.disk)
         return self
 
     @classmethod
@@ -231,7 +234,15 @@ class ReductionServer(SpecModel):
                 f"machine_type: reducers must not have accelerators (got accelerator machine {value}); use "
                 "n1-highcpu-16, or an N2 machine with 16 or more vCPUs"
             )
+        rule = machine_type_rule(value)
+        if rule is not None:
+            fail(rule)
         return value
+
+    @model_validator(mode="after")
+    def _disk(self) -> Self:
+        check_disk(self.machine_type, self.disk)
+        return self
 
     @field_validator("image_uri")
     @classmethod

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -26,6 +26,7 @@ from airflow_vertex_dist.specs._fields import fields_at
 
 __all__ = [
     "SpecValidationError",
+    "did_you_mean",
     "error_lines",
     "error_text",
     "unknown_field_rule",
@@ -41,11 +42,17 @@ _NOT_A_BODY_FIELD = " (unknown field)"
 _KNOWN_TYPES = frozenset(typing.get_args(ErrorType))
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` closest to a misspelt ``name`` (``difflib``'s ratio at least 0.6), or ``None``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def unknown_field_rule(name: str, known: list[str]) -> str:
     """``unknown field (did you mean <closest>?)``, or the known fields when none is close."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    close = did_you_mean(name, known)
     if close:
-        return f"unknown field (did you mean {close[0]}?)"
+        return f"unknown field (did you mean {close}?)"
     return f"unknown field (known: {', '.join(known)})" if known else "unknown field"
 
 

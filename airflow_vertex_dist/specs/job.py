@@ -14,6 +14,7 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import LOGGER, SERVER_CONTEXT, SpecModel, check_labels, fail
+from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.cluster import (
@@ -115,6 +116,9 @@ class DistributedTrainingJob(SpecModel):
     def _location(cls, value: str | None) -> str | None:
         if value is not None and not _LOCATION_RE.match(value):
             fail(f"location: must be a region like 'us-central1' (got {value!r})")
+        rule = location_rule("location", value) if value is not None else None
+        if rule is not None:
+            fail(rule)
         return value
 
     @field_validator("labels")
@@ -250,7 +254,18 @@ class DistributedTrainingJob(SpecModel):
             fail("experiment_run: needs experiment; set experiment too, or drop experiment_run")
         if self.reduction_server is not None:
             self._check_reduction_server(self.reduction_server)
+        rule = offered_rule(self.location, self.accelerators())
+        if rule is not None:
+            fail(rule)
         return self
+
+    def accelerators(self, prefix: str = "") -> list[tuple[str, str | None]]:
+        """(field path, accelerator type) of every pool's machine, the paths under ``prefix``."""
+        return [
+            (f"{prefix}{role}.machine.accelerator_type", pool.machine.accelerator_type)
+            for role in POOL_ROLES
+            if (pool := getattr(self, role)) is not None
+        ]
 
     def _check_reduction_server(self, rs: ReductionServer) -> None:
         for role in ("primary", "workers"):

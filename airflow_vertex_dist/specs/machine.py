@@ -14,6 +14,7 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._base import SpecModel, fail
+from airflow_vertex_dist.specs._catalog_rules import boot_disk_type_rule, disk_rule, machine_rule
 
 __all__ = [
     "ACCELERATOR_TYPES",
@@ -25,6 +26,7 @@ __all__ = [
     "Disk",
     "Machine",
     "ReservationAffinity",
+    "check_disk",
 ]
 
 AcceleratorType = Literal[
@@ -47,7 +49,8 @@ AcceleratorType = Literal[
     "TPU_V4_POD",
     "TPU_V5_LITEPOD",
 ]
-#: Every ``AcceleratorType`` name of the v1 proto except ACCELERATOR_TYPE_UNSPECIFIED.
+#: Every ``AcceleratorType`` name of the v1 proto except ACCELERATOR_TYPE_UNSPECIFIED (the machine
+#: catalog's accelerators: ``tests/test_catalog.py`` holds the two equal).
 ACCELERATOR_TYPES: tuple[str, ...] = get_args(AcceleratorType)
 GPU_TYPES: tuple[str, ...] = tuple(t for t in ACCELERATOR_TYPES if t.startswith("NVIDIA_"))
 TPU_TYPES: tuple[str, ...] = tuple(t for t in ACCELERATOR_TYPES if t.startswith("TPU_"))
@@ -91,7 +94,13 @@ class ReservationAffinity(SpecModel):
 
 
 class Machine(SpecModel):
-    """One VM: machine type and optional accelerators (v1 ``MachineSpec``)."""
+    """One VM: machine type and optional accelerators (v1 ``MachineSpec``).
+
+    The machine catalog (``airflow_vertex_dist.specs.catalog``, with the source of each figure) decides
+    which machine types exist for custom training, which accelerators each takes and in what counts: an
+    N1 machine takes the GPUs its vCPUs and memory allow; an A2, A3, A4 or G2 machine comes with its own
+    GPUs, which the request names (``a2-highgpu-1g`` with ``NVIDIA_TESLA_A100`` x1).
+    """
 
     machine_type: str
     accelerator_type: AcceleratorType | None = None
@@ -119,11 +128,6 @@ class Machine(SpecModel):
             fail(
                 f"accelerator_count: must be at least 1 when accelerator_type is {acc}; set it, or drop "
                 "accelerator_type"
-            )
-        if acc in GPU_TYPES and count not in (1, 2, 4, 8, 16):
-            fail(
-                f"accelerator_count: a machine takes 1, 2, 4, 8 or 16 GPUs (got {acc} x{count}); use one "
-                "of those counts"
             )
         if acc in ("TPU_V2", "TPU_V3"):
             if self.machine_type != "cloud-tpu" or count != 8:
@@ -155,6 +159,9 @@ class Machine(SpecModel):
                 fail(f"gpu_partition_size: needs accelerator_count 1 (got {count}); set accelerator_count=1")
             if not re.match(r"^\d+g\.\d+gb$", self.gpu_partition_size):
                 fail(f"gpu_partition_size: must look like '1g.10gb' (got {self.gpu_partition_size!r})")
+        rule = machine_rule(self.machine_type, acc, count)
+        if rule is not None:
+            fail(rule)
         return self
 
     @property
@@ -193,10 +200,21 @@ class Machine(SpecModel):
 
 
 class Disk(SpecModel):
-    """Boot disk of every replica of a pool (v1 ``DiskSpec``)."""
+    """Boot disk of every replica of a pool (v1 ``DiskSpec``): ``pd-ssd``, ``pd-standard`` or
+    ``hyperdisk-balanced`` (the only valid values, per the v1 ``DiskSpec``); the pool's machine series must
+    take the type (``hyperdisk-balanced`` only on A3, A4, M1 and TPU VMs; A3 Ultra and A4 take nothing
+    else), which the pool checks (``check_disk``)."""
 
-    boot_disk_type: Literal["pd-ssd", "pd-standard", "pd-balanced", "hyperdisk-balanced"] = "pd-ssd"
+    boot_disk_type: Literal["pd-ssd", "pd-standard", "hyperdisk-balanced"] = "pd-ssd"
     boot_disk_size_gb: int = 100
+
+    @field_validator("boot_disk_type", mode="before")
+    @classmethod
+    def _type(cls, value: Any) -> Any:
+        rule = boot_disk_type_rule(value) if isinstance(value, str) else None
+        if rule is not None:
+            fail(rule)
+        return value
 
     @field_validator("boot_disk_size_gb")
     @classmethod
@@ -207,3 +225,10 @@ class Disk(SpecModel):
 
     def to_api(self) -> dict[str, Any]:
         return {"bootDiskType": self.boot_disk_type, "bootDiskSizeGb": self.boot_disk_size_gb}
+
+
+def check_disk(machine_type: str, disk: Disk) -> None:
+    """Fail when the machine type's series does not take the disk's boot disk type (a pool's rule)."""
+    rule = disk_rule(machine_type, disk.boot_disk_type)
+    if rule is not None:
+        fail(rule)

@@ -12,6 +12,7 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SERVER_CONTEXT, SpecModel, check_labels, fail
+from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
 from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key
 from airflow_vertex_dist.specs.study import Study
@@ -54,6 +55,14 @@ class HyperparameterTuningJob(SpecModel):
         check_labels("labels", value)
         return value
 
+    @field_validator("location")
+    @classmethod
+    def _location(cls, value: str | None) -> str | None:
+        rule = location_rule("location", value) if value is not None else None
+        if rule is not None:
+            fail(rule)
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Self:
         if self.parallel_trial_count > self.max_trial_count:
@@ -75,6 +84,9 @@ class HyperparameterTuningJob(SpecModel):
                 f"trial_job.location: differs from the tuning job's location "
                 f"({self.trial_job.location} != {self.location}); set the location once, on the tuning job"
             )
+        rule = offered_rule(self.location, self.trial_job.accelerators("trial_job."))
+        if rule is not None:
+            fail(rule)
         return self
 
     @field_validator("encryption_key")

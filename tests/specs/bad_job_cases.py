@@ -16,6 +16,7 @@ __all__ = [
     "PARAM",
     "RS",
     "RS_IMG",
+    "T4",
     "Case",
     "J",
     "T",
@@ -27,9 +28,9 @@ __all__ = [
 Case = tuple[str, dict[str, Any], str, str]
 
 IMG = "example.com/ml/trainer:1.0"
-RS_IMG = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 #: a prebuilt training container, what a python package runs on ("You must use an image from this list")
 EXEC_IMG = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
+RS_IMG = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 V100X8 = {"machine_type": "n1-highmem-96", "accelerator_type": "NVIDIA_TESLA_V100", "accelerator_count": 8}
 
 
@@ -69,6 +70,14 @@ def _set(base: Callable[[], dict[str, Any]], *edits: tuple[str, Any]) -> dict[st
         else:
             node[parts[-1]] = value
     return data
+
+
+def GPU(accelerator_type: str, count: int) -> dict[str, Any]:
+    return {"accelerator_type": accelerator_type, "accelerator_count": count}
+
+
+def T4(count: int, machine_type: str = "n1-standard-8") -> dict[str, Any]:
+    return {"machine_type": machine_type, **GPU("NVIDIA_TESLA_T4", count)}
 
 
 def J(*edits: tuple[str, Any]) -> dict[str, Any]:
@@ -188,7 +197,7 @@ JOB_CASES: list[Case] = [
     ),
     (
         "rs-auto-unknown-bandwidth",
-        J(("reduction_server", {"machine_type": "x9-custom-8"})),
+        J(("reduction_server", {"machine_type": "m1-megamem-96"})),
         "reduction_server.replica_count",
         "'auto' cannot size the reducers",
     ),
@@ -221,7 +230,84 @@ JOB_CASES: list[Case] = [
         "gpu-count-3",
         J(("primary.machine.accelerator_count", 3)),
         "primary.machine.accelerator_count",
-        "1, 2, 4, 8 or 16 GPUs",
+        "n1-highmem-96 takes NVIDIA_TESLA_V100 x8 (got x3)",
+    ),
+    (
+        "gpu-count-for-machine",
+        J(("primary.machine", T4(1, machine_type="n1-standard-96"))),
+        "primary.machine.accelerator_count",
+        "n1-standard-96 takes NVIDIA_TESLA_T4 x4 (got x1)",
+    ),
+    # -- the machine catalog (airflow_vertex_dist.specs.catalog)
+    (
+        "machine-type-misspelt",
+        J(("primary.machine", {"machine_type": "n1-standrad-4"})),
+        "primary.machine.machine_type",
+        "'n1-standrad-4' is not a machine type of Vertex AI custom training (did you mean n1-standard-4?)",
+    ),
+    (
+        "machine-type-unknown",
+        J(("primary.machine", {"machine_type": "n1-foo-7"})),
+        "primary.machine.machine_type",
+        "'n1-foo-7' is not a machine type of Vertex AI custom training",
+    ),
+    (
+        "a100-80gb-on-n1",
+        J(("primary.machine", {"machine_type": "n1-standard-4", **GPU("NVIDIA_A100_80GB", 1)})),
+        "primary.machine.accelerator_type",
+        "n1-standard-4 does not take NVIDIA_A100_80GB (it takes NVIDIA_TESLA_P100, NVIDIA_TESLA_P4, "
+        "NVIDIA_TESLA_T4, NVIDIA_TESLA_V100)",
+    ),
+    (
+        "t4-on-e2",
+        J(("workers.machine", T4(1, machine_type="e2-standard-4"))),
+        "workers.machine.accelerator_type",
+        "e2-standard-4 takes no accelerators (got NVIDIA_TESLA_T4 x1)",
+    ),
+    (
+        "k80-anywhere",
+        J(("primary.machine", {"machine_type": "n1-standard-4", **GPU("NVIDIA_TESLA_K80", 1)})),
+        "primary.machine.accelerator_type",
+        "NVIDIA_TESLA_K80 is past its end of support",
+    ),
+    (
+        "a2-without-its-gpus",
+        J(("primary.machine", {"machine_type": "a2-highgpu-1g"})),
+        "primary.machine.accelerator_type",
+        "a2-highgpu-1g comes with 1 x NVIDIA_TESLA_A100, which the request names (got none)",
+    ),
+    (
+        "a2-other-count",
+        J(("primary.machine", {"machine_type": "a2-highgpu-1g", **GPU("NVIDIA_TESLA_A100", 2)})),
+        "primary.machine.accelerator_count",
+        "a2-highgpu-1g comes with 1 x NVIDIA_TESLA_A100 (got x2)",
+    ),
+    (
+        "g2-other-gpu",
+        J(("primary.machine", T4(1, machine_type="g2-standard-8"))),
+        "primary.machine.accelerator_type",
+        "g2-standard-8 comes with 1 x NVIDIA_L4 (got NVIDIA_TESLA_T4 x1)",
+    ),
+    (
+        "cloud-tpu-without-tpus",
+        J(("primary.machine", {"machine_type": "cloud-tpu"}), ("workers", ...)),
+        "primary.machine.accelerator_type",
+        "cloud-tpu runs TPU_V2 or TPU_V3 x8 (got none)",
+    ),
+    (
+        "tpu-vm-chips",
+        J(
+            ("primary.machine", {"machine_type": "ct5lp-hightpu-4t", **GPU("TPU_V5_LITEPOD", 8)}),
+            ("workers", ...),
+        ),
+        "primary.machine.accelerator_count",
+        "ct5lp-hightpu-4t has 4 x TPU_V5_LITEPOD (got x8)",
+    ),
+    (
+        "rs-machine-unknown",
+        J(("reduction_server", {"machine_type": "n1-highcpu-61"})),
+        "reduction_server.machine_type",
+        "'n1-highcpu-61' is not a machine type of Vertex AI custom training",
     ),
     (
         "unknown-accelerator",
@@ -281,7 +367,34 @@ JOB_CASES: list[Case] = [
         "disk-type",
         J(("primary.disk", {"boot_disk_type": "pd-fast"})),
         "primary.disk.boot_disk_type",
-        "Input should be",
+        "'pd-fast' is not a boot disk type of Vertex AI training (did you mean pd-ssd?)",
+    ),
+    (
+        "disk-pd-balanced",
+        J(("workers.disk", {"boot_disk_type": "pd-balanced"})),
+        "workers.disk.boot_disk_type",
+        "'pd-balanced' is not a boot disk type of Vertex AI training",
+    ),
+    (
+        "disk-hyperdisk-on-n1",
+        J(("primary.disk", {"boot_disk_type": "hyperdisk-balanced"})),
+        "primary.disk.boot_disk_type",
+        "n1-highmem-96 does not take boot disk type hyperdisk-balanced (it takes pd-ssd, pd-standard)",
+    ),
+    (
+        "disk-pd-ssd-on-a3-ultra",
+        J(
+            ("primary.machine", {"machine_type": "a3-ultragpu-8g", **GPU("NVIDIA_H200_141GB", 8)}),
+            ("workers", ...),
+        ),
+        "primary.disk.boot_disk_type",
+        "a3-ultragpu-8g does not take boot disk type pd-ssd (it takes hyperdisk-balanced)",
+    ),
+    (
+        "rs-disk-hyperdisk",
+        J(("reduction_server", {"disk": {"boot_disk_type": "hyperdisk-balanced"}})),
+        "reduction_server.disk.boot_disk_type",
+        "n1-highcpu-16 does not take boot disk type hyperdisk-balanced",
     ),
     ("env-name", J(("primary.container.env", {"1BAD": "x"})), "primary.container.env", "C identifier"),
     (
@@ -385,4 +498,10 @@ JOB_CASES: list[Case] = [
     ),
     ("unknown-field", J(("replicas", 3)), "replicas", "unknown field (known: display_name, "),
     ("location-format", J(("location", "US Central")), "location", "region like 'us-central1'"),
+    (
+        "location-unknown",
+        J(("location", "us-central99")),
+        "location",
+        "'us-central99' is not a Vertex AI region for custom training (did you mean us-central1?)",
+    ),
 ]

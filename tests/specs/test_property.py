@@ -49,7 +49,9 @@ GPU_MACHINES = [
     {"machine_type": "a2-megagpu-16g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 16},
     {"machine_type": "g2-standard-8", "accelerator_type": "NVIDIA_L4", "accelerator_count": 1},
 ]
-CPU_MACHINES = [{"machine_type": t} for t in ("n1-standard-4", "e2-standard-8", "n2-highcpu-32", "x9-new-1")]
+CPU_MACHINES = [
+    {"machine_type": t} for t in ("n1-standard-4", "e2-standard-8", "n2-highcpu-32", "c2-standard-8")
+]
 RS_IMAGE = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 
 
