@@ -21,7 +21,7 @@ from google.cloud.aiplatform_v1 import types as v1
 from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.hooks._clients import job_to_dict
 from airflow_vertex_dist.hooks.job_dicts import JobName
-from airflow_vertex_dist.hooks.job_types import Job
+from airflow_vertex_dist.hooks.job_types import Job, JobList
 
 if TYPE_CHECKING:
     from google.api_core.retry import Retry
@@ -67,15 +67,23 @@ class JobServiceCalls:
             )
         return _job(job)
 
-    def list(self, kind: JobKind, request: dict[str, Any]) -> list[Job]:
-        """Every job of every page of a List ``request`` (``parent``, ``filter``, ``page_size``, ...)."""
+    def list(self, kind: JobKind, request: dict[str, Any]) -> JobList:
+        """Every job of every page of a List ``request`` (``parent``, ``filter``, ``page_size``, ...),
+        with the number of pages called."""
+        out = JobList()
         if kind == CUSTOM_JOBS:
             custom = self.client.list_custom_jobs(request=request, retry=self.retry, timeout=self.timeout)
-            return [_job(job) for job in custom]
+            for custom_page in custom.pages:
+                out.pages += 1
+                out.extend(_job(job) for job in custom_page.custom_jobs)
+            return out
         tuning = self.client.list_hyperparameter_tuning_jobs(
             request=request, retry=self.retry, timeout=self.timeout
         )
-        return [_job(job) for job in tuning]
+        for tuning_page in tuning.pages:
+            out.pages += 1
+            out.extend(_job(job) for job in tuning_page.hyperparameter_tuning_jobs)
+        return out
 
     def cancel(self, name: JobName) -> None:
         if name.kind == CUSTOM_JOBS:
@@ -114,17 +122,25 @@ class AsyncJobServiceCalls:
             )
         return _job(job)
 
-    async def list(self, kind: JobKind, request: dict[str, Any]) -> list[Job]:
-        """Every job of every page of a List ``request`` (``parent``, ``filter``, ``page_size``, ...)."""
+    async def list(self, kind: JobKind, request: dict[str, Any]) -> JobList:
+        """Every job of every page of a List ``request`` (``parent``, ``filter``, ``page_size``, ...),
+        with the number of pages called."""
+        out = JobList()
         if kind == CUSTOM_JOBS:
             custom = await self.client.list_custom_jobs(
                 request=request, retry=self.retry, timeout=self.timeout
             )
-            return [_job(job) async for job in custom]
+            async for custom_page in custom.pages:
+                out.pages += 1
+                out.extend(_job(job) for job in custom_page.custom_jobs)
+            return out
         tuning = await self.client.list_hyperparameter_tuning_jobs(
             request=request, retry=self.retry, timeout=self.timeout
         )
-        return [_job(job) async for job in tuning]
+        async for tuning_page in tuning.pages:
+            out.pages += 1
+            out.extend(_job(job) for job in tuning_page.hyperparameter_tuning_jobs)
+        return out
 
     async def cancel(self, name: JobName) -> None:
         if name.kind == CUSTOM_JOBS:

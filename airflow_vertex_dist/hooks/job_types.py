@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 __all__ = [
+    "JobList",
     "CompactJob",
     "Job",
     "CompactStudySpec",
@@ -113,3 +114,10 @@ class Job(_JobKeys, total=False):
     jobSpec: dict[str, Any]
     trialJobSpec: dict[str, Any]
     studySpec: dict[str, Any]
+
+
+class JobList(list[Job]):
+    """The jobs of a List call, every page of it, and how many pages (List calls) that took: a service
+    may return fewer jobs a page than asked for (AIP-158), so the count is what was really called."""
+
+    pages: int = 0

@@ -32,7 +32,7 @@ from airflow_vertex_dist.hooks.find_or_create import (
 )
 from airflow_vertex_dist.hooks.hook_base import VertexHookBase, connection_form_widgets
 from airflow_vertex_dist.hooks.job_dicts import IfExists, job_state, parse_job_name
-from airflow_vertex_dist.hooks.job_types import Job, Trial
+from airflow_vertex_dist.hooks.job_types import Job, JobList, Trial
 from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, validate_labels
 from airflow_vertex_dist.hooks.off_loop import load_clients
 
@@ -160,8 +160,9 @@ class VertexJobsHook(VertexHookBase):
         filter: str = "",
         page_size: int = 100,
         read_mask: list[str] | None = None,
-    ) -> list[Job]:
-        """Every job of ``kind`` in the hook's project/location matching ``filter`` (all pages)."""
+    ) -> JobList:
+        """Every job of ``kind`` in the hook's project/location matching ``filter`` (all pages; their
+        number in ``pages``)."""
         job_kind = check_kind(kind)
         return self._rpc().list(job_kind, self._list_request(job_kind, filter, page_size, read_mask))
 
@@ -337,7 +338,7 @@ class VertexJobsAsyncHook(VertexHookBase):
         filter: str = "",
         page_size: int = 100,
         read_mask: list[str] | None = None,
-    ) -> list[Job]:
+    ) -> JobList:
         job_kind = check_kind(kind)
         if await self._uses_rest():
             sync = self._sync_hook()

@@ -1,12 +1,18 @@
 """One shared JobService poller per triggerer event loop and per (connection, project, location, kind).
 
-Waiting triggers register the job they wait for; every interval the poller makes ONE paged List call
+Waiting triggers register the job they wait for; every poll cycle the poller makes ONE paged List call
 for all of them -- filter ``labels.managed-by="airflow-vertex-dist" AND (state="JOB_STATE_QUEUED" OR
 ... every non-terminal state) AND create_time>="<oldest registered>"`` -- and fans each job's dict out
 to the triggers waiting on it. A registered job missing from the list has left it (it ended, was
 deleted, or is not ours: a job without the ``managed-by`` label is only ever polled by Get), so the
-poller makes one Get for each such job. N waiting jobs thus cost ``ceil(N / page_size)`` List calls
-plus one Get per job that changed to a terminal state (or is unmanaged), per interval -- not N Gets.
+poller makes one Get for each such job. A cycle of N waiting jobs thus costs ``ceil(N / page_size)``
+List calls plus one Get per job that changed to a terminal state (or is unmanaged) -- not N Gets.
+
+Cycles start at a fixed rate (``JobPoller.period``): as often as a budget of N / 100 + 2 calls per
+poll interval allows (the last cycle's calls being what the next one is expected to cost), at most
+four times an interval and at least once. Few waiting jobs are therefore looked at several times an
+interval, so a job's end reaches its trigger sooner, for a handful of calls; the smallest
+``poll_interval`` stays the longest a waiter goes between looks.
 A newly registered job costs one Get (up to ten per cycle; a larger burst, such as a triggerer
 starting with many deferred tasks, is served by one List without the create-time bound).
 
@@ -29,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -58,7 +63,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PAGE_SIZE = 100
+#: Jobs a List page is asked for. A service may return fewer a page (AIP-158: it coerces a larger size
+#: to its own maximum); the poller counts the pages it really called (``JobList.pages``).
+DEFAULT_PAGE_SIZE = 1000
+#: The call budget: with N jobs waiting, at most N / 100 + 2 calls per poll interval.
+BUDGET_PER_JOB = 0.01
+BUDGET_BASE = 2.0
+#: At most this many cycles start within one poll interval, however much budget is left (CPU).
+MAX_CYCLES_PER_INTERVAL = 4
 #: Transient failures back the poller off up to this many seconds (or the interval, if longer).
 MAX_BACKOFF_S = 60.0
 #: After a new waiter wakes the poller, wait this long so a burst of registrations shares one cycle.
@@ -167,6 +179,8 @@ class JobPoller:
         self.list_calls = 0
         self.get_calls = 0
         self.failures = 0
+        #: List pages plus Gets of the last cycle: what the next cycle is expected to cost.
+        self.last_cycle_calls = 1
 
     # -- registration ----------------------------------------------------------------------------
     def subscribe(self, name: str, interval: float) -> _Subscription:
@@ -208,16 +222,35 @@ class JobPoller:
     def _interval(self) -> float:
         return min((sub.interval for subs in self._subs.values() for sub in subs), default=1.0)
 
+    def period(self) -> float:
+        """Seconds from the start of one cycle to the start of the next.
+
+        The poll interval is the longest a waiter goes between looks at its job. Within it, the poller
+        looks as often as the call budget allows: with N jobs waiting, N / 100 + 2 calls per interval,
+        a cycle expected to cost what the last one did (its List pages and Gets), and at most
+        ``MAX_CYCLES_PER_INTERVAL`` cycles an interval. So a job's end is seen sooner when few jobs
+        wait or pages are large, and the calls never pass the budget; a cycle that costs more than
+        the budget (many jobs ended at once: a Get each) stretches the period to the interval, never
+        beyond it.
+        """
+        interval = self._interval()
+        budget = BUDGET_BASE + BUDGET_PER_JOB * len(self._subs)
+        share = max(1, self.last_cycle_calls) / budget
+        return interval * min(1.0, max(1.0 / MAX_CYCLES_PER_INTERVAL, share))
+
     async def _run(self) -> None:
         try:
             await load_clients()  # off the loop; _is_transient below then imports nothing new
             while self._subs:
                 self._wake.clear()
-                delay = self._interval()
+                started = self._loop.time()
                 try:
                     await self.poll_once()
+                    # cycles start at a fixed rate: the next one a period after this one started
+                    delay = max(0.0, self.period() - (self._loop.time() - started))
                     self.failures = 0
                 except Exception as exc:
+                    delay = self._interval()
                     if not _is_transient(exc):
                         self._broadcast(exc)
                     else:
@@ -277,6 +310,7 @@ class JobPoller:
         # A few new waiters are looked up by Get (learning their create time keeps the List bounded);
         # a burst of them (a triggerer start) goes through one unbounded List instead.
         burst = len(unknown) > NEW_JOBS_BY_GET
+        calls = 0
         if burst or live_managed:
             oldest = None
             if not burst and all(k.create_time for k in live_managed):
@@ -284,7 +318,9 @@ class JobPoller:
             jobs = await self.hook.list_jobs(
                 self.key.kind, filter=list_filter(oldest), page_size=self.page_size
             )
-            self.list_calls += max(1, math.ceil(len(jobs) / self.page_size))
+            pages = max(1, jobs.pages)
+            self.list_calls += pages
+            calls += pages
             listed = {str(job.get("name")): job for job in jobs}
         missing = [name for name in names if name not in listed]
         for name in names:
@@ -306,6 +342,7 @@ class JobPoller:
                 self._deliver(name, job if job is not None else JobNotFoundError(name))
 
             await asyncio.gather(*(get(name) for name in missing))
+        self.last_cycle_calls = calls + len(missing)
 
 
 def _is_transient(exc: BaseException) -> bool:
