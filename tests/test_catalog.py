@@ -175,10 +175,11 @@ def test_the_counts_follow_the_documented_examples() -> None:
 
 
 def test_the_regions_are_the_sdks(data: dict[str, Any]) -> None:
-    """The training regions are the installed SDK's list of Vertex AI regions, less "global"."""
+    """Every training region is one of the installed SDK's Vertex AI regions (the catalog's source, read
+    from google-cloud-aiplatform 2.7.0; a later SDK may add regions, which then wait for the catalog)."""
     from google.cloud.aiplatform.constants import base
 
-    assert set(data["regions"]["training"]) == set(base.SUPPORTED_REGIONS) - {"global"}
+    assert set(data["regions"]["training"]) <= set(base.SUPPORTED_REGIONS) - {"global"}
 
 
 def test_importing_a_copy_reads_no_file() -> None:
