@@ -385,7 +385,7 @@ class JobService:
                     f"read_mask: {', '.join(mask.paths)} names a field {kind_info.resource} does not have",
                 )
 
-        jobs = [job for job in self.store.list(info.kind, request.parent) if predicate(job)]
+        jobs = [job for job in self.store.list_shared(info.kind, request.parent) if predicate(job)]
         jobs.sort(key=_order_key, reverse=True)  # newest first
         if request.page_token:
             cursor = _decode_token(request.page_token, request.parent, request.filter)

@@ -55,6 +55,11 @@ class JobStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        #: name -> the job as last written by this store (or read, after a restart), for
+        #: ``list_shared``: a List reads every job of its parent, and parsing them again on every call
+        #: was most of its cost. Kept in step by insert, update and delete (this process is the only
+        #: writer of its state directory).
+        self._parsed: dict[str, dict[str, Any]] = {}
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -87,6 +92,7 @@ class JobStore:
                     )
                 except sqlite3.IntegrityError:
                     continue  # id collision: draw again
+                self._parsed[body["name"]] = body
                 return copy.deepcopy(body)
 
     def update(self, name: str, fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -114,11 +120,13 @@ class JobStore:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+            self._parsed[name] = body
             return copy.deepcopy(body)
 
     def delete(self, name: str) -> None:
         """Remove a job. Raises KeyError when there is no such job."""
         with self._lock:
+            self._parsed.pop(name, None)
             cur = self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
             if cur.rowcount == 0:
                 raise KeyError(name)
@@ -137,6 +145,24 @@ class JobStore:
                 "SELECT body FROM jobs WHERE kind = ? AND parent = ? ORDER BY seq", (kind, parent)
             ).fetchall()
         return [json.loads(row[0]) for row in rows]
+
+    def list_shared(self, kind: str, parent: str) -> builtins.list[dict[str, Any]]:
+        """``list``, with each job parsed once per revision and the parse shared by every caller:
+        read the dicts, never change them (a List filters and serializes; it does not mutate)."""
+        with self._lock:
+            names = [
+                row[0]
+                for row in self._db.execute(
+                    "SELECT name FROM jobs WHERE kind = ? AND parent = ? ORDER BY seq", (kind, parent)
+                )
+            ]
+            out = []
+            for name in names:
+                job = self._parsed.get(name)
+                if job is None:  # written before this store started
+                    job = self._parsed[name] = self._get_locked(name)
+                out.append(job)
+        return out
 
     def by_id(self, job_id: str) -> dict[str, Any] | None:
         """The job (any kind, any parent) whose name ends in ``/<job_id>``, or None."""

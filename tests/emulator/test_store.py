@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_vertex_dist.common.rfc3339 import parse_rfc3339
 from vertex_emulator.store import JobStore, _after
+from vertex_emulator.timefmt import parse_rfc3339
 
 PARENT = "projects/p/locations/us-central1"
 
@@ -124,3 +124,27 @@ def test_update_time_strictly_increases_per_job(tmp_path: Path) -> None:
     # A clock that has not moved past the previous revision (or went back) still moves forward.
     assert _after("2999-01-01T00:00:00.999999Z") == "2999-01-01T00:00:01.000000Z"
     assert _after("2000-01-01T00:00:00.000000Z") > "2020"
+
+
+def test_list_shared_follows_every_write_and_a_reopen(tmp_path: Path) -> None:
+    """The List path's parsed jobs are the stored ones after inserts, updates (a failed one too) and
+    deletes, and after the store is opened again on the same file."""
+    store = JobStore(tmp_path / "jobs.sqlite3")
+    a = store.insert("customJobs", PARENT, {"displayName": "a"})
+    b = store.insert("customJobs", PARENT, {"displayName": "b"})
+    assert store.list_shared("customJobs", PARENT) == store.list("customJobs", PARENT)
+    store.update(a["name"], lambda job: job.update(state="JOB_STATE_RUNNING"))
+
+    def broken(job: dict[str, object]) -> None:
+        job["state"] = "JOB_STATE_FAILED"
+        raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        store.update(b["name"], broken)
+    shared = store.list_shared("customJobs", PARENT)
+    assert shared == store.list("customJobs", PARENT)
+    assert [job["state"] for job in shared] == ["JOB_STATE_RUNNING", "JOB_STATE_QUEUED"]
+    store.delete(a["name"])
+    assert [job["name"] for job in store.list_shared("customJobs", PARENT)] == [b["name"]]
+    again = JobStore(tmp_path / "jobs.sqlite3")
+    assert again.list_shared("customJobs", PARENT) == store.list("customJobs", PARENT)
