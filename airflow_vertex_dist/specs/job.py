@@ -6,6 +6,7 @@
 # 115 M instructions for the benchmark's DAG file). Forward references are quoted instead.
 
 import math
+from datetime import timedelta
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -30,19 +31,53 @@ __all__ = [
     "POOL_ROLES",
     "DistributedTrainingJob",
     "ReducerSizing",
+    "FLEX_START_GPUS",
     "check_kms_key",
+    "check_kms_key_location",
     "machine_egress_gbps",
 ]
 
 _LOCATION_RE = LazyRegex(r"^[a-z]+(-[a-z]+)*\d*$")
 _SERVICE_ACCOUNT_RE = LazyRegex(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_NETWORK_RE = LazyRegex(r"^projects/[^/\s]+/global/networks/[^/\s]+$")
+#: CustomJobSpec.network: "projects/{project}/global/networks/{network}. Where {project} is a project
+#: number, as in 12345"
+_NETWORK_RE = LazyRegex(r"^projects/\d+/global/networks/[^/\s]+$")
 _TENSORBOARD_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/tensorboards/[^/\s]+$")
 _KMS_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+$")
 _EXPERIMENT_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/metadataStores/[^/\s]+/contexts/[^/\s]+$")
 _MODEL_RE = LazyRegex(r"^projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+$")
 _RESOURCE_ID_RE = LazyRegex(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _IP_RANGE_RE = LazyRegex(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+#: "Schedule training jobs based on resource availability" (Requirements): "Your serverless training job
+#: requests L4, A100, H100, H200, or B200 GPUs", "a maximum timeout of 7 days or less", "the same machine
+#: configuration for all worker pools".
+FLEX_START_GPUS = frozenset(
+    {
+        "NVIDIA_L4",
+        "NVIDIA_TESLA_A100",
+        "NVIDIA_A100_80GB",
+        "NVIDIA_H100_80GB",
+        "NVIDIA_H100_MEGA_80GB",
+        "NVIDIA_H200_141GB",
+        "NVIDIA_B200",
+    }
+)
+_FLEX_START_MAX_TIMEOUT = timedelta(days=7)
+
+
+def check_kms_key_location(key: str | None, location: str | None, field: str = "encryption_key") -> None:
+    """The v1 ``EncryptionSpec.kms_key_name``: "The key needs to be in the same region as where the
+    compute resource is created"."""
+    if key is None or location is None:
+        return
+    key_location = key.split("/")[3]
+    if key_location != location:
+        fail(
+            f"{field}: the key must be in the job's region {location} (got a key in {key_location}); use a "
+            f"key ring in {location}"
+        )
 
 
 def check_kms_key(value: str | None) -> str | None:
@@ -141,7 +176,10 @@ class DistributedTrainingJob(SpecModel):
     @classmethod
     def _network(cls, value: str | None) -> str | None:
         if value is not None and not _NETWORK_RE.match(value):
-            fail(f"network: must be 'projects/{{project}}/global/networks/{{network}}' (got {value!r})")
+            fail(
+                "network: must be 'projects/{project number}/global/networks/{network}' "
+                f"(got {value!r}); name the project by its number, as in projects/12345/global/networks/vpc"
+            )
         return value
 
     @field_validator("reserved_ip_ranges")
@@ -252,8 +290,11 @@ class DistributedTrainingJob(SpecModel):
             )
         if self.experiment_run is not None and self.experiment is None:
             fail("experiment_run: needs experiment; set experiment too, or drop experiment_run")
+        check_kms_key_location(self.encryption_key, self.location)
         if self.reduction_server is not None:
             self._check_reduction_server(self.reduction_server)
+        if self.scheduling is not None and self.scheduling.strategy == "FLEX_START":
+            self._check_flex_start(self.scheduling)
         rule = offered_rule(self.location, self.accelerators())
         if rule is not None:
             fail(rule)
@@ -266,6 +307,37 @@ class DistributedTrainingJob(SpecModel):
             for role in POOL_ROLES
             if (pool := getattr(self, role)) is not None
         ]
+
+    def _check_flex_start(self, scheduling: Scheduling) -> None:
+        """Flex-start's requirements (``FLEX_START_GPUS``): every pool the same machine with one of
+        those GPUs, and a timeout of 7 days or less."""
+        shapes: dict[str, tuple[str, str | None, int]] = {}
+        for role in POOL_ROLES:
+            pool: WorkerPool | None = getattr(self, role)
+            if pool is not None:
+                m = pool.machine
+                shapes[role] = (m.machine_type, m.accelerator_type, m.accelerator_count)
+        if self.reduction_server is not None:
+            shapes["reduction_server"] = (self.reduction_server.machine_type, None, 0)
+        for role, (machine_type, gpu, count) in shapes.items():
+            if gpu not in FLEX_START_GPUS:
+                got = f"{count} x {gpu}" if gpu else "no GPUs"
+                fail(
+                    f"scheduling.strategy: FLEX_START needs L4, A100, H100, H200 or B200 GPUs in every pool "
+                    f"({role} is {machine_type} with {got}); give every pool one of those GPUs, or use "
+                    "STANDARD or SPOT"
+                )
+        if len(set(shapes.values())) > 1:
+            described = ", ".join(f"{role}: {m} {g} x{n}" for role, (m, g, n) in shapes.items())
+            fail(
+                f"scheduling.strategy: FLEX_START needs the same machine configuration in every pool "
+                f"({described}); use one machine, GPU and count in every pool, or use STANDARD or SPOT"
+            )
+        if scheduling.timeout is not None and scheduling.timeout > _FLEX_START_MAX_TIMEOUT:
+            fail(
+                f"scheduling.timeout: FLEX_START needs a timeout of 7 days or less (got "
+                f"{scheduling.timeout.total_seconds():g}s); shorten it, or use STANDARD or SPOT"
+            )
 
     def _check_reduction_server(self, rs: ReductionServer) -> None:
         for role in ("primary", "workers"):

@@ -92,6 +92,12 @@ class Study(SpecModel):
         ids = [m.metric_id for m in self.metrics]
         if len(set(ids)) != len(ids):
             fail(f"study.metrics: metric ids must be unique (got {ids}); remove the repeats")
+        if all(m.safety_config is not None for m in self.metrics):
+            # MetricSpec.safety_config: "You must provide a separate metric for objective metric."
+            fail(
+                "study.metrics: every metric is a safety metric; add the objective as a separate metric "
+                "without safety_config"
+            )
         if not self.parameters:
             fail("study.parameters: at least one parameter is required; add the parameters to search")
         top = [p.parameter_id for p in self.parameters]

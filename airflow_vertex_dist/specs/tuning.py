@@ -14,7 +14,7 @@ from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SERVER_CONTEXT, SpecModel, check_labels, fail
 from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
-from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key
+from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key, check_kms_key_location
 from airflow_vertex_dist.specs.study import Study
 
 __all__ = ["HyperparameterTuningJob"]
@@ -84,6 +84,7 @@ class HyperparameterTuningJob(SpecModel):
                 f"trial_job.location: differs from the tuning job's location "
                 f"({self.trial_job.location} != {self.location}); set the location once, on the tuning job"
             )
+        check_kms_key_location(self.encryption_key, self.location or self.trial_job.location)
         rule = offered_rule(self.location, self.trial_job.accelerators("trial_job."))
         if rule is not None:
             fail(rule)

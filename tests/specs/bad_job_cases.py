@@ -32,6 +32,7 @@ IMG = "example.com/ml/trainer:1.0"
 EXEC_IMG = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
 RS_IMG = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 V100X8 = {"machine_type": "n1-highmem-96", "accelerator_type": "NVIDIA_TESLA_V100", "accelerator_count": 8}
+A100 = {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 1}
 
 
 def job_base() -> dict[str, Any]:
@@ -465,6 +466,44 @@ JOB_CASES: list[Case] = [
         "only applies to strategy FLEX_START",
     ),
     ("timeout-zero", J(("scheduling", {"timeout": "0s"})), "scheduling.timeout", "must be positive"),
+    (
+        "flex-start-v100",
+        J(("scheduling", {"strategy": "FLEX_START"})),
+        "scheduling.strategy",
+        "FLEX_START needs L4, A100, H100, H200 or B200 GPUs in every pool (primary is n1-highmem-96 with 8 x "
+        "NVIDIA_TESLA_V100)",
+    ),
+    (
+        "flex-start-cpu-evaluators",
+        J(
+            ("primary.machine", dict(A100)),
+            ("workers.machine", dict(A100)),
+            ("evaluators", {"machine": CPU, "container": {"image_uri": IMG}}),
+            ("scheduling", {"strategy": "FLEX_START"}),
+        ),
+        "scheduling.strategy",
+        "(evaluators is n1-standard-8 with no GPUs)",
+    ),
+    (
+        "flex-start-mixed-gpus",
+        J(
+            ("primary.machine", dict(A100)),
+            ("workers.machine", {"machine_type": "g2-standard-8", **GPU("NVIDIA_L4", 1)}),
+            ("scheduling", {"strategy": "FLEX_START"}),
+        ),
+        "scheduling.strategy",
+        "FLEX_START needs the same machine configuration in every pool",
+    ),
+    (
+        "flex-start-8-days",
+        J(
+            ("primary.machine", dict(A100)),
+            ("workers.machine", dict(A100)),
+            ("scheduling", {"strategy": "FLEX_START", "timeout": 8 * 86400}),
+        ),
+        "scheduling.timeout",
+        "FLEX_START needs a timeout of 7 days or less (got 691200s)",
+    ),
     ("timeout-garbage", J(("scheduling", {"timeout": "soon"})), "scheduling.timeout", "valid timedelta"),
     (
         "ip-ranges-without-network",
@@ -472,7 +511,18 @@ JOB_CASES: list[Case] = [
         "reserved_ip_ranges",
         "needs network",
     ),
-    ("network-format", J(("network", "my-vpc")), "network", "projects/{project}/global/networks/{network}"),
+    (
+        "network-format",
+        J(("network", "my-vpc")),
+        "network",
+        "projects/{project number}/global/networks/{network}",
+    ),
+    (
+        "network-project-id",
+        J(("network", "projects/my-project/global/networks/vpc")),
+        "network",
+        "projects/{project number}/global/networks/{network}",
+    ),
     ("output-not-gcs", J(("base_output_directory", "/tmp/out")), "base_output_directory", "gs://bucket"),
     (
         "output-bucket-blank",
@@ -482,6 +532,15 @@ JOB_CASES: list[Case] = [
     ),
     ("output-no-bucket", J(("base_output_directory", "gs:///out")), "base_output_directory", "gs://bucket"),
     ("kms-format", J(("encryption_key", "my-key")), "encryption_key", "keyRings"),
+    (
+        "kms-other-region",
+        J(
+            ("location", "us-central1"),
+            ("encryption_key", "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"),
+        ),
+        "encryption_key",
+        "the key must be in the job's region us-central1 (got a key in europe-west4)",
+    ),
     ("service-account", J(("service_account", "robot")), "service_account", "e-mail address"),
     ("tensorboard-format", J(("tensorboard", "tb-1")), "tensorboard", "tensorboards"),
     (

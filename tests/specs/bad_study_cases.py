@@ -213,6 +213,21 @@ STUDY_CASES: list[Case] = [
     ),
     ("tuning-kms", T(("encryption_key", "key")), "encryption_key", "keyRings"),
     (
+        "tuning-kms-other-region",
+        T(
+            ("location", "us-central1"),
+            ("encryption_key", "projects/p/locations/asia-east1/keyRings/r/cryptoKeys/k"),
+        ),
+        "encryption_key",
+        "the key must be in the job's region us-central1",
+    ),
+    (
+        "safety-metrics-only",
+        T(("study.metrics.0.safety_config", {"safety_threshold": 0.1})),
+        "study.metrics",
+        "every metric is a safety metric",
+    ),
+    (
         "tuning-location-mismatch",
         T(("location", "us-central1"), ("trial_job.location", "europe-west4")),
         "trial_job.location",

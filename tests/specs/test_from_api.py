@@ -79,9 +79,9 @@ FULL = DistributedTrainingJob.model_validate(
         "scheduling": {
             "timeout": "5400s",
             "restart_job_on_worker_restart": True,
-            "strategy": "FLEX_START",
+            "strategy": "SPOT",
             "disable_retries": True,
-            "max_wait_duration": 1800.5,
+            "max_wait_duration": 0,  # "If set to 0, the job will wait indefinitely": a value, any strategy
         },
         "service_account": "trainer@p.iam.gserviceaccount.com",
         "network": "projects/123/global/networks/vpc",
@@ -104,7 +104,24 @@ FULL = DistributedTrainingJob.model_validate(
     }
 )
 
+_A100 = {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 1}
+#: flex-start: every pool one machine with an A100 (the DWS page's requirements), a non-zero wait
+FLEX = DistributedTrainingJob.model_validate(
+    {
+        "display_name": "flex",
+        "location": "us-central1",
+        "primary": {"machine": _A100, "container": {"image_uri": "example.com/ml/trainer:1.0"}},
+        "workers": {
+            "machine": _A100,
+            "replica_count": 2,
+            "container": {"image_uri": "example.com/ml/trainer:1.0"},
+        },
+        "scheduling": {"timeout": "86400s", "strategy": "FLEX_START", "max_wait_duration": 1800.5},
+    }
+)
+
 SPECS: dict[str, DistributedTrainingJob | HyperparameterTuningJob] = {
+    "flex": FLEX,
     "seed": SEED_REDUCTION_SERVER,
     "a2": A2_MEGAGPU_REDUCTION_SERVER,
     "ps": PARAMETER_SERVER_EXAMPLE,
@@ -149,8 +166,13 @@ def test_full_spec_reaches_every_field() -> None:
     assert spec["scheduling"] == {
         "timeout": "5400s",
         "restartJobOnWorkerRestart": True,
-        "strategy": "FLEX_START",
+        "strategy": "SPOT",
         "disableRetries": True,
+        "maxWaitDuration": "0s",
+    }
+    assert FLEX.to_api()["jobSpec"]["scheduling"] == {
+        "timeout": "86400s",
+        "strategy": "FLEX_START",
         "maxWaitDuration": "1800.500000s",
     }
     assert spec["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] == [
