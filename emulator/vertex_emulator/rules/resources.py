@@ -4,7 +4,11 @@ resource, service account, CMEK key, protected-artifact location, DNS peering.
 Each format is the one the v1 reference gives for the field (``CustomJobSpec`` in
 ``custom_job.proto``, ``EncryptionSpec`` in ``encryption_spec.proto``, ``DnsPeeringConfig`` in
 ``service_networking.proto``, and for ``persistent_resource_id`` the ID rule of
-``CreatePersistentResourceRequest.persistent_resource_id``), quoted next to its check below.
+``CreatePersistentResourceRequest.persistent_resource_id``), quoted next to its check below. The rules:
+``kms-key`` (the key's form, and its region is the job's), ``network``, ``reserved-ip-ranges`` (they need
+``network``; inferred), ``tensorboard``, ``experiment`` (and ``experiment_run``), ``models``,
+``persistent-resource-id``, ``service-account`` (an e-mail address: IAM, "Service accounts overview"),
+``protected-artifact-location`` (a Vertex AI location, judged by ``rules.machines``) and ``dns-domain``.
 """
 
 from __future__ import annotations
