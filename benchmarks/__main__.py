@@ -22,7 +22,7 @@ from benchmarks.runner import BENCH_DIR
 
 DEFAULT_ANCHOR = BENCH_DIR / ".venv-anchor" / "bin" / "python"
 
-FULL = {"parse_runs": 7, "wait_sizes": "100,300,1000", "interval": 4.0, "backfill_runs": 200,
+FULL = {"parse_runs": 7, "wait_sizes": "10,100,1000", "interval": 4.0, "backfill_runs": 200,
         "threads": 32, "launches": 5, "gets": 500,
         "log_sizes": "10,100,1000", "log_interval": 2.0, "log_cycles": 8}  # fmt: skip
 QUICK = {"parse_runs": 1, "wait_sizes": "10", "interval": 0.5, "backfill_runs": 10,

@@ -193,7 +193,7 @@ def render(
     lines = header_section(info)
     lines += parse_section(parse, goals)
     lines += waiting_section(info, waiting, goals)
-    lines += backfill_section(backfill)
+    lines += backfill_section(backfill, goals)
     lines += emulator_section(emulator)
     lines += logs_section(info, logs or [], goals)
     lines += ratios_section(parse, waiting, backfill, emulator)

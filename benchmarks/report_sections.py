@@ -35,6 +35,11 @@ ANCHOR = "apache-airflow-providers-google"
 class Goals:
     parse_over_floor_ms: float = 50.0
     calls_per_interval_at_1000: float = 12.0
+    #: the call budget of the shared poller: calls per poll interval with N jobs waiting
+    budget_per_job: float = 0.01
+    budget_base: float = 2.0
+    #: a backfill's first submissions: wall time at most this many times the provider's
+    backfill_wall_ratio: float = 1.3
     rss_per_job_kib: float = 64.0
     #: Logging reads per poll interval per triggerer, and print -> task log p50 in poll intervals
     log_calls_per_interval: float = 1.0
@@ -224,8 +229,9 @@ def waiting_section(info: RunInfo, waiting: list[WaitResult], goals: Goals) -> l
         "nothing else); both log at WARNING. One more job is waited on from the start (the warm-up), so "
         "N + 1 jobs are polled. API calls are counted at the emulator over "
         f"{info.settings.get('window intervals', 3)} poll intervals once every trigger has polled (our "
-        "poller sleeps one interval after each poll, so with many jobs a cycle lasts longer than the "
-        "interval: its calls per cycle are shown too; the provider's triggers have no shared cycle). RSS per "
+        "poller starts its cycles at a fixed rate, as often as its budget of N / 100 + 2 calls per interval "
+        "allows, at most four an interval: its calls per cycle are shown too; the provider's triggers have "
+        "no shared cycle). RSS per "
         "job is the loop process's growth from N/2 to N waiting jobs per added job (in parentheses: from "
         "one warm trigger to N, per job, one-time costs included). Then the N + 1 jobs end, spread evenly "
         "over one interval, and the delay from each job's end to its trigger's event is recorded."
@@ -275,6 +281,26 @@ def waiting_section(info: RunInfo, waiting: list[WaitResult], goals: Goals) -> l
         def verdict(ok: bool) -> str:
             return _met(ok) if big >= 1000 else "n/a: fewer jobs in this mode"
 
+        for size in sizes:
+            ours_n = _find(waiting, impl="ours", jobs=size)
+            theirs_n = _find(waiting, impl="provider", jobs=size)
+            if not ours_n or ours_n.error:
+                continue
+            budget = goals.budget_base + goals.budget_per_job * (size + 1)
+            text = (
+                f"{size:,} jobs: {ours_n.calls_per_interval:.1f} calls per interval (budget ≤ "
+                f"{budget:.2f}: {_met(ours_n.calls_per_interval <= budget + 1e-9)})"
+            )
+            if theirs_n and not theirs_n.error:
+                p50_ok = ours_n.delay(50) <= theirs_n.delay(50)
+                p99_ok = ours_n.delay(99) <= theirs_n.delay(99)
+                text += (
+                    f", end → event p50 {ours_n.delay(50):.2f} vs {theirs_n.delay(50):.2f} s (goal: no later "
+                    f"than the provider's: {_met(p50_ok)}), p99 {ours_n.delay(99):.2f} vs "
+                    f"{theirs_n.delay(99):.2f} s ({_met(p99_ok)})"
+                )
+            add(text + ".")
+            add("")
         add(
             f"At {big:,} jobs: {ours_big.calls_per_interval:.1f} calls per interval (goal ≤ "
             f"{goals.calls_per_interval_at_1000:g} at 1,000 — "
@@ -287,7 +313,7 @@ def waiting_section(info: RunInfo, waiting: list[WaitResult], goals: Goals) -> l
     return lines
 
 
-def backfill_section(backfill: list[BackfillResult]) -> list[str]:
+def backfill_section(backfill: list[BackfillResult], goals: Goals) -> list[str]:
     """Section 3, backfill submission."""
     lines: list[str] = []
     add = lines.append
@@ -322,6 +348,16 @@ def backfill_section(backfill: list[BackfillResult]) -> list[str]:
         rows,
     )
     add("")
+    ours, theirs = _find(backfill, impl="ours"), _find(backfill, impl="provider")
+    goal = goals.backfill_wall_ratio
+    if ours and theirs and not ours.error and not theirs.error and ours.wall_s and theirs.wall_s:
+        ratio = ours.wall_s[0] / theirs.wall_s[0]
+        add(
+            f"First submissions: {ratio:.2f}× the provider's wall time (goal ≤ {goal:g}×: "
+            f"{_met(ratio <= goal)}), with {ours.duplicates} duplicates against the provider's "
+            f"{theirs.duplicates}."
+        )
+        add("")
     return lines
 
 

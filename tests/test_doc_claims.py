@@ -76,6 +76,12 @@ def test_readme_make_targets_do_what_it_says() -> None:
     assert "runs the retraining DAG end to end" in text
     assert re.search(r"^demo: .*\n\t\$\(PY\) scripts/demo\.py", makefile, re.M)
     assert 'DAG_FILE = "retraining.py"' in (ROOT / "scripts" / "demo.py").read_text()
+    # the inner loop
+    claim(text, r"`make check` runs ruff, the layer contracts, mypy and the\s+tests not marked `slow`")
+    check_recipe = r"^check: lint typecheck\n\t.*-m pytest -m \"not slow and not stack\" -n \$\(XDIST\)"
+    assert re.search(check_recipe, makefile, re.M)
+    assert re.search(r"^XDIST \?= 4$", makefile, re.M) and "(`XDIST`, 4 by default;" in text
+    assert re.search(r"^unit: .*\n\t.*-m pytest -m \"not stack\" -n \$\(XDIST\)", makefile, re.M)
 
 
 # -- docs/how-to/connection.md --------------------------------------------------------------------------
