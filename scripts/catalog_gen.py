@@ -148,18 +148,159 @@ def problems(data: dict[str, Any]) -> list[str]:
             out.append(f"regions.accelerators.{acc}: not an accelerator")
         if not set(where) <= training:
             out.append(f"regions.accelerators.{acc}: regions outside regions.training")
-    for i, price in enumerate(data.get("prices", ())):
+    out += _price_problems(data, set(seen), {k: a.get("kind") for k, a in accelerators.items()}, training)
+    return out
+
+
+_PRICE_FIELDS = {
+    "quoted": {
+        "item",
+        "region",
+        "on_demand_usd_per_hour",
+        "spot_usd_per_hour",
+        "date",
+        "source",
+        "method",
+        "quote",
+    },
+    "derived": {
+        "item",
+        "region",
+        "on_demand_usd_per_hour",
+        "spot_usd_per_hour",
+        "date",
+        "source",
+        "method",
+        "factor",
+        "base_usd_per_hour",
+        "base_spot_usd_per_hour",
+        "includes_accelerators",
+        "base_local_ssd_gb",
+    },
+}
+#: how far a factor may be from the quoted figure that verifies it (0.1 %)
+FACTOR_TOLERANCE = 0.001
+
+
+def _times(base: float, factor: float) -> float:
+    """A derived figure: the base times the factor, to the 1e-8 dollar (as the catalog writes them)."""
+    return round(base * factor, 8)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _factor_problems(data: dict[str, Any], quoted: dict[tuple[str, str], float]) -> list[str]:
+    """Each factor: positive, applied to on-demand and/or Spot, verified by a quoted figure within 0.1 %."""
+    out: list[str] = []
+    sources = data.get("sources", {})
+    for key, factor in data.get("price_factors", {}).items():
+        where = f"price_factors.{key}"
+        value = factor.get("factor")
+        if not _positive(value):
+            out.append(f"{where}: factor must be positive")
+            continue
+        if not factor.get("applies_to") or not set(factor["applies_to"]) <= {"on_demand", "spot"}:
+            out.append(f"{where}: applies_to must name on_demand and/or spot")
+        if not factor.get("sources") or not set(factor["sources"]) <= set(sources):
+            out.append(f"{where}: cites no source or an unknown one")
+        checks = factor.get("verified_by") or []
+        if not checks:
+            out.append(f"{where}: verified by no quoted figure")
+        for check in checks:
+            pair = (check.get("item", ""), check.get("region", ""))
+            base = check.get("base_usd_per_hour")
+            if pair not in quoted:
+                out.append(f"{where}: no quoted on-demand price of {pair[0]} in {pair[1]} verifies it")
+            elif not _positive(base) or abs(base * value - quoted[pair]) > FACTOR_TOLERANCE * quoted[pair]:
+                out.append(f"{where}: {base} x {value} is not the quoted {quoted[pair]} (0.1 %)")
+    return out
+
+
+def _price_problems(
+    data: dict[str, Any], machines: set[str], kinds: dict[str, str], training: set[str]
+) -> list[str]:
+    """What is wrong with ``prices`` and ``price_factors`` (see the catalog's ``prices_about``)."""
+    out: list[str] = []
+    prices = data.get("prices", ())
+    factors = data.get("price_factors", {})
+    built_in = {n for spec in data.get("series", {}).values() for n in spec.get("built_in", {})}
+    quoted = {
+        (p.get("item", ""), p.get("region", "")): p["on_demand_usd_per_hour"]
+        for p in prices
+        if p.get("method") == "quoted" and _positive(p.get("on_demand_usd_per_hour"))
+    }
+    out += _factor_problems(data, quoted)
+    seen: set[tuple[str, str]] = set()
+    for i, price in enumerate(prices):
         where = f"prices[{i}]"
-        if price.get("item") not in seen and price.get("item") not in accelerators:
-            out.append(f"{where}: {price.get('item')!r} is neither a machine type nor an accelerator")
+        item, method = price.get("item"), price.get("method")
+        if item not in machines and item not in kinds:
+            out.append(f"{where}: {item!r} is neither a machine type nor an accelerator")
         if price.get("region") not in training:
             out.append(f"{where}: region {price.get('region')!r} is not a training region")
-        if not price.get("date"):
-            out.append(f"{where}: no date")
-        cited(where, [price["source"]] if price.get("source") else [])
-        figures = [price.get("on_demand_usd_per_hour"), price.get("spot_usd_per_hour")]
-        if all(f is None for f in figures) or any(f is not None and not f > 0 for f in figures):
+        if (item, price.get("region")) in seen:
+            out.append(f"{where}: a second price of {item} in {price.get('region')}")
+        seen.add((item, price.get("region")))
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(price.get("date") or "")):
+            out.append(f"{where}: no date (YYYY-MM-DD)")
+        if not price.get("source"):
+            out.append(f"{where}: cites no source")
+        elif price["source"] not in data.get("sources", {}):
+            out.append(f"{where}: unknown source {price['source']!r}")
+        if method not in _PRICE_FIELDS:
+            out.append(f"{where}: method must be quoted or derived")
+            continue
+        if set(price) - _PRICE_FIELDS[method]:
+            out.append(
+                f"{where}: fields {sorted(set(price) - _PRICE_FIELDS[method])} do not belong to {method}"
+            )
+        on_demand, spot = price.get("on_demand_usd_per_hour"), price.get("spot_usd_per_hour")
+        if (on_demand is None and spot is None) or any(
+            f is not None and not _positive(f) for f in (on_demand, spot)
+        ):
             out.append(f"{where}: needs a positive on-demand or Spot figure")
+        elif on_demand is not None and spot is not None and not spot < on_demand:
+            out.append(f"{where}: Spot {spot} is not below on-demand {on_demand}")
+        if method == "quoted" and not price.get("quote"):
+            out.append(f"{where}: a quoted figure needs its quote")
+        if method == "derived":
+            out += _derived_problems(where, price, factors.get(price.get("factor", "")))
+        if price.get("includes_accelerators") and item not in built_in:
+            out.append(f"{where}: {item} has no built-in accelerators to include")
+        if method == "derived" and item in built_in and price.get("includes_accelerators") is not True:
+            out.append(f"{where}: {item} is priced with its GPUs: includes_accelerators must be true")
+    return out
+
+
+def _derived_problems(where: str, price: dict[str, Any], factor: dict[str, Any] | None) -> list[str]:
+    """A derived figure is its base times a known factor; Spot only where the factor applies to Spot."""
+    if factor is None:
+        return [f"{where}: factor {price.get('factor')!r} is not one of price_factors"]
+    out: list[str] = []
+    value, applies = factor["factor"], factor.get("applies_to", ())
+    base: Any = price.get("base_usd_per_hour")
+    base_spot: Any = price.get("base_spot_usd_per_hour")
+    on_demand: Any = price.get("on_demand_usd_per_hour")
+    spot: Any = price.get("spot_usd_per_hour")
+    if not _positive(base) or not _positive(on_demand) or abs(on_demand - _times(base, value)) > 1e-8:
+        out.append(f"{where}: on_demand_usd_per_hour must be base_usd_per_hour x {value}")
+    if base_spot is not None and (not _positive(base_spot) or not _positive(base) or not base_spot < base):
+        out.append(f"{where}: base_spot_usd_per_hour must be positive and below base_usd_per_hour")
+    want_spot = _times(base_spot, value) if "spot" in applies and _positive(base_spot) else None
+    if (
+        want_spot is None
+        and spot is not None
+        or want_spot is not None
+        and abs((spot or 0) - want_spot) > 1e-8
+    ):
+        out.append(
+            f"{where}: spot_usd_per_hour must be base_spot_usd_per_hour x {value} where the factor applies"
+        )
+    ssd = price.get("base_local_ssd_gb")
+    if ssd is not None and not (isinstance(ssd, int) and ssd > 0):
+        out.append(f"{where}: base_local_ssd_gb must be a positive integer")
     return out
 
 
@@ -198,7 +339,9 @@ _NAMES = (
     "DEFAULT_BOOT_DISK_TYPE",
     "END_OF_SUPPORT",
     "MACHINE_SERIES",
+    "PRICED_WITH_ACCELERATORS",
     "PRICES",
+    "PRICE_FACTORS",
     "READ_ON",
     "REGIONS",
     "SERIES_BOOT_DISK_DEFAULT",
@@ -325,27 +468,48 @@ def render(data: dict[str, Any]) -> str:
             for a, rs in sorted(regions.get("accelerators", {}).items())
         ],
     )
-    prices = [
-        _tuple(
-            (
-                p["item"],
-                p["region"],
-                p.get("on_demand_usd_per_hour"),
-                p.get("spot_usd_per_hour"),
-                p["date"],
-                data["sources"][p["source"]]["url"],
-            )
+    prices: dict[str, dict[str, tuple[Any, ...]]] = {}
+    for p in data.get("prices", ()):
+        figures = (
+            p.get("on_demand_usd_per_hour"),
+            p.get("spot_usd_per_hour"),
+            p["date"],
+            p["source"],
+            p["method"],
         )
-        for p in data.get("prices", ())
-    ]
+        prices.setdefault(p["item"], {})[p["region"]] = figures
     out += _block(
         "PRICES",
-        "(machine type or accelerator, region, on-demand and Spot USD per hour, date read, source URL);\n"
-        "#: empty where no figure could be read offline (none is made up)",
-        "tuple[tuple[str, str, float | None, float | None, str, str], ...]",
-        prices,
-        "(",
-        ")",
+        "machine type or accelerator -> region -> (on-demand USD per hour, Spot USD per hour, date of the\n"
+        "#: figure, source key, quoted | derived); None where unknown (none is made up; how each figure was\n"
+        "#: obtained: ``prices`` and ``price_factors`` of ``catalog/vertex_catalog.json``)",
+        "dict[str, dict[str, tuple[float | None, float | None, str, str, str]]]",
+        [
+            f"{_lit(item)}: {{\n"
+            + "".join(f"    {_lit(r)}: {_tuple(f)},\n" for r, f in sorted(rs.items()))
+            + "}"
+            for item, rs in sorted(prices.items(), key=lambda kv: _natural(kv[0]))
+        ],
+    )
+    out += _block(
+        "PRICED_WITH_ACCELERATORS",
+        "machine types whose price includes their built-in accelerators: add no accelerator price to them",
+        "frozenset[str]",
+        [
+            _lit(m)
+            for m in sorted({p["item"] for p in data.get("prices", ()) if p.get("includes_accelerators")})
+        ],
+        "frozenset({",
+        "})",
+    )
+    out += _block(
+        "PRICE_FACTORS",
+        "factor key -> (Vertex AI training price / Compute Engine price, the figures it applies to)",
+        "dict[str, tuple[float, tuple[str, ...]]]",
+        [
+            f"{_lit(k)}: ({f['factor']!r}, {_tuple(f['applies_to'])})"
+            for k, f in data.get("price_factors", {}).items()
+        ],
     )
     text = "\n".join(out).rstrip("\n") + "\n"
     long = [line for line in text.splitlines() if len(line) > 110]

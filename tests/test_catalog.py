@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 import sys
 import typing
 from pathlib import Path
@@ -56,6 +57,32 @@ def test_the_catalog_is_consistent(data: dict[str, Any]) -> None:
     assert GEN.problems(data) == []
 
 
+def _quoted(**fields: Any) -> dict[str, Any]:
+    """A quoted price entry, consistent but for ``fields`` (its default item, the L4, has no price yet)."""
+    entry = {
+        "item": "NVIDIA_L4",
+        "region": "us-east1",
+        "on_demand_usd_per_hour": 0.2,
+        "date": "2026-10-07",
+        "source": "pricing",
+        "method": "quoted",
+        "quote": "L4: $0.2 / 1 hour",
+    }
+    entry.update(fields)
+    return entry
+
+
+def _entry(data: dict[str, Any], item: str, region: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [p for p in data["prices"] if p["item"] == item and p["region"] == region]
+    (entry,) = found
+    return entry
+
+
+def _factor(data: dict[str, Any]) -> dict[str, Any]:
+    factor: dict[str, Any] = data["price_factors"]["vertex-training-on-demand"]
+    return factor
+
+
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
@@ -73,34 +100,57 @@ def test_the_catalog_is_consistent(data: dict[str, Any]) -> None:
         (lambda d: d["sources"]["pricing"].update({"read": ""}), "sources.pricing: no read"),
         (lambda d: d["regions"]["accelerators"].update({"NVIDIA_L4": ["us-central99"]}), "outside"),
         (lambda d: d["boot_disk"].update({"size_gb": [100, 50]}), "size_gb"),
+        (lambda d: d["prices"].append(_quoted(date="")), "no date"),
+        (lambda d: d["prices"].append(_quoted(date="Oct 2026")), "no date"),
+        (lambda d: d["prices"].append(_quoted(source="")), "cites no source"),
+        (lambda d: d["prices"].append(_quoted(source="nowhere")), "unknown source 'nowhere'"),
+        (lambda d: d["prices"].append(_quoted(on_demand_usd_per_hour=-1)), "positive"),
+        (lambda d: d["prices"].append(_quoted(on_demand_usd_per_hour=None)), "positive"),
         (
-            lambda d: d["prices"].append(
-                {"item": "n1-standard-4", "region": "us-central1", "on_demand_usd_per_hour": 0.2,
-                 "source": "pricing"}
-            ),
-            "prices[0]: no date",
-        ),
-        (
-            lambda d: d["prices"].append(
-                {"item": "n1-standard-4", "region": "us-central1", "on_demand_usd_per_hour": 0.2,
-                 "date": "2026-12-02"}
-            ),
-            "prices[0]: cites no source",
-        ),
-        (
-            lambda d: d["prices"].append(
-                {"item": "n1-standard-4", "region": "us-central1", "on_demand_usd_per_hour": -1,
-                 "date": "2026-12-02", "source": "pricing"}
-            ),
-            "positive",
-        ),
-        (
-            lambda d: d["prices"].append(
-                {"item": "n9-standard-4", "region": "us-central1", "spot_usd_per_hour": 0.1,
-                 "date": "2026-12-02", "source": "pricing"}
-            ),
+            lambda d: d["prices"].append(_quoted(item="n9-standard-4")),
             "neither a machine type nor an accelerator",
         ),
+        (lambda d: d["prices"].append(_quoted(region="mars-north1")), "not a training region"),
+        (lambda d: d["prices"].append(_quoted(spot_usd_per_hour=0.3)), "Spot 0.3 is not below on-demand 0.2"),
+        (lambda d: d["prices"].append(_quoted(quote="")), "needs its quote"),
+        (lambda d: d["prices"].append(_quoted(method="guessed")), "method must be quoted or derived"),
+        (
+            lambda d: d["prices"].append(_quoted(factor="vertex-training-on-demand")),
+            "do not belong to quoted",
+        ),
+        (lambda d: d["prices"].append(_quoted(item="n1-standard-4", region="us-central1")), "a second price"),
+        (
+            lambda d: _entry(d, "n1-standard-8", "us-central1").update(on_demand_usd_per_hour=0.44),
+            "base_usd_per_hour x",
+        ),
+        (
+            lambda d: _entry(d, "n1-standard-8", "us-central1").update(factor="x2"),
+            "'x2' is not one of price_factors",
+        ),
+        (
+            lambda d: _entry(d, "n1-standard-8", "us-central1").update(spot_usd_per_hour=0.1),
+            "where the factor applies",
+        ),
+        (
+            lambda d: _entry(d, "n1-standard-8", "us-central1").update(base_spot_usd_per_hour=0.5),
+            "below base_usd",
+        ),
+        (
+            lambda d: _entry(d, "n1-standard-8", "us-central1").update(includes_accelerators=True),
+            "no built-in",
+        ),
+        (
+            lambda d: _entry(d, "n1-standard-8", "us-central1").update(base_local_ssd_gb=-1),
+            "positive integer",
+        ),
+        (lambda d: _entry(d, "g2-standard-4", "us-central1").pop("includes_accelerators"), "must be true"),
+        (lambda d: _factor(d).update(factor=1.2), "is not the quoted 0.21849885 (0.1 %)"),
+        (lambda d: _factor(d)["verified_by"][0].update(base_usd_per_hour=0.2), "is not the quoted"),
+        (lambda d: _factor(d)["verified_by"][0].update(region="us-east1"), "no quoted on-demand price"),
+        (lambda d: _factor(d).update(verified_by=[]), "verified by no quoted figure"),
+        (lambda d: _factor(d).update(applies_to=["reserved"]), "applies_to"),
+        (lambda d: _factor(d).update(factor=0), "factor must be positive"),
+        (lambda d: _factor(d).update(applies_to=["on_demand", "spot"]), "where the factor applies"),
     ],
 )
 def test_an_inconsistent_catalog_is_refused(data: dict[str, Any], edit: Any, problem: str) -> None:
@@ -150,10 +200,18 @@ def test_the_tables_agree_with_each_other(catalog: ModuleType) -> None:
         assert types and set(types) <= set(catalog.BOOT_DISK_TYPES)
     for series_sources in catalog.SERIES_SOURCES.values():
         assert series_sources and set(series_sources) <= set(catalog.SOURCES)
-    for item, region, on_demand, spot, date, url in catalog.PRICES:
-        assert item in catalog.MACHINE_SERIES or item in kinds
-        assert region in catalog.REGIONS and date and url.startswith("https://")
-        assert (on_demand or 0) > 0 or (spot or 0) > 0
+    for item, by_region in catalog.PRICES.items():
+        assert item in catalog.MACHINE_SERIES or item in kinds, item
+        for region, (on_demand, spot, date, source, method) in by_region.items():
+            assert region in catalog.REGIONS and re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), (item, region)
+            assert source in catalog.SOURCES and method in ("quoted", "derived"), (item, region)
+            assert on_demand is not None or spot is not None, (item, region)
+            assert all(f is None or f > 0 for f in (on_demand, spot)), (item, region)
+            assert on_demand is None or spot is None or spot < on_demand, (item, region)
+    assert catalog.PRICED_WITH_ACCELERATORS <= set(catalog.BUILT_IN)
+    assert catalog.PRICED_WITH_ACCELERATORS == set(catalog.BUILT_IN) & set(catalog.PRICES)
+    for factor, applies_to in catalog.PRICE_FACTORS.values():
+        assert factor > 0 and applies_to and set(applies_to) <= {"on_demand", "spot"}
     for acc, regions in catalog.ACCELERATOR_REGIONS.items():
         assert acc in kinds and regions <= catalog.REGIONS
     assert "us-central1" in catalog.REGIONS and "global" not in catalog.REGIONS
@@ -190,3 +248,58 @@ def test_importing_a_copy_reads_no_file() -> None:
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
     assert [getattr(n, "module", None) for n in imports] == ["__future__"]
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "open"]
+
+
+def test_each_derived_price_is_its_base_times_a_factor_a_quoted_price_verifies(data: dict[str, Any]) -> None:
+    """Every derived figure is Compute Engine's price times a factor, and the factor is verified: a quoted
+    Vertex AI figure is the Compute Engine figure of the same machine type and region times the factor,
+    within 0.1 %."""
+    quoted = {(p["item"], p["region"]): p for p in data["prices"] if p["method"] == "quoted"}
+    derived = [p for p in data["prices"] if p["method"] == "derived"]
+    assert derived and quoted
+    for key, factor in data["price_factors"].items():
+        checks = factor["verified_by"]
+        assert checks, key
+        for check in checks:
+            figure = quoted[(check["item"], check["region"])]["on_demand_usd_per_hour"]
+            assert abs(check["base_usd_per_hour"] * factor["factor"] - figure) <= 0.001 * figure, (key, check)
+    for p in derived:
+        factor = data["price_factors"][p["factor"]]
+        assert p["on_demand_usd_per_hour"] == pytest.approx(
+            p["base_usd_per_hour"] * factor["factor"], abs=1e-8
+        )
+        if "spot" not in factor["applies_to"]:
+            assert "spot_usd_per_hour" not in p, p
+        assert p["date"] and p["source"] in data["sources"], p
+
+
+def test_the_quoted_figures_and_the_factor_are_googles(data: dict[str, Any]) -> None:
+    """Spot checks: the two figures quoted from the Vertex AI pricing page, and Compute Engine's
+    n1-standard-4 price in us-central1 (0.189999) x 1.15 = the quoted 0.21849885."""
+    from airflow_vertex_dist.specs import catalog
+
+    assert catalog.PRICES["n1-standard-4"]["us-central1"][:2] == (0.21849885, None)
+    assert catalog.PRICES["n1-standard-4"]["us-central1"][4] == "quoted"
+    assert catalog.PRICES["NVIDIA_H100_80GB"]["us-central1"][0] == 9.79655057
+    assert catalog.PRICE_FACTORS["vertex-training-on-demand"] == (1.15, ("on_demand",))
+    assert round(0.189999 * 1.15, 8) == 0.21849885
+    n1_8 = next(p for p in data["prices"] if (p["item"], p["region"]) == ("n1-standard-8", "us-central1"))
+    assert (n1_8["base_usd_per_hour"], n1_8["on_demand_usd_per_hour"]) == (0.379998, 0.4369977)
+
+
+def test_every_machine_type_is_priced_in_us_central1_but_those_without_a_figure() -> None:
+    """The machine types with no Compute Engine figure in the Billing Catalog file (A3 Ultra, A4, A4X, TPU
+    machine types, and A3 Mega outside europe-west4) are the only ones without a us-central1 price; the
+    attachable GPUs have none either (the file prices no GPU on its own)."""
+    from airflow_vertex_dist.specs import catalog
+
+    unpriced = {m for m in catalog.MACHINE_SERIES if "us-central1" not in catalog.PRICES.get(m, {})}
+    assert unpriced == {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"} | set(
+        catalog.TPU_MACHINES
+    )
+    attached = {gpu for takes in catalog.ATTACHABLE.values() for gpu in takes}
+    assert not attached & set(catalog.PRICES)
+    for region in ("us-east1", "europe-west4", "asia-east1"):
+        assert {m for m in catalog.MACHINE_SERIES if region in catalog.PRICES.get(m, {})} >= {
+            m for m in catalog.MACHINE_SERIES if m not in unpriced
+        }, region
