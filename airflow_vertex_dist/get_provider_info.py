@@ -56,6 +56,12 @@ def get_provider_info() -> dict[str, Any]:
                         "target.",
                         "schema": {"type": ["string", "null"]},
                     },
+                    "quota_project_id": {
+                        "label": "Quota project ID",
+                        "description": "The project billed for the API calls and whose quota they use "
+                        "(the x-goog-user-project header). Empty: the credentials' own.",
+                        "schema": {"type": ["string", "null"]},
+                    },
                     "transport": {
                         "label": "Transport",
                         "description": "grpc (default) or rest.",
@@ -66,12 +72,18 @@ def get_provider_info() -> dict[str, Any]:
                         },
                     },
                     "api_endpoint": {
-                        "label": "API endpoint (emulator)",
-                        "description": "Local emulator endpoint: host:port (gRPC) or "
-                        "http://host:port (REST). Uses anonymous "
-                        "credentials and an insecure channel. Empty for "
-                        "Vertex AI.",
+                        "label": "API endpoint",
+                        "description": "Overrides the regional Vertex AI endpoint, e.g. a Private Service "
+                        "Connect endpoint: host[:port] (gRPC) or https://host[:port] (REST); TLS and the "
+                        "connection's credentials. With Emulator: the emulator's address. Empty: "
+                        "<location>-aiplatform.googleapis.com.",
                         "schema": {"type": ["string", "null"]},
+                    },
+                    "emulator": {
+                        "label": "Emulator",
+                        "description": "true: API endpoint is the local emulator (anonymous credentials, "
+                        "plain channel, links to its job pages, its Logging API).",
+                        "schema": {"type": ["boolean", "null"]},
                     },
                     "web_endpoint": {
                         "label": "Web endpoint (emulator)",
@@ -81,9 +93,9 @@ def get_provider_info() -> dict[str, Any]:
                     },
                     "logging_endpoint": {
                         "label": "Logging endpoint",
-                        "description": "Cloud Logging API endpoint for replica logs: host:port (gRPC) "
-                        "or http://host:port (REST). Empty: the emulator's when API endpoint is set, "
-                        "else logging.googleapis.com.",
+                        "description": "Cloud Logging API endpoint for replica logs: host[:port] (gRPC) "
+                        "or https://host[:port] (REST). Empty: the emulator's with Emulator, else "
+                        "logging.googleapis.com.",
                         "schema": {"type": ["string", "null"]},
                     },
                 },
@@ -94,7 +106,8 @@ def get_provider_info() -> dict[str, Any]:
                         "project": "my-project",
                         "location": "us-central1",
                         "impersonation_chain": "sa@my-project.iam.gserviceaccount.com",
-                        "api_endpoint": "127.0.0.1:8781",
+                        "quota_project_id": "my-billing-project",
+                        "api_endpoint": "us-central1-aiplatform-myendpoint.p.googleapis.com",
                         "web_endpoint": "http://127.0.0.1:8780",
                     },
                 },

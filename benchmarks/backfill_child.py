@@ -29,7 +29,7 @@ def _say(**payload: Any) -> None:
 def _ours(
     target: str, project: str, location: str, body: dict[str, Any]
 ) -> Callable[[int], tuple[str, bool]]:
-    extra = {"project": project, "location": location, "api_endpoint": target}
+    extra = {"project": project, "location": location, "api_endpoint": target, "emulator": True}
     os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps({"conn_type": "vertex_dist", "extra": extra})
     from airflow_vertex_dist.hooks.labels import run_labels
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook

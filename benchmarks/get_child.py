@@ -18,7 +18,7 @@ from typing import Any
 
 def _ours(target: str, name: str) -> Callable[[], Any]:
     parts = name.split("/")
-    extra = {"project": parts[1], "location": parts[3], "api_endpoint": target}
+    extra = {"project": parts[1], "location": parts[3], "api_endpoint": target, "emulator": True}
     os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps({"conn_type": "vertex_dist", "extra": extra})
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 

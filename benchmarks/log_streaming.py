@@ -74,7 +74,10 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
     saved_conn = os.environ.get("AIRFLOW_CONN_VERTEX_DIST_DEFAULT")
     with Emulator(config) as em:
         os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps(
-            {"conn_type": "vertex_dist", "extra": {"project": "test-project", "api_endpoint": em.grpc_target}}
+            {
+                "conn_type": "vertex_dist",
+                "extra": {"project": "test-project", "api_endpoint": em.grpc_target, "emulator": True},
+            }
         )
         files: list[Path] = []
         ids: list[str] = []

@@ -56,7 +56,13 @@ def _cycles() -> int | None:
 
 def _ours(target: str, rest: str) -> Callable[[str, float], Any]:
     project, location = "unused", "unused"
-    extra = {"project": project, "location": location, "api_endpoint": target, "web_endpoint": rest}
+    extra = {
+        "project": project,
+        "location": location,
+        "api_endpoint": target,
+        "emulator": True,
+        "web_endpoint": rest,
+    }
     os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps({"conn_type": "vertex_dist", "extra": extra})
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 

@@ -86,7 +86,13 @@ def _image_map(dags: Path) -> dict[str, list[str]]:
 
 
 def _connection(grpc_target: str, web: str) -> str:
-    extra = {"project": PROJECT, "location": LOCATION, "api_endpoint": grpc_target, "web_endpoint": web}
+    extra = {
+        "project": PROJECT,
+        "location": LOCATION,
+        "api_endpoint": grpc_target,
+        "emulator": True,
+        "web_endpoint": web,
+    }
     return json.dumps({"conn_type": "vertex_dist", "extra": extra})
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import re
 
 import pytest
@@ -29,6 +30,7 @@ def test_readme_ports_are_the_emulators_defaults() -> None:
     found = claim(text, r"# gRPC on 127\.0\.0\.1:(\d+), REST and job pages on :(\d+)")
     assert (int(found[1]), int(found[2])) == (DEFAULT_GRPC_PORT, DEFAULT_REST_PORT)
     assert f'"api_endpoint": "127.0.0.1:{DEFAULT_GRPC_PORT}"' in text
+    assert '"emulator": true' in text
     assert f'"web_endpoint": "http://127.0.0.1:{DEFAULT_REST_PORT}"' in text
 
 
@@ -119,19 +121,45 @@ def test_connection_default_id_and_templating() -> None:
 
 def test_connection_google_extras_read_and_refused() -> None:
     from airflow_vertex_dist.hooks.connection import VertexConnection
+    from tests.hooks.google_form import FORM_FIELDS, REFUSED
 
     text = page("how-to/connection.md")
-    read = re.findall(r"`(\w+)`", claim(text, r"its extras (.*?) \(accepted, not used")[1])
+    read = re.findall(r"`(\w+)`", claim(text, r"Its extras (.*?) \(accepted, not used")[1])
     assert read[:3] == ["project", "key_path", "keyfile_dict"] and "num_retries" in read
+    assert "quota_project_id" in read
     values = {"is_anonymous": False, "num_retries": 5, "key_path": "/k.json", "keyfile_dict": "{}"}
     for name in read:
         for key in (name, f"extra__google_cloud_platform__{name}"):
             VertexConnection.from_extra({key: values.get(name, "x@p.iam.gserviceaccount.com")})
     refused = re.findall(r"`(\w+)`", claim(text, r"A key in Secret Manager (.*?) are refused")[1])
-    assert refused == ["key_secret_name", "idp_issuer_url", "client_id", "client_secret"]
+    assert refused == list(REFUSED)
     for name in refused:
         with pytest.raises(ValueError, match=name):
             VertexConnection.from_extra({name: "x"})
+        VertexConnection.from_extra({name: ""})  # "when set"
+    # "every field its connection form saves": read or refused, none left out
+    assert set(read) | set(refused) == set(FORM_FIELDS)
+    assert "`airflow connections add --conn-type google_cloud_platform` warns" in text
+    assert "stores the connection as `generic`" in text
+
+
+def test_connection_endpoint_override_and_emulator() -> None:
+    from airflow_vertex_dist.hooks.connection import VertexConnection
+
+    text = page("how-to/connection.md")
+    assert "It is reached over TLS with the connection's credentials" in text
+    env = r"AIRFLOW_CONN_VERTEX_DIST_DEFAULT='(\{.*?\})'"
+    example = json.loads(claim(text, rf"## A private endpoint .*?{env}")[1])
+    conn = VertexConnection.from_extra(example["extra"])
+    assert not conn.is_emulator and conn.quota_project_id and conn.logging_target
+    assert "A plain `http://` endpoint cannot be TLS and is refused unless `emulator` is set" in text
+    with pytest.raises(ValueError, match="is plain HTTP"):
+        VertexConnection.from_extra({"api_endpoint": "http://10.0.0.5", "transport": "rest"})
+    with pytest.raises(ValueError, match='"emulator" is not set'):
+        VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781"})
+    assert VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781", "emulator": False}).api_endpoint
+    emulator = json.loads(claim(text, rf"## The emulator .*?{env}")[1])
+    assert VertexConnection.from_extra(emulator["extra"]).is_emulator
 
 
 def test_connection_retry_policy_and_transient_errors() -> None:
@@ -372,8 +400,10 @@ def test_training_logs_numbers() -> None:
     assert int(claim(text, r"\(([\d,]+) entries a page\)")[1].replace(",", "")) == log_poller.PAGE_SIZE
     assert claim(text, r"an XCom of its own task instance, `(\w+)`")[1] == log_cursor.CURSOR_XCOM_KEY
     assert "the connection's `logging_endpoint` defaults to the emulator's `api_endpoint`" in text
-    conn = VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781"})
+    conn = VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781", "emulator": True})
     assert conn.logging_endpoint is None and conn.logging_target == "127.0.0.1:8781"
+    assert "does not move the logs: they come from Cloud Logging" in text
+    assert VertexConnection.from_extra({"api_endpoint": "vertex.psc.internal"}).logging_target is None
 
 
 def test_training_logs_a_stream_goes_on_strictly_after_its_cursor() -> None:

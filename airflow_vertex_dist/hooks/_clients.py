@@ -107,15 +107,17 @@ def async_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | Non
 def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credentials, str | None]:
     """Credentials for ``conn`` and the project they name (if any).
 
-    Anonymous for an emulator or with ``is_anonymous``; else key file, key JSON, credential
+    Anonymous for the emulator or with ``is_anonymous``; else key file, key JSON, credential
     configuration file (workload identity federation) or application default credentials, wrapped in
-    impersonated credentials when ``impersonation_chain`` is set. The connection's ``project`` wins
-    over the credentials' own; a credential configuration file names none (the connection's
-    ``project`` or the task's ``project_id`` is needed).
+    impersonated credentials when ``impersonation_chain`` is set, and carrying the connection's
+    ``quota_project_id`` (sent as ``x-goog-user-project`` on every call). The connection's
+    ``project`` wins over the credentials' own; a credential configuration file names none (the
+    connection's ``project`` or the task's ``project_id`` is needed).
     """
     if conn.is_emulator:
         return auth_credentials.AnonymousCredentials(), None  # type: ignore[no-untyped-call]
     if conn.is_anonymous:
+        # as the Google provider does: a quota project means nothing without an identity
         return auth_credentials.AnonymousCredentials(), conn.project  # type: ignore[no-untyped-call]
     scopes = list(conn.scopes or SCOPES)
     project: str | None
@@ -147,6 +149,13 @@ def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credenti
             delegates=list(delegates) or None,
             target_scopes=scopes,
         )
+    if conn.quota_project_id:
+        if not isinstance(creds, auth_credentials.CredentialsWithQuotaProject):
+            raise ValueError(
+                f"quota_project_id: the credentials ({type(creds).__name__}) cannot carry a quota "
+                "project; use other credentials or remove quota_project_id"
+            )
+        creds = creds.with_quota_project(conn.quota_project_id)  # type: ignore[no-untyped-call]
     return creds, conn.project or project
 
 
@@ -154,7 +163,16 @@ def _regional_endpoint(location: str) -> str:
     return f"{location}-aiplatform.googleapis.com"
 
 
+def _endpoint(conn: VertexConnection, location: str) -> str:
+    """Where a (non-emulator) client goes: the ``api_endpoint`` override (TLS), else the regional one."""
+    if not conn.api_endpoint:
+        return _regional_endpoint(location)
+    return conn.rest_url if conn.transport == "rest" else conn.grpc_target
+
+
 def build_sync_client(conn: VertexConnection, location: str) -> JobServiceClient:
+    """A JobService client: the emulator's (anonymous, plain channel), or Vertex AI's regional
+    endpoint or the connection's ``api_endpoint`` (TLS, the connection's credentials)."""
     if conn.is_emulator:
         if conn.transport == "rest":
             rest = JobServiceRestTransport(
@@ -169,7 +187,7 @@ def build_sync_client(conn: VertexConnection, location: str) -> JobServiceClient
     return JobServiceClient(
         credentials=creds,
         transport=conn.transport,
-        client_options=ClientOptions(api_endpoint=_regional_endpoint(location)),
+        client_options=ClientOptions(api_endpoint=_endpoint(conn, location)),
         client_info=_CLIENT_INFO,
     )
 
@@ -187,7 +205,7 @@ def build_async_client(conn: VertexConnection, location: str) -> JobServiceAsync
     return JobServiceAsyncClient(
         credentials=creds,
         transport="grpc_asyncio",
-        client_options=ClientOptions(api_endpoint=_regional_endpoint(location)),
+        client_options=ClientOptions(api_endpoint=_endpoint(conn, location)),
         client_info=_CLIENT_INFO,
     )
 

@@ -1,12 +1,15 @@
-"""The ``vertex_dist`` connection: its fields, their UI description, and parsing with clear errors.
+"""The ``vertex_dist`` connection: its fields and parsing with clear errors.
 
 Pure (pydantic only): no Google import. The hooks turn ``VertexConnection`` into credentials and
-clients in ``airflow_vertex_dist.hooks._clients``.
+clients in ``airflow_vertex_dist.hooks._clients``; the form Airflow's UI shows is declared in
+``airflow_vertex_dist.hooks.connection_form``.
 
-The hooks read two connection types: ``vertex_dist`` and the Google provider's
-``google_cloud_platform``, as it is (its extras below; the Google provider package is not needed).
-Fields (connection ``extra``, JSON; the prefixed ``extra__vertex_dist__<field>`` and
-``extra__google_cloud_platform__<field>`` keys are accepted too):
+The hooks read three connection types: ``vertex_dist``, the Google provider's ``google_cloud_platform``
+as its connection form saves it (every field; the Google provider package is not needed), and
+``generic``, the type ``airflow connections add --conn-type google_cloud_platform`` stores when the
+Google provider is not installed. Fields (connection ``extra``, JSON; the prefixed
+``extra__vertex_dist__<field>`` and ``extra__google_cloud_platform__<field>`` keys are accepted too,
+the plain key winning when both are set; a blank value, ``""`` or ``null``, counts as not set):
 
 ``project``, ``location``
     Defaults for the hook (a hook's ``project_id`` / ``location`` argument wins). Without a project,
@@ -22,30 +25,42 @@ Fields (connection ``extra``, JSON; the prefixed ``extra__vertex_dist__<field>``
 ``impersonation_chain``
     A service account to impersonate, or a chain (list, or comma separated), the last one being the
     target; the credentials above sign for the first. An operator's ``impersonation_chain`` replaces it.
+``quota_project_id``
+    The quota (billing) project of every call: JobService and Cloud Logging, both transports. It is
+    put on the credentials (``with_quota_project``), which send it as the ``x-goog-user-project``
+    header; ignored with anonymous credentials (as the Google provider does).
 ``scope``
     OAuth scopes, comma separated (default ``https://www.googleapis.com/auth/cloud-platform``).
 ``num_retries``
     Accepted (a ``google_cloud_platform`` connection's form saves it) and not used: the hooks retry by
     their ``RetryPolicy``.
 
-A key kept in Secret Manager (``key_secret_name``) and the client credentials grant flow
-(``idp_issuer_url``, ``client_id``, ``client_secret``) are refused with an error naming the field.
+A key kept in Secret Manager (``key_secret_name``, ``key_secret_project_id``) and the client
+credentials grant flow (``idp_issuer_url``, ``client_id``, ``client_secret``,
+``idp_extra_parameters``) are refused with an error naming the field, when set (blank, they are
+ignored).
+
 ``transport``
     ``grpc`` (default) or ``rest``.
 ``api_endpoint``
-    Points the hook at a local emulator: ``host:port`` for gRPC, ``http://host:port`` for REST. Then the
-    hooks use anonymous credentials and an insecure channel (plain HTTP) and ignore the credentials
-    fields. Leave it empty for Vertex AI: the regional endpoint ``<location>-aiplatform.googleapis.com``
-    is used.
+    Overrides the regional endpoint ``<location>-aiplatform.googleapis.com``: a Private Service Connect
+    or other private endpoint, reached over TLS with the connection's credentials. ``host[:port]`` for
+    gRPC (port 443 by default), ``https://host[:port]`` (or ``host[:port]``) for REST.
+``emulator``
+    ``true``: ``api_endpoint`` is the local emulator (``host:port`` for gRPC, ``http://host:port`` for
+    REST): anonymous credentials, a plain channel (the credentials fields are ignored), job links to
+    the emulator's pages and its Logging API. An endpoint that cannot be a TLS endpoint with real
+    credentials (``http://``) needs it; a loopback ``api_endpoint`` (``127.0.0.1``, ``localhost``) needs
+    ``emulator`` set either way, ``true`` or ``false``, as older connections meant the emulator by it.
 ``web_endpoint``
     The emulator's web (REST) base URL, used for links to a job's page: ``<web_endpoint>/ui/<job name>``.
     Defaults to ``api_endpoint`` when the transport is REST. The emulator serves gRPC and REST on two
-    ports, so a gRPC connection to it should set both.
+    ports, so a gRPC connection to it should set both. Only with ``emulator``.
 ``logging_endpoint``
-    Where the logs hook reads replica logs (the Cloud Logging API): ``host:port`` (gRPC) or
-    ``http://host:port`` (REST). Empty means the emulator's own endpoint when ``api_endpoint`` points
-    at the emulator (it serves the Logging read API on the same ports), else Cloud Logging's
-    ``logging.googleapis.com``.
+    Where the logs hook reads replica logs (the Cloud Logging API): ``host[:port]`` (gRPC) or
+    ``https://host[:port]`` (REST), TLS with the connection's credentials; with ``emulator``, the
+    emulator's (plain, ``http://`` for REST). Empty means the emulator's own endpoint with
+    ``emulator`` (it serves the Logging read API on the same ports), else ``logging.googleapis.com``.
 """
 
 from __future__ import annotations
@@ -67,11 +82,18 @@ from pydantic import (
 )
 
 from airflow_vertex_dist.hooks import CONN_TYPE, DEFAULT_CONN_ID, HOOK_NAME
+from airflow_vertex_dist.hooks.connection_form import (
+    connection_fields,
+    connection_type_info,
+    ui_field_behaviour,
+)
+from airflow_vertex_dist.hooks.endpoints import endpoint_problem, scheme_of
 
 __all__ = [
     "CONN_TYPE",
     "CONN_TYPES",
     "DEFAULT_CONN_ID",
+    "GENERIC_CONN_TYPE",
     "GOOGLE_CONN_TYPE",
     "HOOK_NAME",
     "RetryPolicy",
@@ -84,28 +106,35 @@ __all__ = [
 
 #: The Google provider's connection type, read as it is.
 GOOGLE_CONN_TYPE = "google_cloud_platform"
+#: What ``airflow connections add --conn-type google_cloud_platform`` stores when the Google provider is
+#: not installed: the CLI replaces a connection type it does not know by ``generic`` (with a warning)
+#: and keeps the extras.
+GENERIC_CONN_TYPE = "generic"
 #: The connection types the hooks read.
-CONN_TYPES = (CONN_TYPE, GOOGLE_CONN_TYPE)
+CONN_TYPES = (CONN_TYPE, GOOGLE_CONN_TYPE, GENERIC_CONN_TYPE)
 
-_PREFIXES = tuple(f"extra__{kind}__" for kind in CONN_TYPES)
+_PREFIXES = tuple(f"extra__{kind}__" for kind in (CONN_TYPE, GOOGLE_CONN_TYPE))
 
 #: The extra's name of a field, where it differs (the Google provider's ``scope``).
 _ALIASES = {"scope": "scopes"}
 
-#: Google provider fields this provider refuses: the rule says what to use instead.
+_SECRET_MANAGER = (
+    "a key kept in Secret Manager is not supported here; give key_path, keyfile_dict or "
+    "credential_config_file, or keep the whole connection in a secrets backend"
+)
+_CLIENT_CREDENTIALS = (
+    "the client credentials grant flow is not supported here; use credential_config_file (workload "
+    "identity federation) instead"
+)
+#: Google provider fields this provider cannot honour, refused when set: the rule says what to use
+#: instead. The Google provider's form saves them all (blank when unused): a blank one is ignored.
 _UNSUPPORTED = {
-    "key_secret_name": "a key kept in Secret Manager is not supported here; give key_path, keyfile_dict "
-    "or credential_config_file, or keep the whole connection in a secrets backend",
-    "key_secret_project_id": "a key kept in Secret Manager is not supported here; give key_path, "
-    "keyfile_dict or credential_config_file, or keep the whole connection in a secrets backend",
-    "idp_issuer_url": "the client credentials grant flow is not supported here; use "
-    "credential_config_file (workload identity federation) instead",
-    "client_id": "the client credentials grant flow is not supported here; use credential_config_file "
-    "(workload identity federation) instead",
-    "client_secret": "the client credentials grant flow is not supported here; use "
-    "credential_config_file (workload identity federation) instead",
-    "idp_extra_parameters": "the client credentials grant flow is not supported here; use "
-    "credential_config_file (workload identity federation) instead",
+    "key_secret_name": _SECRET_MANAGER,
+    "key_secret_project_id": _SECRET_MANAGER,
+    "idp_issuer_url": _CLIENT_CREDENTIALS,
+    "client_id": _CLIENT_CREDENTIALS,
+    "client_secret": _CLIENT_CREDENTIALS,
+    "idp_extra_parameters": _CLIENT_CREDENTIALS,
 }
 
 
@@ -139,7 +168,7 @@ class RetryPolicy:
 
 
 class VertexConnection(BaseModel):
-    """The parsed extras of a ``vertex_dist`` connection."""
+    """The parsed extras of a ``vertex_dist`` (or ``google_cloud_platform``) connection."""
 
     # defer_build: the validator is built when a hook first parses a connection, not when a DAG file
     # that imports the operators is parsed.
@@ -154,9 +183,12 @@ class VertexConnection(BaseModel):
     is_anonymous: bool = False
     impersonation_chain: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()
+    quota_project_id: str | None = None
     num_retries: int | None = Field(default=None, ge=0)
     transport: Literal["grpc", "rest"] = "grpc"
     api_endpoint: str | None = None
+    #: ``None`` (not set) differs from ``False`` only for a loopback ``api_endpoint`` (see the module).
+    emulator: bool | None = None
     web_endpoint: str | None = None
     logging_endpoint: str | None = None
 
@@ -164,10 +196,12 @@ class VertexConnection(BaseModel):
         "project",
         "location",
         "key_path",
+        "quota_project_id",
         "api_endpoint",
         "web_endpoint",
         "logging_endpoint",
         "num_retries",
+        "emulator",
         mode="before",
     )
     @classmethod
@@ -238,37 +272,59 @@ class VertexConnection(BaseModel):
         ]
         if len(given) > 1:
             raise ValueError(f"{' and '.join(given)}: give one credentials source, not {len(given)}")
-        if self.api_endpoint and self.transport == "grpc" and "://" in self.api_endpoint:
-            scheme = self.api_endpoint.split("://", 1)[0]
-            if scheme not in ("grpc", "dns"):
-                raise ValueError(
-                    f"api_endpoint: {self.api_endpoint!r} is a {scheme} URL but transport is grpc; "
-                    "give host:port or set transport to rest"
-                )
+        return self
+
+    @model_validator(mode="after")
+    def _endpoints(self) -> VertexConnection:
+        if self.emulator and not self.api_endpoint:
+            raise ValueError(
+                "emulator: true needs api_endpoint, the emulator's address (host:port for gRPC, "
+                "http://host:port for REST)"
+            )
+        if self.web_endpoint and not self.emulator:
+            raise ValueError(
+                "web_endpoint: only the emulator has job pages of its own (links go to the Vertex AI "
+                'console): set "emulator": true, or remove web_endpoint'
+            )
+        for field in ("api_endpoint", "logging_endpoint"):
+            value = getattr(self, field)
+            problem = value and endpoint_problem(
+                field, value, transport=self.transport, emulator=self.emulator
+            )
+            if problem:
+                raise ValueError(problem)
         return self
 
     @property
     def is_emulator(self) -> bool:
-        return self.api_endpoint is not None
+        """``emulator`` is true: ``api_endpoint`` is the local emulator."""
+        return self.emulator is True
 
     @property
     def grpc_target(self) -> str:
-        """``host:port`` of the emulator's gRPC server (``api_endpoint`` without a scheme)."""
+        """``api_endpoint`` as a gRPC target: ``host:port`` (a ``grpc://`` scheme dropped)."""
         endpoint = self.api_endpoint or ""
-        return endpoint.split("://", 1)[1] if "://" in endpoint else endpoint
+        return endpoint.split("://", 1)[1] if scheme_of(endpoint) == "grpc" else endpoint
 
     @property
     def rest_url(self) -> str:
-        """Base URL of the emulator's REST server (``http://`` assumed when no scheme is given)."""
+        """``api_endpoint`` as a base URL: its scheme, else ``http://`` for the emulator and
+        ``https://`` for an endpoint override."""
         endpoint = (self.api_endpoint or "").rstrip("/")
-        return endpoint if "://" in endpoint else f"http://{endpoint}"
+        if "://" in endpoint:
+            return endpoint
+        return f"{'http' if self.is_emulator else 'https'}://{endpoint}"
 
     @property
     def web_url(self) -> str | None:
+        """The emulator's web base URL (``web_endpoint``, else its REST ``api_endpoint``); None when the
+        connection is not the emulator's."""
+        if not self.is_emulator:
+            return None
         if self.web_endpoint:
             url = self.web_endpoint.rstrip("/")
             return url if "://" in url else f"http://{url}"
-        if self.is_emulator and self.transport == "rest":
+        if self.transport == "rest":
             return self.rest_url
         return None
 
@@ -277,7 +333,7 @@ class VertexConnection(BaseModel):
         """The Logging endpoint: ``logging_endpoint``, else the emulator's, else None (Google's)."""
         if self.logging_endpoint:
             return self.logging_endpoint
-        return self.api_endpoint
+        return self.api_endpoint if self.is_emulator else None
 
     @classmethod
     def known_extras(cls) -> list[str]:
@@ -295,25 +351,30 @@ class VertexConnection(BaseModel):
     ) -> VertexConnection:
         """Parse a connection's extras; ``ValueError`` naming ``<conn_id>.extra.<field>`` and the rule.
 
-        ``conn_type`` (when given) must be ``vertex_dist`` or ``google_cloud_platform``.
+        ``conn_type`` (when given) must be one of ``CONN_TYPES``. A field given both plainly and with a
+        prefix takes the plain value unless it is blank (the Google provider reads the plain key
+        first, too).
         """
         if conn_type and conn_type not in CONN_TYPES:
             raise ValueError(
                 f"{conn_id}.conn_type: {conn_type!r} is not a connection these hooks read "
-                f"(use {' or '.join(CONN_TYPES)})"
+                f"(use {' or '.join(CONN_TYPES[:2])})"
             )
         values: dict[str, Any] = {}
+        plain: set[str] = set()
         problems: list[str] = []
         for key, value in extra.items():
             name = next((key[len(p) :] for p in _PREFIXES if key.startswith(p)), key)
             if name in _UNSUPPORTED:
-                if not _blank(value):
+                if not _blank(value) and f"{conn_id}.extra.{name}: {_UNSUPPORTED[name]}" not in problems:
                     problems.append(f"{conn_id}.extra.{name}: {_UNSUPPORTED[name]}")
                 continue
             name = _ALIASES.get(name, name)
-            if name in values and _blank(value):
-                continue
+            if name in values and (_blank(value) or (name in plain and not _blank(values[name]))):
+                continue  # a blank never hides a value; a set plain key wins over a prefixed one
             values[name] = value
+            if name == _ALIASES.get(key, key):
+                plain.add(name)
         try:
             conn = cls.model_validate(values)
         except ValidationError as exc:
@@ -336,97 +397,3 @@ class VertexConnection(BaseModel):
         if chain is None:
             return self
         return self.model_copy(update={"impersonation_chain": parse_impersonation_chain(chain)})
-
-
-# The connection form, declared once. ``connection_fields()`` is the provider-info ``conn-fields``
-# shape Airflow >= 3.2 reads; the hook's get_connection_form_widgets() builds wtforms fields from it
-# for older Airflow versions.
-_FIELDS: dict[str, dict[str, Any]] = {
-    "project": {"label": "Project ID", "description": "Default Google Cloud project."},
-    "location": {"label": "Location", "description": "Default Vertex AI region, e.g. us-central1."},
-    "key_path": {
-        "label": "Key file path",
-        "description": "Path to a credentials JSON file. Empty (with no key JSON) means application "
-        "default credentials.",
-    },
-    "keyfile_dict": {
-        "label": "Key JSON",
-        "description": "Credentials JSON text (kept secret).",
-        "secret": True,
-    },
-    "credential_config_file": {
-        "label": "Credential configuration file",
-        "description": "Workload identity federation: the path of a credential configuration file, or "
-        "its JSON text.",
-    },
-    "impersonation_chain": {
-        "label": "Impersonation chain",
-        "description": "Service account to impersonate, or a comma-separated chain ending at the target.",
-    },
-    "transport": {
-        "label": "Transport",
-        "description": "grpc (default) or rest.",
-        "enum": ["grpc", "rest"],
-        "default": "grpc",
-    },
-    "api_endpoint": {
-        "label": "API endpoint (emulator)",
-        "description": "Local emulator endpoint: host:port (gRPC) or http://host:port (REST). Uses "
-        "anonymous credentials and an insecure channel. Empty for Vertex AI.",
-    },
-    "web_endpoint": {
-        "label": "Web endpoint (emulator)",
-        "description": "The emulator's web base URL for job links, e.g. http://127.0.0.1:8780.",
-    },
-    "logging_endpoint": {
-        "label": "Logging endpoint",
-        "description": "Cloud Logging API endpoint for replica logs: host:port (gRPC) or http://host:port "
-        "(REST). Empty: the emulator's when API endpoint is set, else logging.googleapis.com.",
-    },
-}
-
-
-def connection_fields() -> dict[str, dict[str, Any]]:
-    """The ``conn-fields`` mapping of the provider info (labels, descriptions, JSON schemas)."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, spec in _FIELDS.items():
-        schema: dict[str, Any] = {"type": ["string", "null"]}
-        if spec.get("secret"):
-            schema["format"] = "password"
-        if "enum" in spec:
-            schema["enum"] = [*spec["enum"], None]
-        if "default" in spec:
-            schema["default"] = spec["default"]
-        out[name] = {"label": spec["label"], "description": spec["description"], "schema": schema}
-    return out
-
-
-def ui_field_behaviour() -> dict[str, Any]:
-    """Standard connection fields the form hides (everything lives in the extras above)."""
-    return {
-        "hidden_fields": ["host", "schema", "login", "password", "port", "extra"],
-        "relabeling": {},
-        "placeholders": {
-            "project": "my-project",
-            "location": "us-central1",
-            "impersonation_chain": "sa@my-project.iam.gserviceaccount.com",
-            "api_endpoint": "127.0.0.1:8781",
-            "web_endpoint": "http://127.0.0.1:8780",
-        },
-    }
-
-
-def connection_type_info() -> dict[str, Any]:
-    """The full ``connection-types`` entry for ``get_provider_info()`` (declarative UI, Airflow >= 3.2)."""
-    behaviour = ui_field_behaviour()
-    return {
-        "connection-type": CONN_TYPE,
-        "hook-class-name": "airflow_vertex_dist.hooks.vertex_jobs.VertexJobsHook",
-        "hook-name": HOOK_NAME,
-        "conn-fields": connection_fields(),
-        "ui-field-behaviour": {
-            "hidden-fields": behaviour["hidden_fields"],
-            "relabeling": behaviour["relabeling"],
-            "placeholders": behaviour["placeholders"],
-        },
-    }

@@ -44,7 +44,9 @@ def connection_form_widgets() -> dict[str, Any]:
     widgets: dict[str, Any] = {}
     for name, spec in connection_fields().items():
         label = lazy_gettext(spec["label"])
-        if spec["schema"].get("format") == "password":
+        if "boolean" in spec["schema"]["type"]:
+            widgets[name] = wtforms.BooleanField(label, description=spec["description"])
+        elif spec["schema"].get("format") == "password":
             widgets[name] = wtforms.PasswordField(
                 label, widget=fieldwidgets.BS3PasswordFieldWidget(), description=spec["description"]
             )

@@ -182,8 +182,8 @@ def line_from_entry(entry: Any) -> LogLine:
 class VertexLogsHook(VertexHookBase):
     """Reads replica logs of Vertex AI jobs from Cloud Logging (sync; one client, made on first use).
 
-    :param vertex_dist_conn_id: a ``vertex_dist`` connection; its ``logging_endpoint`` (or, for the
-        emulator, its ``api_endpoint``) says where Cloud Logging is.
+    :param vertex_dist_conn_id: a ``vertex_dist`` connection; its ``logging_endpoint`` (or, with
+        ``emulator``, its ``api_endpoint``) says where Cloud Logging is.
     :param project_id: overrides the connection's project.
     :param retry_policy: backoff and deadline for transient errors (RESOURCE_EXHAUSTED included).
     :param impersonation_chain: replaces the connection's impersonation chain (the task's own, as the
@@ -215,11 +215,16 @@ class VertexLogsHook(VertexHookBase):
         return self._client
 
     def _build_client(self) -> Any:
+        """The emulator's Logging API (anonymous, plain channel) with ``emulator``; else Cloud Logging
+        or the ``logging_endpoint`` override, over TLS with the connection's credentials. A URL
+        endpoint is read over REST; the emulator's own (no ``logging_endpoint``) over its transport."""
         conn = self.connection
         target = conn.logging_target
-        rest = target is not None and "://" in target and not target.startswith(("grpc://", "dns:"))
-        if conn.is_emulator and target is not None and conn.logging_endpoint is None:
+        emulator = conn.is_emulator
+        if emulator and conn.logging_endpoint is None:
             rest = conn.transport == "rest"
+        else:
+            rest = target is not None and "://" in target and not target.startswith(("grpc://", "dns:"))
         self._rest = rest
         from google.auth import credentials as auth_credentials
 
@@ -229,17 +234,17 @@ class VertexLogsHook(VertexHookBase):
             from google.auth.transport.requests import AuthorizedSession
 
             assert target is not None
-            url = target if "://" in target else f"http://{target}"
+            url = target if "://" in target else f"{'http' if emulator else 'https'}://{target}"
             creds = (
                 auth_credentials.AnonymousCredentials()  # type: ignore[no-untyped-call]
-                if conn.is_emulator
+                if emulator
                 else self._credentials()
             )
             self._rest_url = url.rstrip("/") + "/v2/entries:list"
             return AuthorizedSession(creds)  # type: ignore[no-untyped-call]
         from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
 
-        if conn.is_emulator and target is not None:
+        if emulator and target is not None:
             import grpc
             from google.cloud.logging_v2.services.logging_service_v2.transports.grpc import (
                 LoggingServiceV2GrpcTransport,

@@ -59,8 +59,8 @@ class VertexBaseOperator(VertexHookMixin, BaseOperator):
     """Owns a ``VertexJobsHook``.
 
     :param vertex_dist_conn_id: the connection: a ``vertex_dist`` one (project, location, credentials,
-        or an ``api_endpoint`` pointing at the local emulator) or a ``google_cloud_platform`` one, as it
-        is. Templated.
+        an endpoint override, or ``emulator`` with an ``api_endpoint`` pointing at the local emulator)
+        or a ``google_cloud_platform`` one, as it is. Templated.
     :param project_id: overrides the connection's project.
     :param location: overrides the connection's location (region).
     :param impersonation_chain: a service account to impersonate, or a chain ending at the target

@@ -34,6 +34,7 @@ def _set_connection(monkeypatch: pytest.MonkeyPatch, em: Emulator, transport: st
         "location": "us-central1",
         "transport": transport,
         "api_endpoint": em.grpc_target if transport == "grpc" else em.rest_endpoint,
+        "emulator": True,
         "web_endpoint": em.rest_endpoint,
     }
     monkeypatch.setenv(

@@ -75,7 +75,9 @@ def test_impersonation_chain(key_info: dict[str, Any]) -> None:
 
 
 def test_emulator_is_anonymous_and_credentials_are_ignored(key_info: dict[str, Any]) -> None:
-    conn = VertexConnection.from_extra({"api_endpoint": "127.0.0.1:1", "keyfile_dict": key_info})
+    conn = VertexConnection.from_extra(
+        {"api_endpoint": "127.0.0.1:1", "emulator": True, "keyfile_dict": key_info, "quota_project_id": "q"}
+    )
     creds, project = build_credentials(conn)
     assert isinstance(creds, AnonymousCredentials) and project is None
 
@@ -86,6 +88,68 @@ def test_vertex_client_uses_the_regional_endpoint(key_info: dict[str, Any], tran
     client = build_sync_client(conn, "europe-west4")  # no network until the first call
     assert "europe-west4-aiplatform.googleapis.com" in client.transport._host
     client.transport.close()
+
+
+@pytest.mark.parametrize(
+    ("transport", "endpoint", "host"),
+    [
+        ("grpc", "psc1.p.googleapis.com", "psc1.p.googleapis.com:443"),
+        ("grpc", "10.8.0.5:8443", "10.8.0.5:8443"),
+        ("rest", "10.8.0.5:8443", "https://10.8.0.5:8443"),
+        ("rest", "https://vertex.psc.internal", "https://vertex.psc.internal"),
+    ],
+)
+def test_an_endpoint_override_keeps_the_connections_credentials(
+    key_info: dict[str, Any], transport: str, endpoint: str, host: str
+) -> None:
+    """The override replaces the regional endpoint only: the key's credentials (with the quota project),
+    over TLS (a secure channel / an https URL); the call itself is shown in test_endpoint_tls.py."""
+    extra = {"keyfile_dict": key_info, "transport": transport, "api_endpoint": endpoint}
+    extra["quota_project_id"] = "q"
+    client = build_sync_client(VertexConnection.from_extra(extra), "europe-west4")
+    try:
+        assert client.transport._host == host
+        creds = client.transport._credentials
+        assert isinstance(creds, service_account.Credentials) and creds.quota_project_id == "q"
+    finally:
+        client.transport.close()
+
+
+# -- quota_project_id: on the credentials of every kind, hence on every call ---------------------------
+
+
+def test_quota_project_on_key_json_key_file_and_application_default(
+    key_info: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "key.json"
+    path.write_text(json.dumps(key_info))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    for extra in ({"keyfile_dict": key_info}, {"key_path": str(path)}, {}):
+        creds, project = build_credentials(VertexConnection.from_extra({**extra, "quota_project_id": "bill"}))
+        assert creds.quota_project_id == "bill", extra
+        assert project == "key-project"  # the quota project is not the job's project
+        headers: dict[str, str] = {}
+        creds.apply(headers, token="t")
+        assert headers["x-goog-user-project"] == "bill"
+        creds, _ = build_credentials(VertexConnection.from_extra(extra))
+        assert creds.quota_project_id is None
+
+
+@pytest.mark.usefixtures("no_http")
+def test_quota_project_on_impersonation_and_workload_identity(
+    key_info: dict[str, Any], tmp_path: Path
+) -> None:
+    chain = {"keyfile_dict": key_info, "impersonation_chain": "t@p.iam.gserviceaccount.com"}
+    creds, _ = build_credentials(VertexConnection.from_extra({**chain, "quota_project_id": "bill"}))
+    assert isinstance(creds, impersonated_credentials.Credentials) and creds.quota_project_id == "bill"
+    wif = {"credential_config_file": _external_account(tmp_path), "quota_project_id": "bill"}
+    creds, _ = build_credentials(VertexConnection.from_extra(wif))
+    assert creds.quota_project_id == "bill"
+
+
+def test_quota_project_is_ignored_with_anonymous_credentials() -> None:
+    creds, _ = build_credentials(VertexConnection.from_extra({"is_anonymous": True, "quota_project_id": "q"}))
+    assert isinstance(creds, AnonymousCredentials)
 
 
 # -- google_cloud_platform connections, as the Google provider's form and docs write them -------------
@@ -253,3 +317,46 @@ def test_the_key_never_shows(key_info: dict[str, Any], monkeypatch: pytest.Monke
     with pytest.raises(ValueError) as info:
         VertexConnection.from_extra({"keyfile_dict": key_info, "transport": "http2", "projet": "p"})
     assert secret not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "rest", "where"),
+    [
+        ({}, False, "logging.googleapis.com"),
+        ({"api_endpoint": "vertex.psc.internal"}, False, "logging.googleapis.com"),
+        ({"logging_endpoint": "logging-psc1.p.googleapis.com"}, False, "logging-psc1.p.googleapis.com"),
+        ({"logging_endpoint": "dns:///logging.psc.internal:443"}, False, "logging.psc.internal"),
+        ({"logging_endpoint": "https://logging.psc.internal"}, True, "https://logging.psc.internal/v2/"),
+        ({"logging_endpoint": "logging.psc.internal", "transport": "rest"}, False, "logging.psc.internal"),
+    ],
+)
+def test_the_logs_client_has_the_connections_credentials_off_the_emulator(
+    key_info: dict[str, Any], monkeypatch: pytest.MonkeyPatch, extra: dict[str, Any], rest: bool, where: str
+) -> None:
+    from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+    extra = {"project": "p", "keyfile_dict": key_info, "quota_project_id": "q", **extra}
+    monkeypatch.setenv("AIRFLOW_CONN_LOGS", json.dumps({"conn_type": "vertex_dist", "extra": extra}))
+    hook = VertexLogsHook("logs")
+    client = hook.get_conn()  # no network until the first call
+    try:
+        assert hook._rest is rest
+        creds = client.credentials if rest else client.transport._credentials
+        assert isinstance(creds, service_account.Credentials) and creds.quota_project_id == "q"
+        assert where in (hook._rest_url if rest else client.transport._host)
+    finally:
+        hook.close()
+
+
+def test_the_logs_client_of_the_emulator_is_plain_and_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+    extra = {"project": "p", "api_endpoint": "http://127.0.0.1:9", "transport": "rest", "emulator": True}
+    monkeypatch.setenv("AIRFLOW_CONN_LOGS", json.dumps({"conn_type": "vertex_dist", "extra": extra}))
+    hook = VertexLogsHook("logs")
+    session = hook.get_conn()
+    try:
+        assert hook._rest and hook._rest_url == "http://127.0.0.1:9/v2/entries:list"
+        assert isinstance(session.credentials, AnonymousCredentials)
+    finally:
+        hook.close()

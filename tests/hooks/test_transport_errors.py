@@ -51,6 +51,7 @@ def _connect(monkeypatch: pytest.MonkeyPatch, transport: str, endpoint: str) -> 
         "location": "us-central1",
         "transport": transport,
         "api_endpoint": endpoint,
+        "emulator": True,
     }
     monkeypatch.setenv(
         "AIRFLOW_CONN_VERTEX_DIST_DEFAULT", json.dumps({"conn_type": "vertex_dist", "extra": extra})

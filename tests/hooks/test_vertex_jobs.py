@@ -225,6 +225,7 @@ async def test_async_hook_over_rest_reads_the_connection_once(
     asyncio hook read (constructor argument), so it never fetches it again."""
     extra = {"project": "test-project", "location": "us-central1", "transport": "rest"}
     extra["api_endpoint"] = em.rest_endpoint
+    extra["emulator"] = True
     monkeypatch.setenv(
         "AIRFLOW_CONN_VERTEX_DIST_DEFAULT", json.dumps({"conn_type": "vertex_dist", "extra": extra})
     )

@@ -59,6 +59,7 @@ def connection_env(em: Emulator, *, transport: str = "grpc") -> str:
         "project": "test-project",
         "location": "us-central1",
         "api_endpoint": endpoint,
+        "emulator": True,
         "web_endpoint": em.rest_endpoint,
         "transport": transport,
     }

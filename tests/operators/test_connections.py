@@ -67,13 +67,14 @@ def test_a_google_cloud_platform_connection_runs_a_job_and_keeps_its_key_secret(
 ) -> None:
     key_json, secret_line = _key_json()
     extra = {
-        # as the Google provider's connection form saves it, plus the emulator's endpoint
+        # as the Google provider's connection form saves it, plus the emulator's endpoint and setting
         "extra__google_cloud_platform__project": "test-project",
         "extra__google_cloud_platform__keyfile_dict": key_json,
         "extra__google_cloud_platform__key_path": "",
         "extra__google_cloud_platform__num_retries": 5,
         "extra__google_cloud_platform__impersonation_chain": "conn-sa@test-project.iam.gserviceaccount.com",
         "api_endpoint": emulator.grpc_target,
+        "emulator": True,
         "web_endpoint": emulator.rest_endpoint,
     }
     monkeypatch.setenv(

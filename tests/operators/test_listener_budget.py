@@ -28,7 +28,7 @@ def _dead_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    extra = {"project": "p", "location": "us-central1", "api_endpoint": f"127.0.0.1:{port}"}
+    extra = {"project": "p", "location": "us-central1", "api_endpoint": f"127.0.0.1:{port}", "emulator": True}
     monkeypatch.setenv("AIRFLOW_CONN_UNREACHABLE", json.dumps({"conn_type": "vertex_dist", "extra": extra}))
 
 

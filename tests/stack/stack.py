@@ -102,6 +102,7 @@ class AirflowStack(ProcessScan):
             "project": "stack-project",
             "location": "us-central1",
             "api_endpoint": self.grpc_target,
+            "emulator": True,
             "web_endpoint": self.rest_endpoint,
             "transport": "grpc",
             **self.conn_extra,

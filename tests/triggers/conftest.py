@@ -30,6 +30,7 @@ def em(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator
         "project": "test-project",
         "location": "us-central1",
         "api_endpoint": emulator.grpc_target,
+        "emulator": True,
         "web_endpoint": emulator.rest_endpoint,
     }
     monkeypatch.setenv(
@@ -50,6 +51,7 @@ def rest_conn(em: Emulator, monkeypatch: pytest.MonkeyPatch) -> str:
         "location": "us-central1",
         "transport": "rest",
         "api_endpoint": em.rest_endpoint,
+        "emulator": True,
     }
     monkeypatch.setenv(
         "AIRFLOW_CONN_VERTEX_DIST_DEFAULT", json.dumps({"conn_type": "vertex_dist", "extra": extra})
