@@ -153,7 +153,9 @@ def _payload_text(entry: Any) -> str:
         if json_payload is not None:
             from google.protobuf import json_format
 
-            data = json_format.MessageToDict(json_payload)
+            # a generated (proto-plus) LogEntry gives the Struct as a mapping: read its protobuf form
+            pb = getattr(type(entry), "pb", None)
+            data = json_format.MessageToDict(pb(entry).json_payload if callable(pb) else json_payload)
     if isinstance(data, dict):
         message = data.get("message")
         if isinstance(message, str):

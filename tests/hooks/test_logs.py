@@ -101,6 +101,29 @@ def test_tail_gives_the_last_lines_oldest_first(transport: str, job_id: str) -> 
     assert [line.text for line in tail] == ["WARNING: disk almost full", "ERROR: shard 7 is corrupt"]
 
 
+def test_a_json_payload_entry_reads_its_message() -> None:
+    """Vertex AI logs a replica's line as ``jsonPayload`` (``message``, ``levelname``, ``attrs``); the
+    generated clients (gRPC, and the REST page parsed by the library's types) hand it over as a
+    proto-plus entry whose Struct is a mapping."""
+    from google.cloud.logging_v2.types import LogEntry
+
+    from airflow_vertex_dist.hooks.logs import line_from_entry
+
+    entry = LogEntry(
+        json_payload={"message": "step 1", "levelname": "ERROR", "attrs": {"tag": "workerpool0-0"}},
+        severity=500,
+        resource={"type": "ml_job", "labels": {"job_id": "7", "task_name": "workerpool0-0"}},
+        insert_id="i",
+        timestamp={"seconds": 1_767_225_600},
+    )
+    line = line_from_entry(entry)
+    assert (line.text, line.severity, line.replica) == ("step 1", "ERROR", "workerpool0-0")
+    no_message = LogEntry(
+        json_payload={"loss": 0.5}, resource={"type": "ml_job"}, timestamp={"seconds": 1_767_225_600}
+    )
+    assert line_from_entry(no_message).text == '{"loss": 0.5}'
+
+
 @pytest.mark.parametrize(
     ("selection", "message"),
     [([], "an empty list of replica keys"), ("primary", "must be 'all', a list of replica keys or False")],
