@@ -1,49 +1,71 @@
 """The Cloud Logging query language subset the emulator's ``entries.list`` understands.
 
 Source: Google's "Logging query language" reference
-(cloud.google.com/logging/docs/view/logging-query-language). Supported:
+(cloud.google.com/logging/docs/view/logging-query-language) and its troubleshooting page
+(cloud.google.com/logging/docs/view/troubleshoot-lql). Supported:
 
 * comparisons ``FIELD OP VALUE`` with ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` and ``:`` (has: a
-  substring test on text, equality elsewhere); ``FIELD:*`` tests that the field exists;
+  substring test on text, equality elsewhere); ``FIELD:*`` tests that the field exists. "String
+  comparisons aren't case sensitive" (the reference's overview), so every string comparison here
+  compares case-folded text; a number in ``jsonPayload`` is compared as a number;
+* value groups, the reference's ``resource.type = ("gae_app" OR "gce_instance")``: the right side
+  may be a parenthesised expression of values with ``OR``, ``AND`` and ``NOT``, each value compared
+  with the same field and operator (the troubleshooting page's ``insertId = ("ABC-1" OR "ABC-2")``);
 * fields ``resource.type``, ``resource.labels.KEY``, ``labels.KEY`` (a key with dots or slashes is
   quoted: ``labels."ml.googleapis.com/trial_id"``), ``severity`` (compared by level: ``DEBUG`` <
   ``INFO`` < ... < ``EMERGENCY``, by name or number), ``timestamp`` and ``receiveTimestamp`` (RFC 3339
-  values, compared as times), ``logName``, ``insertId``, ``textPayload`` and ``jsonPayload.KEY``;
-* a bare word or quoted string: the entry's payload contains it (a global search);
-* ``AND``, ``OR``, ``NOT`` (or a leading ``-``), parentheses, and juxtaposition (``a b`` is ``a AND b``).
-  As the reference documents, ``NOT`` binds tightest, then ``OR``, then ``AND``: ``a AND b OR c`` is
-  ``a AND (b OR c)``.
+  values, compared as times), ``logName``, ``insertId``, ``textPayload`` and ``jsonPayload.KEY``
+  (nested keys with dots: ``jsonPayload.attrs.tag``);
+* the function ``log_id("ID")`` (also ``LOG_ID``): the entries whose ``logName`` is
+  ``projects/P/logs/ID`` (the ID percent-encoded in ``logName``, as ``ml.googleapis.com%2F123``);
+* a bare word or quoted string, a global restriction: as the reference says, every field of the
+  entry is compared with it by the has operator (case-insensitive substring);
+* ``AND``, ``OR``, ``NOT`` (or a leading ``-``), parentheses, juxtaposition (``a b`` is ``a AND b``)
+  and comments (``--`` to the end of the line). As the reference documents, ``NOT`` binds tightest,
+  then ``OR``, then ``AND``: ``a AND b OR c`` is ``a AND (b OR c)``.
 
-Not supported (an error, never a silent mismatch): regular expressions (``=~``, ``!~``), functions
-such as ``sample()`` or ``SEARCH()``. Parsing is one left-to-right pass over at most
+Not supported, and refused with an error naming what is unsupported (never a silent mismatch):
+regular expressions (``=~``, ``!~``) and every other function (``sample()``, ``SEARCH()``,
+``cast()``, ``regex_extract()``, ``ip_in_net()``...). Parsing is one left-to-right pass over at most
 ``MAX_FILTER_CHARS`` characters with at most ``MAX_DEPTH`` nested groups; every error is a
 ``LogFilterError`` naming the position and the rule (the API answers INVALID_ARGUMENT).
+
+``parse_log_filter`` also returns what the filter's top level pins down (``LogQuery.sets``: the
+``resource.labels.job_id`` / ``task_name`` values an entry must have; ``since``/``until``: its
+timestamp range), which the API uses to skip whole jobs and files; the predicate stays the judge.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from vertex_emulator.jobkinds import SEVERITIES
 from vertex_emulator.timefmt import rfc3339_nanos
 
 __all__ = [
+    "HINT_FIELDS",
     "MAX_DEPTH",
     "MAX_FILTER_CHARS",
     "LogFilterError",
     "LogPredicate",
+    "LogQuery",
+    "compare_values",
     "compile_log_filter",
+    "parse_log_filter",
     "severity_number",
 ]
 
 #: Cloud Logging's own limit on the length of a filter.
 MAX_FILTER_CHARS = 20_000
 MAX_DEPTH = 64
+#: the fields whose ``=`` values ``LogQuery.sets`` collects (case-folded)
+HINT_FIELDS = ("resource.labels.job_id", "resource.labels.task_name")
 
-
-#: an entry as the evaluator sees it: ``field path -> value`` (a str, or an int for severity/times).
+#: an entry as the evaluator sees it: ``field path -> value`` (a str, an int for severity/times, or a
+#: JSON scalar for ``jsonPayload`` keys).
 LogPredicate = Callable[[Mapping[str, Any]], bool]
 
 _OPERATORS = ("<=", ">=", "!=", "=~", "!~", "=", "<", ">", ":")
@@ -52,15 +74,59 @@ _OPERATOR_CHARS = frozenset("=<>!:")
 _TIME_FIELDS = frozenset({"timestamp", "receiveTimestamp"})
 _PLAIN_FIELDS = frozenset({"severity", "logName", "insertId", "textPayload", "resource.type"})
 _MAP_PREFIXES = ("resource.labels.", "labels.", "jsonPayload.")
+#: the reference's functions the emulator does not evaluate (named in the error)
+_KNOWN_FUNCTIONS = frozenset({"sample", "search", "cast", "regex_extract", "ip_in_net"})
 
 
 class LogFilterError(ValueError):
-    """A filter that does not parse or uses an unsupported field or operator."""
+    """A filter that does not parse or uses an unsupported field, operator or function."""
 
     def __init__(self, text: str, pos: int, rule: str) -> None:
         self.pos = pos
         self.rule = rule
         super().__init__(f"filter: {rule} (at character {pos + 1} of {text[:80]!r})")
+
+
+@dataclass
+class LogQuery:
+    """A compiled filter: the predicate, and what its top level pins down (supersets, never tighter)."""
+
+    predicate: LogPredicate
+    #: field (one of ``HINT_FIELDS``) -> the case-folded values a matching entry's field is one of
+    sets: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: a matching entry's timestamp is at least ``since`` / at most ``until`` (nanoseconds)
+    since: int | None = None
+    until: int | None = None
+
+
+def _conjoin(parts: list[LogQuery]) -> LogQuery:
+    preds = [p.predicate for p in parts]
+    out = LogQuery(lambda entry: all(pred(entry) for pred in preds))
+    for part in parts:
+        for key, values in part.sets.items():
+            out.sets[key] = out.sets[key] & values if key in out.sets else values
+        if part.since is not None:
+            out.since = part.since if out.since is None else max(out.since, part.since)
+        if part.until is not None:
+            out.until = part.until if out.until is None else min(out.until, part.until)
+    return out
+
+
+def _disjoin(parts: list[LogQuery]) -> LogQuery:
+    preds = [p.predicate for p in parts]
+    out = LogQuery(lambda entry: any(pred(entry) for pred in preds))
+    for key in set.intersection(*(set(p.sets) for p in parts)):
+        out.sets[key] = frozenset().union(*(p.sets[key] for p in parts))
+    sinces = [p.since for p in parts]
+    untils = [p.until for p in parts]
+    out.since = None if None in sinces else min(s for s in sinces if s is not None)
+    out.until = None if None in untils else max(u for u in untils if u is not None)
+    return out
+
+
+def _negate(part: LogQuery) -> LogQuery:
+    inner = part.predicate
+    return LogQuery(lambda entry: not inner(entry))
 
 
 def severity_number(value: str, *, text: str = "", pos: int = 0) -> int:
@@ -80,9 +146,15 @@ class _Scanner:
     pos: int = 0
 
     def skip_space(self) -> None:
-        n = len(self.text)
-        while self.pos < n and self.text[self.pos] in " \t\r\n":
-            self.pos += 1
+        text, n = self.text, len(self.text)
+        while self.pos < n:
+            if text[self.pos] in " \t\r\n":
+                self.pos += 1
+            elif text.startswith("--", self.pos):  # a comment, to the end of the line
+                end = text.find("\n", self.pos)
+                self.pos = n if end < 0 else end + 1
+            else:
+                return
 
     def at_end(self) -> bool:
         self.skip_space()
@@ -120,6 +192,17 @@ class _Scanner:
         while self.pos < n and self.text[self.pos] not in stop:
             self.pos += 1
         return self.text[start : self.pos]
+
+    def value(self, what: str) -> tuple[str, int]:
+        """A quoted or bare value at the cursor and where it starts."""
+        self.skip_space()
+        pos = self.pos
+        if self.peek() in ('"', "'"):
+            return self.quoted(), pos
+        value = self.bare(frozenset(" \t\r\n()"))
+        if not value:
+            raise self.error(f"{what} needs a value", pos)
+        return value, pos
 
     def keyword(self, word: str) -> bool:
         """Consume ``word`` when it stands alone at the cursor (``AND`` but not ``ANDROID``)."""
@@ -170,7 +253,7 @@ def _check_field(scanner: _Scanner, path: str, pos: int) -> None:
     )
 
 
-def _compare(op: str, left: Any, right: Any) -> bool:
+def _order(op: str, left: Any, right: Any) -> bool:
     if op in ("=", ":"):
         return bool(left == right)
     if op == "!=":
@@ -184,24 +267,38 @@ def _compare(op: str, left: Any, right: Any) -> bool:
     return bool(left >= right)
 
 
-def _comparison(scanner: _Scanner, path: str, pos: int, op: str) -> LogPredicate:
-    _check_field(scanner, path, pos)
-    scanner.skip_space()
-    value_pos = scanner.pos
-    ch = scanner.peek()
-    if ch in ('"', "'"):
-        value = scanner.quoted()
-    else:
-        value = scanner.bare(frozenset(" \t\r\n()"))
-        if not value:
-            raise scanner.error(f"{path}{op} needs a value", value_pos)
-    if op in ("=~", "!~"):
-        raise scanner.error("regular expressions (=~, !~) are not supported by the emulator", pos)
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def compare_values(op: str, value: Any, literal: str) -> bool:
+    """``value OP literal`` for a field that is neither a severity nor a time: False when the field is
+    missing; a number (not a bool) against a numeric literal compares as numbers; everything else as
+    case-folded text (``:`` is a substring test there)."""
+    if value is None:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = _number(literal)
+        if number is not None:
+            return _order(op, value, number)
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    left, right = str(value).casefold(), literal.casefold()
+    if op == ":":
+        return right in left
+    return _order(op, left, right)
+
+
+def _atom(scanner: _Scanner, path: str, op: str, value: str, value_pos: int) -> LogQuery:
+    """One comparison of ``path`` with one value."""
     if op == ":" and value == "*":
-        return lambda entry: entry.get(path) is not None
+        return LogQuery(lambda entry: entry.get(path) is not None)
     if path == "severity":
         level = severity_number(value, text=scanner.text, pos=value_pos)
-        return lambda entry: _compare(op, entry["severity"], level)
+        return LogQuery(lambda entry: _order(op, entry["severity"], level))
     if path in _TIME_FIELDS:
         try:
             nanos = rfc3339_nanos(value)
@@ -210,13 +307,15 @@ def _comparison(scanner: _Scanner, path: str, pos: int, op: str) -> LogPredicate
                 f'{path} must be compared with an RFC 3339 time like "2024-05-18T00:00:00Z" (got {value!r})',
                 value_pos,
             ) from None
-        return lambda entry: entry.get(path) is not None and _compare(op, entry[path], nanos)
-    if op == ":":
-        needle = value.lower()
-        return lambda entry: isinstance(entry.get(path), str) and needle in entry[path].lower()
-    if op in ("=", "!="):
-        return lambda entry: entry.get(path) is not None and _compare(op, str(entry[path]), value)
-    return lambda entry: entry.get(path) is not None and _compare(op, str(entry[path]), value)
+        query = LogQuery(lambda entry: entry.get(path) is not None and _order(op, entry[path], nanos))
+        if path == "timestamp":
+            query.since = nanos if op in (">", ">=", "=", ":") else None
+            query.until = nanos if op in ("<", "<=", "=", ":") else None
+        return query
+    query = LogQuery(lambda entry: compare_values(op, entry.get(path), value))
+    if op == "=" and path in HINT_FIELDS:
+        query.sets[path] = frozenset({value.casefold()})
+    return query
 
 
 class _Parser:
@@ -224,36 +323,34 @@ class _Parser:
         self.s = _Scanner(text)
         self.depth = 0
 
-    def parse(self) -> LogPredicate:
+    def parse(self) -> LogQuery:
         if self.s.at_end():
-            return lambda entry: True
-        predicate = self.conjunction()
+            return LogQuery(lambda entry: True)
+        query = self.conjunction(self.unary)
         if not self.s.at_end():
             raise self.s.error(f"unexpected {self.s.peek()!r}")
-        return predicate
+        return query
 
-    def conjunction(self) -> LogPredicate:
-        terms = [self.disjunction()]
+    # -- boolean structure, shared by expressions and value groups ----------------------------
+
+    def conjunction(self, term: Callable[[], LogQuery]) -> LogQuery:
+        parts = [self.disjunction(term)]
         while True:
             if self.s.keyword("AND"):
-                terms.append(self.disjunction())
+                parts.append(self.disjunction(term))
             elif not self.s.at_end() and self.s.peek() != ")":
-                terms.append(self.disjunction())  # juxtaposition
+                parts.append(self.disjunction(term))  # juxtaposition
             else:
                 break
-        if len(terms) == 1:
-            return terms[0]
-        return lambda entry: all(term(entry) for term in terms)
+        return parts[0] if len(parts) == 1 else _conjoin(parts)
 
-    def disjunction(self) -> LogPredicate:
-        terms = [self.unary()]
+    def disjunction(self, term: Callable[[], LogQuery]) -> LogQuery:
+        parts = [term()]
         while self.s.keyword("OR"):
-            terms.append(self.unary())
-        if len(terms) == 1:
-            return terms[0]
-        return lambda entry: any(term(entry) for term in terms)
+            parts.append(term())
+        return parts[0] if len(parts) == 1 else _disjoin(parts)
 
-    def unary(self) -> LogPredicate:
+    def negations(self) -> bool:
         negated = False
         while True:
             if self.s.keyword("NOT"):
@@ -262,52 +359,105 @@ class _Parser:
                 self.s.pos += 1
                 negated = not negated
             else:
-                break
-        inner = self.primary()
-        if negated:
-            return lambda entry: not inner(entry)
+                return negated
+
+    def group(self, term: Callable[[], LogQuery]) -> LogQuery:
+        """``( ... )`` at the cursor, its terms read by ``term``."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.s.error(f"more than {MAX_DEPTH} nested parentheses")
+        self.s.pos += 1
+        inner = self.conjunction(term)
+        if self.s.peek() != ")":
+            raise self.s.error("expected ')'")
+        self.s.pos += 1
+        self.depth -= 1
         return inner
 
-    def primary(self) -> LogPredicate:
+    # -- expressions ----------------------------------------------------------------------------
+
+    def unary(self) -> LogQuery:
+        negated = self.negations()
+        inner = self.primary()
+        return _negate(inner) if negated else inner
+
+    def primary(self) -> LogQuery:
         ch = self.s.peek()
         if not ch:
             raise self.s.error("expected a comparison, found the end of the filter")
         if ch == "(":
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise self.s.error(f"more than {MAX_DEPTH} nested parentheses")
-            self.s.pos += 1
-            inner = self.conjunction()
-            if self.s.peek() != ")":
-                raise self.s.error("expected ')'")
-            self.s.pos += 1
-            self.depth -= 1
-            return inner
+            return self.group(self.unary)
         if ch == ")":
             raise self.s.error("unexpected ')'")
         if ch in _OPERATOR_CHARS:
             raise self.s.error(f"expected a field or a search term before {ch!r}")
+        quoted = ch in ('"', "'")
         path, pos = _field_name(self.s)
         if path in ("AND", "OR", "NOT"):
             raise self.s.error(f"{path} needs a term on each side", pos)
+        if not quoted and self.s.pos < len(self.s.text) and self.s.text[self.s.pos] == "(":
+            return self.function(path, pos)
         op = self.s.operator()
         if op is None:
             return self._search(path)
-        return _comparison(self.s, path, pos, op)
+        if op in ("=~", "!~"):
+            raise self.s.error("regular expressions (=~, !~) are not supported by the emulator", pos)
+        _check_field(self.s, path, pos)
+        if self.s.peek() == "(":
+            return self.group(lambda: self.value_term(path, op))
+        value, value_pos = self.s.value(f"{path}{op}")
+        return _atom(self.s, path, op, value, value_pos)
+
+    def value_term(self, path: str, op: str) -> LogQuery:
+        """One term of a value group: ``[NOT] value`` or a nested ``( ... )``."""
+        negated = self.negations()
+        if self.s.peek() == "(":
+            inner = self.group(lambda: self.value_term(path, op))
+        else:
+            value, value_pos = self.s.value(f"{path}{op}")
+            if value in ("AND", "OR"):
+                raise self.s.error(f"{value} needs a value on each side", value_pos)
+            inner = _atom(self.s, path, op, value, value_pos)
+        return _negate(inner) if negated else inner
+
+    def function(self, name: str, pos: int) -> LogQuery:
+        key = name.casefold()
+        if key != "log_id":
+            which = "the function" if key in _KNOWN_FUNCTIONS else "the unknown function"
+            rule = f"{which} {name}() is not supported by the emulator (it supports log_id())"
+            raise self.s.error(rule, pos)
+        self.s.pos += 1  # "("
+        log_id, _ = self.s.value("log_id()")
+        if self.s.peek() != ")":
+            raise self.s.error("log_id() takes one log ID, then ')'")
+        self.s.pos += 1
+        wanted = log_id.casefold()
+
+        def has_log_id(entry: Mapping[str, Any]) -> bool:
+            name_ = entry.get("logName")
+            if not isinstance(name_, str) or "/logs/" not in name_:
+                return False
+            return unquote(name_.split("/logs/", 1)[1]).casefold() == wanted
+
+        return LogQuery(has_log_id)
 
     @staticmethod
-    def _search(term: str) -> LogPredicate:
-        needle = term.lower()
+    def _search(term: str) -> LogQuery:
+        needle = term.casefold()
 
         def has(entry: Mapping[str, Any]) -> bool:
-            payload = entry.get("payload")
-            return isinstance(payload, str) and needle in payload.lower()
+            return any(isinstance(v, str) and needle in v.casefold() for v in entry.values())
 
-        return has
+        return LogQuery(has)
 
 
-def compile_log_filter(text: str) -> LogPredicate:
-    """Compile a Logging filter into a predicate over an entry's field map (see the module doc)."""
+def parse_log_filter(text: str) -> LogQuery:
+    """Compile a Logging filter (see the module doc); ``LogFilterError`` when it cannot be."""
     if len(text) > MAX_FILTER_CHARS:
         raise LogFilterError(text, MAX_FILTER_CHARS, f"a filter is at most {MAX_FILTER_CHARS} characters")
     return _Parser(text).parse()
+
+
+def compile_log_filter(text: str) -> LogPredicate:
+    """The predicate of ``parse_log_filter(text)``."""
+    return parse_log_filter(text).predicate
