@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
 from vertex_emulator.grpc_server import GrpcServer
+from vertex_emulator.httpserve import Ceilings
 from vertex_emulator.logging_api import LogEntriesApi, grpc_handler
 from vertex_emulator.rest import RestServer
 from vertex_emulator.service import JobService, RunnerLike
@@ -75,12 +76,20 @@ class Emulator:
         others are closed again), recover unfinished jobs, then serve."""
         if self._grpc is not None:
             return self
-        token, host = self.config.auth_token, self.config.host
+        token, host, config = self.config.auth_token, self.config.host, self.config
+        ceilings = Ceilings(
+            max_connections=config.max_connections,
+            idle_timeout_s=config.idle_timeout_s,
+            header_timeout_s=config.header_timeout_s,
+            body_timeout_s=config.body_timeout_s,
+        )
         rest = _bind(
             "the REST API",
             host,
             self.config.rest_port,
-            lambda: RestServer(self.service, host, self.config.rest_port, auth_token=token, logs=self.logs),
+            lambda: RestServer(
+                self.service, host, config.rest_port, auth_token=token, logs=self.logs, ceilings=ceilings
+            ),
         )
         try:
             grpc_server = _bind(
@@ -93,6 +102,9 @@ class Emulator:
                     self.config.grpc_port,
                     auth_token=token,
                     extra_handlers=(grpc_handler(self.logs),),
+                    max_workers=config.grpc_workers,
+                    max_concurrent_rpcs=config.grpc_max_concurrent_rpcs,
+                    idle_timeout_s=config.idle_timeout_s,
                 ),
             )
         except BaseException:
@@ -107,7 +119,7 @@ class Emulator:
                     "the Cloud Storage API",
                     STORAGE_HOST,
                     port,
-                    lambda: StorageServer(Path(self.config.gcs_root), port),
+                    lambda: StorageServer(Path(self.config.gcs_root), port, ceilings),
                 )
             except BaseException:
                 rest.stop()

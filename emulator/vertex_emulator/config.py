@@ -81,6 +81,19 @@ class EmulatorConfig:
     storage_port: int | None = 0
     #: its base URL once bound (replicas get it as ``STORAGE_EMULATOR_HOST``).
     storage_endpoint: str | None = None
+    #: connections each HTTP listener (REST, storage) serves at once, one thread each; beyond it the
+    #: connection waiting longest without a request is closed, or, when all are busy, 503.
+    max_connections: int = 128
+    #: seconds a connection may wait for its next request (HTTP keep-alive; gRPC: idle connection).
+    idle_timeout_s: float = 60.0
+    #: seconds from a request's first byte to the end of its headers (HTTP).
+    header_timeout_s: float = 10.0
+    #: seconds to read a whole REST request body (storage uploads: ``idle_timeout_s`` per block).
+    body_timeout_s: float = 60.0
+    #: gRPC calls handled at once (its worker threads); calls beyond wait for one.
+    grpc_workers: int = 16
+    #: gRPC calls admitted at once (handled or waiting); beyond it a call is RESOURCE_EXHAUSTED.
+    grpc_max_concurrent_rpcs: int = 64
 
 
 def is_loopback_host(host: str) -> bool:

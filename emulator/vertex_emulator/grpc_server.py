@@ -169,6 +169,8 @@ class GrpcServer:
         max_workers: int = 16,
         auth_token: str | None = None,
         extra_handlers: tuple[grpc.GenericRpcHandler, ...] = (),
+        max_concurrent_rpcs: int = 64,
+        idle_timeout_s: float = 60.0,
     ):
         self.host = host
         self._server = grpc.server(
@@ -178,7 +180,12 @@ class GrpcServer:
                 # gRPC sets SO_REUSEPORT by default on Linux: a second emulator given the same port
                 # would then share it with the first (each call going to either) instead of failing
                 ("grpc.so_reuseport", 0),
+                # a connection with no call for this long is closed (idle sockets hold no thread here,
+                # but they hold memory and a descriptor)
+                ("grpc.max_connection_idle_ms", int(idle_timeout_s * 1000)),
             ],
+            # calls beyond the workers wait in a bounded queue; past it, RESOURCE_EXHAUSTED
+            maximum_concurrent_rpcs=max_concurrent_rpcs,
             # the token guards every service served here (extra_handlers too, e.g. the Logging API)
             interceptors=[_TokenInterceptor(auth_token)] if auth_token is not None else [],
         )

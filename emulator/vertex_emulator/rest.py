@@ -1,7 +1,8 @@
 """The JobService over HTTP/JSON (the v1 REST mapping), plus the emulator's web pages and admin API.
 
-Built on the standard library's ``ThreadingHTTPServer`` (one thread per connection, HTTP/1.1
-keep-alive): the emulator serves a handful of local clients, so no web framework is needed.
+Built on the standard library's HTTP server (HTTP/1.1 keep-alive), one thread per connection within
+the listener's ceilings (httpserve.py: connections, idle, header and body deadlines): the emulator
+serves a handful of local clients, so no web framework is needed.
 
 REST mapping, as the stock client's REST transport (``transports/rest_base.py``) sends it::
 
@@ -32,7 +33,8 @@ rebinding), so is an ``Origin`` other than the emulator's own, a write whose bod
 ``application/json`` (a web page's form or "simple request"), and, when the server has an access
 token, a request without ``Authorization: Bearer <token>``. A body is bounded by its
 ``Content-Length`` before it is read (``MAX_BODY_BYTES``, 413) and by its nesting
-(``MAX_JSON_DEPTH``, 400).
+(``MAX_JSON_DEPTH``, 400, counted in linear time by jsonlimits.py). A ``Transfer-Encoding`` (chunked)
+body is refused with 411 and the connection closed, so it cannot be read as a next request.
 """
 
 from __future__ import annotations
@@ -44,13 +46,13 @@ import re
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertex_emulator import logging_api, pages
 from vertex_emulator.faults import FaultsError, faults_to_json, update_faults
+from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
+from vertex_emulator.jsonlimits import json_depth
 from vertex_emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
 
 __all__ = [
@@ -96,18 +98,6 @@ LINGER_S = 5.0
 INDEX_LIMIT = 500
 #: methods that change state: their bodies must be JSON (``Content-Type: application/json``).
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-
-
-def json_depth(raw: bytes) -> int:
-    """How deeply the arrays and objects of a JSON text nest, in linear time and without recursion.
-
-    String literals are cut out first, so brackets inside strings do not count.
-    """
-    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    return max(accumulate(_BRACKET_STEP[b] for b in brackets), default=0)
 
 
 class _Refused(Exception):
@@ -118,10 +108,9 @@ class _Refused(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(Deadlines):
     server: _Server
     protocol_version = "HTTP/1.1"
-    timeout = 60  # idle keep-alive connections are dropped after this
     server_version = "VertexEmulator/1"
     wbufsize = 64 * 1024  # headers and body leave in one write (flushed after each request)
     disable_nagle_algorithm = True
@@ -166,13 +155,18 @@ class _Handler(BaseHTTPRequestHandler):
                 f"Request payload size exceeds the limit: {length} bytes > {MAX_BODY_BYTES} bytes.",
             )
         self._body_read = True
-        return self.rfile.read(length) if length > 0 else b""
+        self.body()  # the whole body within body_timeout_s
+        raw = self.rfile.read(length) if length > 0 else b""
+        self.busy()
+        if len(raw) < length:
+            raise _Refused(400, "INVALID_ARGUMENT", f"the body ended after {len(raw)} of {length} bytes")
+        return raw
 
     def _json_body(self) -> dict[str, Any]:
         raw = self._read_body()
         if not raw.strip():
             return {}
-        depth = json_depth(raw)
+        depth = json_depth(raw, MAX_JSON_DEPTH)
         if depth > MAX_JSON_DEPTH:
             raise ApiError(
                 "INVALID_ARGUMENT",
@@ -234,7 +228,19 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(url.path)
         query = parse_qs(url.query, keep_blank_values=True)
         self._body_read = False
+        chunked = self.headers.get("Transfer-Encoding") is not None
+        if chunked or self.headers.get("Content-Length", "0") in ("", "0"):
+            self.busy()
         try:
+            if chunked:
+                # Read or refused, never left on the connection to be taken for the next request
+                # (request smuggling): refused, and the connection closed without reading it.
+                self.close_connection = True
+                raise _Refused(
+                    411,
+                    "INVALID_ARGUMENT",
+                    "Transfer-Encoding bodies are not accepted: send the body with a Content-Length",
+                )
             self._check_caller(method)
             if path.startswith("/v1/"):
                 self._api(method, path, query)
@@ -260,7 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
             _log.exception("%s %s failed", method, path)
             self._send_error("INTERNAL", f"emulator error: {type(exc).__name__}: {exc}")
         finally:
-            if not self._body_read and self.headers.get("Content-Length", "0") not in ("", "0"):
+            if chunked:
+                self.close_connection = True
+            elif not self._body_read and self.headers.get("Content-Length", "0") not in ("", "0"):
                 self.close_connection = True  # a body left unread would be taken for the next request
                 self._linger = True
 
@@ -415,10 +423,8 @@ _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(BoundedHTTPServer):
     allow_reuse_address = True
-    request_queue_size = LISTEN_BACKLOG
 
     def __init__(
         self,
@@ -426,12 +432,13 @@ class _Server(ThreadingHTTPServer):
         service: JobService,
         auth_token: str | None,
         logs: logging_api.LogEntriesApi | None = None,
+        ceilings: Ceilings | None = None,
     ) -> None:
         self.service = service
         self.auth_token = auth_token
         self.bind_host = address[0].strip("[]").lower()
         self.logs = logs
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, ceilings or Ceilings(), backlog=LISTEN_BACKLOG)
 
     def host_allowed(self, name: str) -> bool:
         """A loopback name, the address served, or anything when bound to all addresses."""
@@ -464,9 +471,10 @@ class RestServer:
         *,
         auth_token: str | None = None,
         logs: logging_api.LogEntriesApi | None = None,
+        ceilings: Ceilings | None = None,
     ) -> None:
         self.host = host
-        self._server = _Server((host, port), service, auth_token, logs)
+        self._server = _Server((host, port), service, auth_token, logs, ceilings)
         self.port: int = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
 

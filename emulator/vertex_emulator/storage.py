@@ -39,12 +39,12 @@ import mimetypes
 import re
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from vertex_emulator.gcs import to_local_path
+from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
 from vertex_emulator.storage_tree import (
     CHUNK,
     bucket_dir,
@@ -76,17 +76,14 @@ _RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
 _CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
 
 
-class _StorageHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
-
-    def __init__(self, address: tuple[str, int], root: Path) -> None:
-        super().__init__(address, _Handler)
+class _StorageHTTPServer(BoundedHTTPServer):
+    def __init__(self, address: tuple[str, int], root: Path, ceilings: Ceilings) -> None:
+        super().__init__(address, _Handler, ceilings, backlog=1024)
         self.root = root
         self.uploads = UploadSessions()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(Deadlines):
     server: _StorageHTTPServer
     protocol_version = "HTTP/1.1"
 
@@ -129,8 +126,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _length(self) -> int:
         raw = self.headers.get("Content-Length")
         if raw is None:
-            if self.headers.get("Transfer-Encoding"):
-                raise _Error(411, "required", "Content-Length is required (chunked bodies are not supported)")
             return 0
         try:
             length = int(raw)
@@ -143,11 +138,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _body_chunks(self, length: int) -> Iterator[bytes]:
         left = length
         while left > 0:
+            self.progress()  # each block within idle_timeout_s of the last
             block = self.rfile.read(min(CHUNK, left))
             if not block:
                 raise _Error(400, "invalid", "the request body ended before Content-Length bytes")
             left -= len(block)
             yield block
+        self.busy()
 
     def _drain(self) -> None:
         with contextlib.suppress(_Error, OSError, ValueError):
@@ -165,8 +162,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         split = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        self.busy()
         try:
             self._check_origin()
+            if self.headers.get("Transfer-Encoding") is not None:
+                raise _Error(411, "required", "Content-Length is required (chunked bodies are not supported)")
             self._dispatch(method, split.path, query)
         except _Error as err:
             self._drain_if_needed(method)
@@ -180,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drain_if_needed(self, method: str) -> None:
         # a refused upload's body was not read: the connection cannot be reused
-        if method in ("POST", "PUT"):
+        if method in ("POST", "PUT") or self.headers.get("Transfer-Encoding") is not None:
             self.close_connection = True
 
     def do_GET(self) -> None:
@@ -475,8 +475,8 @@ class _Handler(BaseHTTPRequestHandler):
 class StorageServer:
     """The Cloud Storage JSON API for ``root`` on ``127.0.0.1:port`` (0: a free port), in a thread."""
 
-    def __init__(self, root: Path, port: int = 0) -> None:
-        self._httpd = _StorageHTTPServer((_HOST, port), Path(root))
+    def __init__(self, root: Path, port: int = 0, ceilings: Ceilings | None = None) -> None:
+        self._httpd = _StorageHTTPServer((_HOST, port), Path(root), ceilings or Ceilings())
         self._thread: threading.Thread | None = None
 
     @property
