@@ -11,6 +11,7 @@ fixed call sequence the injected failures are repeatable.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -117,6 +118,8 @@ def faults_to_json(faults: Faults) -> dict[str, Any]:
 def _number(name: str, value: Any, *, lo: float = 0.0, hi: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FaultsError(f"{name}: must be a number (got {value!r})")
+    if not math.isfinite(value):  # NaN compares false with every bound; Infinity sleeps forever
+        raise FaultsError(f"{name}: must be a finite number (got {value!r})")
     if value < lo or (hi is not None and value > hi):
         bound = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
         raise FaultsError(f"{name}: must be {bound} (got {value!r})")

@@ -29,7 +29,16 @@ from typing import Any
 
 from vertex_emulator.timefmt import rfc3339_nanos
 
-__all__ = ["JOB_STATES", "MAX_DEPTH", "FilterError", "Predicate", "compile_filter"]
+__all__ = [
+    "JOB_STATES",
+    "MAX_DEPTH",
+    "MAX_FILTER_CHARS",
+    "MAX_TERMS",
+    "MAX_TIME_CHARS",
+    "FilterError",
+    "Predicate",
+    "compile_filter",
+]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -53,6 +62,17 @@ JOB_STATES = frozenset(
 #: how deeply parentheses may nest (deeper filters are refused, as the parser recurses per level).
 MAX_DEPTH = 32
 
+#: the longest filter parsed (characters): the emulator's own bound (Vertex AI documents none), far
+#: above what ``MAX_TERMS`` restrictions on 128-character display names need.
+MAX_FILTER_CHARS = 32 * 1024
+#: restrictions (``field OP value``) in one filter: a List costs jobs x restrictions, so a filter of
+#: thousands of ``OR`` terms is refused rather than evaluated (the emulator's own bound).
+MAX_TERMS = 100
+#: the longest ``create_time`` value read: RFC 3339 with 9 fraction digits and an offset is 35
+#: characters (``google/protobuf/timestamp.proto``: "fractional seconds ... up to 9 digits"); a longer
+#: value is refused before any parsing.
+MAX_TIME_CHARS = 40
+
 _COMPARATORS = ("<=", ">=", "!=", "=", "<", ">", ":")
 _KEYWORDS = ("AND", "OR", "NOT")
 _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*")
@@ -64,7 +84,8 @@ class FilterError(ValueError):
 
     def __init__(self, text: str, pos: int, rule: str) -> None:
         self.text, self.pos, self.rule = text, pos, rule
-        super().__init__(f"invalid filter {text!r} at position {pos}: {rule}")
+        shown = repr(text) if len(text) <= 200 else f"{text[:200]!r}... ({len(text)} characters)"
+        super().__init__(f"invalid filter {shown} at position {pos}: {rule}")
 
 
 @dataclass(frozen=True)
@@ -161,7 +182,16 @@ def _glob(pattern: str) -> Callable[[str], bool]:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
+        if len(text) > MAX_FILTER_CHARS:
+            raise FilterError(text, MAX_FILTER_CHARS, f"longer than {MAX_FILTER_CHARS} characters")
         self.tokens = _tokenize(text)
+        terms = sum(1 for tok in self.tokens if tok.kind == "cmp")
+        if terms > MAX_TERMS:
+            raise FilterError(
+                text,
+                0,
+                f"{terms} restrictions, more than {MAX_TERMS}: split it into several Lists",
+            )
         self.i = 0
         self.depth = 0
 
@@ -283,6 +313,12 @@ class _Parser:
         raise self.error(cmp, f"state supports = and != (got {cmp.text})")
 
     def _create_time(self, cmp: _Token, value: _Token) -> Predicate:
+        if len(value.text) > MAX_TIME_CHARS:
+            raise self.error(
+                value,
+                f"create_time must be an RFC 3339 time like 2021-05-18T00:00:00Z, at most 9 fraction digits "
+                f"(got {len(value.text)} characters)",
+            )
         try:
             want = rfc3339_nanos(value.text)
         except ValueError:

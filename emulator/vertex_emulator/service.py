@@ -40,9 +40,10 @@ from typing import Any, Protocol
 from vertex_emulator.config import Faults
 from vertex_emulator.faults import FaultInjector
 from vertex_emulator.fidelity import unapplied_fields
-from vertex_emulator.filters import FilterError, compile_filter
+from vertex_emulator.filters import MAX_FILTER_CHARS, FilterError, compile_filter
 from vertex_emulator.gcs import check_request_uris
 from vertex_emulator.jobkinds import TERMINAL_STATES, JobKind
+from vertex_emulator.jsonlimits import json_depth
 from vertex_emulator.store import JobStore
 from vertex_emulator.timefmt import now_rfc3339
 
@@ -103,7 +104,14 @@ HTTP_STATUS = {
 #: proto-plus descriptors drop field options, so the list is read off the protos by hand).
 _OUTPUT_ONLY = frozenset(
     {
-        "name", "state", "createTime", "startTime", "endTime", "updateTime", "error", "satisfiesPzs",
+        "name",
+        "state",
+        "createTime",
+        "startTime",
+        "endTime",
+        "updateTime",
+        "error",
+        "satisfiesPzs",
         "satisfiesPzi",
     }
 )
@@ -448,6 +456,11 @@ class JobService:
         return op
 
 
+#: the longest page token read: base64 of the parent, the longest filter (JSON-escaped: up to 12
+#: characters each) and a cursor.
+_MAX_TOKEN_CHARS = 4 * (12 * MAX_FILTER_CHARS + 4096) // 3 + 4
+
+
 def _order_key(job: Mapping[str, Any]) -> tuple[str, str]:
     # The store writes every createTime in one fixed UTC format, so strings sort chronologically.
     return (str(job["createTime"]), str(job["name"]))
@@ -460,16 +473,27 @@ def _encode_token(job: Mapping[str, Any], parent: str, filter_text: str) -> str:
 
 
 def _decode_token(token: str, parent: str, filter_text: str) -> tuple[str, str]:
+    """The cursor of a page token this List returned: refused (INVALID_ARGUMENT, naming
+    ``page_token``) when it is too long, not base64 of a flat JSON object of four strings, or made
+    for another parent or filter. Checked before it is parsed: its size (a token carries the filter,
+    at most ``MAX_FILTER_CHARS``) and its nesting (none), so no token costs more than reading it."""
+    bad = ApiError("INVALID_ARGUMENT", "page_token: not a token this List method returned")
+    if len(token) > _MAX_TOKEN_CHARS:
+        raise bad
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        if json_depth(raw, 1) > 1:  # one flat object: no nesting to parse
+            raise bad
         data = json.loads(raw)
-        cursor = (str(data["t"]), str(data["n"]))
-        token_parent, token_filter = data["p"], data["f"]
-    except (binascii.Error, ValueError, KeyError, TypeError):
-        raise ApiError("INVALID_ARGUMENT", "page_token: not a token this List method returned") from None
-    if token_parent != parent or token_filter != filter_text:
+        if not isinstance(data, dict) or set(data) != {"p", "f", "t", "n"}:
+            raise bad
+        if not all(isinstance(value, str) for value in data.values()):
+            raise bad
+    except (binascii.Error, ValueError, RecursionError):
+        raise bad from None
+    if data["p"] != parent or data["f"] != filter_text:
         raise ApiError(
             "INVALID_ARGUMENT",
             "page_token: was returned for a different parent or filter; repeat the same request with it",
         )
-    return cursor
+    return str(data["t"]), str(data["n"])
