@@ -83,35 +83,44 @@ class Runner:
         jobs = self.store.non_terminal()
         trial_jobs: set[str] = set()
         for job in jobs:
-            for trial in job.get("trials") or []:
-                if trial.get("customJob"):
+            trials = job.get("trials")
+            for trial in trials if isinstance(trials, list) else []:
+                if isinstance(trial, dict) and trial.get("customJob"):
                     trial_jobs.add(str(trial["customJob"]))
         for job in jobs:
             name = str(job["name"])
-            survivors = self._kill_leftovers(name)
-            state = str(job.get("state", ""))
-            if state == "JOB_STATE_PAUSED":
-                continue
-            sched = (job.get("jobSpec") or {}).get("scheduling") or {}
-            restartable = (
-                "/customJobs/" in name
-                and name not in trial_jobs
-                and bool(sched.get("restartJobOnWorkerRestart"))
-                and not bool(sched.get("disableRetries"))
-                and state != "JOB_STATE_CANCELLING"
-            )
-            if restartable:
+            try:
+                self._recover_one(job, trial_jobs)
+            except Exception as exc:  # one damaged job must not stop the emulator from starting
+                log.exception("could not recover job %s", name)
+                self.store.quarantine(name, f"could not be recovered at startup: {type(exc).__name__}: {exc}")
 
-                def again(j: dict[str, Any]) -> None:
-                    if j.get("state") not in TERMINAL_STATES:
-                        j["state"] = "JOB_STATE_PENDING"
-                        j.pop("endTime", None)
-                        j.pop("error", None)
+    def _recover_one(self, job: dict[str, Any], trial_jobs: set[str]) -> None:
+        name = str(job["name"])
+        survivors = self._kill_leftovers(name)
+        state = str(job.get("state", ""))
+        if state == "JOB_STATE_PAUSED":
+            return
+        sched = (job.get("jobSpec") or {}).get("scheduling") or {}
+        restartable = (
+            "/customJobs/" in name
+            and name not in trial_jobs
+            and bool(sched.get("restartJobOnWorkerRestart"))
+            and not bool(sched.get("disableRetries"))
+            and state != "JOB_STATE_CANCELLING"
+        )
+        if restartable:
 
-                self.store.update(name, again)
-                self.submit(name)
-                continue
-            self.store.update(name, _recovered(state, survivors))
+            def again(j: dict[str, Any]) -> None:
+                if j.get("state") not in TERMINAL_STATES:
+                    j["state"] = "JOB_STATE_PENDING"
+                    j.pop("endTime", None)
+                    j.pop("error", None)
+
+            self.store.update(name, again)
+            self.submit(name)
+            return
+        self.store.update(name, _recovered(state, survivors))
 
     def replica_view(self, job_name: str, replica_key: str) -> dict[str, Any] | None:
         """``{"state", "pid", "exitCode", "restarts", "address", "logTail"}`` or None if unknown."""

@@ -26,9 +26,6 @@ Every call is counted per method (``call_counts``) and passes through the fault 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import logging
 import re
 import secrets
@@ -40,10 +37,10 @@ from typing import Any, Protocol
 from vertex_emulator.config import Faults
 from vertex_emulator.faults import FaultInjector
 from vertex_emulator.fidelity import unapplied_fields
-from vertex_emulator.filters import MAX_FILTER_CHARS, FilterError, compile_filter
+from vertex_emulator.filters import FilterError, compile_filter
 from vertex_emulator.gcs import check_request_uris
 from vertex_emulator.jobkinds import TERMINAL_STATES, JobKind
-from vertex_emulator.jsonlimits import json_depth
+from vertex_emulator.page_tokens import TokenError, decode_token, encode_token
 from vertex_emulator.store import JobStore
 from vertex_emulator.timefmt import now_rfc3339
 
@@ -393,23 +390,40 @@ class JobService:
                     f"read_mask: {', '.join(mask.paths)} names a field {kind_info.resource} does not have",
                 )
 
-        jobs = [job for job in self.store.list_shared(info.kind, request.parent) if predicate(job)]
+        jobs = [
+            job for job in self.store.list_shared(info.kind, request.parent) if self._keep(predicate, job)
+        ]
         jobs.sort(key=_order_key, reverse=True)  # newest first
         if request.page_token:
-            cursor = _decode_token(request.page_token, request.parent, request.filter)
+            try:
+                cursor = decode_token(request.page_token, request.parent, request.filter)
+            except TokenError as exc:
+                raise ApiError("INVALID_ARGUMENT", str(exc)) from None
             jobs = [job for job in jobs if _order_key(job) < cursor]
         page, rest = jobs[:page_size], jobs[page_size:]
         items = []
         for job in page:
-            item = self._proto(info.kind, job)
+            try:
+                item = self._proto(info.kind, job)
+            except Exception as exc:  # a damaged row: set aside, not a 500 for the whole parent
+                self.store.quarantine(str(job["name"]), f"does not convert to a {info.kind} proto: {exc!r}")
+                continue
             if mask is not None:
                 trimmed = msg_type.pb()()
                 mask.MergeMessage(msg_type.pb(item), trimmed)
                 item = msg_type.wrap(trimmed)
             items.append(item)
         response_type = getattr(aiplatform_v1, info.response)
-        next_token = _encode_token(page[-1], request.parent, request.filter) if rest else ""
+        next_token = encode_token(_order_key(page[-1]), request.parent, request.filter) if rest else ""
         return response_type(**{kind_info.list_field: items, "next_page_token": next_token})
+
+    def _keep(self, predicate: Callable[[Mapping[str, Any]], bool], job: Mapping[str, Any]) -> bool:
+        """Whether a List shows ``job``; a job the filter cannot read (damaged) is quarantined."""
+        try:
+            return predicate(job) and isinstance(_order_key(job), tuple)
+        except Exception as exc:
+            self.store.quarantine(str(job.get("name")), f"cannot be read by a List filter: {exc!r}")
+            return False
 
     def _cancel(self, info: MethodInfo, request: Any) -> Any:
         from google.protobuf import empty_pb2
@@ -456,44 +470,6 @@ class JobService:
         return op
 
 
-#: the longest page token read: base64 of the parent, the longest filter (JSON-escaped: up to 12
-#: characters each) and a cursor.
-_MAX_TOKEN_CHARS = 4 * (12 * MAX_FILTER_CHARS + 4096) // 3 + 4
-
-
 def _order_key(job: Mapping[str, Any]) -> tuple[str, str]:
     # The store writes every createTime in one fixed UTC format, so strings sort chronologically.
     return (str(job["createTime"]), str(job["name"]))
-
-
-def _encode_token(job: Mapping[str, Any], parent: str, filter_text: str) -> str:
-    created, name = _order_key(job)
-    raw = json.dumps({"p": parent, "f": filter_text, "t": created, "n": name}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_token(token: str, parent: str, filter_text: str) -> tuple[str, str]:
-    """The cursor of a page token this List returned: refused (INVALID_ARGUMENT, naming
-    ``page_token``) when it is too long, not base64 of a flat JSON object of four strings, or made
-    for another parent or filter. Checked before it is parsed: its size (a token carries the filter,
-    at most ``MAX_FILTER_CHARS``) and its nesting (none), so no token costs more than reading it."""
-    bad = ApiError("INVALID_ARGUMENT", "page_token: not a token this List method returned")
-    if len(token) > _MAX_TOKEN_CHARS:
-        raise bad
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        if json_depth(raw, 1) > 1:  # one flat object: no nesting to parse
-            raise bad
-        data = json.loads(raw)
-        if not isinstance(data, dict) or set(data) != {"p", "f", "t", "n"}:
-            raise bad
-        if not all(isinstance(value, str) for value in data.values()):
-            raise bad
-    except (binascii.Error, ValueError, RecursionError):
-        raise bad from None
-    if data["p"] != parent or data["f"] != filter_text:
-        raise ApiError(
-            "INVALID_ARGUMENT",
-            "page_token: was returned for a different parent or filter; repeat the same request with it",
-        )
-    return str(data["t"]), str(data["n"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import copy
 import json
+import logging
 import secrets
 import sqlite3
 import threading
@@ -20,10 +21,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from vertex_emulator import store_repair
 from vertex_emulator.jobkinds import JOB_KINDS, TERMINAL_STATES, JobKind
 from vertex_emulator.timefmt import format_rfc3339, now_rfc3339, parse_rfc3339
 
 __all__ = ["JobStore"]
+
+_log = logging.getLogger(__name__)
 
 
 _SCHEMA = """
@@ -60,13 +64,25 @@ class JobStore:
         #: was most of its cost. Kept in step by insert, update and delete (this process is the only
         #: writer of its state directory).
         self._parsed: dict[str, dict[str, Any]] = {}
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        #: what was found damaged at startup and set aside (store_repair.py), one line each.
+        self.damage: builtins.list[str] = []
+        self._db = store_repair.open_database(self.path, _SCHEMA, self.damage)
         with self._lock:
-            self._db.executescript(_SCHEMA)
+            store_repair.check_rows(self._db, self.damage)
+        for line in self.damage:
+            _log.warning("state directory damaged: %s", line)
         self._closed = False
+
+    def quarantine(self, name: str, reason: str) -> None:
+        """Move job ``name`` out of the store into ``quarantined_jobs`` (it cannot be served)."""
+        with self._lock:
+            row = self._db.execute("SELECT seq, body FROM jobs WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return
+            self._parsed.pop(name, None)
+            store_repair.quarantine(self._db, row[0], name, str(row[1]), reason)
+            self.damage.append(f"job {name}: {reason}; moved to the quarantined_jobs table")
+        _log.warning("job %s quarantined: %s", name, reason)
 
     # -- writes -------------------------------------------------------------------------------
 
