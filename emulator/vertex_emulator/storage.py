@@ -49,6 +49,7 @@ from vertex_emulator.storage_tree import (
     CHUNK,
     bucket_dir,
     bucket_resource,
+    byte_offset,
     commit,
     copy_object,
     existing,
@@ -60,9 +61,7 @@ from vertex_emulator.storage_tree import (
     prepare_target,
     temp_beside,
 )
-from vertex_emulator.storage_tree import (
-    StorageError as _Error,
-)
+from vertex_emulator.storage_tree import StorageError as _Error
 from vertex_emulator.storage_uploads import Upload, UploadSessions, split_multipart
 
 __all__ = ["MAX_MULTIPART_BYTES", "STORAGE_HOST", "StorageServer"]
@@ -303,10 +302,10 @@ class _Handler(Deadlines):
             if match is None or (not match[1] and not match[2]):
                 raise _Error(400, "invalid", f"Range: {spec!r} is not 'bytes=START-END'")
             if match[1]:
-                start = int(match[1])
-                stop = min(size, int(match[2]) + 1) if match[2] else size
+                start = byte_offset(match[1])
+                stop = min(size, byte_offset(match[2]) + 1) if match[2] else size
             else:
-                start = max(0, size - int(match[2]))
+                start = max(0, size - byte_offset(match[2]))
             if start >= size and size > 0:
                 raise _Error(416, "invalid", f"Range: {spec!r} starts past the object's {size} bytes")
             status = 206
@@ -442,7 +441,7 @@ class _Handler(Deadlines):
             raise _Error(400, "invalid", f"Content-Range: {spec!r} is not 'bytes START-END/TOTAL'")
         with upload.lock:
             if match[1] is not None:
-                first, last = int(match[1]), int(match[2])
+                first, last = byte_offset(match[1]), byte_offset(match[2])
                 if first != upload.received or last - first + 1 != length:
                     raise _Error(
                         400,
@@ -457,12 +456,12 @@ class _Handler(Deadlines):
             elif length:
                 raise _Error(400, "invalid", f"Content-Range: {spec!r} with a non-empty body")
             total = match[3]
-            if total != "*" and int(total) == upload.received:
+            if total != "*" and byte_offset(total) == upload.received:
                 self.server.uploads.close(upload_id)
                 return self._commit(
                     upload.tmp, upload.target, upload.if_generation_match, upload.bucket, upload.name
                 )
-            if total != "*" and int(total) < upload.received:
+            if total != "*" and byte_offset(total) < upload.received:
                 raise _Error(
                     400,
                     "invalid",

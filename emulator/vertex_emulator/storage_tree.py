@@ -22,6 +22,8 @@ import mimetypes
 import os
 import secrets
 import shutil
+import stat
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -33,10 +35,13 @@ from vertex_emulator.timefmt import format_rfc3339
 
 __all__ = [
     "CHUNK",
+    "MAX_NAME_BYTES",
+    "MAX_SEGMENT_BYTES",
     "TMP_PREFIX",
     "StorageError",
     "bucket_dir",
     "bucket_resource",
+    "byte_offset",
     "commit",
     "copy_object",
     "existing",
@@ -48,12 +53,17 @@ __all__ = [
     "object_resource",
     "precondition",
     "prepare_target",
+    "servable",
     "temp_beside",
 ]
 
 #: bytes read or written at a time
 CHUNK = 1024 * 1024
 TMP_PREFIX = ".avd-upload-"
+#: the longest object name, UTF-8 bytes (Cloud Storage, "Object naming requirements").
+MAX_NAME_BYTES = 1024
+#: the longest part of a name between slashes: a file name here (the emulator's own limit).
+MAX_SEGMENT_BYTES = 255
 
 
 class StorageError(Exception):
@@ -70,10 +80,24 @@ def _rfc3339(ts: float) -> str:
     return format_rfc3339(datetime.fromtimestamp(ts, tz=timezone.utc))
 
 
+#: ``(md5Hash, crc32c)`` per file, keyed by what changes when the file does (device, inode, size,
+#: modification and change times): a metadata GET or a List hashed the whole object every time
+#: (1 GiB: 8.6 s per call). Writes through the API rename a new file into place (a new inode).
+_HASHES: dict[str, tuple[tuple[int, ...], tuple[str, str]]] = {}
+_HASHES_LOCK = threading.Lock()
+_HASHES_MAX = 4096
+
+
 def hashes(path: Path) -> tuple[str, str]:
-    """``(md5Hash, crc32c)`` of a file, base64 as the JSON API writes them."""
+    """``(md5Hash, crc32c)`` of a file, base64 as the JSON API writes them (cached per file version)."""
     import google_crc32c
 
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    with _HASHES_LOCK:
+        hit = _HASHES.get(str(path))
+    if hit is not None and hit[0] == key:
+        return hit[1]
     crc32c: Any = google_crc32c  # the package has no type hints
     md5 = hashlib.md5(usedforsecurity=False)
     crc = crc32c.Checksum()
@@ -81,7 +105,28 @@ def hashes(path: Path) -> tuple[str, str]:
         for block in iter(lambda: fh.read(CHUNK), b""):
             md5.update(block)
             crc.update(block)
-    return base64.b64encode(md5.digest()).decode(), base64.b64encode(crc.digest()).decode()
+    out = base64.b64encode(md5.digest()).decode(), base64.b64encode(crc.digest()).decode()
+    with _HASHES_LOCK:
+        if len(_HASHES) >= _HASHES_MAX:
+            _HASHES.clear()
+        _HASHES[str(path)] = (key, out)
+    return out
+
+
+def servable(root: Path, path: Path) -> bool:
+    """Whether ``path`` can be served as an object: a regular file (not a FIFO, socket or device,
+    which would block or never end) that resolves inside ``root`` (a symlink to a file outside must
+    not show that file's size and hashes)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode) and path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a dangling or looping symlink
+        return False
+
+
+def byte_offset(digits: str) -> int:
+    """A byte offset of a ``Range`` or ``Content-Range``: past 2**62 (and past what ``int`` will read
+    from 4,300 digits, a 500) it stands for "beyond any object"."""
+    return int(digits) if len(digits) <= 18 else 1 << 62
 
 
 def temp_beside(target: Path) -> Path:
@@ -112,6 +157,22 @@ def object_path(root: Path, bucket: str, name: str) -> Path:
             f"object name {name!r}: names ending in '/' (folder placeholders) cannot be stored in the "
             "emulator's directory tree",
         )
+    if "\r" in name or "\n" in name:
+        # "Object names cannot contain Carriage Return or Line Feed characters" (Cloud Storage,
+        # "Object naming requirements")
+        raise StorageError(
+            400, "invalid", f"object name {name!r}: must not contain a carriage return or line feed"
+        )
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        # "Object names ... of length 1-1024 bytes when UTF-8 encoded" (same page)
+        raise StorageError(400, "invalid", f"object name: longer than {MAX_NAME_BYTES} bytes (UTF-8)")
+    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES for part in name.split("/")):
+        raise StorageError(
+            400,
+            "invalid",
+            f"object name: a '/'-separated part longer than {MAX_SEGMENT_BYTES} bytes cannot be a file name "
+            "in the emulator's directory tree (Cloud Storage allows it)",
+        )
     if name.split("/")[-1].startswith(TMP_PREFIX):
         raise StorageError(400, "invalid", f"object name {name!r}: {TMP_PREFIX}* is reserved by the emulator")
     bucket_dir(root, bucket)
@@ -123,7 +184,7 @@ def object_path(root: Path, bucket: str, name: str) -> Path:
 
 def existing(root: Path, bucket: str, name: str) -> Path:
     path = object_path(root, bucket, name)
-    if not path.is_file():
+    if not servable(root, path):
         raise StorageError(404, "notFound", f"No such object: {bucket}/{name}")
     return path
 
@@ -233,7 +294,7 @@ def list_objects(root: Path, base: str, bucket: str, query: dict[str, str]) -> d
             if filename.startswith(TMP_PREFIX):
                 continue
             name = filename if rel == "." else f"{rel.replace(os.sep, '/')}/{filename}"
-            if name.startswith(prefix):
+            if name.startswith(prefix) and servable(root, top / name):
                 names.append(name)
     names.sort()
     items: list[dict[str, Any]] = []
