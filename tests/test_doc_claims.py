@@ -90,7 +90,9 @@ def test_readme_make_targets_do_what_it_says() -> None:
 # Also backed by: tests/hooks/test_credentials.py (each credential form, the regional endpoint),
 # tests/hooks/test_connection.py (the bad-settings messages), tests/operators/test_connections.py
 # (a google_cloud_platform connection as it is, the task's chain in the hook, the trigger and the
-# listener), tests/hooks/test_vertex_jobs.py (the create-token label and the Create retry).
+# listener), tests/hooks/test_vertex_jobs.py (the create-token label and the Create retry),
+# tests/hooks/test_endpoint_tls.py (an endpoint override over TLS with the key and the quota project),
+# tests/operators/test_saved_connections.py (connections saved by Airflow's CLI and REST API).
 
 
 def test_connection_default_id_and_templating() -> None:
