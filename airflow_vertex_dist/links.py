@@ -1,9 +1,10 @@
 """Extra link of the operators and sensors: the job's page.
 
-The Vertex AI console, or the emulator's own job page when the connection points at the emulator
-(the hook's ``console_url``). The operators push ``{"name", "console_url"}`` to XCom under
-``vertex_job`` as soon as the job is known; the link reads it back, so it works for a running
-(deferred) task as well as a finished one.
+The Vertex AI console, or the emulator's own job page when the connection is the emulator's
+(``"emulator": true``; an ``api_endpoint`` override without it is still Vertex AI, whose console the
+link opens). The hook's ``console_url`` builds it. The operators push ``{"name", "console_url"}`` to
+XCom under ``vertex_job`` as soon as the job is known; the link reads it back, so it works for a
+running (deferred) task as well as a finished one.
 """
 
 from __future__ import annotations

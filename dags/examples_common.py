@@ -5,7 +5,8 @@ Airflow parses a DAG file). Nothing here imports ``google.cloud`` at module leve
 stays cheap.
 
 Where the jobs run is the business of the ``vertex_dist_default`` connection only: pointed at the
-local emulator, the same DAG files run on this machine; pointed at Vertex AI, in Google Cloud.
+local emulator (``"emulator": true``), the same DAG files run on this machine; pointed at Vertex AI,
+in Google Cloud.
 
 - **Images.** ``PS_TRAINER_IMAGE`` and ``DDP_TRAINER_IMAGE`` (from ``trainers.local``) are the images
   holding ``dags/trainers``, with ``python -m trainers.ps_trainer`` / ``python -m trainers.ddp_trainer``
