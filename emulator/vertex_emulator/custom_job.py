@@ -9,8 +9,8 @@ driver.py):
   addresses the replicas can really bind and connect to.
 - Every replica of every pool is a process tree under its own supervisor (procs.py, supervise.py),
   started from the job's driver thread (the thread rule, driver.py): stopping the replica stops
-  everything it started. stdout and stderr go to
-  ``<state_dir>/logs/<job id>/<replica key>.log`` (``PYTHONUNBUFFERED=1`` unless the pool's ``env``
+  everything it started. Its supervisor writes stdout and stderr to ``<state_dir>/logs/<job id>/
+  <replica key>.log`` and ``.jsonl`` (supervise.py; ``PYTHONUNBUFFERED=1`` unless the pool's ``env``
   says otherwise); its working directory is ``<state_dir>/work/<job id>/<replica key>``. It starts
   from a clean environment: only what a local process needs (``cluster.local_env``: ``PATH``,
   ``HOME``, locale...) and the names in ``config.pass_env`` come from the emulator's environment;
@@ -73,6 +73,7 @@ from vertex_emulator.driver import DriverHost, Interrupted, JobDriver, JobError
 from vertex_emulator.gcs import GCS_NOTE, to_local_path
 from vertex_emulator.procs import free_ports, read_tail, spawn
 from vertex_emulator.replica_command import check_hypertune, pool_env, replica_command
+from vertex_emulator.service_log import ServiceLog
 from vertex_emulator.timefmt import now_rfc3339, parse_duration_seconds
 
 __all__ = [
@@ -300,6 +301,9 @@ class CustomJobRun(JobDriver):
                 address=addresses[rep.key],
             )
         self._persist()
+
+    def on_state(self, state: str, reason: str | None) -> None:
+        ServiceLog(self.log_dir()).state(state, reason)  # Vertex AI's "service" lines (service_log.py)
 
     def metric_file(self, key: str) -> Path:
         """Where replica ``key`` writes its cloudml-hypertune metrics (``CLOUD_ML_HP_METRIC_FILE``)."""

@@ -131,8 +131,10 @@ class JobDriver(threading.Thread):
         faults = self.config.faults
         with faults.lock:
             queued_s, pending_s = faults.queued_s, faults.pending_s
-        if job.get("state") == "JOB_STATE_QUEUED" and self.wait_phase(queued_s):
-            return None
+        if job.get("state") == "JOB_STATE_QUEUED":
+            self.on_state("JOB_STATE_QUEUED", None)
+            if self.wait_phase(queued_s):
+                return None
         self.set_state("JOB_STATE_PENDING")
         if self.wait_phase(pending_s):
             return None
@@ -166,6 +168,9 @@ class JobDriver(threading.Thread):
     def on_cancel(self) -> None:
         """Stop what the job runs (subclasses)."""
 
+    def on_state(self, state: str, reason: str | None) -> None:
+        """The job entered ``state`` (``reason``: a failed job's error message); subclasses log it."""
+
     def set_state(self, state: str, **fields: Any) -> dict[str, Any] | None:
         def apply(job: dict[str, Any]) -> None:
             if job.get("state") in TERMINAL_STATES:
@@ -176,9 +181,12 @@ class JobDriver(threading.Thread):
             job.update(fields)
 
         try:
-            return self.store.update(self.job_name, apply)
+            job = self.store.update(self.job_name, apply)
         except KeyError:
             return None
+        if job.get("state") == state:
+            self.on_state(state, None)
+        return job
 
     def finish(self, state: str, code: int | None = None, message: str | None = None) -> None:
         if self.final_state is not None:
@@ -207,6 +215,7 @@ class JobDriver(threading.Thread):
             self.final_state = state
         detail = f": {message}" if message else ""
         log.info("%s %s ended %s%s", self.kind_label, self.job_name, self.final_state, detail)
+        self.on_state(self.final_state, message if self.final_state == state else None)
 
     def log_dir(self) -> Path:
         return self.config.state_dir / "logs" / self.job_id

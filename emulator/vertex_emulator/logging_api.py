@@ -1,35 +1,29 @@
-"""The Cloud Logging v2 read API (``entries.list``) over the replica logs the emulator keeps.
+"""The Cloud Logging v2 read API (``entries.list``) over the logs the emulator keeps for its jobs.
 
-The runner writes each replica's stdout and stderr to ``<state_dir>/logs/<job id>/<replica key>.log``
-(custom_job.py). This module turns every complete line of those files into a ``LogEntry`` shaped as
-Vertex AI's own custom-job and tuning-trial entries are, and serves
+Each replica's supervisor writes every line the replica prints, with its stream and the time it was
+read, to ``<state_dir>/logs/<job id>/<replica key>.jsonl``, and the job's driver writes Vertex AI's
+own ``service`` lines to ``service.jsonl`` beside it (supervise.py, service_log.py, log_records.py).
+This module serves them as ``LogEntry`` objects shaped as Vertex AI's (log_entries.py) through
 ``LoggingServiceV2.ListLogEntries`` (gRPC) and ``POST /v2/entries:list`` (REST), so the stock
-``google-cloud-logging`` client reads them unchanged.
-
-The entry shape follows Vertex AI and the gcloud CLI that streams its logs (``gcloud ai custom-jobs
-stream-logs``, ``command_lib/ai/log_util.py``): ``resource.type`` is ``ml_job`` with the labels
-``project_id``, ``job_id`` and ``task_name`` (the replica key, ``workerpool0-0``); a tuning trial's
-lines carry its tuning job's id as ``job_id`` and the trial id in the entry label
-``ml.googleapis.com/trial_id``; ``logName`` is ``projects/<project>/logs/<replica key>``. Cloud Logging's
-``entries.list`` reference (cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list) gives
-the request: ``resourceNames`` (``projects/<id>``), ``filter``, ``orderBy`` (``timestamp asc`` or
+``google-cloud-logging`` client reads them unchanged. Cloud Logging's ``entries.list`` reference
+(cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list) gives the request:
+``resourceNames`` (``projects/<id>``), ``filter`` (log_filter.py), ``orderBy`` (``timestamp asc`` or
 ``timestamp desc``), ``pageSize`` (default 50, at most 1,000) and ``pageToken``.
 
-Where the emulator must differ (docs/emulator.md says so too):
-
-* Severity. Vertex AI gives stdout lines INFO and stderr lines ERROR, and a JSON line with a
-  ``severity`` field that severity. The runner writes both streams to one file, so the emulator
-  reads a line's severity from its text: a JSON object's ``severity``; a line starting with a level
-  name (``WARNING``, ``ERROR:root:...``, ``CRITICAL``...) or an absl prefix (``W1201``, ``E1201``)
-  that level; a Python traceback (from ``Traceback (most recent call last):`` through its final
-  ``SomeError: ...`` line) ERROR; anything else INFO.
-* Timestamps. Lines carry no time of their own; a line's ``timestamp`` is the log file's
-  modification time when the emulator first reads it (never earlier than it was printed), or just
-  after the last line read before it if that is later: a line read later always sorts later, so a
-  reader that resumes after the last (timestamp, insertId) it saw misses nothing, and one replica's
-  lines sort in the order it printed them.
-  Files are read when a request comes in. After an emulator restart, the lines already written get
-  the file's modification time at that first read.
+* Severity: stdout lines are INFO and stderr lines ERROR, as on Vertex AI (log_entries.py).
+* Timestamps: a line's ``timestamp`` is when its supervisor read it from the replica's pipe
+  (nanoseconds); ``receiveTimestamp`` is the same time. A request serves only the lines stamped at
+  or before the moment it began, and reads each file under a shared lock (``RecordLog``'s rule): a
+  line is never made readable after a newer one, so a reader that resumes after the last
+  ``(timestamp, insertId)`` it saw misses nothing. Cloud Logging does not promise that (late
+  arriving entries: the ``bufferWindow`` of its ``entries.tail`` reference).
+* Memory: an index of (time, offset) per line (log_records.py); a request reads from disk only the
+  lines its time range and cursor leave, in the files of the jobs and tasks the filter's top level
+  names (``LogQuery.sets``), merging the files by time.
+* A ``<key>.log`` with no ``<key>.jsonl`` (a state directory from an emulator that kept only the
+  plain log, or a file written by hand) is read as stdout lines: each is INFO, stamped when this
+  API first reads it -- the file's modification time, or just after every line served before if
+  that is later -- so it too is never readable after a newer line.
 """
 
 from __future__ import annotations
@@ -37,24 +31,22 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import heapq
 import json
 import os
-import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vertex_emulator.gcs import GCS_NOTE
-from vertex_emulator.jobkinds import SEVERITIES
-from vertex_emulator.log_filter import (
-    LogFilterError,
-    LogPredicate,
-    compile_log_filter,
-)
+from vertex_emulator.log_entries import Entry, JobMeta, record_entry, replica_line_entry
+from vertex_emulator.log_filter import LogFilterError, LogQuery, parse_log_filter
+from vertex_emulator.log_records import RECORDS_SUFFIX, RecordIndex
 from vertex_emulator.store import JobStore
-from vertex_emulator.timefmt import format_rfc3339_nanos
+from vertex_emulator.supervise import MAX_LINE_BYTES
 
 __all__ = [
     "GRPC_SERVICE",
@@ -68,19 +60,9 @@ __all__ = [
 
 GRPC_SERVICE = "google.logging.v2.LoggingServiceV2"
 REST_PATH = "/v2/entries:list"
-#: Cloud Logging's limit on one entry; longer lines are cut there.
-MAX_LINE_BYTES = 256 * 1024
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
-RESOURCE_TYPE = "ml_job"
-TRIAL_LABEL = "ml.googleapis.com/trial_id"
-
-_SEVERITY_NAMES = {number: name for name, number in SEVERITIES.items()}
-# fixed patterns only (no user input): a level word at the start of a line, or an absl prefix
-_LEVEL_RE = re.compile(r"(?:\[?)(DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
-_ABSL_RE = re.compile(r"([DIWEF])\d{4} ")
-_ABSL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
-_TRACEBACK_END_RE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b")
+_Key = tuple[int, str]
 
 
 class LoggingApiError(Exception):
@@ -92,116 +74,31 @@ class LoggingApiError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class _JobMeta:
-    project: str
-    job_id: str  # the id Vertex AI logs under: the tuning job's for a trial
-    trial_id: str | None
-
-
 @dataclass
-class _Entry:
-    timestamp: int
-    receive: int
-    insert_id: str
-    severity: int
-    text: str | None
-    json_payload: dict[str, Any] | None
-    replica: str
-    meta: _JobMeta
+class _Legacy:
+    """A plain ``<key>.log`` read as stdout lines (see the module doc)."""
 
-    def fields(self) -> dict[str, Any]:
-        """The field map the filter evaluates."""
-        meta = self.meta
-        out: dict[str, Any] = {
-            "resource.type": RESOURCE_TYPE,
-            "resource.labels.project_id": meta.project,
-            "resource.labels.job_id": meta.job_id,
-            "resource.labels.task_name": self.replica,
-            "logName": f"projects/{meta.project}/logs/{self.replica}",
-            "severity": self.severity,
-            "timestamp": self.timestamp,
-            "receiveTimestamp": self.receive,
-            "insertId": self.insert_id,
-        }
-        if meta.trial_id is not None:
-            out[f"labels.{TRIAL_LABEL}"] = meta.trial_id
-        if self.json_payload is not None:
-            for key, value in self.json_payload.items():
-                if isinstance(value, (str, int, float, bool)):
-                    out[f"jsonPayload.{key}"] = str(value)
-            out["payload"] = json.dumps(self.json_payload)
-        else:
-            out["textPayload"] = self.text
-            out["payload"] = self.text
-        return out
-
-    def as_json(self) -> dict[str, Any]:
-        """The entry in the v2 JSON form (``LogEntry``)."""
-        meta = self.meta
-        entry: dict[str, Any] = {
-            "logName": f"projects/{meta.project}/logs/{self.replica}",
-            "resource": {
-                "type": RESOURCE_TYPE,
-                "labels": {"project_id": meta.project, "job_id": meta.job_id, "task_name": self.replica},
-            },
-            "timestamp": format_rfc3339_nanos(self.timestamp),
-            "receiveTimestamp": format_rfc3339_nanos(self.receive),
-            "severity": _SEVERITY_NAMES.get(self.severity, "DEFAULT"),
-            "insertId": self.insert_id,
-        }
-        if meta.trial_id is not None:
-            entry["labels"] = {TRIAL_LABEL: meta.trial_id}
-        if self.json_payload is not None:
-            entry["jsonPayload"] = self.json_payload
-        else:
-            entry["textPayload"] = self.text
-        return entry
-
-
-@dataclass
-class _FileState:
     offset: int = 0
     line_no: int = 0
     last_ts: int = 0
-    in_traceback: bool = False
-    entries: list[_Entry] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
 
 
-def _classify(line: str, state: _FileState) -> tuple[int, dict[str, Any] | None]:
-    """(severity, jsonPayload or None) for one line; tracks tracebacks across lines in ``state``."""
-    stripped = line.lstrip()
-    if stripped.startswith("{") and stripped.rstrip().endswith("}"):
-        try:
-            data = json.loads(stripped)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            raw = data.pop("severity", None)
-            level = SEVERITIES.get(str(raw).upper(), SEVERITIES["INFO"]) if raw is not None else 200
-            return level, data
-    if line.startswith("Traceback (most recent call last)"):
-        state.in_traceback = True
-        return SEVERITIES["ERROR"], None
-    if state.in_traceback:
-        if line.startswith((" ", "\t")) or not line.strip():
-            return SEVERITIES["ERROR"], None
-        state.in_traceback = False
-        if _TRACEBACK_END_RE.match(line):
-            return SEVERITIES["ERROR"], None
-    match = _LEVEL_RE.match(line)
-    if match:
-        word = match.group(1)
-        name = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(word, word)
-        return SEVERITIES[name], None
-    absl = _ABSL_RE.match(line)
-    if absl:
-        return SEVERITIES[_ABSL[absl.group(1)]], None
-    return SEVERITIES["INFO"], None
+@dataclass
+class _Source:
+    dir_id: str
+    key: str
+    meta: JobMeta
+    index: RecordIndex | None = None
+    legacy: _Legacy | None = None
+
+
+def _key(entry: Entry) -> _Key:
+    return (entry.timestamp, entry.insert_id)
 
 
 class LogEntriesApi:
-    """``entries.list`` over the replica logs under ``<state_dir>/logs``, for the jobs in ``store``."""
+    """``entries.list`` over the job logs under ``<state_dir>/logs``, for the jobs in ``store``."""
 
     def __init__(
         self,
@@ -215,9 +112,10 @@ class LogEntriesApi:
         #: draws an injected fault for a method name (the JobService's fault injector), or None.
         self.fault = fault
         self.calls = 0
-        self._files: dict[tuple[str, str], _FileState] = {}
-        self._meta: dict[str, _JobMeta] = {}
-        self._last_ts = 0
+        self._indexes: dict[tuple[str, str], RecordIndex] = {}
+        self._legacy: dict[tuple[str, str], _Legacy] = {}
+        self._meta: dict[str, JobMeta] = {}
+        self._bound = 0  # the latest request start: what any request may have served is at or before it
         self._lock = threading.Lock()
 
     # -- the API ------------------------------------------------------------------------------
@@ -231,6 +129,7 @@ class LogEntriesApi:
         page_token: str = "",
     ) -> dict[str, Any]:
         """One ``entries.list`` page as v2 JSON: ``{"entries": [...], "nextPageToken": "..."}``."""
+        bound = time.time_ns()  # before any file is read: only lines stamped at or before it are served
         with self._lock:
             self.calls += 1
         if self.fault is not None:
@@ -239,7 +138,7 @@ class LogEntriesApi:
                 raise LoggingApiError(code, f"injected fault: ListLogEntries failed with {code}")
         projects = self._projects(resource_names)
         try:
-            predicate: LogPredicate = compile_log_filter(filter_text)
+            query = parse_log_filter(filter_text)
         except LogFilterError as exc:
             raise LoggingApiError("INVALID_ARGUMENT", str(exc)) from None
         order = " ".join(order_by.split()).lower()
@@ -257,15 +156,12 @@ class LogEntriesApi:
             :16
         ]
         after = self._decode_token(page_token, digest) if page_token else None
-        entries = self._snapshot(projects)
-        entries.sort(key=lambda e: (e.timestamp, e.insert_id), reverse=descending)
-        page: list[_Entry] = []
+        sources = self._sources(projects, query, bound)
+        streams = [self._entries(src, query, bound, after, descending) for src in sources]
+        page: list[Entry] = []
         more = False
-        for entry in entries:
-            key = (entry.timestamp, entry.insert_id)
-            if after is not None and ((key <= after) if not descending else (key >= after)):
-                continue
-            if not predicate(entry.fields()):
+        for entry in heapq.merge(*streams, key=_key, reverse=descending):
+            if not query.predicate(entry.fields()):
                 continue
             if len(page) == size:
                 more = True
@@ -276,6 +172,108 @@ class LogEntriesApi:
             last = page[-1]
             response["nextPageToken"] = self._encode_token(last.timestamp, last.insert_id, digest)
         return response
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _sources(self, projects: set[str], query: LogQuery, bound: int) -> list[_Source]:
+        """The files the request may read, their new lines indexed (and legacy files read)."""
+        job_ids = query.sets.get("resource.labels.job_id")
+        tasks = query.sets.get("resource.labels.task_name")
+        out: list[_Source] = []
+        with self._lock:
+            served_before, self._bound = self._bound, max(self._bound, bound)
+            try:
+                job_dirs = sorted(os.scandir(self.log_root), key=lambda d: d.name)
+            except FileNotFoundError:
+                return out
+            for job_dir in job_dirs:
+                if not job_dir.is_dir():
+                    continue
+                meta = self._job_meta(job_dir.name)
+                if meta is None or meta.project not in projects:
+                    continue
+                if job_ids is not None and meta.job_id.casefold() not in job_ids:
+                    continue
+                names = {item.name for item in os.scandir(job_dir.path)}
+                for key in sorted(_keys(names)):
+                    if tasks is not None and key.casefold() not in tasks:
+                        continue
+                    source = _Source(dir_id=job_dir.name, key=key, meta=meta)
+                    ident = (job_dir.name, key)
+                    if f"{key}{RECORDS_SUFFIX}" in names:
+                        source.index = self._indexes.get(ident)
+                        if source.index is None:
+                            path = Path(job_dir.path) / f"{key}{RECORDS_SUFFIX}"
+                            source.index = self._indexes[ident] = RecordIndex(path)
+                        source.index.refresh()
+                    else:
+                        source.legacy = self._legacy.setdefault(ident, _Legacy())
+                        self._read_legacy(Path(job_dir.path) / f"{key}.log", source, served_before)
+                    out.append(source)
+        return out
+
+    def _entries(
+        self, src: _Source, query: LogQuery, bound: int, after: _Key | None, descending: bool
+    ) -> Iterator[Entry]:
+        """The source's entries in the request's order: stamped at or before ``bound``, within the
+        filter's time range, past the page token's ``after``."""
+        since, until = query.since, min(bound, query.until if query.until is not None else bound)
+        if after is not None:
+            if descending:
+                until = min(until, after[0])
+            else:
+                since = after[0] if since is None else max(since, after[0])
+        if src.index is not None:
+            lo, hi = src.index.span(since, until)
+            records = src.index.read(lo, hi, reverse=descending)
+            entries: Iterator[Entry] = (
+                record_entry(r, dir_id=src.dir_id, key=src.key, meta=src.meta) for r in records
+            )
+        else:
+            assert src.legacy is not None
+            kept = [
+                e
+                for e in src.legacy.entries
+                if (since is None or e.timestamp >= since) and e.timestamp <= until
+            ]
+            entries = iter(reversed(kept) if descending else kept)
+        for entry in entries:
+            if after is not None and ((_key(entry) >= after) if descending else (_key(entry) <= after)):
+                continue
+            yield entry
+
+    def _read_legacy(self, path: Path, src: _Source, served_before: int) -> None:
+        state = src.legacy
+        assert state is not None
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(state.offset)
+                data = fh.read()
+                mtime = os.fstat(fh.fileno()).st_mtime_ns
+        except OSError:
+            return
+        end = data.rfind(b"\n")
+        if end < 0:
+            return  # no complete line yet
+        chunk = data[: end + 1]
+        state.offset += len(chunk)
+        for raw in chunk.split(b"\n")[:-1]:
+            text = raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r")
+            if text == GCS_NOTE or text.startswith("---- emulator: restart "):
+                continue  # the emulator's own notes, not the replica's output
+            state.line_no += 1
+            # later than the file's previous line and than whatever a request may have served
+            state.last_ts = max(state.last_ts + 1, served_before + 1, mtime)
+            state.entries.append(
+                replica_line_entry(
+                    text,
+                    "stdout",
+                    t=state.last_ts,
+                    insert_id=f"{src.dir_id}.{src.key}.{state.line_no:09d}",
+                    key=src.key,
+                    meta=src.meta,
+                )
+            )
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -300,7 +298,7 @@ class LogEntriesApi:
         return base64.urlsafe_b64encode(raw).decode()
 
     @staticmethod
-    def _decode_token(token: str, digest: str) -> tuple[int, str]:
+    def _decode_token(token: str, digest: str) -> _Key:
         try:
             value = json.loads(base64.urlsafe_b64decode(token.encode()))
             timestamp, insert_id, token_digest = value
@@ -315,7 +313,7 @@ class LogEntriesApi:
             )
         return timestamp, insert_id
 
-    def _job_meta(self, job_id: str) -> _JobMeta | None:
+    def _job_meta(self, job_id: str) -> JobMeta | None:
         meta = self._meta.get(job_id)
         if meta is not None:
             return meta
@@ -325,81 +323,24 @@ class LogEntriesApi:
         name = str(job.get("name", ""))
         parts = name.split("/")
         project = parts[1] if len(parts) > 2 else ""
-        meta = _JobMeta(project=project, job_id=job_id, trial_id=None)
+        meta = JobMeta(project=project, job_id=job_id, trial_id=None)
         if "/customJobs/" in name:
             parent = name.split("/customJobs/")[0]
             for tuning in self.store.list("hyperparameterTuningJobs", parent):
                 for trial in tuning.get("trials") or []:
                     if trial.get("customJob") == name:
                         tuning_id = str(tuning["name"]).rsplit("/", 1)[-1]
-                        meta = _JobMeta(project=project, job_id=tuning_id, trial_id=str(trial.get("id")))
+                        meta = JobMeta(project=project, job_id=tuning_id, trial_id=str(trial.get("id")))
         self._meta[job_id] = meta
         return meta
 
-    def _snapshot(self, projects: set[str]) -> list[_Entry]:
-        """Read every replica log's new lines, then return the entries of ``projects``."""
-        out: list[_Entry] = []
-        with self._lock:
-            try:
-                job_dirs = sorted(os.scandir(self.log_root), key=lambda d: d.name)
-            except FileNotFoundError:
-                return out
-            for job_dir in job_dirs:
-                if not job_dir.is_dir():
-                    continue
-                meta = self._job_meta(job_dir.name)
-                if meta is None or meta.project not in projects:
-                    continue
-                for item in sorted(os.scandir(job_dir.path), key=lambda d: d.name):
-                    if not item.name.endswith(".log") or item.name.startswith("install-"):
-                        continue
-                    replica = item.name[: -len(".log")]
-                    state = self._files.setdefault((job_dir.name, replica), _FileState())
-                    self._read_new(Path(item.path), job_dir.name, replica, meta, state)
-                    out.extend(state.entries)
-        return out
 
-    def _read_new(self, path: Path, job_id: str, replica: str, meta: _JobMeta, state: _FileState) -> None:
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(state.offset)
-                data = fh.read()
-                mtime = os.fstat(fh.fileno()).st_mtime_ns
-        except OSError:
-            return
-        end = data.rfind(b"\n")
-        if end < 0:
-            return  # no complete line yet
-        received = max(mtime, _now_ns())
-        chunk = data[: end + 1]
-        state.offset += len(chunk)
-        for raw in chunk.split(b"\n")[:-1]:
-            text = raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r")
-            if text == GCS_NOTE:
-                continue  # the emulator's own note, not the replica's output
-            severity, payload = _classify(text, state)
-            state.line_no += 1
-            # later than every line read before (any replica's): a reader's (timestamp, insertId)
-            # cursor never skips a line read after it
-            state.last_ts = self._last_ts = max(state.last_ts + 1, self._last_ts + 1, mtime)
-            state.entries.append(
-                _Entry(
-                    timestamp=state.last_ts,
-                    receive=max(received, state.last_ts),
-                    insert_id=f"{job_id}.{replica}.{state.line_no:09d}",
-                    severity=severity,
-                    text=None if payload is not None else text,
-                    json_payload=payload,
-                    replica=replica,
-                    meta=meta,
-                )
-            )
-
-
-def _now_ns() -> int:
-    import time
-
-    return time.time_ns()
+def _keys(names: set[str]) -> set[str]:
+    """The tasks a job directory holds logs of: every ``<key>.jsonl``, and every ``<key>.log``
+    (not a package install's) with no ``.jsonl`` beside it."""
+    keys = {n[: -len(RECORDS_SUFFIX)] for n in names if n.endswith(RECORDS_SUFFIX)}
+    keys |= {n[: -len(".log")] for n in names if n.endswith(".log") and not n.startswith("install-")}
+    return keys
 
 
 # -- transports ----------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Replica processes: start each under its own supervisor, stop a replica's whole tree, find leftovers.
 
 Every replica is started from an argv list (never through a shell) under a small supervisor process
-(supervise.py, run as ``python -I -S supervise.py <emulator pid> <grace> <argv...>``) in a new
+(supervise.py, run as ``python -I -S supervise.py <emulator pid> <grace> <records> <argv...>``) in a new
 session. On Linux the supervisor is a *child subreaper*: whatever the replica forks -- torchrun's
 workers, DataLoader workers, a shell wrapper, a grandchild that calls ``setsid`` or double-forks --
 stays in the supervisor's tree, so stopping the replica stops all of it:
@@ -39,6 +39,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from vertex_emulator.log_records import RECORDS_SUFFIX
+
 __all__ = ["crash", "free_ports", "kill_leftovers", "leftovers", "read_tail", "spawn", "stop"]
 
 _SUPERVISOR = Path(__file__).with_name("supervise.py")
@@ -74,12 +76,16 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (no shell) under its supervisor, in a new session, output appended to ``log``.
 
-    The returned process is the supervisor: its exit status is the replica's.
+    The supervisor also writes the replica's structured log beside ``log`` (every line with its stream
+    and time: ``<name>.jsonl`` for ``<name>.log``; supervise.py, log_records.py). The returned
+    process is the supervisor: its exit status is the replica's.
     """
     if not argv:
         raise ValueError("argv must not be empty")
+    grace = f"{max(0.0, grace_s):g}"
+    records = Path(str(log.name)).with_suffix(RECORDS_SUFFIX) if isinstance(log.name, str) else ""
     return subprocess.Popen(
-        [sys.executable, "-I", "-S", str(_SUPERVISOR), str(os.getpid()), f"{max(0.0, grace_s):g}", *argv],
+        [sys.executable, "-I", "-S", str(_SUPERVISOR), str(os.getpid()), grace, str(records), *argv],
         env=dict(env),
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,

@@ -1,17 +1,18 @@
-"""The emulator's Cloud Logging read API, through the stock google-cloud-logging clients."""
+"""The emulator's Cloud Logging read API, through the stock google-cloud-logging clients: the entry
+shape, pages, order, tokens, errors, faults, tuning trials and plain logs of an older emulator.
+Streams, timestamps, service lines and filters: test_logging_streams.py and test_logging_filters.py."""
 
 from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from vertex_emulator.app import Emulator
+from tests.emulator.logging_support import PROJECT, custom, gapic, logging_client, post, text_of
+from tests.polling import poll_until
 from vertex_emulator.testing import (
     PARENT,
     container_job,
@@ -21,7 +22,6 @@ from vertex_emulator.testing import (
     wait_for_state,
 )
 
-PROJECT = PARENT.split("/")[1]
 ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}
 
 # Every replica prints, then leaves a mark; the primary ends the job (exit 0) once all three have
@@ -32,9 +32,7 @@ task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
 me = f"{task['type']}-{task['index']}"
 for step in range(5):
     print(f"{task['type']} step {step}")
-print('{"severity": "WARNING", "message": "structured warning"}')
 if task["type"] == "workerpool1":
-    print("WARNING: worker warning")
     try:
         raise ValueError("boom")
     except ValueError:
@@ -47,50 +45,6 @@ while time.monotonic() < deadline and (me != "workerpool0-0" or len(list(shared.
 """
 
 
-def _custom(body: dict[str, Any]) -> Any:
-    from google.cloud import aiplatform_v1
-
-    return aiplatform_v1.CustomJob.from_json(json.dumps(body))
-
-
-def _gapic(em: Emulator) -> Any:
-    import grpc
-    from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
-    from google.cloud.logging_v2.services.logging_service_v2.transports.grpc import (
-        LoggingServiceV2GrpcTransport,
-    )
-
-    return LoggingServiceV2Client(
-        transport=LoggingServiceV2GrpcTransport(channel=grpc.insecure_channel(em.grpc_target))
-    )
-
-
-def _rest_client(em: Emulator) -> Any:
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import logging as cloud_logging
-
-    return cloud_logging.Client(
-        project=PROJECT,
-        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-        _use_grpc=False,
-        client_options={"api_endpoint": em.rest_endpoint},
-    )
-
-
-def _post(em: Emulator, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        em.rest_endpoint + "/v2/entries:list",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One finished CustomJob (primary + 2 workers) on a running emulator."""
@@ -98,7 +52,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Any:
         client = grpc_client(em)
         code = f"SHARED = {str(tmp_path_factory.mktemp('marks'))!r}" + TRAINER
         job = client.create_custom_job(
-            parent=PARENT, custom_job=_custom(container_job("logs", code, workers=2))
+            parent=PARENT, custom_job=custom(container_job("logs", code, workers=2))
         )
         wait_for_state(client, job.name, ENDED)
         yield em, job.name.rsplit("/", 1)[-1]
@@ -106,7 +60,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_grpc_pages_return_every_line_once_in_order_per_replica(finished: Any) -> None:
     em, job_id = finished
-    pager = _gapic(em).list_log_entries(
+    pager = gapic(em).list_log_entries(
         request={
             "resource_names": [f"projects/{PROJECT}"],
             "filter": f'resource.type="ml_job" AND resource.labels.job_id="{job_id}"',
@@ -114,57 +68,58 @@ def test_grpc_pages_return_every_line_once_in_order_per_replica(finished: Any) -
         }
     )
     entries = list(pager)
-    by_replica: dict[str, list[str]] = {}
+    by_task: dict[str, list[str]] = {}
     for entry in entries:
+        task = entry.resource.labels["task_name"]
         assert entry.resource.type == "ml_job"
         assert entry.resource.labels["project_id"] == PROJECT
         assert entry.resource.labels["job_id"] == job_id
-        assert entry.log_name == f"projects/{PROJECT}/logs/{entry.resource.labels['task_name']}"
-        by_replica.setdefault(entry.resource.labels["task_name"], []).append(
-            entry.text_payload or entry.json_payload["message"]
-        )
-    assert sorted(by_replica) == ["workerpool0-0", "workerpool1-0", "workerpool1-1"]
-    for key, lines in by_replica.items():
+        if task == "service":
+            assert entry.log_name == f"projects/{PROJECT}/logs/ml.googleapis.com%2F{job_id}"
+        else:
+            assert entry.log_name == f"projects/{PROJECT}/logs/{task}"
+            assert dict(entry.json_payload)["attrs"] == {"tag": task}
+        by_task.setdefault(task, []).append(text_of(entry))
+    assert sorted(by_task) == ["service", "workerpool0-0", "workerpool1-0", "workerpool1-1"]
+    for key, lines in by_task.items():
         steps = [line for line in lines if " step " in line]
-        assert steps == [line for line in steps if line.endswith(tuple("01234"))]
-        assert [line.rsplit(" ", 1)[-1] for line in steps] == ["0", "1", "2", "3", "4"], key
+        assert [line.rsplit(" ", 1)[-1] for line in steps] == ([] if key == "service" else list("01234")), key
+    assert by_task["service"][0] == "Waiting for job to be provisioned."
+    assert by_task["service"][-1] == "Job completed successfully."
     ids = [entry.insert_id for entry in entries]
     assert len(ids) == len(set(ids))
     stamps = [entry.timestamp for entry in entries]
     assert stamps == sorted(stamps)
 
 
-def test_severities_as_vertex_gives_them(finished: Any) -> None:
+def test_a_replica_line_is_json_payload_with_message_levelname_and_tag(finished: Any) -> None:
     em, job_id = finished
-    entries = list(
-        _gapic(em).list_log_entries(
-            request={"resource_names": [f"projects/{PROJECT}"], "filter": f"resource.labels.job_id={job_id}"}
-        )
+    status, page = post(
+        em,
+        {
+            "resourceNames": [f"projects/{PROJECT}"],
+            "filter": f'resource.labels.job_id="{job_id}" resource.labels.task_name="workerpool1-0"',
+            "pageSize": 1000,
+        },
     )
-    severity = {
-        (e.resource.labels["task_name"], e.text_payload or e.json_payload["message"]): e.severity
-        for e in entries
+    assert status == 200
+    first = page["entries"][0]
+    assert first["jsonPayload"] == {
+        "message": "workerpool1 step 0",
+        "levelname": "INFO",
+        "attrs": {"tag": "workerpool1-0"},
     }
-    info, warning, error = 200, 400, 500  # google.logging.type.LogSeverity
-    assert severity[("workerpool0-0", "workerpool0 step 0")] == info
-    assert severity[("workerpool0-0", "structured warning")] == warning
-    assert severity[("workerpool1-0", "WARNING: worker warning")] == warning
-    assert severity[("workerpool1-0", "Traceback (most recent call last):")] == error
-    frames = [
-        level
-        for (key, line), level in severity.items()
-        if key == "workerpool1-0" and line.startswith("  File")
-    ]
-    assert frames and set(frames) == {error}
-    assert severity[("workerpool1-0", "ValueError: boom")] == error
+    assert "textPayload" not in first and "labels" not in first
+    boom = next(e for e in page["entries"] if e["jsonPayload"]["message"] == "ValueError: boom")
+    assert (boom["severity"], boom["jsonPayload"]["levelname"]) == ("ERROR", "ERROR")
 
 
 def test_rest_client_filters_severity_time_and_not(finished: Any) -> None:
     em, job_id = finished
-    client = _rest_client(em)
+    client = logging_client(em, grpc=False)
     warnings = list(client.list_entries(filter_=f'resource.labels.job_id="{job_id}" severity>=WARNING'))
-    assert warnings and all(e.severity in ("WARNING", "ERROR") for e in warnings)
-    assert any(e.payload == "ValueError: boom" for e in warnings)
+    assert warnings and all(e.severity == "ERROR" for e in warnings)
+    assert any(text_of(e) == "ValueError: boom" for e in warnings)
     everything = list(
         client.list_entries(filter_=f'resource.labels.job_id="{job_id}"', order_by="timestamp desc")
     )
@@ -175,12 +130,12 @@ def test_rest_client_filters_severity_time_and_not(finished: Any) -> None:
         "filter": f"resource.labels.job_id={job_id}",
         "pageSize": 1000,
     }
-    ordered = _post(em, body)[1]["entries"]
+    ordered = post(em, body)[1]["entries"]
     middle = len(ordered) // 2
     stamp = ordered[middle]["timestamp"]
-    later = _post(em, {**body, "filter": f'{body["filter"]} AND timestamp>="{stamp}"'})[1]["entries"]
+    later = post(em, {**body, "filter": f'{body["filter"]} AND timestamp>="{stamp}"'})[1]["entries"]
     assert later == ordered[middle:]
-    earlier = _post(em, {**body, "filter": f'{body["filter"]} timestamp<"{stamp}"'})[1]["entries"]
+    earlier = post(em, {**body, "filter": f'{body["filter"]} timestamp<"{stamp}"'})[1]["entries"]
     assert earlier == ordered[:middle]
     not_primary = list(
         client.list_entries(
@@ -208,21 +163,20 @@ def test_lines_written_later_come_after_the_last_token(tmp_path: Path) -> None:
     )
     with running_emulator(tmp_path) as em:
         client = grpc_client(em)
-        job = client.create_custom_job(parent=PARENT, custom_job=_custom(container_job("live", code)))
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(container_job("live", code)))
         job_id = job.name.rsplit("/", 1)[-1]
-        body = {"resourceNames": [f"projects/{PROJECT}"], "filter": f"resource.labels.job_id={job_id}"}
-        deadline = time.monotonic() + 20
-        first: list[dict[str, Any]] = []
-        while not first and time.monotonic() < deadline:
-            first = _post(em, body)[1].get("entries", [])
-            time.sleep(0.05)
-        assert [e["textPayload"] for e in first] == ["first"]
+        body = {
+            "resourceNames": [f"projects/{PROJECT}"],
+            "filter": f"resource.labels.job_id={job_id} resource.labels.task_name=workerpool0-0",
+        }
+        first = poll_until(lambda: post(em, body)[1].get("entries", []), timeout=20, interval=0.05)
+        assert [text_of(e) for e in first] == ["first"]
         (em.config.state_dir / "work" / job_id / "workerpool0-0" / "go").touch()
         wait_for_state(client, job.name, ENDED)
         watermark = first[-1]["timestamp"]
-        status, page = _post(em, {**body, "filter": f'{body["filter"]} timestamp>"{watermark}"'})
+        status, page = post(em, {**body, "filter": f'{body["filter"]} timestamp>"{watermark}"'})
         assert status == 200
-        assert [e["textPayload"] for e in page["entries"]] == ["second"]
+        assert [text_of(e) for e in page["entries"]] == ["second"]
 
 
 def test_tuning_trial_lines_carry_the_tuning_job_and_trial_id(tmp_path: Path) -> None:
@@ -237,7 +191,7 @@ def test_tuning_trial_lines_carry_the_tuning_job_and_trial_id(tmp_path: Path) ->
         )
         wait_for_state(client, job.name, ENDED)
         tuning_id = job.name.rsplit("/", 1)[-1]
-        status, page = _post(
+        status, page = post(
             em,
             {
                 "resourceNames": [f"projects/{PROJECT}"],
@@ -245,9 +199,14 @@ def test_tuning_trial_lines_carry_the_tuning_job_and_trial_id(tmp_path: Path) ->
             },
         )
     assert status == 200
-    assert [e["textPayload"] for e in page["entries"]] == ["trial says hi"]
-    assert page["entries"][0]["labels"] == {"ml.googleapis.com/trial_id": "2"}
-    assert page["entries"][0]["resource"]["labels"]["task_name"] == "workerpool0-0"
+    replica = [e for e in page["entries"] if e["resource"]["labels"]["task_name"] == "workerpool0-0"]
+    assert [text_of(e) for e in replica] == ["trial says hi"]
+    assert replica[0]["labels"] == {"ml.googleapis.com/trial_id": "2"}
+    # the trial's service lines are the tuning job's too, with the trial's label
+    service = [e for e in page["entries"] if e["resource"]["labels"]["task_name"] == "service"]
+    assert service and service[-1]["textPayload"] == "Job completed successfully."
+    assert service[-1]["labels"]["ml.googleapis.com/trial_id"] == "2"
+    assert service[-1]["logName"] == f"projects/{PROJECT}/logs/ml.googleapis.com%2F{tuning_id}"
 
 
 @pytest.mark.parametrize(
@@ -270,7 +229,7 @@ def test_tuning_trial_lines_carry_the_tuning_job_and_trial_id(tmp_path: Path) ->
 )
 def test_bad_requests_are_400_naming_the_field(finished: Any, body: dict[str, Any], needle: str) -> None:
     em, _ = finished
-    status, data = _post(em, {"resourceNames": [f"projects/{PROJECT}"], **body})
+    status, data = post(em, {"resourceNames": [f"projects/{PROJECT}"], **body})
     assert status == 400, data
     assert data["error"]["status"] == "INVALID_ARGUMENT"
     assert needle in data["error"]["message"]
@@ -282,7 +241,7 @@ def test_grpc_bad_filter_is_invalid_argument(finished: Any) -> None:
     em, _ = finished
     with pytest.raises(exceptions.InvalidArgument, match="severity must be one of"):
         list(
-            _gapic(em).list_log_entries(
+            gapic(em).list_log_entries(
                 request={"resource_names": [f"projects/{PROJECT}"], "filter": "severity=x"}
             )
         )
@@ -295,8 +254,8 @@ def test_a_token_from_another_filter_is_refused(finished: Any) -> None:
         "filter": f"resource.labels.job_id={job_id}",
         "pageSize": 1,
     }
-    token = _post(em, base)[1]["nextPageToken"]
-    status, data = _post(em, {**base, "filter": "severity>=ERROR", "pageToken": token})
+    token = post(em, base)[1]["nextPageToken"]
+    status, data = post(em, {**base, "filter": "severity>=ERROR", "pageToken": token})
     assert status == 400
     assert "another filter" in data["error"]["message"]
 
@@ -308,12 +267,13 @@ def test_injected_resource_exhausted_reaches_the_client(tmp_path: Path) -> None:
         em.config.faults.error_rate = {"ListLogEntries": 1.0}
         em.config.faults.error_codes = ["RESOURCE_EXHAUSTED"]
         with pytest.raises(exceptions.ResourceExhausted):
-            _gapic(em).list_log_entries(request={"resource_names": [f"projects/{PROJECT}"]}, retry=None)
+            gapic(em).list_log_entries(request={"resource_names": [f"projects/{PROJECT}"]}, retry=None)
         assert em.logs.calls == 1
 
 
-def test_a_line_read_later_sorts_after_every_line_read_before(tmp_path: Path) -> None:
-    """Even when its file's modification time is older (a write racing the previous read)."""
+def test_a_plain_log_line_read_later_sorts_after_every_line_read_before(tmp_path: Path) -> None:
+    """A ``<key>.log`` with no ``.jsonl`` (an older emulator's state directory) is read as stdout
+    lines; a line read later sorts later even when its file's modification time is older."""
     import os
 
     from vertex_emulator.logging_api import LogEntriesApi
@@ -335,6 +295,6 @@ def test_a_line_read_later_sorts_after_every_line_read_before(tmp_path: Path) ->
         second = api.list_entries([f"projects/{PROJECT}"])["entries"]
     finally:
         store.close()
-    assert [e["textPayload"] for e in first] == ["primary line"]
-    assert [e["textPayload"] for e in second] == ["primary line", "worker line"]
+    assert [text_of(e) for e in first] == ["primary line"]
+    assert [text_of(e) for e in second] == ["primary line", "worker line"]
     assert second[1]["timestamp"] > first[0]["timestamp"]

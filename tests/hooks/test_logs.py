@@ -11,8 +11,9 @@ from airflow_vertex_dist.hooks.logs import VertexLogsHook, jobs_filter, replicas
 from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
-# Every replica prints its steps and leaves a mark; workerpool1-1 waits for the others' marks, warns,
-# errs and exits 1 (failing the job); the others wait for the job to stop them.
+# Every replica prints its steps and leaves a mark; workerpool1-1 waits for the others' marks, warns
+# and errs on stderr (ERROR in Cloud Logging, as on Vertex AI) and exits 1 (failing the job); the
+# others wait for the job to stop them.
 TRAINER = """
 import json, os, pathlib, sys, time
 task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
@@ -25,8 +26,8 @@ deadline = time.monotonic() + 30
 if me == "workerpool1-1":
     while len(list(shared.iterdir())) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
-    print("WARNING: disk almost full")
-    print("ERROR: shard 7 is corrupt")
+    print("WARNING: disk almost full", file=sys.stderr)
+    print("ERROR: shard 7 is corrupt", file=sys.stderr)
     sys.exit(1)
 while time.monotonic() < deadline:
     time.sleep(0.05)
@@ -72,7 +73,8 @@ def test_default_selection_is_primary_plus_warnings(transport: str, job_id: str)
         hook.close()
     assert {line.key for line in lines if line.severity == "INFO"} == {"workerpool0-0"}
     assert ("workerpool1-1", "ERROR: shard 7 is corrupt") in _texts(lines)
-    assert [line.severity for line in lines if line.key == "workerpool1-1"] == ["WARNING", "ERROR"]
+    assert [line.severity for line in lines if line.key == "workerpool1-1"] == ["ERROR", "ERROR"]
+    assert [line.text for line in lines if line.key == "service"][-1].startswith("The replica workerpool1-1")
 
 
 def test_pages_join_without_loss_or_repeat(grpc_conn: str, job_id: str) -> None:

@@ -15,6 +15,9 @@ from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
 PROJECT = "test-project"
+#: the replica's own lines: "all" also takes the job's service lines ("Waiting for job to be
+#: provisioned.", "Job is running."...), which Vertex AI and the emulator log under task "service"
+PRIMARY_ONLY = ["workerpool0-0"]
 
 # Prints `count` numbered lines, the last one as a warning, then exits 0.
 PRINTER = """
@@ -61,7 +64,7 @@ def test_one_read_per_cycle_for_many_jobs_paged_without_repeats(em: Emulator, fa
 
     async def run() -> tuple[dict[str, list[str]], int, int]:
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        subs = {job_id: poller.subscribe(job_id, selection="all", interval=0.05) for job_id in ids}
+        subs = {job_id: poller.subscribe(job_id, selection=PRIMARY_ONLY, interval=0.05) for job_id in ids}
         got = {job_id: [line.text for line in await _collect(sub, 10)] for job_id, sub in subs.items()}
         before = em.logs.calls
         cycles = poller.cycles
@@ -85,12 +88,12 @@ def test_a_resumed_cursor_repeats_nothing(em: Emulator, fast: None) -> None:
 
     async def run() -> tuple[list[str], list[str]]:
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        sub = poller.subscribe(job_id, selection="all", interval=0.05)
+        sub = poller.subscribe(job_id, selection=PRIMARY_ONLY, interval=0.05)
         first = await _collect(sub, 6)
         sub.close()
         cursor = LogCursor.of(first[2])  # as if the trigger had stopped after the third line
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        again = poller.subscribe(job_id, selection="all", cursor=cursor, interval=0.05)
+        again = poller.subscribe(job_id, selection=PRIMARY_ONLY, cursor=cursor, interval=0.05)
         rest = await _collect(again, 3)
         await poller.next_cycle()
         rest += again.take()
@@ -123,7 +126,7 @@ def test_resource_exhausted_backs_off_and_recovers(em: Emulator, fast: None) -> 
 
     async def run() -> tuple[int, list[str]]:
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        sub = poller.subscribe(job_id, selection="all", interval=0.02)
+        sub = poller.subscribe(job_id, selection=PRIMARY_ONLY, interval=0.02)
         await poller.next_cycle()
         failures = poller.failures
         em.config.faults.error_rate = {}
@@ -222,7 +225,7 @@ def test_a_worker_slot_wait_reads_at_most_once_per_min_interval(
     job_id = _finished_job(em, "paced", 2)
     hook = VertexLogsHook()
     try:
-        streamer = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=60)
+        streamer = LogStreamer(hook, job_id, PRIMARY_ONLY, logging.getLogger("test"), min_interval_s=60)
         before = em.logs.calls
         assert streamer.poll() == 2
         assert streamer.poll() == 0  # within the interval: no read
@@ -238,7 +241,7 @@ def test_a_sensor_that_streamed_in_its_first_poke_hands_its_cursor_to_its_trigge
 
     job_id = _finished_job(em, "handover", 3)
     name = f"{PARENT}/customJobs/{job_id}"
-    sensor = VertexJobSensor(task_id="watch", job_name=name, stream_logs="all")
+    sensor = VertexJobSensor(task_id="watch", job_name=name, stream_logs=PRIMARY_ONLY)
     sensor._stream_lines(force=True)  # what the first poke does before the sensor defers
     last = sensor._streamer.cursor
     assert last.insert_id.endswith(".workerpool0-0.000000003")  # the third (last) line

@@ -27,6 +27,9 @@ SETTLE_ENV = "AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS"
 #: far longer than any of these tests takes: a line written by one is never settled within it
 LONG = "60"  # the most the option allows
 
+#: the replica's own lines: "all" also takes the job's service lines ("Job is running."...)
+PRIMARY_ONLY = ["workerpool0-0"]
+
 PRINTER = """
 for i in range(3):
     print(f"settle line {i}", flush=True)
@@ -62,10 +65,10 @@ def test_a_worker_slot_read_takes_only_settled_lines(em: Emulator, monkeypatch: 
     hook = VertexLogsHook()
     try:
         monkeypatch.setenv(SETTLE_ENV, LONG)
-        held = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=0)
+        held = LogStreamer(hook, job_id, PRIMARY_ONLY, logging.getLogger("test"), min_interval_s=0)
         assert held.poll() == 0  # read, but every line is younger than the window
         monkeypatch.setenv(SETTLE_ENV, "0")
-        taken = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=0)
+        taken = LogStreamer(hook, job_id, PRIMARY_ONLY, logging.getLogger("test"), min_interval_s=0)
         assert taken.poll() == 3  # the same read without the window takes them
     finally:
         hook.close()
@@ -78,7 +81,7 @@ def test_a_worker_slot_stream_of_an_ended_job_waits_out_the_window(
     job_id = _finished_job(em)
     hook = VertexLogsHook()
     try:
-        streamer = LogStreamer(hook, job_id, "all", logging.getLogger("test"), min_interval_s=0)
+        streamer = LogStreamer(hook, job_id, PRIMARY_ONLY, logging.getLogger("test"), min_interval_s=0)
         started = time.monotonic()
         assert streamer.poll(force=True) == 3  # the job ended: the window passes, then every line
         assert time.monotonic() - started >= 0.5
@@ -94,7 +97,7 @@ def test_the_poller_holds_lines_back_and_reads_through_an_ended_job(
     async def held_back() -> tuple[int, bool, float]:
         monkeypatch.setenv(SETTLE_ENV, LONG)
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        sub = poller.subscribe(job_id, selection="all", interval=0.05)
+        sub = poller.subscribe(job_id, selection=PRIMARY_ONLY, interval=0.05)
         try:
             cycles = poller.cycles
             while poller.cycles < cycles + 2:
@@ -107,7 +110,8 @@ def test_the_poller_holds_lines_back_and_reads_through_an_ended_job(
     async def settled() -> tuple[list[str], bool]:
         monkeypatch.setenv(SETTLE_ENV, "0.3")
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        sub = poller.subscribe(job_id, selection="all", interval=60.0)  # no cycle of its own for a minute
+        # no cycle of its own for a minute
+        sub = poller.subscribe(job_id, selection=PRIMARY_ONLY, interval=60.0)
         try:
             through = await poller.read_through(time.time(), timeout=30)
             return [line.text for line in sub.take()], through

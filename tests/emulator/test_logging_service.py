@@ -1,0 +1,105 @@
+"""Vertex AI's own ``service`` lines about a job in the emulator's Cloud Logging, read through the stock
+google-cloud-logging client over gRPC and HTTP/JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.emulator.logging_support import PROJECT, custom, job_filter, logging_client, text_of
+from tests.polling import poll_until
+from vertex_emulator.testing import PARENT, container_job, grpc_client, running_emulator, wait_for_state
+
+PENDING = [
+    "Waiting for job to be provisioned.",
+    "Vertex AI is provisioning job running framework. First time usage might take couple of minutes, "
+    "and subsequent runs can be much faster.",
+    "Vertex AI is setting up this job.",
+    "Waiting for training program to start.",
+    "Job is preparing.",
+    "Job is running.",
+]
+
+
+def _service(em: Any, job_id: str, *, grpc: bool) -> list[Any]:
+    client = logging_client(em, grpc=grpc)
+    return list(client.list_entries(filter_=job_filter(job_id, 'resource.labels.task_name="service"')))
+
+
+@pytest.mark.parametrize("grpc", [True, False], ids=["grpc", "http"])
+def test_a_job_that_succeeds(tmp_path: Path, grpc: bool) -> None:
+    with running_emulator(tmp_path) as em:
+        client = grpc_client(em)
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(container_job("ok", "print('hi')")))
+        wait_for_state(client, job.name, {"JOB_STATE_SUCCEEDED"})
+        job_id = job.name.rsplit("/", 1)[-1]
+        entries = _service(em, job_id, grpc=grpc)
+    assert [text_of(e) for e in entries] == [
+        *PENDING,
+        "Tearing down training program.",
+        "Finished tearing down training program.",
+        "Job completed successfully.",
+    ]
+    assert {e.severity for e in entries} == {"INFO"}
+    assert {e.log_name for e in entries} == {f"projects/{PROJECT}/logs/ml.googleapis.com%2F{job_id}"}
+    assert all(e.resource.type == "ml_job" and e.resource.labels["job_id"] == job_id for e in entries)
+    assert entries[0].labels == {"ml.googleapis.com/endpoint": "", "ml.googleapis.com/job_state": "QUEUED"}
+    assert entries[-1].labels == {"ml.googleapis.com/endpoint": ""}
+
+
+@pytest.mark.parametrize("grpc", [True, False], ids=["grpc", "http"])
+def test_a_job_that_fails_says_why_as_an_error(tmp_path: Path, grpc: bool) -> None:
+    with running_emulator(tmp_path) as em:
+        client = grpc_client(em)
+        code = "import sys; print('bad input', file=sys.stderr); sys.exit(3)"
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(container_job("bad", code)))
+        failed = wait_for_state(client, job.name, {"JOB_STATE_FAILED"})
+        entries = _service(em, job.name.rsplit("/", 1)[-1], grpc=grpc)
+    assert [text_of(e) for e in entries] == [
+        *PENDING,
+        failed.error.message,
+        "Finished tearing down training program.",
+        "Job failed.",
+    ]
+    assert "exited with a non-zero status of 3" in failed.error.message
+    assert [e.severity for e in entries][-3:] == ["ERROR", "INFO", "INFO"]
+
+
+def test_a_cancelled_job(tmp_path: Path) -> None:
+    with running_emulator(tmp_path) as em:
+        client = grpc_client(em)
+        code = "import time\nprint('up', flush=True)\ntime.sleep(60)"
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(container_job("stop", code)))
+        job_id = job.name.rsplit("/", 1)[-1]
+        running = em.config.state_dir / "logs" / job_id / "workerpool0-0.log"
+        poll_until(lambda: running.is_file() and "up" in running.read_text(), timeout=20, interval=0.05)
+        client.cancel_custom_job(name=job.name)
+        wait_for_state(client, job.name, {"JOB_STATE_CANCELLED"})
+        texts = [text_of(e) for e in _service(em, job_id, grpc=True)]
+    assert texts == [*PENDING, "Finished tearing down training program.", "Job was cancelled."]
+
+
+def test_the_default_stream_selection_of_a_failed_job_shows_the_service_error(tmp_path: Path) -> None:
+    """A filter like the provider's default stream (the primary's lines or WARNING and up) takes a
+    worker's stderr lines (not its stdout) and the service's ERROR line, as it would on Vertex AI."""
+    with running_emulator(tmp_path) as em:
+        client = grpc_client(em)
+        code = (
+            "import json, os, sys\n"
+            "task = json.loads(os.environ['CLUSTER_SPEC'])['task']\n"
+            "print('to stdout', flush=True); print('to stderr', file=sys.stderr, flush=True)\n"
+            "if task['type'] == 'workerpool1':\n"
+            "    sys.exit(2)\n"
+            "import time; time.sleep(30)\n"
+        )
+        body = container_job("sel", code, workers=1)
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(body))
+        wait_for_state(client, job.name, {"JOB_STATE_FAILED"})
+        job_id = job.name.rsplit("/", 1)[-1]
+        selection = '(resource.labels.task_name="workerpool0-0" OR severity>=WARNING)'
+        entries = list(logging_client(em, grpc=True).list_entries(filter_=job_filter(job_id, selection)))
+    got = {(e.resource.labels["task_name"], text_of(e)) for e in entries}
+    assert ("workerpool1-0", "to stderr") in got and ("workerpool1-0", "to stdout") not in got
+    assert any(task == "service" and "workerpool1-0 exited" in text for task, text in got)
