@@ -36,14 +36,6 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str, str]] = {
         "an example ('2x2x1'), not a rule, and the emulator's machine rules (rules/machines.py) do not "
         "check the form. Provider stricter; not verified against the service.",
     ),
-    "table:disk-pd-ssd-on-a3-ultra": (
-        "bad",
-        "ok",
-        "Provider wrong: with no diskSpec it reads the boot disk as pd-ssd, but the v1 DiskSpec comment "
-        "makes hyperdisk-balanced the default on A3 Ultra machines, so a v1 body that omits the disk is "
-        "valid there (the emulator reads it so). The fix is the provider's Disk default per machine "
-        "series (specs/machine.py).",
-    ),
     "table:image-empty": (
         "bad",
         "ok",

@@ -16,6 +16,7 @@ from airflow_vertex_dist.specs.errors import did_you_mean
 
 __all__ = [
     "boot_disk_type_rule",
+    "default_boot_disk_type",
     "disk_rule",
     "location_rule",
     "machine_rule",
@@ -137,6 +138,13 @@ def boot_disk_type_rule(value: str) -> str | None:
         f"boot_disk_type: {value!r} is not a boot disk type of Vertex AI training{hint}; use one of "
         f"{', '.join(catalog.BOOT_DISK_TYPES)}"
     )
+
+
+def default_boot_disk_type(machine_type: str) -> str:
+    """The boot disk type the service gives a pool that sets none (v1 ``DiskSpec``: "pd-ssd", except
+    "hyperdisk-balanced" on the series that take only it)."""
+    series = catalog.MACHINE_SERIES.get(machine_type)
+    return catalog.SERIES_BOOT_DISK_DEFAULT.get(series or "", catalog.DEFAULT_BOOT_DISK_TYPE)
 
 
 def disk_rule(machine_type: str, boot_disk_type: str) -> str | None:

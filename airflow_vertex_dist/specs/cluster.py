@@ -13,7 +13,7 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._base import SpecModel, fail
-from airflow_vertex_dist.specs._catalog_rules import machine_type_rule
+from airflow_vertex_dist.specs._catalog_rules import default_boot_disk_type, machine_type_rule
 from airflow_vertex_dist.specs._checks import nonblank
 from airflow_vertex_dist.specs.machine import (
     GPU_MACHINE_FAMILIES,
@@ -128,6 +128,27 @@ class WorkerPool(SpecModel):
     python_package: PythonPackage | None = None
     nfs_mounts: tuple[NfsMount, ...] = ()
     lustre_mounts: tuple[LustreMount, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _series_disk(cls, data: Any) -> Any:
+        """A pool that sets no boot disk type gets its machine series' default (hyperdisk-balanced on
+        A3 Ultra and A4, which take nothing else; pd-ssd elsewhere), as the service does."""
+        if not isinstance(data, dict):
+            return data
+        machine = data.get("machine")
+        if isinstance(machine, dict):
+            machine_type = machine.get("machine_type")
+        else:
+            machine_type = getattr(machine, "machine_type", None)
+        if not isinstance(machine_type, str):
+            return data
+        disk = data.get("disk")
+        if disk is None:
+            return {**data, "disk": {"boot_disk_type": default_boot_disk_type(machine_type)}}
+        if isinstance(disk, dict) and disk.get("boot_disk_type") in (None, ""):
+            return {**data, "disk": {**disk, "boot_disk_type": default_boot_disk_type(machine_type)}}
+        return data
 
     @field_validator("replica_count")
     @classmethod

@@ -386,6 +386,7 @@ JOB_CASES: list[Case] = [
         "disk-pd-ssd-on-a3-ultra",
         J(
             ("primary.machine", {"machine_type": "a3-ultragpu-8g", **GPU("NVIDIA_H200_141GB", 8)}),
+            ("primary.disk", {"boot_disk_type": "pd-ssd"}),
             ("workers", ...),
         ),
         "primary.disk.boot_disk_type",

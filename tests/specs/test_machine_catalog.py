@@ -80,6 +80,25 @@ def test_a3_ultra_builds_with_its_hyperdisk() -> None:
     assert job.to_api()["jobSpec"]["workerPoolSpecs"][0]["diskSpec"]["bootDiskType"] == "hyperdisk-balanced"
 
 
+def test_a_pool_that_sets_no_boot_disk_type_gets_its_series_default() -> None:
+    """The v1 ``DiskSpec``: hyperdisk-balanced is the default on A3 Ultra (which takes nothing else),
+    pd-ssd elsewhere; from a model, a dict, or a v1 body that leaves the disk (or its type) out."""
+    ultra = {"machine": gpu("a3-ultragpu-8g", "NVIDIA_H200_141GB", 8), "container": {"image_uri": IMG}}
+    job = DistributedTrainingJob.model_validate({"display_name": "j", "primary": ultra})
+    pool = job.to_api()["jobSpec"]["workerPoolSpecs"][0]
+    assert pool["diskSpec"] == {"bootDiskType": "hyperdisk-balanced", "bootDiskSizeGb": 100}
+    body = job.to_api()
+    body["jobSpec"]["workerPoolSpecs"][0]["diskSpec"] = {"bootDiskSizeGb": "200"}
+    read = DistributedTrainingJob.from_api(body).to_api()["jobSpec"]["workerPoolSpecs"][0]["diskSpec"]
+    assert read == {"bootDiskType": "hyperdisk-balanced", "bootDiskSizeGb": 200}
+    plain = DistributedTrainingJob.model_validate(job_base()).to_api()["jobSpec"]["workerPoolSpecs"][0]
+    assert plain["diskSpec"]["bootDiskType"] == "pd-ssd"
+    with pytest.raises(ValidationError, match="does not take boot disk type pd-ssd"):
+        DistributedTrainingJob.model_validate(
+            {"display_name": "j", "primary": {**ultra, "disk": {"boot_disk_type": "pd-ssd"}}}
+        )
+
+
 def test_disk_alone_takes_each_type_the_protos_list() -> None:
     types = list(catalog.BOOT_DISK_TYPES)
     assert [Disk(boot_disk_type=t).boot_disk_type for t in types] == types
