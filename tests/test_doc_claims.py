@@ -154,9 +154,12 @@ def test_connection_endpoint_override_and_emulator() -> None:
     example = json.loads(claim(text, rf"## A private endpoint .*?{env}")[1])
     conn = VertexConnection.from_extra(example["extra"])
     assert not conn.is_emulator and conn.quota_project_id and conn.logging_target
-    assert "A plain `http://` endpoint cannot be TLS and is refused unless `emulator` is set" in text
+    plain = "A plain `http://` (or `grpc://`) endpoint cannot be TLS and is refused unless `emulator` is set"
+    assert plain in text
     with pytest.raises(ValueError, match="is plain HTTP"):
         VertexConnection.from_extra({"api_endpoint": "http://10.0.0.5", "transport": "rest"})
+    with pytest.raises(ValueError, match="is plain gRPC"):
+        VertexConnection.from_extra({"api_endpoint": "grpc://10.0.0.5:8781"})
     with pytest.raises(ValueError, match='"emulator" is not set'):
         VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781"})
     assert VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781", "emulator": False}).api_endpoint

@@ -50,8 +50,9 @@ ignored).
     ``true``: ``api_endpoint`` is the local emulator (``host:port`` for gRPC, ``http://host:port`` for
     REST): anonymous credentials, a plain channel (the credentials fields are ignored), job links to
     the emulator's pages and its Logging API. An endpoint that cannot be a TLS endpoint with real
-    credentials (``http://``) needs it; a loopback ``api_endpoint`` (``127.0.0.1``, ``localhost``) needs
-    ``emulator`` set either way, ``true`` or ``false``, as older connections meant the emulator by it.
+    credentials (``http://``, ``grpc://``) needs it; a loopback ``api_endpoint`` (``127.0.0.1``,
+    ``localhost``) needs ``emulator`` set either way, ``true`` or ``false``, as older connections
+    meant the emulator by it.
 ``web_endpoint``
     The emulator's web (REST) base URL, used for links to a job's page: ``<web_endpoint>/ui/<job name>``.
     Defaults to ``api_endpoint`` when the transport is REST. The emulator serves gRPC and REST on two

@@ -55,9 +55,10 @@ def endpoint_problem(field: str, endpoint: str, *, transport: str, emulator: boo
     ``logging_endpoint``, the latter read over REST when it is a URL), or None.
 
     With ``emulator`` true: ``host:port`` (gRPC) or an ``http://`` URL (REST). Otherwise a TLS endpoint:
-    ``host[:port]`` (gRPC) or ``https://host[:port]`` / ``host[:port]`` (REST); ``http://`` is refused
-    (it cannot be TLS), and so is a loopback address while ``emulator`` is not set at all (a connection
-    of an earlier version meant the emulator by it: the reader must say which).
+    ``host[:port]`` (gRPC) or ``https://host[:port]`` / ``host[:port]`` (REST); ``http://`` and
+    ``grpc://`` are refused (plain, they cannot be TLS), and so is a loopback address while ``emulator``
+    is not set at all (a connection of an earlier version meant the emulator by it: the reader must say
+    which).
     """
     scheme = scheme_of(endpoint)
     url = scheme not in _GRPC_SCHEMES
@@ -70,11 +71,13 @@ def endpoint_problem(field: str, endpoint: str, *, transport: str, emulator: boo
         return f"{field}: {endpoint!r}: the scheme must be http or https (or none: host:port)"
     if emulator:
         return None
-    if scheme == "http":
+    if scheme in ("http", "grpc"):
+        plain = "plain HTTP" if scheme == "http" else "plain gRPC (grpc://)"
+        fix = "the https:// endpoint" if scheme == "http" else "host:port"
         return (
-            f"{field}: {endpoint!r} is plain HTTP, which only the local emulator speaks: set "
-            '"emulator": true for the emulator, or give the https:// endpoint (an endpoint override '
-            "always uses TLS and the connection's credentials)"
+            f"{field}: {endpoint!r} is {plain}, which only the local emulator speaks: set "
+            f'"emulator": true for the emulator, or give {fix} (an endpoint override always uses TLS '
+            "and the connection's credentials)"
         )
     if emulator is None and is_loopback(endpoint):
         return (

@@ -122,6 +122,7 @@ def test_an_endpoint_override_is_not_the_emulator(
             r"logging_endpoint: 'http://logs\.internal:80' is plain HTTP",
         ),
         ({"api_endpoint": "ftp://x", "transport": "rest"}, r"api_endpoint: 'ftp://x': the scheme must be"),
+        ({"api_endpoint": "grpc://emulator.internal:8781"}, r"is plain gRPC \(grpc://\), which only"),
         ({"emulator": "maybe", "api_endpoint": "h:1"}, r"c1\.extra\.emulator: Input should be a valid bool"),
     ],
 )
