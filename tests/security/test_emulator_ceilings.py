@@ -1,0 +1,199 @@
+"""Ceilings that protect the host: connections, threads and deadlines on every listener, tested with
+real sockets on loopback; and chunked bodies, refused rather than smuggled.
+
+The emulator here has small ceilings (8 connections per HTTP listener, 1 s deadlines) so that the
+tests are quick; the defaults are in ``EmulatorConfig`` and docs/emulator.md.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from urllib.parse import urlsplit
+
+import pytest
+
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
+
+from ._probes import JOBS, job_bytes, job_count, record
+
+MAX_CONNECTIONS = 8
+TIMEOUT_S = 1.0
+#: how long a test waits for what should take TIMEOUT_S (a loaded machine is slow, not this slow).
+DEADLINE_S = 8.0
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    with testing.running_emulator(
+        tmp_path_factory.mktemp("ceilings"),
+        faults=Faults(queued_s=3600),
+        max_connections=MAX_CONNECTIONS,
+        idle_timeout_s=TIMEOUT_S,
+        header_timeout_s=TIMEOUT_S,
+        body_timeout_s=TIMEOUT_S,
+    ) as em:
+        yield em
+
+
+def address(endpoint: str) -> tuple[str, int]:
+    url = urlsplit(endpoint)
+    return str(url.hostname), int(url.port or 80)
+
+
+def listeners(em: Emulator) -> dict[str, tuple[str, int]]:
+    assert em.config.storage_endpoint is not None
+    return {"rest": address(em.rest_endpoint), "storage": address(em.config.storage_endpoint)}
+
+
+def get(where: tuple[str, int], path: str, timeout: float = DEADLINE_S) -> int:
+    conn = http.client.HTTPConnection(*where, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def closed_within(sock: socket.socket, seconds: float) -> float | None:
+    """Seconds until the server closed ``sock`` (EOF or reset), or None if it is still open then."""
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(65536):
+            pass  # an answer (a 408 or 400) before the close is allowed
+    except TimeoutError:
+        return None
+    except OSError:
+        pass  # reset: closed
+    return time.monotonic() - started
+
+
+PATHS = {"rest": "/emulator/stats", "storage": "/storage/v1/b/nobucket"}
+
+
+@pytest.mark.parametrize("which", ["rest", "storage"])
+def test_idle_sockets_cannot_take_a_listener_down(bounded: Emulator, which: str) -> None:
+    where = listeners(bounded)[which]
+    with ExitStack() as stack:
+        idle = []
+        for _ in range(1100):
+            sock = stack.enter_context(socket.create_connection(where, timeout=DEADLINE_S))
+            idle.append(sock)
+        started = time.monotonic()
+        status = get(where, PATHS[which])
+        seconds = time.monotonic() - started
+        assert status in (200, 404), status
+        server = bounded._rest._server if which == "rest" else bounded._storage._httpd  # type: ignore[union-attr]
+        assert server.open_connections() <= MAX_CONNECTIONS
+    record(
+        f"idle_sockets_{which}",
+        f"1,100 idle sockets to the {'REST' if which == 'rest' else 'Cloud Storage'} port, then a GET",
+        f"answered in {seconds * 1000:.0f} ms; at most {MAX_CONNECTIONS} connections held "
+        "(max_connections; the longest idle is closed for a new one)",
+    )
+
+
+@pytest.mark.parametrize("which", ["rest", "storage"])
+def test_an_idle_connection_is_closed_after_the_idle_timeout(bounded: Emulator, which: str) -> None:
+    with socket.create_connection(listeners(bounded)[which]) as sock:
+        seconds = closed_within(sock, DEADLINE_S)
+    assert seconds is not None and seconds >= TIMEOUT_S * 0.5, seconds
+
+
+@pytest.mark.parametrize("which", ["rest", "storage"])
+def test_a_trickling_request_is_cut_off_by_the_header_timeout(bounded: Emulator, which: str) -> None:
+    where = listeners(bounded)[which]
+    with socket.create_connection(where) as sock:
+        sock.sendall(f"GET {PATHS[which]} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode())
+        started = time.monotonic()
+        sent = 0
+        sock.settimeout(0.25)
+        closed = False
+        while time.monotonic() - started < DEADLINE_S:
+            try:
+                sock.sendall(b"X")  # one byte of a header that never ends, every 0.25 s
+                sent += 1
+                if sock.recv(65536) == b"":
+                    closed = True
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+                break
+        seconds = time.monotonic() - started
+    assert closed, f"still open after {seconds:.1f} s of trickling"
+    record(
+        f"trickle_{which}",
+        f"a request whose headers trickle in a byte every 0.25 s ({which}; header timeout {TIMEOUT_S:g} s "
+        "here, 10 s by default)",
+        f"connection closed after {seconds:.1f} s (was: REST 60 s per byte, so never; storage never)",
+    )
+
+
+def test_a_trickling_body_is_cut_off_by_the_body_timeout(bounded: Emulator) -> None:
+    where = listeners(bounded)["rest"]
+    with socket.create_connection(where) as sock:
+        sock.sendall(
+            f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n{".encode()
+        )
+        seconds = closed_within(sock, DEADLINE_S)
+    assert seconds is not None
+
+
+def raw_exchange(where: tuple[str, int], data: bytes) -> bytes:
+    """Send ``data`` and read until the server closes the connection (or DEADLINE_S)."""
+    out = b""
+    with socket.create_connection(where, timeout=DEADLINE_S) as sock:
+        sock.sendall(data)
+        try:
+            while chunk := sock.recv(65536):
+                out += chunk
+        except OSError:
+            pass
+    return out
+
+
+def test_a_chunked_body_is_refused_never_smuggled(bounded: Emulator) -> None:
+    where = listeners(bounded)["rest"]
+    body = job_bytes("smuggled")
+    smuggled = (
+        f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    before = job_count(bounded)
+    for origin in ("", "Origin: http://evil.example\r\n"):
+        chunk = f"{len(smuggled):x}\r\n".encode() + smuggled + b"\r\n0\r\n\r\n"
+        request = (
+            f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\n{origin}Content-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n"
+        ).encode()
+        # the "chunk" is also what a server ignoring Transfer-Encoding reads as the next request
+        answer = raw_exchange(where, request + smuggled + b"\r\n" + chunk)
+        assert answer.count(b"HTTP/1.1 ") == 1, answer
+        assert answer.startswith(b"HTTP/1.1 411 "), answer
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["status"] == "INVALID_ARGUMENT"
+    assert job_count(bounded) == before
+    record(
+        "chunked_smuggling",
+        "POST with Transfer-Encoding: chunked (and a foreign Origin) whose body is a second Create",
+        "411 INVALID_ARGUMENT, connection closed, no job created (was: the body ran as a Create)",
+    )
+
+
+def test_storage_refuses_chunked_bodies_and_closes(bounded: Emulator) -> None:
+    where = listeners(bounded)["storage"]
+    follow = b"GET /storage/v1/b/nobucket HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    request = b"GET /storage/v1/b/nobucket HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    answer = raw_exchange(where, request + f"{len(follow):x}\r\n".encode() + follow + b"\r\n0\r\n\r\n")
+    assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 411 "), answer
