@@ -1,12 +1,13 @@
 """Replica logs streaming at scale: Logging read calls per interval, and print-to-task-log delay.
 
 ``python -m benchmarks.log_streaming --sizes 10,100,1000 --interval 2`` starts an emulator, stores N
-CustomJobs whose two replicas' log files a writer thread appends to (a line carries the wall time it
-was written), subscribes every job to one shared log poller (``triggers/log_poller.py``, the one a
-triggerer runs) and counts the emulator's ``ListLogEntries`` calls per poll interval, and the delay
-from a line being written to the poller handing it to its trigger (which writes it to the task log).
-The replicas are files, not processes: what is measured is the read side. Prints Markdown rows;
-``make bench`` (and ``make bench-logs``, this section alone) puts them in ``docs/benchmarks.md``.
+CustomJobs whose two replicas' structured logs a writer thread appends to as their supervisors would
+(stdout records stamped when written; a line carries the wall time it was written), subscribes every
+job to one shared log poller (``triggers/log_poller.py``, the one a triggerer runs) and counts the
+emulator's ``ListLogEntries`` calls per poll interval, and the delay from a line being written to the
+poller handing it to its trigger (which writes it to the task log). The replicas are files, not
+processes: what is measured is the read side. Prints Markdown rows; ``make bench`` (and
+``make bench-logs``, this section alone) puts them in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def _percentile(values: list[float], q: float) -> float:
 def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
     from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller
     from vertex_emulator.app import Emulator
+    from vertex_emulator.log_records import records_path
+    from vertex_emulator.supervise import RecordLog
     from vertex_emulator.testing import PARENT, make_config
 
     config = make_config(work)
@@ -88,19 +91,19 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
             folder = Path(config.state_dir) / "logs" / job_id
             folder.mkdir(parents=True)
             for key in ("workerpool0-0", "workerpool1-0"):
-                path = folder / f"{key}.log"
-                path.touch()
-                files.append(path)
+                files.append(records_path(folder, key))
         stop = threading.Event()
         rng = random.Random(seed)
+
+        # each replica's structured log, written as its supervisor writes it (stdout, stamped on write)
+        logs = {path: RecordLog(str(path)) for path in files}
 
         def write() -> None:
             # about two lines per job and interval, spread over the interval
             per_tick = max(1, jobs // 10)
             while not stop.is_set():
                 for path in rng.sample(files, min(per_tick, len(files))):
-                    with open(path, "a") as fh:
-                        fh.write(f"t={time.time():.6f} loss=0.1\n")
+                    logs[path].append("stdout", [f"t={time.time():.6f} loss=0.1"])
                 stop.wait(interval / 10 * 0.5)
 
         writer = threading.Thread(target=write, daemon=True)
@@ -136,6 +139,8 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
             stop.set()
             if writer.is_alive():
                 writer.join(timeout=10)
+            for log in logs.values():
+                log.close()
             if saved_conn is None:
                 os.environ.pop("AIRFLOW_CONN_VERTEX_DIST_DEFAULT", None)
             else:
