@@ -57,6 +57,22 @@ PROBES = [
     ("output_dir_escape", "output directory out of --gcs-root"),
     ("package_uri_escape", "package URI out of --gcs-root"),
     ("symlink_escape", "a symlink out of --gcs-root"),
+    ("escaped_quotes_body", "a body of escaped quotes (JSON depth guard)"),
+    ("fraction_digits_filter", "a create time of 400,000 fraction digits in a filter"),
+    ("or_terms_filter", "a filter of many OR terms"),
+    ("deep_page_token", "a deeply nested page token"),
+    ("nan_faults", "NaN in /emulator/faults"),
+    ("chunked_smuggling", "a chunked body smuggling a Create"),
+    ("idle_sockets_rest", "1,100 idle sockets (REST)"),
+    ("idle_sockets_storage", "1,100 idle sockets (Cloud Storage)"),
+    ("trickle_rest", "a request trickling its headers (REST)"),
+    ("trickle_storage", "a request trickling its headers (Cloud Storage)"),
+    ("symlink_listing", "a symlink to an outside file in a bucket"),
+    ("fifo_listing", "a FIFO in a bucket"),
+    ("metadata_rehash", "repeated metadata GETs of a large object"),
+    ("long_name", "an object name part over 255 bytes"),
+    ("newline_name", "an object name with a line feed"),
+    ("huge_range", "a Range of 5,000 digits"),
 ]
 
 
