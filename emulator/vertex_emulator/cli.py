@@ -129,6 +129,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="also give replicas this variable of the emulator's environment (repeatable; replicas "
         "otherwise start from a clean environment)",
     )
+    limits = parser.add_argument_group("limits (each HTTP listener; gRPC: idle timeout and calls)")
+    limits.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=128,
+        help="connections served at once, one thread each; beyond, the longest idle one is closed, "
+        "or 503 when all are busy (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=_positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="close a connection with no request for this long (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--header-timeout",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="a request's line and headers must arrive within this (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--body-timeout",
+        type=_positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="a REST request body must arrive within this (default: %(default)s)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--fault-rate",
@@ -224,7 +253,25 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         faults=faults,
         pass_env=list(args.pass_env),
         storage_port=storage_port,
+        max_connections=args.max_connections,
+        idle_timeout_s=args.idle_timeout,
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
     )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {text})")
+    return value
 
 
 def parse_config(argv: list[str]) -> EmulatorConfig:
@@ -268,6 +315,8 @@ def main(argv: list[str]) -> int:
             print(f"  REST: {emulator.rest_endpoint}  (JobServiceClient(transport='rest'), curl)")
             print(f"  GCS:  {config.storage_endpoint}  (STORAGE_EMULATOR_HOST of every replica)")
             print(f"  jobs: {emulator.rest_endpoint}/ui/   stats: {emulator.rest_endpoint}/emulator/stats")
+            for line in emulator.store.damage:  # a damaged state directory, set aside (store_repair.py)
+                print(f"  damaged state, quarantined: {line}", file=sys.stderr)
             print(
                 f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint} "
                 f"storage={config.storage_endpoint}",
