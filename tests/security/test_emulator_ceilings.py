@@ -197,3 +197,28 @@ def test_storage_refuses_chunked_bodies_and_closes(bounded: Emulator) -> None:
     request = b"GET /storage/v1/b/nobucket HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
     answer = raw_exchange(where, request + f"{len(follow):x}\r\n".encode() + follow + b"\r\n0\r\n\r\n")
     assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 411 "), answer
+
+
+def test_grpc_admits_a_bounded_number_of_calls(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from google.api_core import exceptions
+
+    root = tmp_path_factory.mktemp("grpcceiling")
+    with testing.running_emulator(
+        root, faults=Faults(latency_s=3.0), grpc_workers=2, grpc_max_concurrent_rpcs=2
+    ) as em:
+        client = testing.grpc_client(em)
+        name = f"{testing.PARENT}/customJobs/1"
+
+        def get() -> str:
+            try:
+                client.get_custom_job(name=name, retry=None)
+            except exceptions.GoogleAPICallError as exc:
+                return type(exc).__name__
+            return "ok"
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            outcomes = list(pool.map(lambda _: get(), range(6)))
+    # two calls are admitted (and answered NOT_FOUND after the latency), the rest refused at once
+    assert outcomes.count("NotFound") == 2 and outcomes.count("ResourceExhausted") == 4, outcomes
