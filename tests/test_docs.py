@@ -254,7 +254,7 @@ def test_emulator_flags_in_the_docs_are_the_clis() -> None:
     from vertex_emulator.cli import build_parser
 
     flags = _option_strings(build_parser())
-    mentioned = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", (DOCS / "emulator.md").read_text()))
+    mentioned = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+(?!\w)", (DOCS / "emulator.md").read_text()))
     pip_flags = {"--no-index", "--no-deps", "--no-build-isolation", "--target"}  # the emulator's pip call
     assert mentioned - pip_flags <= flags, sorted(mentioned - pip_flags - flags)
 

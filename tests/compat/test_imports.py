@@ -1,4 +1,5 @@
-"""Every module of the package imports on this cell's Airflow, Python and dependencies."""
+"""Every module of the provider and of the emulator's distribution imports on this cell's Airflow,
+Python and dependencies."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import pkgutil
 import pytest
 
 import airflow_vertex_dist
+import vertex_emulator
 
 MODULES = sorted(
     info.name
-    for info in pkgutil.walk_packages(airflow_vertex_dist.__path__, prefix="airflow_vertex_dist.")
+    for package in (airflow_vertex_dist, vertex_emulator)
+    for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")
+    if not info.name.endswith(".__main__")  # ``python -m vertex_emulator``: importing it runs the emulator
 )
 
 
