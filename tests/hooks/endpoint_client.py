@@ -3,7 +3,8 @@ the ``vertex_dist_default`` connection of the environment.
 
 A process of its own because gRPC reads the roots it trusts (``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH``) once
 per process. Creates a CustomJob (``argv[1]``, its JSON body), gets it (sync and asyncio hooks), lists
-it, reads replica logs from Cloud Logging, and prints ``{"name", "state", "async_state", "listed", "log_lines"}``.
+it, reads replica logs from Cloud Logging, and prints
+``{"name", "state", "async_state", "listed", "log_lines"}``.
 """
 
 from __future__ import annotations
