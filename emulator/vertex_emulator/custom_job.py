@@ -215,9 +215,7 @@ class CustomJobRun(JobDriver):
             default = f"http://{self.config.host}:{self.config.rest_port}"
             base = (self.config.web_base_url or default).rstrip("/")
             uris = {key: f"{base}/web/{self.job_name}/{key}" for key in self.slots}
-        fields: dict[str, Any] = {"startTime": now_rfc3339()}
-        if uris:
-            fields["webAccessUris"] = uris
+        fields: dict[str, Any] = {"startTime": now_rfc3339(), **({"webAccessUris": uris} if uris else {})}
         self.set_state("JOB_STATE_RUNNING", **fields)
         if self.on_running is not None:
             self.on_running(uris)
@@ -275,6 +273,7 @@ class CustomJobRun(JobDriver):
                 user_env = expand_env(pool_env(rep), service, field=f"{pool_field}.env")
             except ValueError as exc:
                 raise JobError(3, str(exc)) from None
+            env = {**base_env, **user_env, **vertex_env}
             argv, extra_path = replica_command(
                 rep,
                 pool_field=pool_field,
@@ -284,8 +283,8 @@ class CustomJobRun(JobDriver):
                 installed=installed,
                 stop=self.stop_requested,
                 scope={**user_env, **service},
+                env=env,  # a pool's package install gets its first replica's clean environment
             )
-            env = {**base_env, **user_env, **vertex_env}
             if extra_path is not None:
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)
             cwd = self.config.state_dir / "work" / self.job_id / rep.key

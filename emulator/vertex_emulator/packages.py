@@ -6,20 +6,27 @@ Each URI is a local path, or a ``gs://`` URI mapped through ``gcs_root``, naming
 package's own dependencies must already be importable by the interpreter that runs the replica, and
 sdists build with the build backend (setuptools...) of that interpreter. The replica then runs
 ``python -m <pythonModule> <args>`` with ``<dir>`` first on ``PYTHONPATH``.
+
+pip, and the package's own ``setup.py`` it runs for an sdist or a project directory, are user code
+like a replica: they run with the replica's clean environment (``env``: what a local process needs,
+the service's variables and the pool's ``env``, never the emulator's own credentials or
+``AIRFLOW_CONN_*``; cluster.local_env) and under the replica's supervisor (procs.spawn,
+supervise.py), so whatever they start -- a daemon that double-forks, a process that calls
+``setsid`` -- is killed when pip ends, when the job is cancelled, when the install times out and
+when the emulator dies.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vertex_emulator import procs
 from vertex_emulator.gcs import to_local_path
 
 __all__ = ["InstallInterrupted", "PackageInstallError", "install_packages", "resolve_package_uris"]
@@ -56,11 +63,14 @@ def install_packages(
     gcs_root: Path,
     log_path: Path,
     field: str,
+    env: Mapping[str, str],
     python: str = sys.executable,
     timeout_s: float = 600.0,
     stop: threading.Event | None = None,
 ) -> Path:
-    """Install ``uris`` into ``target`` (created); pip's output goes to ``log_path``. Returns ``target``."""
+    """Install ``uris`` into ``target`` (created) with environment ``env``, under a supervisor that
+    kills pip's whole process tree when pip ends or is stopped; pip's output goes to ``log_path``.
+    Returns ``target``. Call it from the thread that owns the job's processes (driver.py)."""
     paths = resolve_package_uris(uris, gcs_root, field=field)
     target.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,13 +87,11 @@ def install_packages(
         "--quiet",
         "--target",
         str(target),
-        *(str(p) for p in paths),
+        *(os.path.abspath(p) for p in paths),  # pip runs in ``target``
     ]
     deadline = time.monotonic() + timeout_s
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        proc = procs.spawn(argv, env=env, cwd=target, log=log, grace_s=0.0, records=False)
         try:
             while True:  # wait for pip, but give up when the job is cancelled or the emulator closes
                 try:
@@ -98,9 +106,7 @@ def install_packages(
                         ) from None
         finally:
             if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                procs.stop([proc], 0.0)  # the supervisor kills pip's whole tree
     if proc.returncode != 0:
         tail = log_path.read_text(errors="replace").splitlines()[-10:]
         raise PackageInstallError(

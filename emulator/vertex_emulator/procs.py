@@ -73,19 +73,21 @@ def spawn(
     cwd: Path,
     log: IO[bytes],
     grace_s: float,
+    records: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (no shell) under its supervisor, in a new session, output appended to ``log``.
 
     The supervisor also writes the replica's structured log beside ``log`` (every line with its stream
-    and time: ``<name>.jsonl`` for ``<name>.log``; supervise.py, log_records.py). The returned
+    and time: ``<name>.jsonl`` for ``<name>.log``; supervise.py, log_records.py) unless ``records`` is
+    false (a package install: its output is not a replica's log). The returned
     process is the supervisor: its exit status is the replica's.
     """
     if not argv:
         raise ValueError("argv must not be empty")
     grace = f"{max(0.0, grace_s):g}"
-    records = Path(str(log.name)).with_suffix(RECORDS_SUFFIX) if isinstance(log.name, str) else ""
+    path = Path(str(log.name)).with_suffix(RECORDS_SUFFIX) if records and isinstance(log.name, str) else ""
     return subprocess.Popen(
-        [sys.executable, "-I", "-S", str(_SUPERVISOR), str(os.getpid()), grace, str(records), *argv],
+        [sys.executable, "-I", "-S", str(_SUPERVISOR), str(os.getpid()), grace, str(path), *argv],
         env=dict(env),
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,

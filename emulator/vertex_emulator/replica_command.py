@@ -70,13 +70,15 @@ def replica_command(
     installed: dict[int, Path],
     stop: threading.Event,
     scope: Mapping[str, str],
+    env: Mapping[str, str],
 ) -> tuple[list[str], Path | None]:
     """``(argv, a directory for PYTHONPATH or None)`` for replica ``rep``.
 
     ``scope`` is what a ``$(NAME)`` in the spec's command and args may name: the pool's expanded
     ``env`` and the service's variables (``cluster.service_scope``). ``installed`` maps pool
     index -> installed packages directory, shared by the replicas of one job (a pool's packages are
-    installed once). Raises ``JobError`` for a spec that cannot run and ``Interrupted`` when
+    installed once, with ``env``: the clean environment of the pool's first replica). Raises
+    ``JobError`` for a spec that cannot run and ``Interrupted`` when
     ``stop`` is set during a package install.
     """
     spec = rep.spec
@@ -115,6 +117,7 @@ def replica_command(
                     gcs_root=config.gcs_root,
                     log_path=log_dir / f"install-workerpool{rep.pool}.log",
                     field=f"{pool_field}.pythonPackageSpec.packageUris",
+                    env=env,
                     stop=stop,
                 )
             except InstallInterrupted:
