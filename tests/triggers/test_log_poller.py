@@ -104,19 +104,34 @@ def test_a_resumed_cursor_repeats_nothing(em: Emulator, fast: None) -> None:
     assert rest == first[3:]
 
 
-def test_a_replica_list_takes_only_those_replicas(em: Emulator, fast: None) -> None:
+def test_a_replica_list_takes_only_those_replicas(
+    em: Emulator, fast: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No settle window: the cycles below read the job's lines now (with the 2 s default they would end
+    # inside the window, read nothing, and the test would pass whatever the selection did).
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "0")
     job_id = _finished_job(em, "sel", 3)
 
-    async def run() -> list[Any]:
+    async def run() -> tuple[list[str], list[Any], list[Any]]:
         poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
-        sub = poller.subscribe(job_id, selection=["workerpool1-0"], interval=0.05)
+        # Alone, the selection is in the filter; beside another selection the read takes every
+        # replica's lines and the poller hands each subscriber only those its selection takes.
+        alone = poller.subscribe(job_id, selection=["workerpool1-0"], interval=0.05)
         await poller.next_cycle()
         await poller.next_cycle()
-        lines = sub.take()
-        sub.close()
-        return lines
+        alone_lines = alone.take()
+        beside = poller.subscribe(job_id, selection=["workerpool1-0"], interval=0.05)
+        primary = poller.subscribe(job_id, selection=PRIMARY_ONLY, interval=0.05)
+        read = [line.text for line in await _collect(primary, 3)]
+        await poller.next_cycle()
+        beside_lines = beside.take() + alone.take()
+        for sub in (alone, beside, primary):
+            sub.close()
+        return read, alone_lines, beside_lines
 
-    assert asyncio.run(run()) == []  # a single-replica job has no workerpool1-0
+    read, alone_lines, beside_lines = asyncio.run(run())
+    assert read == ["sel line 0", "sel line 1", "WARNING: sel line 2"]  # the cycles did read the job
+    assert alone_lines == [] and beside_lines == []  # a single-replica job has no workerpool1-0
 
 
 def test_resource_exhausted_backs_off_and_recovers(em: Emulator, fast: None) -> None:
