@@ -3,7 +3,9 @@ Logging API (a neutral module: the emulator imports it without loading the hooks
 
 from __future__ import annotations
 
-__all__ = ["SEVERITIES"]
+import logging
+
+__all__ = ["SEVERITIES", "python_level"]
 
 #: severity name -> number (google.logging.type.LogSeverity)
 SEVERITIES: dict[str, int] = {
@@ -17,3 +19,20 @@ SEVERITIES: dict[str, int] = {
     "ALERT": 700,
     "EMERGENCY": 800,
 }
+
+
+def python_level(severity: str) -> int:
+    """The Python ``logging`` level a line of Cloud Logging ``severity`` is written to a task log at.
+
+    DEFAULT, DEBUG, INFO and NOTICE are INFO (a DEBUG line a user selected is still shown: a task log
+    drops records below INFO), WARNING is WARNING, ERROR is ERROR, CRITICAL and above (ALERT,
+    EMERGENCY) are CRITICAL. An unknown name is INFO.
+    """
+    number = SEVERITIES.get(str(severity).upper(), 0)
+    if number >= SEVERITIES["CRITICAL"]:
+        return logging.CRITICAL
+    if number >= SEVERITIES["ERROR"]:
+        return logging.ERROR
+    if number >= SEVERITIES["WARNING"]:
+        return logging.WARNING
+    return logging.INFO

@@ -2,13 +2,16 @@
 
 ``stream_logs`` (an operator argument) chooses the lines: ``True`` -- the primary's
 (``workerpool0-0``) lines and every replica's warnings and errors, what a user wants on a 40-replica
-job --, ``"all"``, a list of replica keys, or ``False``. Lines are written to the task log as
-``[<replica key>] <text>``, in order per replica.
+job --, ``"all"``, a list of replica keys and whole pools (``["workerpool0-0", "workerpool1-*"]``, matched
+against the job's pools as ``VertexReplicaSensor`` matches them), or ``False``. Lines are written to
+the task log as ``[<replica key>] <text>``, in order per replica, each at the logging level of its
+Cloud Logging severity (``python_level``: ERROR lines are ERROR records, INFO lines INFO).
 
 When a job fails, ``failure_details`` names the failing replica (from the job's error message,
 ``The replica workerpool1-0 exited with a non-zero status of 1``) and quotes its last lines from
 Cloud Logging, at most ``FAILURE_LINES`` lines of at most ``MAX_LINE_CHARS`` characters each,
-passed through Airflow's secrets masker.
+passed through Airflow's secrets masker. Lines the stream already wrote to the task log are not
+quoted again (``shown_by``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist._compat import redact
+from airflow_vertex_dist.common.log_severity import SEVERITIES, python_level
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 
 __all__ = [
@@ -30,6 +34,7 @@ __all__ = [
     "failure_details",
     "failing_replica",
     "selection_of",
+    "shown_by",
     "LogStreamer",
 ]
 
@@ -38,34 +43,60 @@ StreamLogs = bool | str | Sequence[str]
 FAILURE_LINES = 20
 MAX_LINE_CHARS = 1000
 _REPLICA_RE = re.compile(r"[Rr]eplica (workerpool\d{1,2}-\d{1,6})\b")
-_KEY_RE = re.compile(r"workerpool\d{1,2}-\d{1,6}")
+_PRIMARY = "workerpool0-0"
 
 
 def check_stream_logs(value: Any) -> StreamLogs:
     """``stream_logs`` as given, or a ``ValueError`` naming the field and the rule."""
+    from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names
+
     if isinstance(value, bool) or value == "all":
         return value  # type: ignore[no-any-return]
-    if (
-        isinstance(value, (list, tuple))
-        and value
-        and all(isinstance(k, str) and _KEY_RE.fullmatch(k) for k in value)
-    ):
-        return list(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(k, str) for k in value):
+        try:
+            return check_replica_names(value, field="stream_logs")
+        except ValueError as exc:
+            raise ValueError(f"{exc} (or True, 'all' or False)") from None
     raise ValueError(
         "stream_logs: must be True (the primary's lines and every replica's warnings and errors), "
-        f"'all', a non-empty list of replica keys like 'workerpool1-0', or False (got {value!r})"
+        "'all', a non-empty list of replica keys and pools like 'workerpool1-0' or 'workerpool1-*', "
+        f"or False (got {value!r})"
     )
 
 
-def selection_of(value: StreamLogs) -> Any:
-    """The logs hook's replica selection for a ``stream_logs`` value (None when off)."""
+def selection_of(value: StreamLogs, job: Mapping[str, Any] | None = None) -> Any:
+    """The logs hook's replica selection for a ``stream_logs`` value (None when off). Pools
+    (``workerpool1-*``) are expanded to ``job``'s replicas, as ``VertexReplicaSensor`` expands them
+    (``resolve_replicas``); a pattern matching none of them is a ``ValueError`` naming it."""
     if value is False:
         return None
     if value is True:
         return "default"
     if value == "all":
         return "all"
-    return list(value)
+    keys = list(value)
+    if any("*" in key for key in keys):
+        from airflow_vertex_dist.triggers.conditions.replicas import resolve_replicas
+
+        if job is None:
+            raise ValueError("stream_logs: a pool pattern needs the job to expand it")
+        keys = resolve_replicas(job, keys, field="stream_logs")
+    return keys
+
+
+def shown_by(selection: Any) -> Callable[[Any], bool]:
+    """Whether a line was written to the task log by a stream with ``selection`` (``selection_of``)."""
+
+    def shown(line: Any) -> bool:
+        if selection is None:
+            return False
+        if selection == "all":
+            return True
+        if selection == "default":
+            return bool(line.replica == _PRIMARY) or SEVERITIES.get(line.severity, 0) >= SEVERITIES["WARNING"]
+        return line.key in selection or line.replica in selection
+
+    return shown
 
 
 
@@ -77,8 +108,15 @@ def failing_replica(job: Mapping[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-def failure_details(job: Mapping[str, Any], read_tail: Callable[[str, str, int], list[Any]]) -> str:
-    """Text to add to a failed job's error: its failing replica's last lines (masked), or ""."""
+def failure_details(
+    job: Mapping[str, Any],
+    read_tail: Callable[[str, str, int], list[Any]],
+    shown: Callable[[Any], bool] | None = None,
+) -> str:
+    """Text to add to a failed job's error: its failing replica's last lines (masked), or "".
+
+    ``shown`` (``shown_by``) tells the lines the task's stream wrote to the task log already: those
+    are not quoted a second time."""
     replica = failing_replica(job)
     if replica is None:
         return ""
@@ -89,6 +127,10 @@ def failure_details(job: Mapping[str, Any], read_tail: Callable[[str, str, int],
         return f"\n(the last lines of {replica} could not be read from Cloud Logging: {exc})"
     if not lines:
         return f"\n{replica} wrote nothing to Cloud Logging."
+    if shown is not None:
+        lines = [line for line in lines if not shown(line)]
+        if not lines:
+            return f"\nThe last lines of {replica} are the replica lines above in this log."
     body = "\n".join(redact(str(line.text)[:MAX_LINE_CHARS]) for line in lines[-FAILURE_LINES:])
     return f"\nLast lines of {replica} (Cloud Logging):\n{body}"
 
@@ -145,7 +187,7 @@ class LogStreamer:
                 for line in lines:
                     if self.cursor.before(line):
                         self.cursor = LogCursor.of(line)
-                        self.log.info("[%s] %s", line.key, line.text)
+                        self.log.log(python_level(line.severity), "[%s] %s", line.key, line.text)
                         written += 1
                 if not token:
                     break

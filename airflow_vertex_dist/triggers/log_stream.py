@@ -1,7 +1,8 @@
 """A trigger's replica log stream: lines from the shared log poller written to the trigger's log.
 
 In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows its job's replica lines
-(``[<replica key>] <text>``, in order per replica) while the triggerer waits for the job. The stream
+(``[<replica key>] <text>``, in order per replica, each at the logging level of its Cloud Logging
+severity: ``python_level``) while the triggerer waits for the job. The stream
 resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
 instance's XCom (``airflow_vertex_dist.triggers.log_cursor``), so a restarted triggerer does not
 write the lines already shown again.
@@ -21,6 +22,7 @@ import time
 from typing import Any, Protocol
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.common.log_severity import python_level
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 from airflow_vertex_dist.triggers.log_cursor import XCOM_TIMEOUT_S, CursorStore, later
@@ -40,6 +42,8 @@ FINAL_LINES_GRACE_S = 1.0
 
 class _InfoLog(Protocol):
     def info(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+    def log(self, level: int, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class LogStreamingTrigger(Protocol):
@@ -88,7 +92,7 @@ class TriggerLogStream:
 
     def _write(self, lines: list[Any]) -> None:
         for line in lines:
-            self.trigger.log.info("[%s] %s", line.key, line.text)
+            self.trigger.log.log(python_level(line.severity), "[%s] %s", line.key, line.text)
         if lines:
             self._last_write = asyncio.get_running_loop().time()
             # the resume point, were this trigger rebuilt from its kwargs in this process ...
