@@ -42,10 +42,11 @@ from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos, rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter, time_clauses
-from airflow_vertex_dist.hooks.off_loop import load_clients
+from airflow_vertex_dist.triggers._poll_loop import MAX_BACKOFF_S, PollLoop
 
 __all__ = [
     "DEFAULT_READS_PER_MINUTE",
+    "MAX_BACKOFF_S",
     "DEFAULT_SETTLE_S",
     "MAX_IDS_IN_FILTER",
     "LogCursor",
@@ -70,7 +71,6 @@ DEFAULT_READS_PER_MINUTE = 50
 DEFAULT_SETTLE_S = 2.0
 #: Beyond this many streaming jobs the filter leaves the job ids out (a filter is at most 20,000 chars).
 MAX_IDS_IN_FILTER = 300
-MAX_BACKOFF_S = 60.0
 #: Pages followed in one cycle; the rest is read at the next cycle (the cursors remember where).
 MAX_PAGES_PER_CYCLE = 10
 PAGE_SIZE = 1000
@@ -214,12 +214,13 @@ class _LogSubscription:
             self.poller._unsubscribe(self)
 
 
-class LogPoller:
+class LogPoller(PollLoop):
     """Reads the replica logs of every subscribed job of one (connection, project); see the module doc."""
 
     def __init__(self, key: LogPollerKey, *, budget: ReadBudget | None = None) -> None:
         from airflow_vertex_dist.hooks.logs import VertexLogsHook
 
+        super().__init__(f"vertex-log-poller {key.project}", log)
         self.key = key
         self.hook = VertexLogsHook(
             key.conn_id,
@@ -232,15 +233,9 @@ class LogPoller:
         #: every line stamped at or before this (seconds since the epoch) has been read and handed out
         #: (the cut of the last cycle that read all its pages)
         self.horizon = 0.0
-        self._loop = asyncio.get_running_loop()
         self._subs: set[_LogSubscription] = set()
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._cycle_done = asyncio.Event()
-        #: completed cycles, entries.list calls, and consecutive failed cycles (for logs and tests).
-        self.cycles = 0
+        #: entries.list calls (for logs and tests)
         self.read_calls = 0
-        self.failures = 0
 
     def subscribe(
         self,
@@ -254,9 +249,7 @@ class LogPoller:
             raise ValueError(f"log_poll_interval: must be a positive number of seconds (got {interval!r})")
         sub = _LogSubscription(self, job_id, selection, cursor or LogCursor(), float(interval))
         self._subs.add(sub)
-        if self._task is None or self._task.done():
-            self._task = self._loop.create_task(self._run(), name=f"vertex-log-poller {self.key.project}")
-        self._wake.set()
+        self._start()
         return sub
 
     def _unsubscribe(self, sub: _LogSubscription) -> None:
@@ -265,13 +258,7 @@ class LogPoller:
             registry = _REGISTRY.get(self._loop)
             if registry is not None and registry.get(self.key) is self:
                 del registry[self.key]
-            if self._task is not None and not self._task.done():
-                self._task.cancel()
-
-    async def next_cycle(self) -> int:
-        """Wait until the next cycle completes; returns the cycle count."""
-        await self._cycle_done.wait()
-        return self.cycles
+            self._stop()
 
     async def read_through(self, when: float, timeout: float) -> bool:
         """Wait until a cycle has handed out every line stamped at or before ``when`` (seconds since
@@ -293,37 +280,21 @@ class LogPoller:
                 return False
         return True
 
+    # -- the loop (``PollLoop._run``) -------------------------------------------------------------
+    def _has_waiters(self) -> bool:
+        return bool(self._subs)
+
     def _interval(self) -> float:
         return min((sub.interval for sub in self._subs), default=10.0)
 
-    async def _run(self) -> None:
-        try:
-            await load_clients()  # off the loop; _is_transient below then imports nothing new
-            while self._subs:
-                self._wake.clear()
-                delay = self._interval()
-                try:
-                    await self.poll_once()
-                    self.failures = 0
-                except Exception as exc:
-                    if not _is_transient(exc):
-                        raise
-                    self.failures += 1
-                    delay = min(delay * 2**self.failures, max(delay, MAX_BACKOFF_S))
-                    log.warning("Reading replica logs failed (%s); next try in %.1fs", exc, delay)
-                self.cycles += 1
-                done, self._cycle_done = self._cycle_done, asyncio.Event()
-                done.set()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
-                except ASYNC_TIMEOUT:
-                    continue
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # streaming logs is best effort: never fail the waits that use it
-            log.exception("The replica log poller of %s stopped", self.key.project)
-        finally:
-            await asyncio.to_thread(self.hook.close)
+    def _failed(self, exc: Exception) -> None:
+        raise exc  # stops the poller: streaming logs is best effort, never fails the waits that use it
+
+    def _stopped(self, exc: Exception) -> None:
+        pass  # the subscribers' waits go on without lines
+
+    async def _close(self) -> None:
+        await asyncio.to_thread(self.hook.close)
 
     def _filter(self, subs: Sequence[_LogSubscription], until: str | None = None) -> str:
         job_ids = {sub.job_id for sub in subs}
@@ -366,14 +337,6 @@ class LogPoller:
             if not token:
                 self.horizon = max(self.horizon, cut)
                 break
-
-
-def _is_transient(exc: BaseException) -> bool:
-    from google.api_core.exceptions import RetryError
-
-    from airflow_vertex_dist.hooks._clients import is_transient
-
-    return is_transient(exc) or isinstance(exc, (RetryError, *ASYNC_TIMEOUT))
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[LogPollerKey, LogPoller]] = (

@@ -40,14 +40,13 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from airflow_vertex_dist.hooks.off_loop import load_clients
+from airflow_vertex_dist.triggers._poll_loop import PollLoop, is_transient
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -71,8 +70,6 @@ BUDGET_PER_JOB = 0.01
 BUDGET_BASE = 2.0
 #: At most this many cycles start within one poll interval, however much budget is left (CPU).
 MAX_CYCLES_PER_INTERVAL = 4
-#: Transient failures back the poller off up to this many seconds (or the interval, if longer).
-MAX_BACKOFF_S = 60.0
 #: After a new waiter wakes the poller, wait this long so a burst of registrations shares one cycle.
 REGISTRATION_SETTLE_S = 0.05
 #: New waiters of one cycle fetched by Get; more than this and the cycle's List is not time-bounded.
@@ -147,8 +144,10 @@ class _Known:
     state: str
 
 
-class JobPoller:
+class JobPoller(PollLoop):
     """Polls every registered job of one (connection, project, location, kind); see the module doc."""
+
+    wake_settle_s = REGISTRATION_SETTLE_S
 
     def __init__(
         self,
@@ -159,6 +158,7 @@ class JobPoller:
     ) -> None:
         from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
 
+        super().__init__(f"vertex-job-poller {key.project}/{key.location}/{key.kind}", log)
         self.key = key
         self.page_size = page_size
         self.hook = VertexJobsAsyncHook(
@@ -168,17 +168,11 @@ class JobPoller:
             retry_policy=retry_policy or POLLER_RETRY,
             impersonation_chain=key.impersonation_chain or None,
         )
-        self._loop = asyncio.get_running_loop()
         self._subs: dict[str, set[_Subscription]] = {}
         self._known: dict[str, _Known] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._cycle_done = asyncio.Event()
-        #: completed poll cycles, and the List / Get calls this poller made (for logs and tests).
-        self.cycles = 0
+        #: the List / Get calls this poller made (for logs and tests)
         self.list_calls = 0
         self.get_calls = 0
-        self.failures = 0
         #: List pages plus Gets of the last cycle: what the next cycle is expected to cost.
         self.last_cycle_calls = 1
 
@@ -188,11 +182,7 @@ class JobPoller:
             raise ValueError(f"poll_interval: must be a positive number of seconds (got {interval!r})")
         sub = _Subscription(self, name, float(interval))
         self._subs.setdefault(name, set()).add(sub)
-        if self._task is None or self._task.done():
-            self._task = self._loop.create_task(
-                self._run(), name=f"vertex-job-poller {self.key.project}/{self.key.location}/{self.key.kind}"
-            )
-        self._wake.set()  # a new waiter gets its first state now, not an interval later
+        self._start()
         return sub
 
     def _unsubscribe(self, sub: _Subscription) -> None:
@@ -206,19 +196,16 @@ class JobPoller:
             registry = _REGISTRY.get(self._loop)
             if registry is not None and registry.get(self.key) is self:
                 del registry[self.key]
-            if self._task is not None and not self._task.done():
-                self._task.cancel()
+            self._stop()
 
     @property
     def job_names(self) -> list[str]:
         return list(self._subs)
 
-    async def next_cycle(self) -> int:
-        """Wait until the next poll cycle completes; returns the cycle count."""
-        await self._cycle_done.wait()
-        return self.cycles
+    # -- the loop (``PollLoop._run``) -------------------------------------------------------------
+    def _has_waiters(self) -> bool:
+        return bool(self._subs)
 
-    # -- the loop ----------------------------------------------------------------------------------
     def _interval(self) -> float:
         return min((sub.interval for subs in self._subs.values() for sub in subs), default=1.0)
 
@@ -238,44 +225,18 @@ class JobPoller:
         share = max(1, self.last_cycle_calls) / budget
         return interval * min(1.0, max(1.0 / MAX_CYCLES_PER_INTERVAL, share))
 
-    async def _run(self) -> None:
-        try:
-            await load_clients()  # off the loop; _is_transient below then imports nothing new
-            while self._subs:
-                self._wake.clear()
-                started = self._loop.time()
-                try:
-                    await self.poll_once()
-                    # cycles start at a fixed rate: the next one a period after this one started
-                    delay = max(0.0, self.period() - (self._loop.time() - started))
-                    self.failures = 0
-                except Exception as exc:
-                    delay = self._interval()
-                    if not _is_transient(exc):
-                        self._broadcast(exc)
-                    else:
-                        self.failures += 1
-                        delay = min(delay * 2**self.failures, max(delay, MAX_BACKOFF_S))
-                        log.warning(
-                            "Polling %s jobs failed with a transient error (%s); next try in %.1fs",
-                            self.key.kind,
-                            exc,
-                            delay,
-                        )
-                self.cycles += 1
-                done, self._cycle_done = self._cycle_done, asyncio.Event()
-                done.set()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
-                except ASYNC_TIMEOUT:
-                    continue
-                # Woken by new waiters: let a burst of registrations settle into one cycle.
-                await asyncio.sleep(REGISTRATION_SETTLE_S)
-        except Exception as exc:  # a bug, not an API error: never leave waiters hanging on a dead poller
-            log.exception("The %s poller stopped", self.key.kind)
-            self._broadcast(exc)
-        finally:
-            await self.hook.close()
+    def _delay_after(self, started: float) -> float:
+        # cycles start at a fixed rate: the next one a period after this one started
+        return max(0.0, self.period() - (self._loop.time() - started))
+
+    def _failed(self, exc: Exception) -> None:
+        self._broadcast(exc)
+
+    def _stopped(self, exc: Exception) -> None:
+        self._broadcast(exc)  # never leave waiters hanging on a dead poller
+
+    async def _close(self) -> None:
+        await self.hook.close()
 
     def _broadcast(self, exc: BaseException) -> None:
         for subs in list(self._subs.values()):
@@ -335,7 +296,7 @@ class JobPoller:
                     try:
                         job = await self.hook.get_job_or_none(name)
                     except Exception as exc:
-                        if _is_transient(exc):
+                        if is_transient(exc):
                             raise
                         self._deliver(name, exc)
                         return
@@ -343,14 +304,6 @@ class JobPoller:
 
             await asyncio.gather(*(get(name) for name in missing))
         self.last_cycle_calls = calls + len(missing)
-
-
-def _is_transient(exc: BaseException) -> bool:
-    from google.api_core.exceptions import RetryError
-
-    from airflow_vertex_dist.hooks._clients import is_transient
-
-    return is_transient(exc) or isinstance(exc, (RetryError, *ASYNC_TIMEOUT))
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PollerKey, JobPoller]] = (

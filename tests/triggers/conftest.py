@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_vertex_dist.hooks.connection import RetryPolicy
-from airflow_vertex_dist.triggers import poller
+from airflow_vertex_dist.triggers import _poll_loop, poller
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.faults import update_faults
@@ -39,7 +39,7 @@ def em(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator
     monkeypatch.setattr(
         poller, "POLLER_RETRY", RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=0.5, rpc_timeout_s=5.0)
     )
-    monkeypatch.setattr(poller, "MAX_BACKOFF_S", 0.2)
+    monkeypatch.setattr(_poll_loop, "MAX_BACKOFF_S", 0.2)
     yield emulator
     update_faults(emulator.config.faults, NO_FAULTS)
 
