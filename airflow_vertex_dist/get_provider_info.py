@@ -6,7 +6,10 @@ from typing import Any
 
 from airflow_vertex_dist.common.version import package_version
 
-__all__ = ["get_provider_info"]
+__all__ = ["INTEGRATION", "get_provider_info"]
+
+#: The one integration the hooks, operators, sensors and triggers belong to (Airflow lists them under it).
+INTEGRATION = "Vertex AI distributed training"
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -16,6 +19,13 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Distributed training and hyperparameter tuning on Google Vertex AI: "
         "typed cluster specs, deferrable operators, job/replica/trial sensors and a local emulator.",
         "versions": [package_version()],
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://cloud.google.com/vertex-ai/docs/training/distributed-training",
+                "tags": ["gcp"],
+            }
+        ],
         "connection-types": [
             {
                 "connection-type": "vertex_dist",
@@ -115,13 +125,13 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "hooks": [
             {
-                "integration-name": "Vertex AI distributed training",
+                "integration-name": INTEGRATION,
                 "python-modules": ["airflow_vertex_dist.hooks.vertex_jobs"],
             }
         ],
         "operators": [
             {
-                "integration-name": "Vertex AI distributed training",
+                "integration-name": INTEGRATION,
                 "python-modules": [
                     "airflow_vertex_dist.operators.training",
                     "airflow_vertex_dist.operators.tuning",
@@ -131,13 +141,13 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "sensors": [
             {
-                "integration-name": "Vertex AI distributed training",
+                "integration-name": INTEGRATION,
                 "python-modules": ["airflow_vertex_dist.sensors.jobs"],
             }
         ],
         "triggers": [
             {
-                "integration-name": "Vertex AI distributed training",
+                "integration-name": INTEGRATION,
                 "python-modules": [
                     "airflow_vertex_dist.triggers.jobs",
                     "airflow_vertex_dist.triggers.sensors",

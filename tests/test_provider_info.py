@@ -32,6 +32,19 @@ def test_validates_against_airflows_provider_info_schema() -> None:
     jsonschema.validate(get_provider_info(), schema)
 
 
+def test_every_section_names_a_declared_integration() -> None:
+    """Airflow lists hooks, operators, sensors and triggers under their integration: each one they name
+    is declared in ``integrations`` (the schema alone does not check it), with its documentation page."""
+    info = get_provider_info()
+    declared = [entry["integration-name"] for entry in info["integrations"]]
+    assert len(declared) == len(set(declared)) and declared
+    used = {entry["integration-name"] for section in ("hooks", "operators", "sensors", "triggers")
+            for entry in info[section]}
+    assert used == set(declared)
+    for entry in info["integrations"]:
+        assert entry["external-doc-url"].startswith("https://cloud.google.com/vertex-ai/docs/")
+
+
 def test_every_named_module_and_class_exists() -> None:
     info = get_provider_info()
     modules = [m for section in ("hooks", "operators", "sensors", "triggers") for entry in info[section]
