@@ -222,10 +222,10 @@ class VertexJobOperator(JobAttachingOperator):
             verdict = job_verdict(job, partial_success=self.partial_success)
             if verdict is not None:  # already ended (a re-attached job): nothing to wait for
                 return self._finish(job, verdict)
-            self._defer(job)
+            self._defer(context, job)
         return self._finish(*self._poll(job))
 
-    def make_trigger(self, job_name: str) -> VertexJobTrigger:
+    def make_trigger(self, job_name: str, job: Mapping[str, Any] | None = None) -> VertexJobTrigger:
         """The trigger a deferred wait hands to the triggerer (JSON kwargs only)."""
         timeout = self.execution_timeout
         # Imported here: a DAG file that only builds the task never pays for the trigger machinery.
@@ -242,18 +242,23 @@ class VertexJobOperator(JobAttachingOperator):
             paused_grace=self.paused_grace,
             timeout=timeout.total_seconds() if timeout is not None else None,
             impersonation_chain=self.hook.impersonation_chain_override,
-            stream_logs=self._log_selection(),
+            stream_logs=self._log_selection(job),
         )
 
-    def _log_selection(self) -> Any:
+    def _log_selection(self, job: Mapping[str, Any] | None) -> Any:
         from airflow_vertex_dist.operators.log_stream import selection_of
 
-        return selection_of(self.stream_logs)
+        return selection_of(self.stream_logs, job)
 
-    def _defer(self, job: Mapping[str, Any]) -> None:
+    def _defer(self, context: Context, job: Mapping[str, Any]) -> None:
+        trigger = self.make_trigger(str(job["name"]), job)
+        if trigger.stream_logs is not None:  # the cursor its stream reads at its first start
+            from airflow_vertex_dist.triggers.log_cursor import seed_cursor
+
+            seed_cursor(context["ti"])
         self.log.info("Deferring: waiting for %s in the triggerer", job["name"])
         self.defer(
-            trigger=self.make_trigger(str(job["name"])),
+            trigger=trigger,
             method_name="execute_complete",
             timeout=self.execution_timeout,
         )
@@ -264,7 +269,7 @@ class VertexJobOperator(JobAttachingOperator):
         from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome
 
         name = str(job["name"])
-        streamer = self._log_streamer(name)
+        streamer = self._log_streamer(job)
         progress = ProgressLog()
         delay = min(1.0, self.poll_interval)
         paused = PausedClock()
@@ -300,14 +305,14 @@ class VertexJobOperator(JobAttachingOperator):
             if streamer is not None:
                 streamer.hook.close()
 
-    def _log_streamer(self, name: str) -> Any:
-        from airflow_vertex_dist.operators.log_stream import LogStreamer, selection_of
+    def _log_streamer(self, job: Mapping[str, Any]) -> Any:
+        from airflow_vertex_dist.operators.log_stream import LogStreamer
 
-        selection = selection_of(self.stream_logs)
+        selection = self._log_selection(job)
         if selection is None:
             return None
-        job = parse_job_name(name)
-        return LogStreamer(self._logs_hook(job.project), job.job_id, selection, self.log)
+        name = parse_job_name(str(job["name"]))
+        return LogStreamer(self._logs_hook(name.project), name.job_id, selection, self.log)
 
     def _logs_hook(self, project: str) -> Any:
         from airflow_vertex_dist.hooks.logs import VertexLogsHook
@@ -319,11 +324,12 @@ class VertexJobOperator(JobAttachingOperator):
         )
 
     def _failure_details(self, job: Mapping[str, Any]) -> str:
-        from airflow_vertex_dist.operators.log_stream import failure_details
+        from airflow_vertex_dist.operators.log_stream import failure_details, shown_by
 
         hook = self._logs_hook(parse_job_name(str(job["name"])).project)
         try:
-            return failure_details(job, lambda job_id, replica, n: hook.tail(job_id, replica, lines=n))
+            shown = shown_by(self._log_selection(job))  # lines the stream wrote are not quoted again
+            return failure_details(job, lambda job_id, replica, n: hook.tail(job_id, replica, lines=n), shown)
         finally:
             hook.close()
 

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException, conf
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
-from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexHookMixin
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
@@ -51,10 +52,19 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
     in the task log while it waits (``True``: the primary's lines and every replica's warnings and
     errors; ``"all"``; a list of replica keys; ``False``), and ``impersonation_chain`` (a service
     account to impersonate, or a chain ending at the target; replaces the connection's), which both
-    the job reads and the log reads use, poking or deferred.
+    the job reads and the log reads use, poking or deferred. A list in ``stream_logs`` may name whole
+    pools (``workerpool1-*``). A job that had already ended when the sensor first looked at it has its
+    lines in the log of the task that waited for it: with the default ``stream_logs=True`` the sensor
+    does not write them again (``"all"`` or a list of replicas does).
     """
 
-    template_fields: Sequence[str] = ("job_name", "project_id", "location", "impersonation_chain")
+    template_fields: Sequence[str] = (
+        "job_name",
+        "vertex_dist_conn_id",
+        "project_id",
+        "location",
+        "impersonation_chain",
+    )
     operator_extra_links = (VertexJobLink(),)
     ui_color = "#e6f4ea"
 
@@ -83,8 +93,10 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         self.project_id = project_id
         self.location = location
         self.deferrable = deferrable
-        self._progress = ProgressLog()
+        self._progress = ProgressLog("found")
         self._link_pushed = False
+        self._job: Mapping[str, Any] | None = None  # the job as last seen (pools for stream_logs)
+        self._history_only = False  # the job had ended when first seen: its lines are not streamed
 
     # -- what subclasses say -------------------------------------------------------------------
     def condition(self, job: Mapping[str, Any]) -> Verdict | None:
@@ -120,6 +132,15 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue | bool:
         self._push_link(context)
         job = self.hook.get_job(self._name)
+        if self._job is None and job_state(job) in TERMINAL_STATES and self.stream_logs is True:
+            self._history_only = True
+            self.log.info(
+                "Job %s had already ended: its replica lines are not written again here (they are in "
+                "the log of the task that waited for it, and in Cloud Logging; stream_logs='all' or a "
+                "list of replicas writes them)",
+                self._name,
+            )
+        self._job = job
         for line in self._progress.update(job):
             self.log.info("%s", line)
         verdict = self.condition(job)
@@ -134,9 +155,16 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         result = self.poke(context)
         if isinstance(result, PokeReturnValue) and result.is_done:
             return result.xcom_value
+        trigger = self.make_trigger(self._name)
+        if getattr(trigger, "stream_logs", None) is not None:  # the cursor its stream reads first
+            from airflow_vertex_dist.triggers.log_cursor import seed_cursor
+            from airflow_vertex_dist.triggers.log_poller import LogCursor
+
+            cursor = LogCursor(getattr(trigger, "log_timestamp", ""), getattr(trigger, "log_insert_id", ""))
+            seed_cursor(context["ti"], cursor)
         self.log.info("Deferring: waiting on %s in the triggerer", self._name)
         self.defer(
-            trigger=self.make_trigger(self._name),
+            trigger=trigger,
             method_name="execute_complete",
             timeout=timedelta(seconds=float(self.timeout)) if self.timeout is not None else None,
         )
@@ -145,7 +173,9 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         """Poke mode: write the job's new replica lines (a rescheduled poke starts a new stream)."""
         from airflow_vertex_dist.operators.log_stream import LogStreamer, selection_of
 
-        selection = selection_of(self.stream_logs)
+        if self._history_only:
+            return
+        selection = selection_of(self.stream_logs, self._job)
         if selection is None:
             return
         if self._streamer is None:
@@ -181,7 +211,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             "project_id": self.project_id,
             "location": self.location,
             "poll_interval": float(self.poke_interval),
-            "stream_logs": selection_of(self.stream_logs),
+            "stream_logs": selection_of(self.stream_logs, self._job),
             "impersonation_chain": self.hook.impersonation_chain_override,
         }
 

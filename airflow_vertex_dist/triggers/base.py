@@ -152,7 +152,7 @@ class JobWaitTrigger(BaseTrigger):
         started = time.monotonic()
         deadline = self.deadline(started)
         self.begin_wait()
-        progress = ProgressLog()
+        progress = ProgressLog(getattr(self, "first_seen", "submitted"))
         logs = log_stream_start(self) if self.stream_logs is not None else None
         try:
             async with watch_job(

@@ -13,7 +13,11 @@ trigger its ``task_instance``. So the stream keeps its cursor in the XCom
   wins), so a stream costs at most about one XCom write per poll interval, and none while its job is
   silent;
 * **read** once when the trigger starts: the stream resumes after the later of that cursor and the
-  one in its kwargs.
+  one in its kwargs;
+* **seeded** by the task before it defers (``seed_cursor``, with the kwargs' cursor): a read of an
+  XCom that does not exist makes the Task SDK's API client log an ERROR (``XCom not found``) in the
+  triggerer, and the triggerer's supervisor channel carries no call that asks without it
+  (``GetXCom`` only: no count, no slice), so a first start finds the seeded value instead.
 
 The cursor is saved after its lines are handed to the trigger's log, never before: a triggerer
 stopped before the save lands repeats that last batch (at most one poll interval of lines) rather than
@@ -42,7 +46,7 @@ from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.triggers.log_poller import LogCursor
 
-__all__ = ["CURSOR_XCOM_KEY", "CursorStore", "later"]
+__all__ = ["CURSOR_XCOM_KEY", "CursorStore", "later", "seed_cursor"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +65,12 @@ def later(a: LogCursor, b: LogCursor) -> LogCursor:
     key_a = (rfc3339_key(a.timestamp), a.insert_id)
     key_b = (rfc3339_key(b.timestamp), b.insert_id)
     return a if key_a >= key_b else b
+
+
+def seed_cursor(ti: Any, cursor: LogCursor | None = None) -> None:
+    """Push the cursor XCom a deferring task's trigger reads at its first start (the module doc)."""
+    cursor = cursor or LogCursor()
+    ti.xcom_push(key=CURSOR_XCOM_KEY, value={"timestamp": cursor.timestamp, "insert_id": cursor.insert_id})
 
 
 def _xcom_class() -> Any:

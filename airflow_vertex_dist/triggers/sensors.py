@@ -31,8 +31,11 @@ __all__ = [
 class SensorTrigger(JobWaitTrigger):
     """Polls one job until ``evaluate`` gives a verdict, then fires one event and ends.
 
-    A sensor watches a job it does not own: killing the sensor never cancels the job.
+    A sensor watches a job it does not own: killing the sensor never cancels the job, and its
+    progress lines say the job was ``found``, not submitted.
     """
+
+    first_seen = "found"
 
     @abc.abstractmethod
     def evaluate(self, job: Job) -> Verdict | None:

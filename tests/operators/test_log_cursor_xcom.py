@@ -88,3 +88,46 @@ def test_the_cursor_is_saved_in_the_tasks_xcom_and_read_back_by_the_next_trigger
             starting.close()
 
     assert asyncio.run(second_triggerer()) == LATEST
+
+
+def test_a_first_start_reads_the_seeded_cursor_without_an_error(supervisor_channel: None, capfd: Any) -> None:
+    """A first start reads the cursor the task seeded before deferring: no ``XCom not found`` ERROR
+    (which the Task SDK logs for a missing XCom, as the unseeded task instance shows)."""
+    from airflow.sdk import get_current_context
+
+    from airflow_vertex_dist.triggers.log_cursor import seed_cursor
+
+    with DAG("log_cursor_seed", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=timezone.utc)) as dag:
+
+        @task(task_id="seeded")
+        def seeded() -> None:
+            seed_cursor(get_current_context()["ti"])
+
+        @task(task_id="bare")
+        def bare() -> None:
+            return None
+
+        seeded()
+        bare()
+    dr = run_dag(dag)
+    capfd.readouterr()
+
+    def first_start(task_id: str) -> tuple[LogCursor | None, str]:
+        t = VertexJobTrigger(
+            job_name="projects/test-project/locations/us-central1/customJobs/1", stream_logs="all"
+        )
+        t.task_instance = types.SimpleNamespace(
+            dag_id=dr.dag_id, task_id=task_id, run_id=dr.run_id, map_index=-1
+        )
+        store = CursorStore.of(t)
+        assert store is not None
+        loaded = asyncio.run(store.load())
+        captured = capfd.readouterr()
+        return loaded, captured.out + captured.err
+
+    loaded, out = first_start("seeded")
+    assert loaded == LogCursor("", "")
+    assert "XCom not found" not in out and "error" not in out.lower(), out
+    loaded, out = first_start("bare")  # what a first start logged before the seed
+    assert loaded is None
+    assert "XCom not found" in out

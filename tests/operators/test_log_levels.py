@@ -19,7 +19,7 @@ from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 from vertex_emulator.app import Emulator
 
-from .harness import PY, logged, run_dag, ti_state
+from .harness import PY, dag_xcom, logged, run_dag, ti_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
@@ -68,3 +68,24 @@ def test_replica_lines_keep_their_severity_and_are_written_once(
     # the failure's explanation does not quote the streamed lines a second time
     assert "Last lines of workerpool0-0 (Cloud Logging):" not in out
     assert "The last lines of workerpool0-0 are the replica lines above in this log." in out
+
+
+def test_a_deferring_task_seeds_its_streams_cursor(vertex_conn: Emulator) -> None:
+    """The XCom the trigger's stream reads at its first start exists before it starts (no
+    ``XCom not found`` ERROR in the triggerer: tests/operators/test_log_cursor_xcom.py)."""
+    from airflow_vertex_dist.triggers.log_cursor import CURSOR_XCOM_KEY
+
+    code = "print('one line', flush=True)"
+    spec = DistributedTrainingJob(
+        display_name="first-start",
+        primary=WorkerPool(
+            machine=Machine(machine_type="n1-standard-4"),
+            container=Container(image_uri="python:3.11", command=(PY, "-c", code)),
+        ),
+    )
+    with DAG("first_start_seeded", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec, deferrable=True, poll_interval=0.3)
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    # dag.test() runs the trigger without a supervisor channel: the seed is left as the task pushed it
+    assert dag_xcom(dr, "train", key=CURSOR_XCOM_KEY) == {"timestamp": "", "insert_id": ""}

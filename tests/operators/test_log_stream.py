@@ -94,7 +94,9 @@ def test_stream_all_and_off(vertex_conn: Emulator, capfd: Any, tmp_path: Path) -
     out = logged(capfd)
     assert out.count("[workerpool1-0] workerpool1-0 step 0") == 1  # only the "all" task streams it
     assert out.count("[workerpool0-0] workerpool0-0 step 0") == 1
-    assert out.count("Last lines of workerpool1-1 (Cloud Logging):") == 2  # the diagnosis either way
+    # the diagnosis either way: quoted where the lines were not streamed, pointed at where they were
+    assert out.count("Last lines of workerpool1-1 (Cloud Logging):") == 1
+    assert out.count("The last lines of workerpool1-1 are the replica lines above in this log.") == 1
 
 
 def test_deferred_failure_explains_the_failure(vertex_conn: Emulator, capfd: Any, tmp_path: Path) -> None:
@@ -113,9 +115,9 @@ def test_deferred_failure_explains_the_failure(vertex_conn: Emulator, capfd: Any
     assert out.count("[workerpool0-0] workerpool0-0 step 0") == 1
 
 
-@pytest.mark.parametrize("value", ["some", [], ["worker-1"], 3, None])
+@pytest.mark.parametrize("value", ["some", [], ["worker-1"], ["workerpool1-x*"], 3, None])
 def test_bad_stream_logs_names_the_field(value: Any) -> None:
-    with pytest.raises(ValueError, match="stream_logs: must be True"):
+    with pytest.raises(ValueError, match=r"stream_logs(\[0\])?: (must be True|.* is not a replica name)"):
         check_stream_logs(value)
 
 

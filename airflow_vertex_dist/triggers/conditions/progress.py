@@ -26,9 +26,13 @@ class ProgressLog:
     job has ``enableWebAccess``) and, for a study, trials done k/N with the best metric so far. Fed
     every job dict a wait sees (the operators' polls, the triggers' updates), so a long wait does not
     flood the log.
+
+    ``first`` names where the first state came from: ``submitted`` for the operators (their job),
+    ``found`` for the sensors (a job they watch but did not submit): ``job ...: found -> SUCCEEDED``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, first: str = "submitted") -> None:
+        self.first = first
         self.state: str | None = None
         self.replicas: tuple[int, int] | None = None
         self.trials: tuple[int, int, str | None] | None = None
@@ -37,7 +41,7 @@ class ProgressLog:
         lines: list[str] = []
         state = job_state(job)
         if state != self.state:
-            before = "submitted" if self.state is None else short_state(self.state)
+            before = self.first if self.state is None else short_state(self.state)
             lines.append(f"job {job.get('name', '?')}: {before} -> {short_state(state)}")
             self.state = state
         if "jobSpec" in job and web_access_enabled(job):
