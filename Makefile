@@ -51,9 +51,12 @@ check: lint typecheck
 
 # The support matrix's other cells (tests/compat/matrix.py, README): one nox session each, in a uv
 # virtualenv on an interpreter of this machine (never downloaded), running the compat suite.
-# NOX_ARGS picks cells, e.g. NOX_ARGS='-s "compat(airflow-3.1)"'.
+# COMPAT_JOBS cells run at once (scripts/compat_cells.py: each cell's log printed whole when it ends);
+# COMPAT_CELLS picks cells, e.g. COMPAT_CELLS=airflow-3.1,lowest.
+COMPAT_JOBS ?= 2
+COMPAT_CELLS ?=
 compat: $(STAMP)
-	$(VENV)/bin/nox --reuse-venv=no $(NOX_ARGS)
+	$(PY) scripts/compat_cells.py --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
 # Lint, types, the unit/integration/e2e tests, the compat cells, then the reliability suite on a real
 # Airflow stack and on its Celery profile (the Celery profile alone: 13 minutes in its last run on a shared, loaded
