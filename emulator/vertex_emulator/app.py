@@ -8,6 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from vertex_emulator.callers import warn_if_unchecked
 from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
 from vertex_emulator.grpc_server import GrpcServer
 from vertex_emulator.httpserve import Ceilings
@@ -53,11 +54,13 @@ class Emulator:
     unfinished by a previous run, then serves. ``stop()`` (or leaving the ``with`` block) stops the
     servers, then every replica.
     The state directory is created with mode 0700; servers bind ``config.host`` (127.0.0.1); a
-    non-loopback host without ``config.auth_token`` is a ValueError.
+    non-loopback host without ``config.auth_token`` is a ValueError. Every surface serves only the
+    emulator's own local user, or a caller with ``config.auth_token`` (callers.py).
     """
 
     def __init__(self, config: EmulatorConfig) -> None:
         check_exposure(config.host, config.auth_token)  # ValueError: non-loopback without a token
+        warn_if_unchecked(config.auth_token)  # where other local accounts cannot be told apart
         self.config = config
         _private_dir(Path(config.state_dir))
         Path(config.gcs_root).mkdir(parents=True, exist_ok=True)
@@ -119,7 +122,7 @@ class Emulator:
                     "the Cloud Storage API",
                     STORAGE_HOST,
                     port,
-                    lambda: StorageServer(Path(self.config.gcs_root), port, ceilings),
+                    lambda: StorageServer(Path(self.config.gcs_root), port, ceilings, auth_token=token),
                 )
             except BaseException:
                 rest.stop()

@@ -10,13 +10,13 @@ UNIMPLEMENTED with a message saying what the emulator serves. The stock ``JobSer
 Bad bytes are the caller's error: a request over ``MAX_MESSAGE_BYTES``, or one the proto
 parser refuses (including nesting past protobuf's recursion limit), is INVALID_ARGUMENT, never
 INTERNAL (which clients retry as transient). With an access token, every call must carry
-``authorization: Bearer <token>`` metadata, or it is UNAUTHENTICATED.
+``authorization: Bearer <token>`` metadata, or it is UNAUTHENTICATED; without one, a call from another
+local account than the emulator's is PERMISSION_DENIED, whichever service it is for (callers.py).
 """
 
 from __future__ import annotations
 
 import errno
-import hmac
 import logging
 import socket
 from collections.abc import Callable
@@ -25,6 +25,7 @@ from typing import Any
 
 import grpc
 
+from vertex_emulator import callers
 from vertex_emulator.service import METHODS, ApiError, JobService, MethodInfo
 
 __all__ = ["MAX_MESSAGE_BYTES", "SERVICE_NAME", "GrpcServer"]
@@ -81,8 +82,7 @@ def _unary(service: JobService, info: MethodInfo, auth_token: str | None) -> grp
 def _has_token(metadata: Any, auth_token: str) -> bool:
     """Whether the call's metadata carries ``authorization: Bearer <auth_token>`` (constant time)."""
     given = next((str(v) for k, v in metadata if k == "authorization"), "")
-    scheme, _, token = given.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), auth_token.encode())
+    return callers.bearer_matches(given, auth_token)
 
 
 def _check_token(context: grpc.ServicerContext, auth_token: str | None) -> None:
@@ -120,6 +120,34 @@ class _TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         if _has_token(handler_call_details.invocation_metadata or (), self._auth_token):
             return continuation(handler_call_details)
         return _refusal(self._auth_token)
+
+
+class _PeerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Without a token: refuses a call from another local account, whichever service it is for."""
+
+    def __init__(self) -> None:
+        self.port = 0  # set once bound
+
+    def intercept_service(
+        self, continuation: Callable[[Any], Any], handler_call_details: grpc.HandlerCallDetails
+    ) -> Any:
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+
+        def checked(behavior: Callable[..., Any] | None) -> Callable[..., Any] | None:
+            if behavior is None:
+                return None
+
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                if not callers.grpc_caller_allowed(context.peer(), self.port):
+                    context.abort(grpc.StatusCode.PERMISSION_DENIED, callers.PEER_REFUSAL)
+                return behavior(request, context)
+
+            return call
+
+        kinds = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+        return handler._replace(**{kind: checked(getattr(handler, kind)) for kind in kinds})
 
 
 def _refusal(auth_token: str) -> grpc.RpcMethodHandler:
@@ -173,6 +201,7 @@ class GrpcServer:
         idle_timeout_s: float = 60.0,
     ):
         self.host = host
+        peers = _PeerInterceptor()
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
             options=[
@@ -186,8 +215,9 @@ class GrpcServer:
             ],
             # calls beyond the workers wait in a bounded queue; past it, RESOURCE_EXHAUSTED
             maximum_concurrent_rpcs=max_concurrent_rpcs,
-            # the token guards every service served here (extra_handlers too, e.g. the Logging API)
-            interceptors=[_TokenInterceptor(auth_token)] if auth_token is not None else [],
+            # the token, else the caller's account, guards every service served here (extra_handlers
+            # too, e.g. the Logging API)
+            interceptors=[_TokenInterceptor(auth_token) if auth_token is not None else peers],
         )
         self._server.add_generic_rpc_handlers((_Handler(service, auth_token), *extra_handlers))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -198,6 +228,7 @@ class GrpcServer:
         if bound == 0:
             raise _bind_failure(host, port)
         self.port: int = bound
+        peers.port = bound
 
     @property
     def target(self) -> str:

@@ -31,7 +31,8 @@ Every request passes ``_Handler._check_caller`` first, because the emulator runs
 its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS
 rebinding), so is an ``Origin`` other than the emulator's own, a write whose body is not
 ``application/json`` (a web page's form or "simple request"), and, when the server has an access
-token, a request without ``Authorization: Bearer <token>``. A body is bounded by its
+token, a request without ``Authorization: Bearer <token>`` -- without one, a connection from
+another local account than the emulator's (callers.py). A body is bounded by its
 ``Content-Length`` before it is read (``MAX_BODY_BYTES``, 413) and by its nesting
 (``MAX_JSON_DEPTH``, 400, counted in linear time by jsonlimits.py). A ``Transfer-Encoding`` (chunked)
 body is refused with 411 and the connection closed, so it cannot be read as a next request.
@@ -39,7 +40,6 @@ body is refused with 411 and the connection closed, so it cannot be read as a ne
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
@@ -49,7 +49,7 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from vertex_emulator import logging_api, pages
+from vertex_emulator import callers, logging_api, pages
 from vertex_emulator.faults import FaultsError, faults_to_json, update_faults
 from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
 from vertex_emulator.jsonlimits import json_depth
@@ -203,16 +203,14 @@ class _Handler(Deadlines):
                 f"Origin {origin!r} is not this emulator's own: cross-site requests are refused",
             )
         if server.auth_token is not None:
-            given = self.headers.get("Authorization") or ""
-            scheme, _, token = given.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                token.strip().encode(), server.auth_token.encode()
-            ):
+            if not callers.bearer_matches(self.headers.get("Authorization"), server.auth_token):
                 raise _Refused(
                     401,
                     "UNAUTHENTICATED",
                     "this emulator requires its access token: send 'Authorization: Bearer <token>'",
                 )
+        elif not callers.http_caller_allowed(self):  # no token: only the emulator's own user (callers.py)
+            raise _Refused(403, "PERMISSION_DENIED", callers.PEER_REFUSAL)
         if method in _MUTATING and (method != "DELETE" or self._content_length() > 0):
             ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
             if ctype != "application/json":

@@ -1,33 +1,34 @@
 """A local Cloud Storage JSON API over ``--gcs-root``, so trainer code reaches ``gs://`` as on Vertex AI.
 
-Replicas get ``STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>``: the stock ``google-cloud-storage``
-client (and ``gcsfs``) then send their calls here, with no credentials. Object ``gs://b/x/y`` is the
-file ``<gcs_root>/b/x/y`` (``gcs.to_local_path``, the emulator's one mapping), so what a replica
-uploads is what ``package_uris`` and the next job read, and what a user puts under the directory is
-an object. The subset served is what those clients use for objects:
+Replicas get ``STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>``: the stock ``google-cloud-storage`` client (and
+``gcsfs``) then send their calls here, with no credentials. Object ``gs://b/x/y`` is the file
+``<gcs_root>/b/x/y`` (``gcs.to_local_path``, the emulator's one mapping), so what a replica uploads is what
+``package_uris`` and the next job read, and what a user puts under the directory is an object. The subset
+served is what those clients use for objects:
 
-* ``GET /storage/v1/b/<bucket>`` (bucket exists = the directory exists), ``POST /storage/v1/b``
-  (creates the directory);
-* ``GET /storage/v1/b/<bucket>/o`` (``prefix``, ``delimiter``, ``matchGlob``, ``maxResults``,
-  ``pageToken``, ``startOffset``, ``endOffset``);
-* ``GET /storage/v1/b/<bucket>/o/<object>`` (metadata; ``alt=media``: the bytes, ``Range`` honoured),
-  ``GET /download/storage/v1/b/<bucket>/o/<object>?alt=media``, ``DELETE .../o/<object>``, each with
-  ``generation`` (only the live one exists: another is 404) and ``ifGenerationMatch``;
-* ``POST /upload/storage/v1/b/<bucket>/o`` with ``uploadType=media``, ``multipart`` or ``resumable``
-  (then ``PUT`` chunks with ``Content-Range``), and ``ifGenerationMatch`` preconditions;
+* ``GET /storage/v1/b/<bucket>`` (bucket exists = the directory exists), ``POST /storage/v1/b`` (creates the
+  directory);
+* ``GET /storage/v1/b/<bucket>/o`` (``prefix``, ``delimiter``, ``matchGlob``, ``maxResults``, ``pageToken``,
+  ``startOffset``, ``endOffset``);
+* ``GET /storage/v1/b/<bucket>/o/<object>`` (metadata; ``alt=media``: the bytes, ``Range`` honoured), ``GET
+  /download/storage/v1/b/<bucket>/o/<object>?alt=media``, ``DELETE .../o/<object>``, each with ``generation``
+  (only the live one exists: another is 404) and ``ifGenerationMatch``;
+* ``POST /upload/storage/v1/b/<bucket>/o`` with ``uploadType=media``, ``multipart`` or ``resumable`` (then
+  ``PUT`` chunks with ``Content-Range``), and ``ifGenerationMatch`` preconditions;
 * ``POST /storage/v1/b/<bucket>/o/<object>/copyTo/b/<bucket>/o/<object>`` (``Blob.copy_blob``) and
   ``.../rewriteTo/...`` (``Blob.rewrite``; done in one call), with ``ifGenerationMatch``,
   ``ifSourceGenerationMatch`` and ``sourceGeneration``.
 
-How it differs from Cloud Storage (docs/emulator.md): metadata beyond name, size, hashes and times is
-not stored (``contentType`` is guessed from the name); an object name ending in ``/`` or one that
-would make a file and a directory share a path (``a`` and ``a/b``) is refused with 400; the generation
-is the file's modification time in nanoseconds (older generations are not kept). It binds 127.0.0.1
-only and refuses a request that carries an ``Origin`` header or a ``Host`` that is not a loopback name.
+How it differs from Cloud Storage (docs/emulator.md): metadata beyond name, size, hashes and times is not
+stored (``contentType`` is guessed from the name); an object name ending in ``/`` or one that would make a
+file and a directory share a path (``a`` and ``a/b``) is refused with 400; the generation is the file's
+modification time in nanoseconds (older generations are not kept). It binds 127.0.0.1 only and refuses a
+request that carries an ``Origin`` header or a ``Host`` that is not a loopback name, and one from another
+local account than the emulator's without its access token (``Authorization: Bearer``): replicas, processes of
+the emulator's user, need none (callers.py).
 
-Why not the ``gcp-storage-emulator`` package: it keeps objects in its own storage layout (with
-metadata files) rather than a plain directory tree, so ``--gcs-root`` could no longer be a directory
-that ``package_uris``, ``base_output_directory`` and the user share.
+Why not the ``gcp-storage-emulator`` package: it keeps objects in its own layout (with metadata files), not a
+plain directory tree that ``package_uris``, ``base_output_directory`` and the user share.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from vertex_emulator import callers
 from vertex_emulator.gcs import to_local_path
 from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
 from vertex_emulator.storage_tree import (
@@ -76,9 +78,9 @@ _CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
 
 
 class _StorageHTTPServer(BoundedHTTPServer):
-    def __init__(self, address: tuple[str, int], root: Path, ceilings: Ceilings) -> None:
+    def __init__(self, address: tuple[str, int], root: Path, ceilings: Ceilings, token: str | None) -> None:
         super().__init__(address, _Handler, ceilings, backlog=1024)
-        self.root = root
+        self.root, self.auth_token = root, token
         self.uploads = UploadSessions()
 
 
@@ -151,6 +153,8 @@ class _Handler(Deadlines):
                 pass
 
     def _check_origin(self) -> None:
+        if not callers.http_caller_allowed(self, self.server.auth_token):
+            raise _Error(403, "forbidden", callers.PEER_REFUSAL)
         if self.headers.get("Origin") is not None:
             raise _Error(403, "forbidden", "requests from web pages (with an Origin header) are refused")
         host = (self.headers.get("Host") or "").lower()
@@ -183,22 +187,9 @@ class _Handler(Deadlines):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        self._route("GET")
+        self._route(self.command)  # GET, HEAD, POST, PUT, DELETE, PATCH
 
-    def do_HEAD(self) -> None:
-        self._route("HEAD")
-
-    def do_POST(self) -> None:
-        self._route("POST")
-
-    def do_PUT(self) -> None:
-        self._route("PUT")
-
-    def do_DELETE(self) -> None:
-        self._route("DELETE")
-
-    def do_PATCH(self) -> None:
-        self._route("PATCH")
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_GET
 
     # -- routing ----------------------------------------------------------------------------------
 
@@ -472,10 +463,13 @@ class _Handler(Deadlines):
 
 
 class StorageServer:
-    """The Cloud Storage JSON API for ``root`` on ``127.0.0.1:port`` (0: a free port), in a thread."""
+    """The Cloud Storage JSON API for ``root`` on ``127.0.0.1:port`` (0: a free port), in a thread;
+    for the emulator's own user, or a caller with ``auth_token``."""
 
-    def __init__(self, root: Path, port: int = 0, ceilings: Ceilings | None = None) -> None:
-        self._httpd = _StorageHTTPServer((_HOST, port), Path(root), ceilings or Ceilings())
+    def __init__(
+        self, root: Path, port: int = 0, ceilings: Ceilings | None = None, auth_token: str | None = None
+    ) -> None:
+        self._httpd = _StorageHTTPServer((_HOST, port), Path(root), ceilings or Ceilings(), auth_token)
         self._thread: threading.Thread | None = None
 
     @property

@@ -1,0 +1,163 @@
+"""Who may call the emulator: its own local user, or whoever holds its access token.
+
+The emulator runs the commands its jobs name, so whoever can call it can run code as its user. On a
+shared machine loopback is no boundary: every local account can connect to ``127.0.0.1``. The
+emulator therefore checks *who* is at the other end of each loopback connection, the way a Unix
+socket with mode 0600 would, and serves only its own user:
+
+- Linux lists every TCP socket with its owner's uid in ``/proc/net/tcp`` and ``/proc/net/tcp6``
+  (``proc(5)``: "uid ... the effective UID of the creator of the socket"). A loopback connection
+  has both ends on this machine, so the caller's end -- the socket whose local address is the
+  connection's peer address and whose remote port is the port served -- is there, with its uid.
+  ``peer_uid`` finds it; the emulator serves a connection whose uid is its own effective uid and
+  refuses every other (PERMISSION_DENIED / 403), including one whose end it cannot find (a caller
+  in another network namespace behind a port forward, say).
+- With an access token (``--auth-token``; required for a non-loopback ``--host``), the JobService
+  (gRPC, REST), the Logging API and the pages accept only calls that carry it, from any user or
+  machine, as before. Cloud Storage (loopback only) accepts the token *or* the emulator's own user:
+  its replicas are processes of that user and call it with the stock clients, which send no
+  credentials when ``STORAGE_EMULATOR_HOST`` is set.
+
+Why this rather than a token written into the state directory by default (as Jupyter does): the
+trust boundary is the same -- a process of the emulator's user could read a 0600 token file -- but
+nothing has to carry a secret: the stock clients, an Airflow connection, the example DAGs, the
+README's two commands, a browser opening the pages and every replica's ``google-cloud-storage`` or
+``gcsfs`` keep working with no extra step, and a replica (which sends no credentials at all to
+Storage: the stock clients use anonymous credentials with ``STORAGE_EMULATOR_HOST``) needs nothing
+either. Where ``/proc/net`` does not exist (macOS), the owner of a connection cannot be told: loopback
+stays open to the machine's other accounts there, and ``--auth-token`` is the way to close it
+(``warn_if_unchecked`` says so at start).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import sys
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import unquote
+
+__all__ = [
+    "CAN_CHECK_PEERS",
+    "PEER_REFUSAL",
+    "bearer_matches",
+    "grpc_caller_allowed",
+    "grpc_peer",
+    "http_caller_allowed",
+    "peer_allowed",
+    "peer_uid",
+    "warn_if_unchecked",
+]
+
+_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+#: whether this machine lists sockets with their owners (Linux)
+CAN_CHECK_PEERS = os.path.exists(_TABLES[0])
+PEER_REFUSAL = (
+    "this emulator serves only the local user that runs it (or a caller with its --auth-token): "
+    "the connection comes from another account"
+)
+_log = logging.getLogger(__name__)
+
+
+def _words(packed: bytes) -> str:
+    """An address as ``/proc/net/tcp*`` prints it: each 32-bit word in host byte order, ``%08X``."""
+    words = (packed[i : i + 4] for i in range(0, len(packed), 4))
+    return "".join(f"{int.from_bytes(word, sys.byteorder):08X}" for word in words)
+
+
+def _forms(host: str) -> list[tuple[str, str]]:
+    """``(table, hex address)`` pairs under which ``host`` can appear."""
+    ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv4Address):
+        mapped = ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + ip.packed)
+        return [(_TABLES[0], _words(ip.packed)), (_TABLES[1], _words(mapped.packed))]
+    if ip.ipv4_mapped is not None:
+        return [(_TABLES[0], _words(ip.ipv4_mapped.packed)), (_TABLES[1], _words(ip.packed))]
+    return [(_TABLES[1], _words(ip.packed))]
+
+
+def peer_uid(peer_host: str, peer_port: int, served_port: int) -> int | None:
+    """The uid owning the caller's end of a loopback connection (``peer_host:peer_port`` calling
+    ``served_port``), from ``/proc/net/tcp*``; None when it cannot be found."""
+    try:
+        forms = _forms(peer_host)
+    except ValueError:
+        return None
+    remote_port = f":{served_port:04X}"
+    for table, address in forms:
+        needle = f" {address}:{peer_port:04X} ".encode()
+        try:
+            with open(table, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            fields = data[start : end if end >= 0 else len(data)].split()
+            # sl local_address rem_address st tx:rx tr:tm retrnsmt uid ... (proc(5))
+            if len(fields) > 7 and fields[1] == needle.strip() and fields[2].endswith(remote_port.encode()):
+                try:
+                    return int(fields[7])
+                except ValueError:
+                    return None
+            at = data.find(needle, at + 1)
+    return None
+
+
+def peer_allowed(peer_host: str, peer_port: int, served_port: int) -> bool:
+    """True when the caller is this process's own user (or the machine cannot tell: not Linux)."""
+    if not CAN_CHECK_PEERS:
+        return True
+    return peer_uid(peer_host, peer_port, served_port) == os.geteuid()
+
+
+def grpc_peer(peer: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a gRPC peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
+    kind, _, rest = unquote(peer).partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return None
+    host, _, port = rest.rpartition(":")
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        return None
+
+
+def warn_if_unchecked(auth_token: str | None) -> None:
+    """Log that other local accounts can call the emulator when no check can keep them out."""
+    if auth_token is None and not CAN_CHECK_PEERS:
+        _log.warning(
+            "this machine does not list socket owners (/proc/net/tcp): every local account can call "
+            "the emulator on loopback; start it with --auth-token to keep them out"
+        )
+
+
+def grpc_caller_allowed(peer: str, served_port: int) -> bool:
+    """Whether a gRPC call from ``peer`` (``context.peer()``) to ``served_port`` is the emulator's user's."""
+    if not CAN_CHECK_PEERS:
+        return True
+    where = grpc_peer(peer)
+    return where is not None and peer_allowed(where[0], where[1], served_port)
+
+
+def http_caller_allowed(handler: BaseHTTPRequestHandler, auth_token: str | None = None) -> bool:
+    """Whether an HTTP request carries ``auth_token`` (when given) or its connection is the emulator's
+    user's (checked once per connection: its two ends do not change)."""
+    if auth_token is not None and bearer_matches(handler.headers.get("Authorization"), auth_token):
+        return True
+    allowed: bool | None = getattr(handler, "_vertex_caller_allowed", None)
+    if allowed is None:
+        host, port = handler.client_address[:2]
+        allowed = peer_allowed(str(host), int(port), int(handler.connection.getsockname()[1]))
+        setattr(handler, "_vertex_caller_allowed", allowed)  # noqa: B010 - a per-connection cache
+    return allowed
+
+
+def bearer_matches(header: str | None, auth_token: str) -> bool:
+    """Whether ``header`` is ``Bearer <auth_token>`` (compared in constant time)."""
+    scheme, _, token = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), auth_token.encode())
