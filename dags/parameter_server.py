@@ -11,9 +11,9 @@ each replica taking its role from CLUSTER_SPEC:
 - the primary writes ``model.json`` and ``metrics.json`` (with the evaluator's score) to
   ``AIP_MODEL_DIR``.
 
-Tasks: ``train`` submits the job and returns (``wait=False``); ``replicas_up`` waits until every
-replica of every pool is up (read from ``webAccessUris``: the job enables web access); ``finished``
-waits for the job to succeed; ``report`` reads the model's metrics back.
+Tasks: ``train`` submits the job and returns (``wait_for_completion=False``); ``replicas_up`` waits
+until every replica of every pool is up (read from ``webAccessUris``: the job enables web access);
+``finished`` waits for the job to succeed; ``report`` reads the model's metrics back.
 """
 
 from __future__ import annotations
@@ -76,7 +76,11 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     train = VertexTrainingOperator(
-        task_id="train", spec=SPEC, vertex_dist_conn_id=CONN_ID, wait=False, poll_interval=POLL_INTERVAL
+        task_id="train",
+        spec=SPEC,
+        vertex_dist_conn_id=CONN_ID,
+        wait_for_completion=False,
+        poll_interval=POLL_INTERVAL,
     )
     replicas_up = VertexReplicaSensor(
         task_id="replicas_up",

@@ -46,7 +46,7 @@ class JobAttachingOperator(VertexBaseOperator):
     job_kind: ClassVar[JobKind]
     if_exists: IfExists
     cancel_on_kill: bool
-    wait: bool
+    wait_for_completion: bool
     _job_name: str | None
     _cancelled: bool
 
@@ -70,9 +70,7 @@ class JobAttachingOperator(VertexBaseOperator):
         max_tries = getattr(context["ti"], "max_tries", None)
         return retry_budget(max_tries) if isinstance(max_tries, int) else None
 
-    def _from_task_state(
-        self, context: Context, body: dict[str, Any], budget: str | None
-    ) -> Job | None:
+    def _from_task_state(self, context: Context, body: dict[str, Any], budget: str | None) -> Job | None:
         """The job named in Airflow's task state, when it is this task's (same spec fingerprint, same
         retry budget) and still worth re-attaching to. A job the record names that an earlier budget's
         try left unfinished (the task was cleared since) is cancelled (``cancel_on_kill``): the record
@@ -112,8 +110,7 @@ class JobAttachingOperator(VertexBaseOperator):
         if state == "JOB_STATE_CANCELLING":
             return
         self.log.warning(
-            "Cancelling %s (%s): made by a try before the task was cleared, and a cleared task runs "
-            "again",
+            "Cancelling %s (%s): made by a try before the task was cleared, and a cleared task runs again",
             name,
             short_state(state),
         )
@@ -158,7 +155,9 @@ class JobAttachingOperator(VertexBaseOperator):
         ti = context["ti"]
         link: JobLink = {"name": self._job_name, "console_url": console}
         ti.xcom_push(key=LINK_XCOM_KEY, value=link)
-        if self.cancel_on_kill and self.wait:  # what the listener cancels if the task is marked by hand
+        if (
+            self.cancel_on_kill and self.wait_for_completion
+        ):  # what the listener cancels if the task is marked by hand
             # with the task's own impersonation chain: the listener cancels with the task's credentials
             ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())
         return job
@@ -205,6 +204,23 @@ class JobAttachingOperator(VertexBaseOperator):
         raise AirflowException(message + cancel_outcome(True, cancelled))
 
     # -- kill ----------------------------------------------------------------------------------
+    def _cancel_refused(self, name: str, exc: Exception) -> bool:
+        """A cancel the service refused: the job is usually already being cancelled or ended -- a user
+        who marked the task failed or successful had the listener cancel it first -- which is what
+        was asked, not a failure. Otherwise a warning (the task's own outcome says the rest)."""
+        try:
+            state = job_state(self.hook.get_job(name))
+        except Exception:
+            state = ""
+        if state in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"):
+            self.log.info("Job %s is already %s (cancelled as asked)", name, short_state(state))
+            return True
+        if state in TERMINAL_STATES:
+            self.log.info("Job %s had already ended (%s): nothing to cancel", name, short_state(state))
+            return True
+        self.log.warning("Cancel of %s was refused: %s", name, exc)
+        return False
+
     def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:
         """Cancel the job (once, if ``cancel_on_kill``) and wait up to ``wait_s`` for it to end.
 
@@ -218,9 +234,8 @@ class JobAttachingOperator(VertexBaseOperator):
         self.log.warning("Cancelling %s (%s)", name, reason)
         try:
             self.hook.cancel_job(name)
-        except Exception:
-            self.log.exception("Cancel of %s failed", name)
-            return False
+        except Exception as exc:
+            return self._cancel_refused(name, exc)
         state = job_state(self.hook.wait_until_ended(name, timeout_s=wait_s))
         if state in TERMINAL_STATES:
             self.log.info("Job %s is %s", name, short_state(state))

@@ -15,7 +15,7 @@ A try of the task:
 3. logs the pools as a table at submit, pushes the job's name and console link to XCom, and (when it
    waits with ``cancel_on_kill``) the job's owner record, which the provider's listener
    (``airflow_vertex_dist.listeners``) cancels when a user marks the task failed or successful;
-4. returns at once (``wait=False``), defers to ``VertexJobTrigger``
+4. returns at once (``wait_for_completion=False``), defers to ``VertexJobTrigger``
    (``deferrable=True``) or polls with backoff, logging state changes, replicas up and trials done;
 5. ends on every terminal state explicitly: SUCCEEDED succeeds; FAILED, CANCELLED, EXPIRED and PAUSED
    past its grace fail the task with the job's message; PARTIALLY_SUCCEEDED follows
@@ -35,6 +35,7 @@ Steps 2 and 3 and the cancellation are ``JobAttachingOperator``'s
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
 __all__ = ["VertexJobOperator", "job_verdict"]
+
 
 def job_verdict(
     job: Mapping[str, Any],
@@ -96,7 +98,9 @@ class VertexJobOperator(JobAttachingOperator):
         the result validated again.
     :param deferrable: wait in the triggerer instead of a worker slot. Defaults to Airflow's
         ``[operators] default_deferrable``.
-    :param wait: ``False`` submits (or re-attaches) and returns at once.
+    :param wait_for_completion: ``False`` submits (or re-attaches) and returns at once (the name the
+        Google and Amazon providers' operators use). ``wait`` is its deprecated alias (one release,
+        with a ``DeprecationWarning``).
     :param if_exists: when this task instance already has a live or succeeded job: ``reattach`` to it
         (default), ``fail``, or ``recreate`` (cancel it and create a new one).
     :param cancel_on_kill: cancel the job when the task is killed or times out.
@@ -131,7 +135,8 @@ class VertexJobOperator(JobAttachingOperator):
         *,
         spec: Any,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
-        wait: bool = True,
+        wait_for_completion: bool = True,
+        wait: bool | None = None,
         if_exists: IfExists = "reattach",
         cancel_on_kill: bool = True,
         poll_interval: float = 10.0,
@@ -159,7 +164,15 @@ class VertexJobOperator(JobAttachingOperator):
             check_keys(field, self.spec_model)
         self.spec = field
         self.deferrable = deferrable
-        self.wait = wait
+        if wait is not None:
+            warnings.warn(
+                "VertexJobOperator(wait=...) is deprecated and will be removed in the next release: "
+                "use wait_for_completion=...",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            wait_for_completion = wait
+        self.wait_for_completion = bool(wait_for_completion)
         self.if_exists = if_exists
         self.cancel_on_kill = cancel_on_kill
         self.poll_interval = float(poll_interval)
@@ -212,10 +225,12 @@ class VertexJobOperator(JobAttachingOperator):
 
     def execute(self, context: Context) -> Any:
         job = self.attach_or_create(context)
-        if self.wait and self.cancel_on_kill:
+        if self.wait_for_completion and self.cancel_on_kill:
             self._check_still_running(context, job)
-        if not self.wait:
-            self.log.info("wait=False: not waiting for %s (%s)", job["name"], short_state(job_state(job)))
+        if not self.wait_for_completion:
+            self.log.info(
+                "wait_for_completion=False: not waiting for %s (%s)", job["name"], short_state(job_state(job))
+            )
             self._final_job = job
             return self.job_outputs(job)
         if self.deferrable:

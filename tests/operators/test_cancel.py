@@ -25,7 +25,9 @@ JOB_NAME = "{{ ti.xcom_pull(task_ids='submit')['name'] }}"
 def test_cancel_a_running_job(vertex_conn: Emulator, tmp_path: Path) -> None:
     pid_dir = tmp_path / "pids"
     with DAG("cancel_running", schedule=None, start_date=START) as dag:
-        submit = VertexTrainingOperator(task_id="submit", spec=spec(pid_code(pid_dir), workers=1), wait=False)
+        submit = VertexTrainingOperator(
+            task_id="submit", spec=spec(pid_code(pid_dir), workers=1), wait_for_completion=False
+        )
         cancel = VertexCancelJobOperator(
             task_id="cancel",
             job_name=JOB_NAME,

@@ -182,7 +182,9 @@ def test_a_job_sensor_streams_the_watched_jobs_lines(
         ),
     )
     with DAG(f"logs_sensor_{deferrable}", schedule=None, start_date=START) as dag:
-        train = VertexTrainingOperator(task_id="train", spec=spec, wait=False, stream_logs=False)
+        train = VertexTrainingOperator(
+            task_id="train", spec=spec, wait_for_completion=False, stream_logs=False
+        )
         done = VertexJobSensor(
             task_id="done",
             job_name="{{ ti.xcom_pull(task_ids='train')['name'] }}",

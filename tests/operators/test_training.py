@@ -139,7 +139,9 @@ def test_a_failing_replica_fails_the_task(vertex_conn: Emulator, capfd: Any) -> 
 
 def test_wait_false_submits_and_returns(vertex_conn: Emulator, tmp_path: Path) -> None:
     with DAG("train_nowait", schedule=None, start_date=START) as dag:
-        VertexTrainingOperator(task_id="train", spec=spec(pid_code(tmp_path / "pids")), wait=False)
+        VertexTrainingOperator(
+            task_id="train", spec=spec(pid_code(tmp_path / "pids")), wait_for_completion=False
+        )
     dr = run_dag(dag)
     assert ti_state(dr, "train") == "success"
     [job] = jobs(vertex_conn)

@@ -201,9 +201,12 @@ def test_the_run_listeners_leave_the_callers_session_alone(vertex_conn: Emulator
 
 def test_listener_ignores_a_tasks_own_end_and_tasks_without_a_job(vertex_conn: Emulator) -> None:
     """previous_state=RUNNING is the task ending by itself: a retry must still find its job running.
-    ``wait=False`` hands the job over (no owner record): marking that task later cancels nothing."""
+    ``wait_for_completion=False`` hands the job over (no owner record): marking that task later cancels
+    nothing."""
     with DAG("mark_ignored", schedule=None, start_date=START) as dag:
-        VertexTrainingOperator(task_id="train", spec=spec("import time; time.sleep(60)"), wait=False)
+        VertexTrainingOperator(
+            task_id="train", spec=spec("import time; time.sleep(60)"), wait_for_completion=False
+        )
     dr = run_dag(dag)
     assert ti_state(dr, "train") == "success"
     [job] = jobs(vertex_conn)

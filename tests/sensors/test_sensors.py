@@ -56,7 +56,9 @@ def submitted(em: Emulator) -> dict[str, Any]:
 @pytest.mark.parametrize("deferrable", [False, True])
 def test_job_sensor_waits_for_the_target_state(vertex_conn: Emulator, deferrable: bool) -> None:
     with DAG(f"sense_job_{deferrable}", schedule=None, start_date=START) as dag:
-        submit = VertexTrainingOperator(task_id="submit", spec=spec("import time; time.sleep(1)"), wait=False)
+        submit = VertexTrainingOperator(
+            task_id="submit", spec=spec("import time; time.sleep(1)"), wait_for_completion=False
+        )
         sense = VertexJobSensor(task_id="sense", job_name=JOB_NAME, deferrable=deferrable, **FAST)
         submit >> sense
     dr = run_dag(dag)
@@ -72,7 +74,9 @@ def test_job_sensor_fails_fast_on_a_failure_state(
     vertex_conn: Emulator, deferrable: bool, capfd: Any
 ) -> None:
     with DAG(f"sense_job_fail_{deferrable}", schedule=None, start_date=START) as dag:
-        submit = VertexTrainingOperator(task_id="submit", spec=spec("import sys; sys.exit(5)"), wait=False)
+        submit = VertexTrainingOperator(
+            task_id="submit", spec=spec("import sys; sys.exit(5)"), wait_for_completion=False
+        )
         sense = VertexJobSensor(task_id="sense", job_name=JOB_NAME, deferrable=deferrable, retries=3, **FAST)
         submit >> sense
     dr = run_dag(dag)
@@ -107,7 +111,7 @@ def test_replica_sensor_sees_a_whole_pool_up(vertex_conn: Emulator, tmp_path: Pa
     flag = tmp_path / "done"
     with DAG(f"sense_replicas_{deferrable}", schedule=None, start_date=START) as dag:
         submit = VertexTrainingOperator(
-            task_id="submit", spec=spec(wait_for(flag), workers=2, web=True), wait=False
+            task_id="submit", spec=spec(wait_for(flag), workers=2, web=True), wait_for_completion=False
         )
         sense = VertexReplicaSensor(
             task_id="sense",
@@ -128,7 +132,7 @@ def test_replica_sensor_sees_a_whole_pool_up(vertex_conn: Emulator, tmp_path: Pa
 def test_replica_sensor_needs_web_access(vertex_conn: Emulator, capfd: Any) -> None:
     with DAG("sense_replicas_noweb", schedule=None, start_date=START) as dag:
         submit = VertexTrainingOperator(
-            task_id="submit", spec=spec("import time; time.sleep(30)"), wait=False
+            task_id="submit", spec=spec("import time; time.sleep(30)"), wait_for_completion=False
         )
         sense = VertexReplicaSensor(task_id="sense", job_name=JOB_NAME, replicas=["workerpool0-0"], **FAST)
         submit >> sense
@@ -147,7 +151,9 @@ def test_replica_sensor_fails_when_the_job_ends_first(
     with testing.running_emulator(tmp_path, faults=Faults(queued_s=60)) as em:
         monkeypatch.setenv(CONN_ENV, connection_env(em))
         with DAG(f"sense_replicas_ended_{deferrable}", schedule=None, start_date=START) as dag:
-            submit = VertexTrainingOperator(task_id="submit", spec=spec("pass", web=True), wait=False)
+            submit = VertexTrainingOperator(
+                task_id="submit", spec=spec("pass", web=True), wait_for_completion=False
+            )
             cancel = VertexCancelJobOperator(task_id="cancel", job_name=JOB_NAME, poll_interval=0.2)
             sense = VertexReplicaSensor(
                 task_id="sense", job_name=JOB_NAME, replicas=["workerpool0-0"], deferrable=deferrable, **FAST
@@ -169,7 +175,9 @@ def test_replica_sensor_fails_when_the_job_ends_first(
 )
 def test_trial_sensor_success(vertex_conn: Emulator, deferrable: bool, condition: dict[str, Any]) -> None:
     with DAG(f"sense_trials_{deferrable}", schedule=None, start_date=START) as dag:
-        submit = VertexTuningOperator(task_id="submit", spec=tuning_spec("MINIMIZE"), wait=False)
+        submit = VertexTuningOperator(
+            task_id="submit", spec=tuning_spec("MINIMIZE"), wait_for_completion=False
+        )
         sense = VertexTrialSensor(
             task_id="sense", job_name=JOB_NAME, deferrable=deferrable, **condition, **FAST
         )
@@ -189,7 +197,9 @@ def test_trial_sensor_fails_when_the_job_ends_first(
 ) -> None:
     """Minimizing, the best loss is 0.5: a 0.1 threshold is never crossed, and the study ends."""
     with DAG(f"sense_trials_fail_{deferrable}", schedule=None, start_date=START) as dag:
-        submit = VertexTuningOperator(task_id="submit", spec=tuning_spec("MINIMIZE"), wait=False)
+        submit = VertexTuningOperator(
+            task_id="submit", spec=tuning_spec("MINIMIZE"), wait_for_completion=False
+        )
         sense = VertexTrialSensor(
             task_id="sense", job_name=JOB_NAME, metric_threshold=0.1, deferrable=deferrable, **FAST
         )
