@@ -12,6 +12,7 @@ from typing import Any
 
 import google.auth
 import google.auth.exceptions
+import google.oauth2.credentials
 import grpc
 import requests
 from google.api_core import exceptions as api_exceptions
@@ -36,6 +37,7 @@ from airflow_vertex_dist.hooks.connection import RetryPolicy, VertexConnection
 
 __all__ = [
     "SCOPES",
+    "emulator_channel",
     "TRANSIENT_ERRORS",
     "TRANSPORT_ERRORS",
     "async_retry",
@@ -107,7 +109,8 @@ def async_retry(policy: RetryPolicy, on_error: Callable[[Exception], None] | Non
 def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credentials, str | None]:
     """Credentials for ``conn`` and the project they name (if any).
 
-    Anonymous for the emulator or with ``is_anonymous``; else key file, key JSON, credential
+    Anonymous for the emulator (its access token when the connection has one) or with
+    ``is_anonymous``; else key file, key JSON, credential
     configuration file (workload identity federation) or application default credentials, wrapped in
     impersonated credentials when ``impersonation_chain`` is set, and carrying the connection's
     ``quota_project_id`` (sent as ``x-goog-user-project`` on every call). The connection's
@@ -115,6 +118,9 @@ def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credenti
     connection's ``project`` or the task's ``project_id`` is needed).
     """
     if conn.is_emulator:
+        token = conn.emulator_auth_token()
+        if token is not None:  # sent as ``Authorization: Bearer <token>``; never expires or refreshes
+            return google.oauth2.credentials.Credentials(token=token), None  # type: ignore[no-untyped-call]
         return auth_credentials.AnonymousCredentials(), None  # type: ignore[no-untyped-call]
     if conn.is_anonymous:
         # as the Google provider does: a quota project means nothing without an identity
@@ -159,6 +165,41 @@ def build_credentials(conn: VertexConnection) -> tuple[auth_credentials.Credenti
     return creds, conn.project or project
 
 
+def _with_metadata(details: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
+    return details._replace(metadata=(*(details.metadata or ()), *metadata))
+
+
+class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Adds ``authorization: Bearer <token>`` to every call of a plain channel."""
+
+    def __init__(self, token: str) -> None:
+        self.metadata = (("authorization", f"Bearer {token}"),)
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(_with_metadata(details, self.metadata), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(_with_metadata(details, self.metadata), request)
+
+
+class _AsyncBearer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    def __init__(self, token: str) -> None:
+        self.metadata = (("authorization", f"Bearer {token}"),)
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(_with_metadata(details, self.metadata), request)
+
+
+def emulator_channel(conn: VertexConnection, target: str, *, aio: bool = False) -> Any:
+    """A plain channel to the emulator at ``target`` that sends the connection's emulator access token
+    (if any) as ``authorization: Bearer`` metadata on every call (JobService and Logging alike)."""
+    token = conn.emulator_auth_token()
+    if aio:
+        return grpc.aio.insecure_channel(target, interceptors=[_AsyncBearer(token)] if token else None)
+    channel = grpc.insecure_channel(target)
+    return grpc.intercept_channel(channel, _Bearer(token)) if token else channel
+
+
 def _regional_endpoint(location: str) -> str:
     return f"{location}-aiplatform.googleapis.com"
 
@@ -176,12 +217,10 @@ def build_sync_client(conn: VertexConnection, location: str) -> JobServiceClient
     if conn.is_emulator:
         if conn.transport == "rest":
             rest = JobServiceRestTransport(
-                host=conn.rest_url,
-                credentials=auth_credentials.AnonymousCredentials(),  # type: ignore[no-untyped-call]
-                client_info=_CLIENT_INFO,
+                host=conn.rest_url, credentials=build_credentials(conn)[0], client_info=_CLIENT_INFO
             )
             return JobServiceClient(transport=rest)
-        channel = grpc.insecure_channel(conn.grpc_target)
+        channel = emulator_channel(conn, conn.grpc_target)
         return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel, client_info=_CLIENT_INFO))
     creds, _ = build_credentials(conn)
     return JobServiceClient(
@@ -197,7 +236,7 @@ def build_async_client(conn: VertexConnection, location: str) -> JobServiceAsync
     if conn.transport != "grpc":
         raise ValueError("build_async_client: only the grpc transport has an asyncio client here")
     if conn.is_emulator:
-        channel = grpc.aio.insecure_channel(conn.grpc_target)
+        channel = emulator_channel(conn, conn.grpc_target, aio=True)
         return JobServiceAsyncClient(
             transport=JobServiceGrpcAsyncIOTransport(channel=channel, client_info=_CLIENT_INFO)
         )

@@ -57,6 +57,11 @@ ignored).
     The emulator's web (REST) base URL, used for links to a job's page: ``<web_endpoint>/ui/<job name>``.
     Defaults to ``api_endpoint`` when the transport is REST. The emulator serves gRPC and REST on two
     ports, so a gRPC connection to it should set both. Only with ``emulator``.
+``emulator_token`` | ``emulator_token_file``
+    The emulator's access token (its ``--auth-token``), or a file holding it (read when a client is
+    built): sent as ``Authorization: Bearer <token>`` on every call, gRPC and REST, JobService and
+    Logging. Only with ``emulator``. Not needed on the machine that runs the emulator as its own
+    user (it serves that user without one); needed when it is reached from elsewhere.
 ``logging_endpoint``
     Where the logs hook reads replica logs (the Cloud Logging API): ``host[:port]`` (gRPC) or
     ``https://host[:port]`` (REST), TLS with the connection's credentials; with ``emulator``, the
@@ -192,6 +197,8 @@ class VertexConnection(BaseModel):
     emulator: bool | None = None
     web_endpoint: str | None = None
     logging_endpoint: str | None = None
+    emulator_token: SecretStr | None = Field(default=None, repr=False)
+    emulator_token_file: str | None = None
 
     @field_validator(
         "project",
@@ -203,6 +210,8 @@ class VertexConnection(BaseModel):
         "logging_endpoint",
         "num_retries",
         "emulator",
+        "emulator_token",
+        "emulator_token_file",
         mode="before",
     )
     @classmethod
@@ -282,6 +291,11 @@ class VertexConnection(BaseModel):
                 "emulator: true needs api_endpoint, the emulator's address (host:port for gRPC, "
                 "http://host:port for REST)"
             )
+        given = [name for name in ("emulator_token", "emulator_token_file") if getattr(self, name)]
+        if given and not self.emulator:
+            raise ValueError(f"{given[0]}: only the emulator takes an access token: set \"emulator\": true")
+        if len(given) > 1:
+            raise ValueError("emulator_token and emulator_token_file: give one, not both")
         if self.web_endpoint and not self.emulator:
             raise ValueError(
                 "web_endpoint: only the emulator has job pages of its own (links go to the Vertex AI "
@@ -300,6 +314,23 @@ class VertexConnection(BaseModel):
     def is_emulator(self) -> bool:
         """``emulator`` is true: ``api_endpoint`` is the local emulator."""
         return self.emulator is True
+
+    def emulator_auth_token(self) -> str | None:
+        """The emulator's access token (``emulator_token``, or ``emulator_token_file`` read now); None
+        without one. ``ValueError`` naming the file when it cannot be read or is empty."""
+        if self.emulator_token is not None:
+            return self.emulator_token.get_secret_value().strip() or None
+        if not self.emulator_token_file:
+            return None
+        try:
+            with open(self.emulator_token_file, encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError as exc:
+            path = self.emulator_token_file
+            raise ValueError(f"emulator_token_file: cannot read {path}: {exc.strerror}") from None
+        if not token:
+            raise ValueError(f"emulator_token_file: {self.emulator_token_file} is empty")
+        return token
 
     @property
     def grpc_target(self) -> str:

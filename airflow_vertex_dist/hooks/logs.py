@@ -228,7 +228,6 @@ class VertexLogsHook(VertexHookBase):
         else:
             rest = target is not None and "://" in target and not target.startswith(("grpc://", "dns:"))
         self._rest = rest
-        from google.auth import credentials as auth_credentials
 
         if rest:
             # the Logging v2 REST API, read through the library's own proto types (its generated
@@ -237,25 +236,21 @@ class VertexLogsHook(VertexHookBase):
 
             assert target is not None
             url = target if "://" in target else f"{'http' if emulator else 'https'}://{target}"
-            creds = (
-                auth_credentials.AnonymousCredentials()  # type: ignore[no-untyped-call]
-                if emulator
-                else self._credentials()
-            )
+            creds = self._credentials()  # the emulator's: anonymous, or its access token
             self._rest_url = url.rstrip("/") + "/v2/entries:list"
             return AuthorizedSession(creds)  # type: ignore[no-untyped-call]
         from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
 
         if emulator and target is not None:
-            import grpc
             from google.cloud.logging_v2.services.logging_service_v2.transports.grpc import (
                 LoggingServiceV2GrpcTransport,
             )
 
+            from airflow_vertex_dist.hooks._clients import emulator_channel
+
             host = target.split("://", 1)[1] if "://" in target else target
-            return LoggingServiceV2Client(
-                transport=LoggingServiceV2GrpcTransport(channel=grpc.insecure_channel(host))
-            )
+            channel = emulator_channel(self.connection, host)  # with its access token, if any
+            return LoggingServiceV2Client(transport=LoggingServiceV2GrpcTransport(channel=channel))
         options = {"api_endpoint": target} if target else None
         return LoggingServiceV2Client(credentials=self._credentials(), client_options=options)
 
