@@ -2,7 +2,9 @@
 
 The clients are the unmodified ``google.cloud.aiplatform_v1`` ``JobServiceClient`` /
 ``JobServiceAsyncClient`` -- over an insecure gRPC channel, or over REST with anonymous
-credentials -- so whatever works here works against the real service the same way.
+credentials -- so whatever works here works against the real service the same way. An emulator
+started with an access token gets it from them on every call (``authorization: Bearer`` metadata,
+or bearer credentials over REST), as the real service gets an OAuth token.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import grpc
 
 from vertex_emulator.app import Emulator
 from vertex_emulator.config import EmulatorConfig
@@ -103,38 +107,67 @@ def running_emulator(tmp_path: Path, **config_overrides: Any) -> Iterator[Emulat
         emulator.stop()
 
 
-def grpc_client(em: Emulator) -> Any:
-    """The stock ``JobServiceClient`` over an insecure gRPC channel to the emulator."""
-    import grpc
+def _bearer(em: Emulator, auth: bool) -> tuple[tuple[str, str], ...]:
+    token = em.config.auth_token if auth else None
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def grpc_client(em: Emulator, *, auth: bool = True) -> Any:
+    """The stock ``JobServiceClient`` over an insecure gRPC channel to the emulator; with the emulator's
+    access token as ``authorization`` metadata on every call when it has one (``auth=False``: not)."""
     from google.cloud.aiplatform_v1 import JobServiceClient
     from google.cloud.aiplatform_v1.services.job_service.transports.grpc import JobServiceGrpcTransport
 
     channel = grpc.insecure_channel(em.grpc_target)
+    metadata = _bearer(em, auth)
+    if metadata:
+        channel = grpc.intercept_channel(channel, _Metadata(metadata))
     return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel))
 
 
-def async_grpc_client(em: Emulator) -> Any:
-    """The stock ``JobServiceAsyncClient`` over an insecure asyncio gRPC channel (create it in the loop)."""
+def async_grpc_client(em: Emulator, *, auth: bool = True) -> Any:
+    """The stock ``JobServiceAsyncClient`` over an insecure asyncio gRPC channel (create it in the loop);
+    the access token as in ``grpc_client``."""
     from google.cloud.aiplatform_v1 import JobServiceAsyncClient
     from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio import (
         JobServiceGrpcAsyncIOTransport,
     )
-    from grpc import aio
-
-    channel = aio.insecure_channel(em.grpc_target)
+    metadata = _bearer(em, auth)
+    interceptors = [_AsyncMetadata(metadata)] if metadata else None
+    channel = grpc.aio.insecure_channel(em.grpc_target, interceptors=interceptors)
     return JobServiceAsyncClient(transport=JobServiceGrpcAsyncIOTransport(channel=channel))
 
 
-def rest_client(em: Emulator) -> Any:
-    """The stock ``JobServiceClient`` with its REST transport pointed at the emulator's HTTP endpoint."""
+def rest_client(em: Emulator, *, auth: bool = True) -> Any:
+    """The stock ``JobServiceClient`` with its REST transport pointed at the emulator's HTTP endpoint:
+    anonymous credentials, or the emulator's access token (``Authorization: Bearer``) when it has one."""
     from google.auth.credentials import AnonymousCredentials
     from google.cloud.aiplatform_v1 import JobServiceClient
+    from google.oauth2.credentials import Credentials
 
-    return JobServiceClient(
-        transport="rest",
-        client_options={"api_endpoint": em.rest_endpoint},
-        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-    )
+    token = em.config.auth_token if auth else None
+    creds: Any = Credentials(token=token) if token else AnonymousCredentials()  # type: ignore[no-untyped-call]
+    options = {"api_endpoint": em.rest_endpoint}
+    return JobServiceClient(transport="rest", client_options=options, credentials=creds)
+
+
+class _Metadata(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Adds fixed metadata (the access token) to every unary call of a channel."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self.metadata = metadata
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(details._replace(metadata=(*(details.metadata or ()), *self.metadata)), request)
+
+
+class _AsyncMetadata(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self.metadata = metadata
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        merged = (*(details.metadata or ()), *self.metadata)
+        return await continuation(details._replace(metadata=merged), request)
 
 
 def _state_name(state: Any) -> str:

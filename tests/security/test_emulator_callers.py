@@ -174,14 +174,14 @@ def test_the_stock_rest_client_passes_the_token_as_oauth2_credentials(guarded: E
     # Without the token the answer is 401, on which the client's session tries to refresh its
     # credentials, which anonymous credentials refuse.
     with pytest.raises(auth_exceptions.InvalidOperation, match="cannot be refreshed"):
-        testing.rest_client(guarded).get_custom_job(name=job.name)
+        testing.rest_client(guarded, auth=False).get_custom_job(name=job.name)
 
 
 def test_the_stock_grpc_client_passes_the_token_as_metadata(guarded: Emulator) -> None:
     from google.api_core import exceptions
     from google.cloud.aiplatform_v1 import CustomJob
 
-    client = testing.grpc_client(guarded)
+    client = testing.grpc_client(guarded, auth=False)
     body = CustomJob.from_json(json.dumps(testing.container_job("grpc-token")))
     with pytest.raises(exceptions.Unauthenticated) as info:
         client.create_custom_job(parent=PARENT, custom_job=body)

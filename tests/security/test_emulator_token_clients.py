@@ -102,3 +102,20 @@ def test_the_token_fields_belong_to_the_emulator() -> None:
     missing = VertexConnection.from_extra({**EMULATOR, "emulator_token_file": "/nonexistent/token"})
     with pytest.raises(ValueError, match="emulator_token_file: cannot read /nonexistent/token"):
         missing.emulator_auth_token()
+
+
+def test_the_testing_helpers_carry_the_emulators_token(guarded_em: Emulator) -> None:
+    """``vertex_emulator.testing``'s stock clients (and the pytest plugin's) send the emulator's token."""
+    for client in (testing.grpc_client(guarded_em), testing.rest_client(guarded_em)):
+        assert [job.display_name for job in client.list_custom_jobs(parent=testing.PARENT)] == ["token"]
+
+    async def listed() -> int:
+        client = testing.async_grpc_client(guarded_em)
+        try:
+            return len([job async for job in await client.list_custom_jobs(parent=testing.PARENT)])
+        finally:
+            await client.transport.close()
+
+    assert asyncio.run(listed()) == 1
+    with pytest.raises(exceptions.Unauthenticated):
+        testing.grpc_client(guarded_em, auth=False).list_custom_jobs(parent=testing.PARENT)
