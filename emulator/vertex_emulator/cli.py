@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     net.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to bind (default: %(default)s); a non-loopback address needs an access token",
+        help="address to bind (default: %(default)s; on loopback only this account is served, Linux); "
+        "a non-loopback address needs an access token",
     )
     token = net.add_mutually_exclusive_group()
     token.add_argument(
