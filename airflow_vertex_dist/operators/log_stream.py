@@ -48,7 +48,7 @@ _PRIMARY = "workerpool0-0"
 
 def check_stream_logs(value: Any) -> StreamLogs:
     """``stream_logs`` as given, or a ``ValueError`` naming the field and the rule."""
-    from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names
+    from airflow_vertex_dist.common.replicas import check_replica_names
 
     if isinstance(value, bool) or value == "all":
         return value  # type: ignore[no-any-return]

@@ -23,6 +23,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException, conf
 from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.common.replicas import check_replica_names
 from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
 from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
@@ -32,7 +33,7 @@ from airflow_vertex_dist.operators.outputs import job_output, tuning_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 from airflow_vertex_dist.triggers.conditions.events import Verdict, read_event
 from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
-from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names, replica_condition
+from airflow_vertex_dist.triggers.conditions.replicas import replica_condition
 from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
 from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
 

@@ -13,10 +13,11 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_vertex_dist.common.replicas import check_replica_names
 from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
 from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
-from airflow_vertex_dist.triggers.conditions.replicas import check_replica_names, replica_condition
+from airflow_vertex_dist.triggers.conditions.replicas import replica_condition
 from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
 from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
 

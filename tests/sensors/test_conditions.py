@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from airflow_vertex_dist.common.replicas import check_replica_names
 from airflow_vertex_dist.hooks.job_dicts import compact_job
 from airflow_vertex_dist.triggers.conditions.events import read_event
 from airflow_vertex_dist.triggers.conditions.replicas import (
-    check_replica_names,
     expected_replicas,
     replica_condition,
     resolve_replicas,

@@ -10,12 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-from airflow_vertex_dist.common.regex import LazyRegex
+from airflow_vertex_dist.common.replicas import check_replica_names
 from airflow_vertex_dist.hooks.job_dicts import error_suffix, job_state, short_state
 from airflow_vertex_dist.triggers.conditions.events import Verdict
 
 __all__ = [
-    "check_replica_names",
     "expected_replicas",
     "replica_condition",
     "replicas_up",
@@ -23,7 +22,6 @@ __all__ = [
     "web_access_enabled",
 ]
 
-_REPLICA_RE = LazyRegex(r"^workerpool([0-3])-(\d+|\*)$")
 
 
 def _job_spec(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,22 +56,6 @@ def replicas_up(job: Mapping[str, Any]) -> set[str]:
     """Replica keys that have a web access URI, i.e. are up."""
     uris = job.get("webAccessUris")
     return set(uris) if isinstance(uris, dict) else set()
-
-
-def check_replica_names(replicas: Sequence[str], *, field: str = "replicas") -> list[str]:
-    """Syntax check, at DAG-parse time: ``workerpool<0-3>-<index>`` or ``workerpool<0-3>-*``."""
-    if isinstance(replicas, str):
-        replicas = [replicas]
-    names = [str(r).strip() for r in replicas]
-    if not names:
-        raise ValueError(f"{field}: name at least one replica (workerpool1-0) or pool (workerpool1-*)")
-    for i, name in enumerate(names):
-        if not _REPLICA_RE.match(name):
-            raise ValueError(
-                f"{field}[{i}]: {name!r} is not a replica name: use workerpool<0-3>-<index> "
-                "or workerpool<0-3>-* for a whole pool"
-            )
-    return names
 
 
 def resolve_replicas(
