@@ -5,13 +5,15 @@ shared machine loopback is no boundary: every local account can connect to ``127
 emulator therefore checks *who* is at the other end of each loopback connection, the way a Unix
 socket with mode 0600 would, and serves only its own user:
 
-- Linux lists every TCP socket with its owner's uid in ``/proc/net/tcp`` and ``/proc/net/tcp6``
-  (``proc(5)``: "uid ... the effective UID of the creator of the socket"). A loopback connection
-  has both ends on this machine, so the caller's end -- the socket whose local address is the
-  connection's peer address and whose remote port is the port served -- is there, with its uid.
-  ``peer_uid`` finds it; the emulator serves a connection whose uid is its own effective uid and
-  refuses every other (PERMISSION_DENIED / 403), including one whose end it cannot find (a caller
-  in another network namespace behind a port forward, say).
+- Linux knows the owner of every TCP socket: the kernel's socket diagnostics (``sock_diag(7)``,
+  ``inet_diag_msg.idiag_uid``, one exact lookup by the connection's four addresses over a netlink
+  socket, about 25 us) and ``/proc/net/tcp`` / ``tcp6`` (``proc(5)``: the uid column; read whole,
+  milliseconds, used only when netlink is not available). A loopback connection has both ends on
+  this machine, so the caller's end -- the socket whose local address is the connection's peer
+  address and whose remote address is the one served -- is there, with its uid. ``peer_uid`` finds
+  it; the emulator serves a connection whose uid is its own effective uid and refuses every other
+  (PERMISSION_DENIED / 403), including one whose end it cannot find (a caller in another network
+  namespace behind a port forward, say).
 - With an access token (``--auth-token``; required for a non-loopback ``--host``), the JobService
   (gRPC, REST), the Logging API and the pages accept only calls that carry it, from any user or
   machine, as before. Cloud Storage (loopback only) accepts the token *or* the emulator's own user:
@@ -31,10 +33,13 @@ stays open to the machine's other accounts there, and ``--auth-token`` is the wa
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import logging
 import os
+import socket
+import struct
 import sys
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote
@@ -59,6 +64,12 @@ PEER_REFUSAL = (
     "the connection comes from another account"
 )
 _log = logging.getLogger(__name__)
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLMSG_ERROR = 2
+#: whether sock_diag answered (set to False the first time it cannot be used)
+_diag_works = hasattr(socket, "AF_NETLINK")
 
 
 def _words(packed: bytes) -> str:
@@ -67,26 +78,46 @@ def _words(packed: bytes) -> str:
     return "".join(f"{int.from_bytes(word, sys.byteorder):08X}" for word in words)
 
 
-def _forms(host: str) -> list[tuple[str, str]]:
-    """``(table, hex address)`` pairs under which ``host`` can appear."""
-    ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+def _forms(ip: IPAddress) -> list[tuple[str, str]]:
+    """``(table, hex address)`` pairs under which ``ip`` can appear."""
     if isinstance(ip, ipaddress.IPv4Address):
         mapped = ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + ip.packed)
         return [(_TABLES[0], _words(ip.packed)), (_TABLES[1], _words(mapped.packed))]
-    if ip.ipv4_mapped is not None:
-        return [(_TABLES[0], _words(ip.ipv4_mapped.packed)), (_TABLES[1], _words(ip.packed))]
     return [(_TABLES[1], _words(ip.packed))]
 
 
-def peer_uid(peer_host: str, peer_port: int, served_port: int) -> int | None:
-    """The uid owning the caller's end of a loopback connection (``peer_host:peer_port`` calling
-    ``served_port``), from ``/proc/net/tcp*``; None when it cannot be found."""
-    try:
-        forms = _forms(peer_host)
-    except ValueError:
+def _diag_uid(src: IPAddress, sport: int, dst: IPAddress, dport: int) -> int | None:
+    """The uid of the TCP socket ``src:sport -> dst:dport`` by one ``SOCK_DIAG_BY_FAMILY`` request
+    (``sock_diag(7)``); None when there is none. OSError when netlink cannot be used."""
+    if src.version != dst.version:
         return None
-    remote_port = f":{served_port:04X}"
-    for table, address in forms:
+    family = socket.AF_INET if src.version == 4 else socket.AF_INET6
+    # struct inet_diag_req_v2 {family, protocol, ext, pad, states; inet_diag_sockid id}: an exact
+    # lookup (no NLM_F_DUMP) of sport, dport, src, dst (network order), any interface, no cookie
+    request = struct.pack("=BBBxI", family, socket.IPPROTO_TCP, 0, 0xFFFFFFFF)
+    request += struct.pack("!HH", sport, dport) + src.packed.ljust(16, b"\0") + dst.packed.ljust(16, b"\0")
+    request += struct.pack("=III", 0, 0xFFFFFFFF, 0xFFFFFFFF)
+    header = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY, 1, 1, 0)  # NLM_F_REQUEST
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, _NETLINK_SOCK_DIAG) as nl:
+        nl.settimeout(1.0)
+        nl.sendto(header + request, (0, 0))
+        data = nl.recv(8192)
+    if len(data) < 16 + 80:
+        if len(data) >= 20 and struct.unpack_from("=H", data, 4)[0] == _NLMSG_ERROR:
+            if -struct.unpack_from("=i", data, 16)[0] == errno.ENOENT:
+                return None  # no such socket
+            raise OSError("sock_diag refused the request")
+        return None
+    if struct.unpack_from("=H", data, 4)[0] != _SOCK_DIAG_BY_FAMILY:
+        return None
+    # struct inet_diag_msg {family, state, timer, retrans; id (48 bytes); expires, rqueue, wqueue, uid, inode}
+    return int(struct.unpack_from("=I", data, 16 + 4 + 48 + 12)[0])
+
+
+def _proc_uid(peer: IPAddress, peer_port: int, served_port: int) -> int | None:
+    """The same answer from ``/proc/net/tcp*`` (read whole: milliseconds)."""
+    remote_port = f":{served_port:04X}".encode()
+    for table, address in _forms(peer):
         needle = f" {address}:{peer_port:04X} ".encode()
         try:
             with open(table, "rb") as fh:
@@ -99,7 +130,7 @@ def peer_uid(peer_host: str, peer_port: int, served_port: int) -> int | None:
             end = data.find(b"\n", at)
             fields = data[start : end if end >= 0 else len(data)].split()
             # sl local_address rem_address st tx:rx tr:tm retrnsmt uid ... (proc(5))
-            if len(fields) > 7 and fields[1] == needle.strip() and fields[2].endswith(remote_port.encode()):
+            if len(fields) > 7 and fields[1] == needle.strip() and fields[2].endswith(remote_port):
                 try:
                     return int(fields[7])
                 except ValueError:
@@ -108,11 +139,44 @@ def peer_uid(peer_host: str, peer_port: int, served_port: int) -> int | None:
     return None
 
 
-def peer_allowed(peer_host: str, peer_port: int, served_port: int) -> bool:
+def peer_uid(peer_host: str, peer_port: int, served_port: int, served_host: str | None = None) -> int | None:
+    """The uid owning the caller's end of a loopback connection (``peer_host:peer_port`` calling
+    ``served_host:served_port``; ``served_host`` None: a loopback address of the peer's family, or
+    the peer's own); None when it cannot be found."""
+    try:
+        peer = _ip(peer_host)
+    except ValueError:
+        return None
+    try:
+        served = [_ip(served_host or "")]
+    except ValueError:  # not given, or a name (localhost): the peer's own address, or the loopback one
+        served = [peer, _ip("127.0.0.1" if peer.version == 4 else "::1")]
+    global _diag_works
+    if _diag_works:
+        try:
+            for dst in dict.fromkeys(served):
+                uid = _diag_uid(peer, peer_port, dst, served_port)
+                if uid is not None:
+                    return uid
+            return None
+        except OSError:
+            _diag_works = False  # no netlink here (a sandbox, not Linux): read /proc
+    return _proc_uid(peer, peer_port, served_port)
+
+
+def _ip(host: str) -> IPAddress:
+    """An address, an IPv4-mapped IPv6 one as its IPv4 address (the socket behind it is IPv4)."""
+    ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def peer_allowed(peer_host: str, peer_port: int, served_port: int, served_host: str | None = None) -> bool:
     """True when the caller is this process's own user (or the machine cannot tell: not Linux)."""
     if not CAN_CHECK_PEERS:
         return True
-    return peer_uid(peer_host, peer_port, served_port) == os.geteuid()
+    return peer_uid(peer_host, peer_port, served_port, served_host) == os.geteuid()
 
 
 def grpc_peer(peer: str) -> tuple[str, int] | None:
@@ -136,12 +200,13 @@ def warn_if_unchecked(auth_token: str | None) -> None:
         )
 
 
-def grpc_caller_allowed(peer: str, served_port: int) -> bool:
-    """Whether a gRPC call from ``peer`` (``context.peer()``) to ``served_port`` is the emulator's user's."""
+def grpc_caller_allowed(peer: str, served_port: int, served_host: str | None = None) -> bool:
+    """Whether a gRPC call from ``peer`` (``context.peer()``) to ``served_host:served_port`` (None: a
+    loopback address) is the emulator's user's."""
     if not CAN_CHECK_PEERS:
         return True
     where = grpc_peer(peer)
-    return where is not None and peer_allowed(where[0], where[1], served_port)
+    return where is not None and peer_allowed(where[0], where[1], served_port, served_host)
 
 
 def http_caller_allowed(handler: BaseHTTPRequestHandler, auth_token: str | None = None) -> bool:
@@ -152,7 +217,8 @@ def http_caller_allowed(handler: BaseHTTPRequestHandler, auth_token: str | None 
     allowed: bool | None = getattr(handler, "_vertex_caller_allowed", None)
     if allowed is None:
         host, port = handler.client_address[:2]
-        allowed = peer_allowed(str(host), int(port), int(handler.connection.getsockname()[1]))
+        served = handler.connection.getsockname()
+        allowed = peer_allowed(str(host), int(port), int(served[1]), str(served[0]))
         setattr(handler, "_vertex_caller_allowed", allowed)  # noqa: B010 - a per-connection cache
     return allowed
 

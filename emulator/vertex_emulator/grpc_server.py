@@ -125,8 +125,8 @@ class _TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 class _PeerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Without a token: refuses a call from another local account, whichever service it is for."""
 
-    def __init__(self) -> None:
-        self.port = 0  # set once bound
+    def __init__(self, host: str) -> None:
+        self.host, self.port = host, 0  # the port: set once bound
 
     def intercept_service(
         self, continuation: Callable[[Any], Any], handler_call_details: grpc.HandlerCallDetails
@@ -140,7 +140,7 @@ class _PeerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
                 return None
 
             def call(request: Any, context: grpc.ServicerContext) -> Any:
-                if not callers.grpc_caller_allowed(context.peer(), self.port):
+                if not callers.grpc_caller_allowed(context.peer(), self.port, self.host):
                     context.abort(grpc.StatusCode.PERMISSION_DENIED, callers.PEER_REFUSAL)
                 return behavior(request, context)
 
@@ -201,7 +201,7 @@ class GrpcServer:
         idle_timeout_s: float = 60.0,
     ):
         self.host = host
-        peers = _PeerInterceptor()
+        peers = _PeerInterceptor(host)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
             options=[

@@ -50,16 +50,21 @@ def em(tmp_path: Path) -> Iterator[Emulator]:
         yield em
 
 
-def test_peer_uid_names_the_owner_of_a_loopback_connection() -> None:
-    server = socket.create_server(("127.0.0.1", 0))
-    with server, socket.create_connection(server.getsockname()) as c:
-        host, port = c.getsockname()
-        assert callers.peer_uid(host, port, server.getsockname()[1]) == os.geteuid()
-        assert callers.peer_uid(host, port, server.getsockname()[1] ^ 1) is None  # another port's caller
-    with socket.create_server(("::1", 0), family=socket.AF_INET6) as server6:
-        with socket.create_connection(server6.getsockname()[:2]) as c6:
-            host, port = c6.getsockname()[:2]
-            assert callers.peer_uid(host, port, server6.getsockname()[1]) == os.geteuid()
+@pytest.mark.parametrize("netlink", [True, False], ids=["sock_diag", "proc"])
+def test_peer_uid_names_the_owner_of_a_loopback_connection(
+    netlink: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not netlink:
+        monkeypatch.setattr(callers, "_diag_works", False)
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        server = socket.create_server((host, 0), family=family)
+        with server, socket.create_connection(server.getsockname()[:2]) as c:
+            peer_host, peer_port = c.getsockname()[:2]
+            port = server.getsockname()[1]
+            assert callers.peer_uid(peer_host, peer_port, port) == os.geteuid()
+            assert callers.peer_uid(peer_host, peer_port, port, host) == os.geteuid()
+            assert callers.peer_uid(peer_host, peer_port, port ^ 1) is None  # no such connection
+            assert callers.peer_uid(peer_host, peer_port ^ 1, port) is None
 
 
 def test_every_surface_refuses_another_account(em: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
