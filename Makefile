@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
-# Each creates its own virtualenv (.venv) and installs the project with its test and examples extras (torch, CPU
-# build, for the DDP example) and the dev and celery dependency groups (pyproject's [dependency-groups]; uv >= 0.8
-# installs them; celery is the stack suite's Celery profile).
+# Each creates its own virtualenv (.venv) and installs the project, the emulator with its hypertune extra, and
+# the test, examples (torch, CPU build, for the DDP example), dev and celery dependency groups (pyproject's
+# [dependency-groups]; uv >= 0.8 installs them; celery is the stack suite's Celery profile).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -18,14 +18,14 @@ export AVD_FIGURES ?= $(CURDIR)/scripts/stack/figures.json
 # and subprocesses rather than compute, so more workers than cores pays off on a 2-core machine.
 XDIST ?= 4
 
-# uv installs the project (seconds, not minutes); pip installs torch first, as the `examples` extra pins
+# uv installs the project (seconds, not minutes); pip installs torch first, as the `examples` group pins
 # it, because pip is what finds the CPU build a machine may hold (its configured find-links) while uv
 # would fetch a CUDA build of several GB; uv then keeps the torch it finds installed.
 $(STAMP): pyproject.toml emulator/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip 'uv>=0.8'
 	$(PY) -m pip install --quiet "$$(grep -o -m1 'torch==[0-9.]*' pyproject.toml)"
-	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test,examples]' -e ./emulator --group dev --group celery
+	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(PY) -e . -e './emulator[hypertune]' --group test --group examples --group dev --group celery
 	touch $(STAMP)
 
 install: $(STAMP)

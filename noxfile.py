@@ -2,8 +2,9 @@
 
 Run by ``make test`` (``make compat`` alone). Each session makes a uv virtualenv on an interpreter found on
 this machine (a pyenv root's, or on ``PATH``; uv never downloads one: ``UV_PYTHON_DOWNLOADS=never``),
-installs the project with its ``test`` extra, the emulator's distribution (``emulator/``) and the cell's
-Airflow, resolved as of the cell's day, and runs the compat suite. No cell installs torch.
+installs the project, its ``test`` dependency group (uv's ``--group``, read from ``pyproject.toml``), the
+emulator's distribution (``emulator/``, with its ``hypertune`` extra) and the cell's Airflow, resolved as
+of the cell's day, and runs the compat suite. No cell installs torch (the ``examples`` group).
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ nox.options.error_on_missing_interpreters = True
 nox.options.sessions = ["compat"]
 
 
+#: What every cell installs besides its Airflow (``uv pip install`` arguments; the group from pyproject.toml).
+PROJECT = ("-e", ".", "-e", "./emulator[hypertune]", "--group", "test")
+
 VERSIONS = (
     "import airflow, grpc, pydantic, google.cloud.aiplatform_v1;"
     "print('airflow', airflow.__version__, 'pydantic', pydantic.VERSION, 'grpcio', grpc.__version__)"
@@ -82,9 +86,9 @@ def compat(session: nox.Session, cell: Any) -> None:
         args += ["--exclude-newer", cell.exclude_newer]
     if cell.resolution == "lowest-direct":
         # Every direct dependency at its floor: the project's own declaration decides Airflow too.
-        session.install(*args, "-e", ".[test]", "-e", "./emulator")
+        session.install(*args, *PROJECT)
     else:
-        session.install(*args, "-e", ".[test]", "-e", "./emulator", f"apache-airflow=={cell.airflow}")
+        session.install(*args, *PROJECT, f"apache-airflow=={cell.airflow}")
     session.run("python", "-c", VERSIONS)
     session.run(
         "python", "-m", "pytest", "-p", "no:cacheprovider", *matrix.COMPAT_TESTS, *session.posargs,

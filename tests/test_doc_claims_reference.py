@@ -79,9 +79,9 @@ def test_quickstart_install_emulator_defaults_and_outputs() -> None:
 
     text = page("quickstart.md")
     makefile = (ROOT / "Makefile").read_text()
-    assert "installs the project with its test and examples extras, the emulator and its dev group" in text
-    assert "-e '.[test,examples]' -e ./emulator --group dev" in makefile
-    assert "after pip installs the `examples` extra's torch" in text
+    assert "installs the project, the emulator and the dependency groups (test, examples, dev)" in text
+    assert "-e . -e './emulator[hypertune]' --group test --group examples --group dev" in makefile
+    assert "after pip installs the `examples` group's torch" in text
     assert "pip install --quiet \"$$(grep -o -m1 'torch==" in makefile
     assert claim(text, r"keeps its jobs in `\./([\w-]+)`")[1] == str(
         cli.build_parser().parse_args([]).state_dir

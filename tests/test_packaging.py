@@ -56,22 +56,39 @@ def _wheel_metadata(wheel: Path) -> tuple[list[str], Message]:
         return names, email.message_from_bytes(zf.read(meta))
 
 
-def test_the_dev_tools_are_a_dependency_group_not_a_published_extra(built: tuple[Path, Path]) -> None:
+def test_the_provider_publishes_no_extras_and_the_tools_are_groups(built: tuple[Path, Path]) -> None:
+    """A user installs the provider alone: the test runner, torch (the example trainers) and the dev
+    tools are dependency groups, which ``make install`` and the compat cells install, not extras."""
     wheel, sdist = built
     _, meta = _wheel_metadata(wheel)
-    extras = meta.get_all("Provides-Extra") or []
-    assert "dev" not in extras
-    assert set(extras) == {"test", "examples"}
+    assert (meta.get_all("Provides-Extra") or []) == []
     requires = " ".join(meta.get_all("Requires-Dist") or [])
-    assert "ruff" not in requires and "mypy" not in requires and "import-linter" not in requires
+    for tool in ("ruff", "mypy", "import-linter", "pytest", "torch", "hypertune"):
+        assert tool not in requires, tool
     with tarfile.open(sdist) as tf:
         [pkg_info] = [m for m in tf.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")]
         handle = tf.extractfile(pkg_info)
         assert handle is not None
         sdist_meta = email.message_from_bytes(handle.read())
-    assert "dev" not in (sdist_meta.get_all("Provides-Extra") or [])
+    assert (sdist_meta.get_all("Provides-Extra") or []) == []
     groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
     assert any(req.startswith("ruff") for req in groups["dev"])
+    assert any(req.startswith("pytest") for req in groups["test"])
+    assert [req for req in groups["examples"] if req.startswith("torch==")]
+    # make install and every compat cell install the groups they need, and trials' cloudml-hypertune
+    makefile = (ROOT / "Makefile").read_text()
+    install = "-e . -e './emulator[hypertune]' --group test --group examples --group dev --group celery"
+    assert install in makefile
+    noxfile = (ROOT / "noxfile.py").read_text()
+    assert 'PROJECT = ("-e", ".", "-e", "./emulator[hypertune]", "--group", "test")' in noxfile
+
+
+def test_the_emulator_offers_cloudml_hypertune_for_trial_code() -> None:
+    """Trial code reports metrics with cloudml-hypertune in the replica's interpreter (the emulator's own
+    for a Python package spec): the emulator's ``hypertune`` extra, not a dependency of its own code."""
+    project = tomllib.loads((ROOT / "emulator" / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"] == {"hypertune": ["cloudml-hypertune"]}
+    assert not [req for req in project["dependencies"] if "hypertune" in req]
 
 
 def test_the_license_file_ships_and_matches_the_declared_license(built: tuple[Path, Path]) -> None:

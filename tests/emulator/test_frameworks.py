@@ -69,7 +69,7 @@ def run_job(tmp_path: Path, code: str, workers: int, timeout: float) -> tuple[st
 
 
 def test_torch_env_init_and_all_reduce_across_three_replicas(tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[examples]'")
+    pytest.importorskip("torch", reason="torch is not installed: pip install --group examples")
     _, logs = run_job(tmp_path, TORCH_ALL_REDUCE, workers=2, timeout=180)
     for rank, key in enumerate(("workerpool0-0", "workerpool1-0", "workerpool1-1")):
         assert f"rank {rank} of 3: sum 6" in (logs / f"{key}.log").read_text()

@@ -18,7 +18,7 @@ from trainers.local import DDP_TRAINER_IMAGE
 
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, ReductionServer, WorkerPool
 
-torch = pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[examples]'")
+torch = pytest.importorskip("torch", reason="torch is not installed: pip install --group examples")
 
 pytestmark = pytest.mark.slow
 
