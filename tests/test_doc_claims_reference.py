@@ -55,7 +55,7 @@ def test_migration_names_exist() -> None:
     for name in (
         "deferrable",
         "poll_interval",
-        "wait",
+        "wait_for_completion",
         "partial_success",
         "paused_grace",
         "if_exists",
