@@ -263,3 +263,61 @@ def test_a_sensor_that_streamed_in_its_first_poke_hands_its_cursor_to_its_trigge
     kwargs = sensor.make_trigger(name).serialize()[1]
     assert (kwargs["log_timestamp"], kwargs["log_insert_id"]) == (last.timestamp, last.insert_id)
     assert sensor._streamer is None  # its reader is closed; the trigger streams from here on
+
+
+def test_the_settle_window_is_at_most_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_vertex_dist.triggers.log_poller import settle_seconds
+
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "60")
+    assert settle_seconds() == 60.0
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "60.5")
+    with pytest.raises(ValueError, match="between 0 and 60"):
+        settle_seconds()
+
+
+def test_a_new_subscriber_reads_its_job_from_the_start_beside_a_caught_up_one(
+    em: Emulator, fast: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read starts at the oldest position of its subscribers, and a subscriber with none yet has
+    read nothing: the newcomer's job's older lines are read, not skipped past the other's position."""
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "0")
+    older = _finished_job(em, "older", 3)
+    newer = _finished_job(em, "newer", 3)
+
+    async def run() -> tuple[list[str], list[str]]:
+        poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
+        first = poller.subscribe(newer, selection=PRIMARY_ONLY, interval=0.05)
+        caught_up = [line.text for line in await _collect(first, 3)]
+        second = poller.subscribe(older, selection=PRIMARY_ONLY, interval=0.05)
+        late = [line.text for line in await _collect(second, 3, timeout=10.0)]
+        first.close()
+        second.close()
+        return caught_up, late
+
+    caught_up, late = asyncio.run(run())
+    assert caught_up == ["newer line 0", "newer line 1", "WARNING: newer line 2"]
+    assert late == ["older line 0", "older line 1", "WARNING: older line 2"]
+
+
+def test_reading_through_waits_out_the_window_then_reads_once(
+    em: Emulator, fast: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``read_through`` sleeps out the settle window and then starts one cycle: it does not spend the
+    read budget on cycles that cannot yet reach the time asked for."""
+    import time
+
+    monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "0.5")
+
+    async def run() -> tuple[bool, int]:
+        poller = get_log_poller(PROJECT, budget=ReadBudget(6000))
+        sub = poller.subscribe("1234567890", selection=PRIMARY_ONLY, interval=60)
+        await poller.next_cycle()
+        before = poller.read_calls
+        through = await poller.read_through(time.time(), timeout=10)
+        calls = poller.read_calls - before
+        sub.close()
+        return through, calls
+
+    through, calls = asyncio.run(run())
+    assert through
+    assert calls <= 2
