@@ -32,13 +32,23 @@ def raw(message: Any) -> Any:
     return type(message).pb(message)
 
 
+def _known(message: Any, field: str) -> bool:
+    """Whether the installed v1 types have ``field``: an older google-cloud-aiplatform lacks the newest
+    fields (``reservation_affinity``, ``strategy``...), and a request parsed into its types cannot carry
+    them, so a rule reads them as unset."""
+    return field in message.DESCRIPTOR.fields_by_name
+
+
 def has(message: Any, field: str) -> bool:
     """Whether the message field ``field`` of a raw message is set (present on the wire)."""
-    return bool(message.HasField(field))
+    return _known(message, field) and bool(message.HasField(field))
 
 
 def enum_name(message: Any, field: str) -> str:
-    """The name of an enum field's value; an unknown number (the wire allows it) as ``"<number>"``."""
+    """The name of an enum field's value; an unknown number (the wire allows it) as ``"<number>"``;
+    ``""`` for a field the installed types do not have."""
+    if not _known(message, field):
+        return ""
     number = getattr(message, field)
     value = message.DESCRIPTOR.fields_by_name[field].enum_type.values_by_number.get(number)
     return value.name if value is not None else str(number)
@@ -46,7 +56,7 @@ def enum_name(message: Any, field: str) -> str:
 
 def duration_s(message: Any, field: str) -> float | None:
     """A ``google.protobuf.Duration`` field in seconds, or ``None`` when it is not set."""
-    if not message.HasField(field):
+    if not has(message, field):
         return None
     value = getattr(message, field)
     return float(value.seconds) + float(value.nanos) / 1e9

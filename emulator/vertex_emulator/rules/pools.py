@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from vertex_emulator.rules import machines
-from vertex_emulator.rules._common import enum_name, problem, to_dict
+from vertex_emulator.rules._common import enum_name, has, problem, to_dict
 
 __all__ = ["MAX_POOLS", "pool_problems"]
 
@@ -62,7 +62,7 @@ def _one_pool(pool: Any, index: int, location: str, path: str) -> list[str]:
     else:
         out.extend(machines.machine_problems(to_dict(pool.machine_spec), location, f"{path}.machine_spec"))
     machine = pool.machine_spec
-    if machine.HasField("reservation_affinity"):
+    if has(machine, "reservation_affinity"):
         affinity = machine.reservation_affinity
         if enum_name(affinity, "reservation_affinity_type") == "SPECIFIC_RESERVATION" and not (
             affinity.key and affinity.values

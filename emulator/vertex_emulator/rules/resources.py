@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vertex_emulator.rules._common import problem
+from vertex_emulator.rules._common import has, problem
 
 __all__ = ["kms_problems", "resource_problems"]
 
@@ -130,7 +130,7 @@ def resource_problems(spec: Any, path: str, location_problems: Any) -> list[str]
             problem(f"{path}.protected_artifact_location_id", text.partition(": ")[2] or text)
             for text in location_problems(spec.protected_artifact_location_id)
         )
-    if spec.HasField("psc_interface_config"):
+    if has(spec, "psc_interface_config"):
         for index, peering in enumerate(spec.psc_interface_config.dns_peering_configs):
             # DnsPeeringConfig.domain: "The DNS name suffix of the zone being peered to [...] Must end
             # with a dot."
