@@ -27,26 +27,10 @@ from typing import Any
 
 from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.hooks.labels import PROVIDER_LABELS
+from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
 
-__all__ = ["OUTPUT_ONLY_FIELDS", "canonical_spec", "spec_difference"]
+__all__ = ["canonical_spec", "spec_difference"]
 
-#: Top-level fields of ``CustomJob`` and ``HyperparameterTuningJob`` the service sets
-#: (``OUTPUT_ONLY`` in custom_job.proto and hyperparameter_tuning_job.proto).
-OUTPUT_ONLY_FIELDS = frozenset(
-    {
-        "name",
-        "state",
-        "createTime",
-        "startTime",
-        "endTime",
-        "updateTime",
-        "error",
-        "webAccessUris",
-        "trials",
-        "satisfiesPzs",
-        "satisfiesPzi",
-    }
-)
 #: What a used pool's ``diskSpec`` holds when the request leaves it out (v1 ``DiskSpec``: "Type of the
 #: boot disk ... Default is "pd-ssd"", "Size in GB of the boot disk (default is 100GB)").
 _DISK_DEFAULTS = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
@@ -68,7 +52,7 @@ def canonical_spec(kind: JobKind, job: dict[str, Any]) -> dict[str, Any]:
     from airflow_vertex_dist.hooks._clients import job_from_dict, job_to_dict
 
     out = job_to_dict(job_from_dict(kind, job))
-    for key in OUTPUT_ONLY_FIELDS:
+    for key in CUSTOM_JOB_OUTPUT_ONLY if kind == CUSTOM_JOBS else TUNING_JOB_OUTPUT_ONLY:
         out.pop(key, None)
     labels = {k: v for k, v in (out.pop("labels", None) or {}).items() if k not in PROVIDER_LABELS}
     if labels:
