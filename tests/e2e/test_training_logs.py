@@ -35,7 +35,9 @@ def test_the_failing_worker_is_explained_in_the_task_log(
     # the failing worker's error lines; the healthy worker's INFO lines are not streamed by default
     assert "[workerpool1-1] RuntimeError: cannot read shard 7" in out
     assert "[workerpool1-0] step 0" not in out
-    # the failure names the worker and quotes its last lines, its distinctive line among them
+    # the failure names the worker and quotes its last lines, its distinctive (stdout) line among them,
+    # and leaves out the lines the stream already wrote above: the traceback is in the log once
     diagnosis = out[out.index("Last lines of workerpool1-1 (Cloud Logging):") :]
     assert "shard 7 of the training data is corrupt" in diagnosis
-    assert "RuntimeError: cannot read shard 7" in diagnosis
+    assert "RuntimeError: cannot read shard 7" not in diagnosis
+    assert out.count("[workerpool1-1] RuntimeError: cannot read shard 7") == 1
