@@ -334,7 +334,7 @@ def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:
         "API server's log route, as the UI shows it" + (f" (figures of {when})." if when else "."),
         "",
         "| wait | run | replica lines in the task log exactly once | failure names the replica | "
-        "failure quotes its last lines |",
+        "failure gives its last lines (quoted, or pointed to when the stream wrote them) |",
         "|---|---|---|---|---|",
     ]
     for key, title in TRAINING_LOGS:
@@ -344,7 +344,8 @@ def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:
             continue
         out.append(
             f"| {title} | {f['outcome']} | {f['lines_once']}/{f['expected_lines']} | "
-            f"{'yes' if f['names_replica'] else '**no**'} | {'yes' if f['quotes_last_lines'] else '**no**'} |"
+            f"{'yes' if f['names_replica'] else '**no**'} | "
+            f"{'yes' if f.get('last_lines_given', f.get('quotes_last_lines')) else '**no**'} |"
         )
     restart = figs.get("triggerer_restart")
     out.append("")
