@@ -173,7 +173,8 @@ class JobPoller(PollLoop):
         #: the List / Get calls this poller made (for logs and tests)
         self.list_calls = 0
         self.get_calls = 0
-        #: List pages plus Gets of the last cycle: what the next cycle is expected to cost.
+        #: What the next cycle is expected to cost: the last one's List pages and its Gets of unmanaged
+        #: jobs (a job that ended or is new is looked up once, not every cycle).
         self.last_cycle_calls = 1
 
     # -- registration ----------------------------------------------------------------------------
@@ -214,11 +215,11 @@ class JobPoller(PollLoop):
 
         The poll interval is the longest a waiter goes between looks at its job. Within it, the poller
         looks as often as the call budget allows: with N jobs waiting, N / 100 + 2 calls per interval,
-        a cycle expected to cost what the last one did (its List pages and Gets), and at most
+        a cycle expected to cost what the last one did again (its List pages and the Gets of unmanaged
+        jobs; a job that ended costs its one Get on top, as it always has), and at most
         ``MAX_CYCLES_PER_INTERVAL`` cycles an interval. So a job's end is seen sooner when few jobs
-        wait or pages are large, and the calls never pass the budget; a cycle that costs more than
-        the budget (many jobs ended at once: a Get each) stretches the period to the interval, never
-        beyond it.
+        wait or pages are large, the steady calls never pass the budget, and a cycle that costs more
+        (many pages, or many unmanaged jobs) stretches the period to the interval, never beyond it.
         """
         interval = self._interval()
         budget = BUDGET_BASE + BUDGET_PER_JOB * len(self._subs)
@@ -284,6 +285,9 @@ class JobPoller(PollLoop):
             calls += pages
             listed = {str(job.get("name")): job for job in jobs}
         missing = [name for name in names if name not in listed]
+        # what the next cycle will cost again: its List pages and the Gets of unmanaged jobs (polled by
+        # Get every cycle); a job that left the list (ended) or is new costs its Get once, not per cycle
+        steady_gets = sum(1 for name in missing if name in self._known and not self._known[name].managed)
         for name in names:
             if name in listed:
                 self._deliver(name, listed[name])
@@ -303,7 +307,7 @@ class JobPoller(PollLoop):
                 self._deliver(name, job if job is not None else JobNotFoundError(name))
 
             await asyncio.gather(*(get(name) for name in missing))
-        self.last_cycle_calls = calls + len(missing)
+        self.last_cycle_calls = calls + steady_gets
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PollerKey, JobPoller]] = (

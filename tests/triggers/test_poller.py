@@ -88,6 +88,8 @@ async def test_200_waiting_triggers_cost_ceil_n_over_page_size_lists(em: Emulato
         await shared.next_cycle()
         transition = delta(em.call_counts(), before)
         assert transition == {"ListCustomJobs": math.ceil(195 / page_size), "GetCustomJob": 5}, transition
+        # the Gets of jobs that ended are paid once: the next cycle is expected to cost the pages alone
+        assert shared.last_cycle_calls == math.ceil(195 / page_size)
         results = await asyncio.gather(*(tasks[name] for name in ended))
         assert {r["status"] for r in results} == {"success"}
         assert all(not tasks[name].done() for name in names[5:])
@@ -121,6 +123,7 @@ async def test_unmanaged_jobs_are_polled_by_get_only(em: Emulator) -> None:
         before = em.call_counts()
         await shared.next_cycle()
         assert delta(em.call_counts(), before) == {"ListCustomJobs": 1, "GetCustomJob": 3}
+        assert shared.last_cycle_calls == 4  # unmanaged jobs are looked up by Get every cycle
     finally:
         for task in tasks:
             task.cancel()
