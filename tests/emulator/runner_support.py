@@ -3,8 +3,10 @@ processes (the runner on a temporary store is conftest's `env` fixture)."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +24,7 @@ __all__ = [
     "create",
     "finished",
     "in_groups",
+    "make_sdist",
     "pool",
     "script_pool",
     "wait_for",
@@ -101,3 +104,23 @@ def script_pool(code: str, count: int = 1) -> dict[str, Any]:
         "replicaCount": str(count),
         "containerSpec": {"imageUri": "local/trainer:1", "command": [sys.executable, "-c", code]},
     }
+
+
+def make_sdist(path: Path, name: str, task_code: str, setup_prelude: str = "") -> Path:
+    """A setuptools sdist of package ``name`` (module ``<name>.task`` running ``task_code``), built by
+    hand; ``setup_prelude`` runs at the top of its ``setup.py``."""
+    sdist = path / f"{name}-0.1.tar.gz"
+    files = {
+        "setup.py": setup_prelude
+        + f"from setuptools import setup\nsetup(name='{name}', version='0.1', packages=['{name}'])\n",
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
+        f"{name}/__init__.py": "",
+        f"{name}/task.py": task_code,
+    }
+    with tarfile.open(sdist, "w:gz") as tf:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{name}-0.1/{rel}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return sdist

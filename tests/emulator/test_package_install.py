@@ -3,15 +3,13 @@ clean environment, under the replica's supervision, and nothing they start outli
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .runner_support import alive, create, finished, wait_for
+from .runner_support import alive, create, finished, make_sdist, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -39,21 +37,7 @@ os.wait()
 
 
 def _sdist(path: Path, prelude: str) -> Path:
-    sdist = path / "envtrainer-0.1.tar.gz"
-    files = {
-        "setup.py": prelude
-        + "from setuptools import setup\nsetup(name='envtrainer', version='0.1', packages=['envtrainer'])\n",
-        "PKG-INFO": "Metadata-Version: 2.1\nName: envtrainer\nVersion: 0.1\n",
-        "envtrainer/__init__.py": "",
-        "envtrainer/task.py": "print('trained', flush=True)\n",
-    }
-    with tarfile.open(sdist, "w:gz") as tf:
-        for rel, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"envtrainer-0.1/{rel}")
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return sdist
+    return make_sdist(path, "envtrainer", "print('trained', flush=True)\n", prelude)
 
 
 def _install_job(env: Any, tmp_path: Path) -> tuple[str, Path, Path]:

@@ -21,6 +21,7 @@ from .runner_support import (
     create,
     finished,
     in_groups,
+    make_sdist,
     pool,
     wait_for,
 )
@@ -210,24 +211,8 @@ def test_single_replica_python_package_from_gcs_has_no_tf_config(env: Any, tmp_p
 
 def _sdist(path: Path, setup_prelude: str = "") -> Path:
     """A setuptools sdist of package ``sdtrainer`` (module ``sdtrainer.task``), built by hand."""
-    import io
-    import tarfile
-
-    sdist = path / "sdtrainer-0.1.tar.gz"
-    files = {
-        "setup.py": setup_prelude
-        + "from setuptools import setup\nsetup(name='sdtrainer', version='0.1', packages=['sdtrainer'])\n",
-        "PKG-INFO": "Metadata-Version: 2.1\nName: sdtrainer\nVersion: 0.1\n",
-        "sdtrainer/__init__.py": "",
-        "sdtrainer/task.py": "import sys\nprint('sdist trainer', *sys.argv[1:], flush=True)\n",
-    }
-    with tarfile.open(sdist, "w:gz") as tf:
-        for rel, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"sdtrainer-0.1/{rel}")
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return sdist
+    code = "import sys\nprint('sdist trainer', *sys.argv[1:], flush=True)\n"
+    return make_sdist(path, "sdtrainer", code, setup_prelude)
 
 
 def test_python_package_from_a_local_sdist(env: Any, tmp_path: Path) -> None:
