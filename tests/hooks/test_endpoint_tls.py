@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth import jwt
 
+from tests.service_accounts import service_account_info
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
@@ -49,18 +50,7 @@ def signing_key() -> rsa.RSAPrivateKey:
 
 
 def _key_file(directory: Path, key: rsa.RSAPrivateKey, token_uri: str) -> Path:
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    info = {
-        "type": "service_account",
-        "project_id": "team-project",
-        "private_key_id": "k1",
-        "private_key": pem,
-        "client_email": EMAIL,
-        "client_id": "1",
-        "token_uri": token_uri,
-    }
+    info = service_account_info("team-project", EMAIL, token_uri=token_uri, key=key)
     path = directory / "sa.json"
     path.write_text(json.dumps(info))
     return path

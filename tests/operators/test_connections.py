@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 from airflow.sdk import DAG
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
+from tests.service_accounts import service_account_info
 from vertex_emulator.app import Emulator
 
 from .harness import PY, logged, run_dag, ti_state
@@ -26,20 +25,8 @@ START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 def _key_json() -> tuple[str, str]:
     """A generated service-account key as JSON, and a line of its private key (the secret to look for)."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    info = {
-        "type": "service_account",
-        "project_id": "key-project",
-        "private_key_id": "k1",
-        "private_key": pem,
-        "client_email": "runner@key-project.iam.gserviceaccount.com",
-        "client_id": "1",
-        "token_uri": "https://oauth2.googleapis.com/token",
-    }
-    return json.dumps(info), pem.splitlines()[5]
+    info = service_account_info("key-project", "runner@key-project.iam.gserviceaccount.com")
+    return json.dumps(info), info["private_key"].splitlines()[5]
 
 
 def _everything_stored(dr: Any) -> str:

@@ -27,12 +27,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from airflow_vertex_dist.hooks.connection import RetryPolicy, VertexConnection
 from tests.hooks.google_form import airflow2_form, airflow3_form, legacy_form
 from tests.hooks.tls_servers import Certificate, https_proxy, self_signed
+from tests.service_accounts import service_account_info
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
@@ -78,19 +77,8 @@ def _airflow(*args: str) -> str:
 
 
 def _key_file(directory: Path, token_uri: str) -> Path:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    info = {
-        "type": "service_account",
-        "project_id": "key-project",
-        "private_key_id": "k1",
-        "private_key": pem,
-        "client_email": "trainer@key-project.iam.gserviceaccount.com",
-        "client_id": "1",
-        "token_uri": token_uri,
-    }
+    email = "trainer@key-project.iam.gserviceaccount.com"
+    info = service_account_info("key-project", email, token_uri=token_uri)
     path = directory / "sa.json"
     path.write_text(json.dumps(info))
     return path

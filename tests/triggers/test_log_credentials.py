@@ -13,13 +13,12 @@ import json
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth import impersonated_credentials
 
 from airflow_vertex_dist.hooks.logs import VertexLogsHook
 from airflow_vertex_dist.triggers.log_poller import LogPoller, get_log_poller
 from airflow_vertex_dist.triggers.log_stream import TriggerLogStream
+from tests.service_accounts import service_account_info
 
 CONN = "gcp_logs"
 JOB = "projects/p/locations/us-central1/customJobs/123"
@@ -30,19 +29,7 @@ OTHER_CHAIN = ["other-target@p.iam.gserviceaccount.com"]
 
 @pytest.fixture(autouse=True)
 def gcp_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    info = {
-        "type": "service_account",
-        "project_id": "p",
-        "private_key_id": "k",
-        "private_key": pem,
-        "client_email": "runner@p.iam.gserviceaccount.com",
-        "client_id": "1",
-        "token_uri": "https://oauth2.googleapis.com/token",
-    }
+    info = service_account_info("p", "runner@p.iam.gserviceaccount.com")
     extra = {"project": "p", "keyfile_dict": json.dumps(info), "impersonation_chain": CONN_TARGET}
     monkeypatch.setenv(
         f"AIRFLOW_CONN_{CONN.upper()}", json.dumps({"conn_type": "google_cloud_platform", "extra": extra})
