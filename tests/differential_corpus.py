@@ -294,6 +294,16 @@ _CUSTOM: list[tuple[str, str, dict[str, Any]]] = [
         ),
     ),  # fmt: skip
     (
+        "bad-package-uri-local",
+        "bad",
+        custom(pool(pythonPackageSpec={**package()["pythonPackageSpec"], "packageUris": ["dist/t.tar.gz"]})),
+    ),
+    (
+        "bad-nul-in-args",
+        "bad",
+        custom(pool(containerSpec={"imageUri": IMG, "command": ["python"], "args": ["--name=a\x00b"]})),
+    ),
+    (
         "bad-nfs-relative",
         "bad",
         custom(pool() | {"nfsMounts": [{"server": "s", "path": "x", "mountPoint": "m"}]}),

@@ -71,6 +71,13 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str, str]] = {
         "cannot contain any unescaped apostrophe character'); no Google page states the rule, so the "
         "provider, which follows the documentation, does not refuse it.",
     ),
+    "bad-nul-in-args": (
+        "ok",
+        "bad",
+        "The emulator refuses a NUL character in what becomes a replica's command line or environment (a "
+        "process cannot receive one: POSIX execve); Vertex AI's answer is not documented, so the provider, "
+        "which follows the documentation, does not refuse it.",
+    ),
 }
 
 
@@ -165,6 +172,8 @@ _WIRED = [
     "good-study-int-one-value",
     "bad-flex-cpu",
     "bad-executor-docker-hub",
+    "bad-package-uri-local",
+    "bad-nul-in-args",
     "bad-study-safety-only",
     "bad-kms-other-region",
 ]

@@ -125,6 +125,14 @@ class PythonPackage(SpecModel):
             )
         for uri in value:
             nonblank("package_uris", uri)
+            if not uri.startswith("gs://"):
+                # v1 PythonPackageSpec.package_uris: "The Google Cloud Storage location of the Python
+                # package files"
+                fail(
+                    f"package_uris: each must be the Cloud Storage location of a package file, "
+                    f"gs://BUCKET/PATH (got {uri!r}); upload the package to Cloud Storage and give its "
+                    "gs:// URI"
+                )
         return value
 
     @field_validator("python_module")

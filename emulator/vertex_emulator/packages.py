@@ -1,6 +1,7 @@
 """Python package specs: install a pool's ``packageUris`` into a per-job directory, offline.
 
-Each URI is a local path, or a ``gs://`` URI mapped through ``gcs_root``, naming a wheel, an sdist
+Each URI is a ``gs://`` URI mapped through ``gcs_root`` (Create refuses any other: rules/tasks.py; a
+job inserted in the store directly may also give a local path) naming a wheel, an sdist
 (``.tar.gz``/``.zip``) or a project directory. They are installed with
 ``pip install --no-index --no-deps --no-build-isolation --target <dir>``: nothing is downloaded, the
 package's own dependencies must already be importable by the interpreter that runs the replica, and

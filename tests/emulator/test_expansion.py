@@ -12,6 +12,7 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import CustomJob
 
+from vertex_emulator.app import Emulator
 from vertex_emulator.cluster import expand_references
 from vertex_emulator.testing import PARENT, wait_for_state
 
@@ -132,9 +133,13 @@ def _wheel(path: Path) -> Path:
     return whl
 
 
-def test_python_package_args_are_expanded_over_rest(rest_client: Any, tmp_path: Path) -> None:
+def test_python_package_args_are_expanded_over_rest(
+    emulator: Emulator, rest_client: Any, tmp_path: Path
+) -> None:
     record = tmp_path / "record.json"
-    whl = _wheel(tmp_path)
+    packages = emulator.config.gcs_root / "bkt" / "packages"
+    packages.mkdir(parents=True)
+    whl = _wheel(packages)  # package URIs are Cloud Storage locations: gs://bkt/packages/...
     body = {
         "displayName": "package-expands",
         "jobSpec": {
@@ -145,7 +150,7 @@ def test_python_package_args_are_expanded_over_rest(rest_client: Any, tmp_path: 
                     "replicaCount": "1",
                     "pythonPackageSpec": {
                         "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest",
-                        "packageUris": [str(whl)],
+                        "packageUris": [f"gs://bkt/packages/{whl.name}"],
                         "pythonModule": "expandpkg.task",
                         "args": [
                             "--model-dir=$(AIP_MODEL_DIR)",

@@ -13,6 +13,7 @@ import pytest
 import vertex_emulator.rules as rules_pkg
 from vertex_emulator.rules import check_create, format_problems
 from vertex_emulator.rules.sources import RULES
+from vertex_emulator.rules.tasks import NUL_RULE
 
 RULES_DIR = Path(rules_pkg.__file__).parent
 MACHINE = {"machineType": "n1-standard-4"}
@@ -121,3 +122,75 @@ def test_python_packages_run_on_prebuilt_training_images(image: str, ok: bool) -
     pool = {"machineSpec": MACHINE, "replicaCount": "1", "pythonPackageSpec": package}
     problems = _check({"displayName": "x", "jobSpec": {"workerPoolSpecs": [pool]}})
     assert (problems == []) is ok, problems
+
+
+def _package_pool(**spec: Any) -> dict[str, Any]:
+    package = {
+        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest",
+        "packageUris": ["gs://b/t.tar.gz"],
+        "pythonModule": "t.task",
+        **spec,
+    }
+    return {"machineSpec": MACHINE, "replicaCount": "1", "pythonPackageSpec": package}
+
+
+NUL = "a\x00b"
+_NUL_CASES = [
+    ({**POOL, "containerSpec": {"imageUri": NUL}}, "container_spec.image_uri"),
+    ({**POOL, "containerSpec": {"imageUri": "i", "command": ["python", NUL]}}, "container_spec.command[1]"),
+    ({**POOL, "containerSpec": {"imageUri": "i", "args": [NUL]}}, "container_spec.args[0]"),
+    (
+        {**POOL, "containerSpec": {"imageUri": "i", "env": [{"name": "A", "value": NUL}]}},
+        "container_spec.env[0].value",
+    ),
+    (_package_pool(args=["--x", NUL]), "python_package_spec.args[1]"),
+    (_package_pool(packageUris=["gs://b/a.tar.gz", f"gs://b/{NUL}"]), "python_package_spec.package_uris[1]"),
+    (_package_pool(pythonModule=NUL), "python_package_spec.python_module"),
+    (_package_pool(executorImageUri=NUL), "python_package_spec.executor_image_uri"),
+    (_package_pool(env=[{"name": "A", "value": NUL}]), "python_package_spec.env[0].value"),
+]
+
+
+@pytest.mark.parametrize(("pool", "field"), _NUL_CASES, ids=[field for _, field in _NUL_CASES])
+def test_a_nul_character_a_process_cannot_receive_is_refused_naming_the_field(
+    pool: dict[str, Any], field: str
+) -> None:
+    problems = _check({"displayName": "x", "jobSpec": {"workerPoolSpecs": [pool]}})
+    assert problems == [f"job_spec.worker_pool_specs[0].{field}: {NUL_RULE}"]
+
+
+def test_a_nul_in_a_parameter_id_or_category_is_refused_it_becomes_a_trial_argument() -> None:
+    from google.cloud import aiplatform_v1
+
+    def tuning(parameter: dict[str, Any]) -> list[str]:
+        body = {
+            "displayName": "t",
+            "maxTrialCount": 1,
+            "parallelTrialCount": 1,
+            "studySpec": {"metrics": [{"metricId": "m", "goal": "MAXIMIZE"}], "parameters": [parameter]},
+            "trialJobSpec": {"workerPoolSpecs": [POOL]},
+        }
+        message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
+        return check_create("hyperparameterTuningJobs", message, "us-central1")
+
+    assert tuning({"parameterId": NUL, "integerValueSpec": {"minValue": 1, "maxValue": 2}}) == [
+        f"study_spec.parameters[0].parameter_id: {NUL_RULE}"
+    ]
+    assert tuning({"parameterId": "c", "categoricalValueSpec": {"values": ["a", NUL]}}) == [
+        f"study_spec.parameters[0].categorical_value_spec.values[1]: {NUL_RULE}"
+    ]
+
+
+@pytest.mark.parametrize(
+    "uri", ["dist/t.tar.gz", "/home/me/t.tar.gz", "https://example.com/t.tar.gz", "t.whl"]
+)
+def test_package_uris_are_cloud_storage_locations(uri: str) -> None:
+    problems = _check(
+        {"displayName": "x", "jobSpec": {"workerPoolSpecs": [_package_pool(packageUris=[uri])]}}
+    )
+    assert problems == [
+        "job_spec.worker_pool_specs[0].python_package_spec.package_uris[0]: must be the Cloud Storage "
+        f"location of a package file, gs://BUCKET/PATH (got {uri!r})"
+    ]
+    pool = _package_pool(packageUris=["gs://b/t.tar.gz"])
+    assert _check({"displayName": "x", "jobSpec": {"workerPoolSpecs": [pool]}}) == []

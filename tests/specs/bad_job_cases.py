@@ -418,6 +418,22 @@ JOB_CASES: list[Case] = [
         "at least one package URI",
     ),
     (
+        "package-not-gcs",
+        J(
+            ("primary.container", ...),
+            (
+                "primary.python_package",
+                {
+                    "executor_image_uri": EXEC_IMG,
+                    "package_uris": ["dist/t.tar.gz"],
+                    "python_module": "t.task",
+                },
+            ),
+        ),
+        "primary.python_package.package_uris",
+        "Cloud Storage location",
+    ),
+    (
         "package-module",
         J(
             ("primary.container", ...),

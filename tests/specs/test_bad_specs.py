@@ -72,6 +72,7 @@ ADVICE: dict[str, str] = {
     "env-name": "rename it",
     "image-empty": "give it a value",
     "package-no-uris": "add the gs:// URI of your package's sdist",
+    "package-not-gcs": "upload the package to Cloud Storage and give its gs:// URI",
     "package-module": "must be a dotted Python module name such as 'trainer.task'",
     "package-custom-image": "pick one, or run a custom image as container=Container(...)",
     "nfs-relative-path": "give the absolute export path",

@@ -104,7 +104,7 @@ def package(clean: bool) -> st.SearchStrategy[Any]:
                 ["", "example.com/ml/x:2"],
             ),
             "package_uris": st.lists(
-                pick(clean, ["gs://b/t.tar.gz", "pkg.whl"], [""]), min_size=1, max_size=2
+                pick(clean, ["gs://b/t.tar.gz", "gs://b/pkg.whl"], ["", "pkg.whl"]), min_size=1, max_size=2
             ),
             "python_module": pick(clean, ["trainer.task", "task"], ["bad-module"]),
         },

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "DISTRIBUTED",
+    "EXECVE",
     "DWS",
     "ERRORS",
     "IAM_SERVICE_ACCOUNTS",
@@ -46,6 +47,11 @@ IAM_SERVICE_ACCOUNTS = (
 USER_REPORT_ENV = (
     "the service's answer quoted in PrefectHQ/prefect issue 5940 (2022): "
     '"Env vars cannot contain any unescaped apostrophe character \'"'
+)
+EXECVE = (
+    'POSIX "exec" (execve: "argv is an array of character pointers to null-terminated strings"), '
+    "https://pubs.opengroup.org/onlinepubs/9799919799/functions/exec.html; the emulator's reading: "
+    "Vertex AI's own answer is not documented"
 )
 ERRORS = (
     "the service's INVALID_ARGUMENT text as quoted in PrefectHQ/prefect issue 5940 and googleapis/go-genai "
@@ -157,6 +163,18 @@ RULES: dict[str, Rule] = _rules(
     ("env-count", "at most 100 environment variables", f"{PROTO} ContainerSpec.env / PythonPackageSpec.env"),
     ("env-apostrophe", "an environment variable value holds no unescaped apostrophe", USER_REPORT_ENV),
     ("package-uris", "at most 100 package URIs", f"{PROTO} PythonPackageSpec.package_uris"),
+    (
+        "package-uris-gcs",
+        "each package URI is a gs:// URI",
+        f'{PROTO} PythonPackageSpec.package_uris ("The Google Cloud Storage location of the Python package '
+        'files")',
+    ),
+    (
+        "nul",
+        "no NUL character in command, args, env values, image URIs, package URIs, python_module, parameter "
+        "ids or categorical values (they reach a replica's command line or environment)",
+        EXECVE,
+    ),
     (
         "executor-image",
         "executor_image_uri is a prebuilt training image: "

@@ -18,6 +18,8 @@ Sources, the comments of ``google/cloud/aiplatform/v1/study.proto`` and
   study, so both are at least 1 (a Required number whose zero is refused); ``max_failed_trial_count``:
   "If set to 0, Vertex AI decides": not negative. ``parallel_trial_count <= max_trial_count`` is inferred
   (more trials cannot run at once than run in all), not verified against the service.
+* ``nul`` (rules/tasks.py): a trial gets ``--<parameter_id>=<value>`` appended to its args, so a
+  parameter id or a categorical value holding a NUL character could not reach the trial's process.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from vertex_emulator.rules._common import enum_name, problem
 from vertex_emulator.rules.parameters import parameter_problems, walk_parameters
+from vertex_emulator.rules.tasks import nul_problems
 
 __all__ = ["study_problems", "trial_count_problems"]
 
@@ -63,6 +66,10 @@ def study_problems(study: Any, path: str) -> list[str]:
         pid = param.parameter_id
         if pid and not _no_whitespace(pid):
             out.append(problem(f"{where}.parameter_id", "must not contain whitespaces"))
+        out.extend(nul_problems([pid], f"{where}.parameter_id", indexed=False))
+        if param.WhichOneof("parameter_value_spec") == "categorical_value_spec":
+            values = param.categorical_value_spec.values
+            out.extend(nul_problems(values, f"{where}.categorical_value_spec.values"))
         if depth and pid and (pid in top or pid in parents):
             out.append(
                 problem(
