@@ -320,7 +320,7 @@ class CustomJobRun(JobDriver):
             fh.flush()
             try:
                 proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.config.stop_grace_s)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a NUL in argv or env (Create refuses it)
                 raise JobError(
                     3, f"The replica {slot.replica.key} could not be started: {slot.argv[0]!r}: {exc}"
                 ) from None

@@ -205,9 +205,11 @@ def parse_parameters(raw: Sequence[Mapping[str, Any]], path: str = "studySpec.pa
 # -- grid -----------------------------------------------------------------------------------------
 
 
-def _grid_values(p: ParamSpec) -> list[Value]:
+def _grid_values(p: ParamSpec) -> Sequence[Value]:
+    """The values a grid walks for ``p``; an integer range stays a lazy ``range`` (a grid over
+    ``[0, 2**62]`` is valid and runs its first trials without listing the rest)."""
     if p.kind == "INTEGER":
-        return list(range(int(p.low), int(p.high) + 1))
+        return range(int(p.low), int(p.high) + 1)
     if p.kind in ("CATEGORICAL", "DISCRETE"):
         return list(p.values)
     raise ValueError(

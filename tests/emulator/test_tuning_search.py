@@ -64,6 +64,14 @@ def test_grid_search_stops_when_exhausted_and_rejects_doubles() -> None:
         )
 
 
+def test_a_grid_over_a_huge_integer_range_starts_without_listing_it() -> None:
+    """[0, 2**62] is a valid integer range (int64 bounds, no documented cap): the grid walks it lazily
+    (listing it raised MemoryError in the tuning job's driver: 'Internal emulator error')."""
+    huge = [{"parameterId": "n", "integerValueSpec": {"minValue": "0", "maxValue": str(2**62)}}]
+    s = Search({"algorithm": "GRID_SEARCH", "parameters": huge}, seed=1)
+    assert [s.suggest([]) for _ in range(3)] == [{"n": 0}, {"n": 1}, {"n": 2}]
+
+
 def test_random_search_is_seedable_and_honours_conditions() -> None:
     spec = {"algorithm": "RANDOM_SEARCH", "parameters": CONDITIONAL}
     a, b = Search(spec, seed=7), Search(spec, seed=7)
