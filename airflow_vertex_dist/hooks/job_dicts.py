@@ -15,6 +15,7 @@ from airflow_vertex_dist.common.jobs import (
     JobKind,
 )
 from airflow_vertex_dist.common.regex import LazyRegex
+from airflow_vertex_dist.common.trial_values import typed_parameters, whole_number_parameters
 
 if TYPE_CHECKING:
     from airflow_vertex_dist.hooks.job_types import CompactJob
@@ -164,12 +165,21 @@ _TRIAL_KEYS = (
 )
 
 
+def _compact_trial(trial: Mapping[str, Any], whole: frozenset[str]) -> dict[str, Any]:
+    out = {k: trial[k] for k in _TRIAL_KEYS if k in trial}
+    if "parameters" in out and whole:
+        out["parameters"] = typed_parameters(out["parameters"], whole)
+    return out
+
+
 def compact_job(job: Mapping[str, Any]) -> CompactJob:
     """The job without its (large) specs: what a trigger event and XCom carry.
 
     Keeps name, display name, state, times, error, labels and web access URIs; for a tuning job also
     the trial counts, the study's metrics (``studySpec.metrics``, for the optimisation direction) and
-    every trial without its intermediate measurements.
+    every trial without its intermediate measurements, an integer parameter's value an ``int``
+    (``airflow_vertex_dist.common.trial_values``: the study spec says which, and the compact job
+    no longer holds it).
     """
     out: dict[str, Any] = {key: job[key] for key in _COMPACT_KEYS if key in job}  # (see CompactJob)
     if "name" in job:
@@ -179,5 +189,6 @@ def compact_job(job: Mapping[str, Any]) -> CompactJob:
         out["studySpec"] = {"metrics": study["metrics"]}
     trials = job.get("trials")
     if isinstance(trials, list):
-        out["trials"] = [{k: t[k] for k in _TRIAL_KEYS if k in t} for t in trials if isinstance(t, dict)]
+        whole = whole_number_parameters(study)
+        out["trials"] = [_compact_trial(t, whole) for t in trials if isinstance(t, dict)]
     return cast("CompactJob", out)

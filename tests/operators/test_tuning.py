@@ -71,6 +71,9 @@ def check_outputs(em: Emulator, out: dict[str, Any], goal: str) -> None:
     assert out["trial_counts"] == {"total": 4, "done": 4, "succeeded": 3, "infeasible": 1, "active": 0}
     by_x = {row["parameters"]["x"]: row for row in out["trials"]}
     assert sorted(by_x) == [1, 2, 3, 4]
+    # an INTEGER parameter's value is an int (the v1 Value's number is a double: 3.0 before)
+    assert {type(x) for x in by_x} == {int}
+    assert type(out["best_trial"]["parameters"]["x"]) is int
     assert by_x[2]["state"] == "INFEASIBLE" and by_x[2]["metric_value"] is None
     assert {x: by_x[x]["metric_value"] for x in (1, 3, 4)} == {1: 4.5, 3: 0.5, 4: 1.5}
     best_x = 3 if goal == "MINIMIZE" else 1

@@ -189,6 +189,7 @@ def test_trial_sensor_success(vertex_conn: Emulator, deferrable: bool, condition
         assert out["trial_counts"]["succeeded"] >= 2
     else:
         assert out["best_trial"]["parameters"] == {"x": 3} and out["best_trial"]["metric_value"] <= 0.5
+    assert all(type(row["parameters"]["x"]) is int for row in out["trials"])  # not 3.0
 
 
 @pytest.mark.parametrize("deferrable", [False, True])

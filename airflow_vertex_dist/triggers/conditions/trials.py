@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.common.trial_values import typed_value, whole_number_parameters
 from airflow_vertex_dist.hooks.job_dicts import error_suffix, job_state, short_state
 from airflow_vertex_dist.triggers.conditions.events import Verdict
 
@@ -104,11 +105,13 @@ def trial_metric(trial: Mapping[str, Any], metric_id: str) -> float | None:
     return None
 
 
-def _parameters(trial: Mapping[str, Any]) -> dict[str, Any]:
+def _parameters(trial: Mapping[str, Any], whole: frozenset[str]) -> dict[str, Any]:
+    """``{parameter_id: value}``; the ids in ``whole`` (integer parameters) with int values."""
     out: dict[str, Any] = {}
     for param in trial.get("parameters") or []:
         if isinstance(param, dict) and "parameterId" in param:
-            out[str(param["parameterId"])] = param.get("value")
+            pid = str(param["parameterId"])
+            out[pid] = typed_value(param.get("value"), pid in whole)
     return out
 
 
@@ -120,7 +123,9 @@ def best_trial(job: Mapping[str, Any]) -> BestTrial | None:
     """The succeeded trial with the best final metric in the study's direction, as JSON.
 
     ``{"id", "parameters": {parameter_id: value}, "metric_id", "metric_value", "goal"}``; ties go to
-    the earliest trial. ``None`` until a trial succeeded with a final measurement.
+    the earliest trial. ``None`` until a trial succeeded with a final measurement. An INTEGER
+    parameter's value (and a DISCRETE one's listing whole numbers only) is an ``int``, as the study
+    spec types it (``airflow_vertex_dist.common.trial_values``), not the protobuf double ``5.0``.
     """
     metric_id, goal = study_metric(job)
     best: tuple[float, dict[str, Any]] | None = None
@@ -138,7 +143,7 @@ def best_trial(job: Mapping[str, Any]) -> BestTrial | None:
     value, trial = best
     return {
         "id": str(trial.get("id", "")),
-        "parameters": _parameters(trial),
+        "parameters": _parameters(trial, whole_number_parameters(job.get("studySpec"))),
         "metric_id": metric_id,
         "metric_value": value,
         "goal": goal,
@@ -152,6 +157,7 @@ def trial_summary(job: Mapping[str, Any]) -> TrialSummary:
     "trials": [{"id", "state", "parameters", "metric_value", "infeasible_reason"?}]}``
     """
     metric_id, _ = study_metric(job)
+    whole = whole_number_parameters(job.get("studySpec"))
     trials = _trials(job)
     counts = {"SUCCEEDED": 0, "INFEASIBLE": 0}
     compact: list[TrialRow] = []
@@ -162,7 +168,7 @@ def trial_summary(job: Mapping[str, Any]) -> TrialSummary:
         row: TrialRow = {
             "id": str(trial.get("id", "")),
             "state": state,
-            "parameters": _parameters(trial),
+            "parameters": _parameters(trial, whole),
             "metric_value": trial_metric(trial, metric_id),
         }
         if trial.get("infeasibleReason"):
