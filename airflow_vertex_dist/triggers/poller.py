@@ -9,8 +9,8 @@ poller makes one Get for each such job. A cycle of N waiting jobs thus costs ``c
 List calls plus one Get per job that changed to a terminal state (or is unmanaged) -- not N Gets.
 
 Cycles start at a fixed rate (``JobPoller.period``): as often as a budget of N / 100 + 2 calls per
-poll interval allows (the last cycle's calls being what the next one is expected to cost), at most
-four times an interval and at least once. Few waiting jobs are therefore looked at several times an
+poll interval allows in any window of one interval (the last cycle's calls being what the next one is
+expected to cost), at most four times an interval and at least once. Few waiting jobs are therefore looked at several times an
 interval, so a job's end reaches its trigger sooner, for a handful of calls; the smallest
 ``poll_interval`` stays the longest a waiter goes between looks.
 A newly registered job costs one Get (up to ten per cycle; a larger burst, such as a triggerer
@@ -70,6 +70,9 @@ BUDGET_PER_JOB = 0.01
 BUDGET_BASE = 2.0
 #: At most this many cycles start within one poll interval, however much budget is left (CPU).
 MAX_CYCLES_PER_INTERVAL = 4
+#: Cycles ``k`` an interval start ``interval / k`` times this much apart: a window of one interval that
+#: begins with a cycle's start ends just before the (k + 1)-th, so it never holds k + 1 of them.
+SPACING_MARGIN = 0.01
 #: After a new waiter wakes the poller, wait this long so a burst of registrations shares one cycle.
 REGISTRATION_SETTLE_S = 0.05
 #: New waiters of one cycle fetched by Get; more than this and the cycle's List is not time-bounded.
@@ -216,15 +219,20 @@ class JobPoller(PollLoop):
         The poll interval is the longest a waiter goes between looks at its job. Within it, the poller
         looks as often as the call budget allows: with N jobs waiting, N / 100 + 2 calls per interval,
         a cycle expected to cost what the last one did again (its List pages and the Gets of unmanaged
-        jobs; a job that ended costs its one Get on top, as it always has), and at most
-        ``MAX_CYCLES_PER_INTERVAL`` cycles an interval. So a job's end is seen sooner when few jobs
-        wait or pages are large, the steady calls never pass the budget, and a cycle that costs more
-        (many pages, or many unmanaged jobs) stretches the period to the interval, never beyond it.
+        jobs; a job that ended costs its one Get on top, as it always has). That is ``k`` cycles an
+        interval, ``k`` the whole number of expected cycle costs the budget holds (at most
+        ``MAX_CYCLES_PER_INTERVAL``), started ``interval / k`` apart plus ``SPACING_MARGIN``: cycles
+        start a period after the previous one started (never sooner), so any window of one interval,
+        wherever it falls, holds at most ``k`` cycle starts and its steady calls never pass the budget.
+        A cycle that costs more than half the budget (many pages, or many unmanaged jobs) makes the
+        period the interval, never more.
         """
         interval = self._interval()
         budget = BUDGET_BASE + BUDGET_PER_JOB * len(self._subs)
-        share = max(1, self.last_cycle_calls) / budget
-        return interval * min(1.0, max(1.0 / MAX_CYCLES_PER_INTERVAL, share))
+        cycles = min(MAX_CYCLES_PER_INTERVAL, int(budget // max(1, self.last_cycle_calls)))
+        if cycles <= 1:
+            return interval
+        return interval / cycles * (1.0 + SPACING_MARGIN)
 
     def _delay_after(self, started: float) -> float:
         # cycles start at a fixed rate: the next one a period after this one started
