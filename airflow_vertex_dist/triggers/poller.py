@@ -10,9 +10,9 @@ List calls plus one Get per job that changed to a terminal state (or is unmanage
 
 Cycles start at a fixed rate (``JobPoller.period``): as often as a budget of N / 100 + 2 calls per
 poll interval allows in any window of one interval (the last cycle's calls being what the next one is
-expected to cost), at most four times an interval and at least once. Few waiting jobs are therefore looked at several times an
-interval, so a job's end reaches its trigger sooner, for a handful of calls; the smallest
-``poll_interval`` stays the longest a waiter goes between looks.
+expected to cost), at most four times an interval and at least once. Few waiting jobs are therefore
+looked at several times an interval, so a job's end reaches its trigger sooner, for a handful of
+calls; the smallest ``poll_interval`` stays the longest a waiter goes between looks.
 A newly registered job costs one Get (up to ten per cycle; a larger burst, such as a triggerer
 starting with many deferred tasks, is served by one List without the create-time bound).
 

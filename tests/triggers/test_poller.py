@@ -261,7 +261,9 @@ def _most_starts_in_a_window(starts: list[float], width: float) -> int:
 
 @pytest.mark.parametrize("n_jobs", [1, 10, 99, 100, 150, 299, 300, 1000, 1001, 5000])
 @pytest.mark.parametrize("last_calls", [1, 2, 3, 5, 11, 40])
-async def test_no_window_of_one_interval_holds_more_calls_than_the_budget(n_jobs: int, last_calls: int) -> None:
+async def test_no_window_of_one_interval_holds_more_calls_than_the_budget(
+    n_jobs: int, last_calls: int
+) -> None:
     """Wherever a window of one interval falls (the bench counts the calls in one such window of
     three intervals, starting at an arbitrary time), the steady cycles in it cost at most the budget,
     or one cycle when a single cycle costs more than the budget. Cycle starts are a period apart or
