@@ -34,6 +34,11 @@ CRASHES = [
     ("emulator_restart", "emulator `kill -9` mid-run and restarted on the same state dir (retries=0)"),
     ("dagrun_timeout", "`dagrun_timeout` reached while the deferred task waits"),
     ("foreign_labelled_job", "a running job with the run's labels but another spec (another deployment)"),
+    (
+        "planted_job",
+        "a running job planted with every label of the task's job, the `airflow-spec` fingerprint of the "
+        "spec it submits included, that runs other code",
+    ),
 ]
 
 
@@ -124,6 +129,13 @@ def _crash_outcome(key: str, fig: dict[str, Any]) -> str:
         return (
             f"run {fig['outcome']}; the task's own jobs: {fig['jobs_of_the_task']}; "
             f"the foreign job left {fig['foreign_state']} (not adopted)"
+        )
+    if key == "planted_job":
+        return (
+            f"run {fig['outcome']}; the task's own jobs: {fig['jobs_of_the_task']} "
+            f"({'same' if fig['same_fingerprint'] else '**another**'} fingerprint as the planted one); "
+            f"the planted job left {fig['planted_state']} (not adopted"
+            + ("; the task log names the field that differs)" if fig["logged_not_adopting"] else ")")
         )
     if key == "dagrun_timeout":
         return f"run {fig['outcome']}; job {fig['job_state']}; replica processes left: {fig['replicas_left']}"

@@ -2,12 +2,16 @@
 
 * A job another deployment left with this run's labels but another spec is not adopted: the task
   starts its own job, and the foreign one runs on untouched.
+* Nor is a job planted with every label of the task's job, the ``airflow-spec`` fingerprint of the
+  spec the task submits included, that runs other code: the task compares the job's spec with its own,
+  says in its log why it does not adopt it, and starts its own job; the planted one runs on untouched.
 * A run past its ``dagrun_timeout`` is ended by the scheduler; the package's listener cancels the job
   its deferred task waited on, and no replica process is left.
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 from typing import Any
 
@@ -19,6 +23,8 @@ from tests.polling import poll_until
 from .figures import Figures
 from .stack import AirflowStack
 from .test_crashes import SLEEP, job_replicas_gone, run_jobs, wait_job
+
+JOBS_URL = "/v1/projects/stack-project/locations/us-central1/customJobs"
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
 
@@ -41,7 +47,7 @@ def test_a_foreign_labelled_job_is_not_adopted(stack: AirflowStack) -> None:
             ]
         },
     }
-    url = f"{stack.rest_endpoint}/v1/projects/stack-project/locations/us-central1/customJobs"
+    url = f"{stack.rest_endpoint}{JOBS_URL}"
     resp = stack._http.post(url, json=foreign_body)
     resp.raise_for_status()
     foreign = resp.json()
@@ -60,6 +66,71 @@ def test_a_foreign_labelled_job_is_not_adopted(stack: AirflowStack) -> None:
         assert jobs[foreign["name"]]["state"] in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING")
     finally:
         stack._http.post(f"{stack.rest_endpoint}/v1/{foreign['name']}:cancel", json={})
+
+
+@pytest.mark.timeout(900)  # two runs of the DAG
+def test_a_planted_job_with_the_tasks_fingerprint_is_not_adopted(stack: AirflowStack) -> None:
+    """Every label of a task's job can be computed offline, the fingerprint included. Here they are
+    read from a run of the same DAG with the same params under another run id (same params, same
+    rendered spec, same ``airflow-spec``): the planted job is that run's job as the service returned
+    it, under this run's ``airflow-run``, with another command for the primary."""
+    code = "print('trained')"
+    probe_id = "manual__planted_job_probe"
+    stack.trigger("stack_deferred", {"code": code}, run_id=probe_id)
+    assert stack.wait_run("stack_deferred", probe_id, timeout=300) == "success"
+    (probe,) = run_jobs(stack, "stack_deferred", probe_id)
+
+    run_id = "manual__planted_job"
+    job_spec = copy.deepcopy(probe["jobSpec"])
+    job_spec["workerPoolSpecs"][0]["containerSpec"]["command"] = [sys.executable, "-c", SLEEP.format(s=600)]
+    planted_body = {
+        "displayName": probe["displayName"],
+        # managed-by, airflow-dag, airflow-task, airflow-spec, airflow-budget as on the task's job
+        "labels": {**probe["labels"], **run_labels("stack_deferred", "train", run_id, -1)},
+        "jobSpec": job_spec,
+    }
+    resp = stack._http.post(f"{stack.rest_endpoint}{JOBS_URL}", json=planted_body)
+    resp.raise_for_status()
+    planted = resp.json()
+
+    def planted_job() -> dict[str, Any]:
+        got = stack._http.get(f"{stack.rest_endpoint}/v1/{planted['name']}")
+        got.raise_for_status()
+        return dict(got.json())
+
+    try:
+        poll_until(
+            lambda: planted_job()["state"] == "JOB_STATE_RUNNING", timeout=120, what="the planted job running"
+        )
+        stack.trigger("stack_deferred", {"code": code}, run_id=run_id)
+        state = stack.wait_run("stack_deferred", run_id, timeout=300)
+        jobs = {j["name"]: j for j in run_jobs(stack, "stack_deferred", run_id)}
+        ours = [j for name, j in jobs.items() if name != planted["name"]]
+        tries = int(stack.task_instance("stack_deferred", run_id, "train")["try_number"])
+        log = "\n".join(stack.task_log("stack_deferred", run_id, "train", t) for t in range(1, tries + 1))
+        said = f"Not adopting {planted['name']} (RUNNING)" in log and "containerSpec.command" in log
+        after = planted_job()
+        Figures.record(
+            "crashes",
+            "planted_job",
+            {
+                "outcome": state,
+                "jobs_of_the_task": len(ours),
+                "same_fingerprint": all(
+                    j["labels"].get("airflow-spec") == planted["labels"]["airflow-spec"] for j in ours
+                ),
+                "planted_state": after["state"],
+                "logged_not_adopting": said,
+            },
+        )
+        assert state == "success"
+        assert len(ours) == 1 and ours[0]["state"] == "JOB_STATE_SUCCEEDED"
+        assert ours[0]["labels"]["airflow-spec"] == planted["labels"]["airflow-spec"]
+        assert ours[0]["labels"]["airflow-budget"] == planted["labels"]["airflow-budget"]
+        assert after["state"] == "JOB_STATE_RUNNING"
+        assert said, log[-4000:]
+    finally:
+        stack._http.post(f"{stack.rest_endpoint}/v1/{planted['name']}:cancel", json={})
 
 
 def test_dagrun_timeout_cancels_the_job(stack: AirflowStack) -> None:
