@@ -1,6 +1,9 @@
 """The emulator's web pages (served by rest.py): a job's page, a replica's web access page and the
-index of every job. Plain HTML from the stored job and the runner's replica views; every value is
-escaped.
+index of every job. HTML from the stored job and the runner's replica views, with a little inline CSS
+and no external asset; every value is escaped. A page whose job has not ended (the index: while any
+listed job has not) reloads itself every ``REFRESH_S`` seconds (a ``<meta http-equiv='refresh'>``, left
+out once the job ended). A tuning job's page draws its trials as an inline SVG chart, drawn here: the
+objective of each trial in trial order, the best-so-far line, the best trial marked.
 """
 
 from __future__ import annotations
@@ -8,14 +11,48 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["index_page", "job_kind", "job_page", "replica_keys", "replica_page"]
+__all__ = [
+    "ENDED_STATES",
+    "REFRESH_S",
+    "index_page",
+    "job_kind",
+    "job_page",
+    "output_directory",
+    "replica_keys",
+    "replica_page",
+    "trial_chart",
+]
 
 #: ``runner.replica_view``: a replica's state, pid, exit code, restarts, address and log tail
 ReplicaView = Callable[[str, str], "dict[str, Any] | None"]
 _KINDS = {"customJobs": "CustomJob", "hyperparameterTuningJobs": "HyperparameterTuningJob"}
+#: the states a job never leaves (v1 JobState)
+ENDED_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
+#: seconds between two reloads of a page whose job runs
+REFRESH_S = 5
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:1.5em 2em;color:#1d2630;background:#fff}"
+    "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}"
+    "table{border-collapse:collapse;margin:.4em 0}"
+    "td,th{border:1px solid #d0d7de;padding:.25em .6em;text-align:left;vertical-align:top}"
+    "th{background:#f3f5f7}a{color:#0b62c4}"
+    "pre{background:#f4f4f4;padding:1em;overflow:auto;max-height:40em}"
+    ".state{font-weight:600}.SUCCEEDED{color:#1a7f37}.FAILED,.CANCELLED,.EXPIRED{color:#c62828}"
+    ".RUNNING,.PENDING,.QUEUED,.ACTIVE{color:#9a6700}nav{margin-bottom:1em}"
+    "svg{border:1px solid #d0d7de;background:#fcfcfd}"
+)
 
 
 def replica_keys(job: dict[str, Any]) -> list[str]:
@@ -28,20 +65,29 @@ def replica_keys(job: dict[str, Any]) -> list[str]:
     return keys
 
 
-def _html_page(title: str, body: str) -> bytes:
+def _html_page(title: str, body: str, *, refresh: bool = False) -> bytes:
+    meta = f"<meta http-equiv='refresh' content='{REFRESH_S}'>" if refresh else ""
+    nav = "<nav><a href='/ui/'>all jobs</a></nav>"
     return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}"
-        "pre{background:#f4f4f4;padding:1em;overflow:auto;max-height:40em}</style>"
-        f"</head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"{meta}<title>{html.escape(title)}</title><style>{_CSS}</style>"
+        f"</head><body>{nav}<h1>{html.escape(title)}</h1>{body}</body></html>"
     ).encode()
+
+
+def _state(state: Any) -> str:
+    text = str(state or "")
+    short = text.removeprefix("JOB_STATE_")
+    return f"<span class='state {html.escape(short)}'>{html.escape(text)}</span>"
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
     cells = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     return f"<table>{cells}</table>"
+
+
+def _running(job: dict[str, Any]) -> bool:
+    return bool(job) and str(job.get("state", "")) not in ENDED_STATES
 
 
 def replica_page(name: str, key: str, job: dict[str, Any], view: dict[str, Any]) -> bytes:
@@ -55,27 +101,133 @@ def replica_page(name: str, key: str, job: dict[str, Any], view: dict[str, Any])
             rows.append((k, v if not isinstance(v, dict | list) else json.dumps(v)))
     body = _table(rows) + f"<h2>log tail</h2><pre>{html.escape(log)}</pre>"
     body += f"<p><a href='/ui/{quote(name)}'>job page</a></p>"
-    return _html_page(f"{key} of {name}", body)
+    return _html_page(f"{key} of {name}", body, refresh=_running(job))
 
 
-def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes:
-    """Job ``name``: state and times, error, worker pools, replicas (with links), trials."""
+def output_directory(job: dict[str, Any], gcs_root: Path | None) -> tuple[str, str] | None:
+    """The job's ``baseOutputDirectory`` URI and the local directory standing for it under
+    ``gcs_root`` (``""`` when unknown or not a ``gs://`` URI); None when the job names none."""
+    spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
+    uri = str((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "")
+    if not uri:
+        return None
+    local = ""
+    if gcs_root is not None and uri.startswith("gs://"):
+        from vertex_emulator.gcs import to_local_path
+
+        try:
+            local = str(to_local_path(uri, gcs_root))
+        except ValueError:
+            local = ""
+    return uri, local
+
+
+def _objective(job: dict[str, Any]) -> tuple[str, bool]:
+    """The study's first metric and whether it is maximized."""
+    metrics = (job.get("studySpec") or {}).get("metrics") or [{}]
+    first = metrics[0] or {}
+    return str(first.get("metricId", "")), str(first.get("goal", "MAXIMIZE")) != "MINIMIZE"
+
+
+def _final_value(trial: dict[str, Any], metric: str) -> float | None:
+    for item in (trial.get("finalMeasurement") or {}).get("metrics") or []:
+        if item.get("metricId") == metric and item.get("value") is not None:
+            try:
+                return float(item["value"])
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def trial_chart(job: dict[str, Any], *, width: int = 560, height: int = 240) -> str:
+    """An inline SVG: one point per trial with a final objective value, in trial order (x), the
+    best-so-far line and the best trial drawn larger, in another colour (``class='best'``); ``""`` when
+    no trial has a value yet."""
+    metric, maximize = _objective(job)
+    points = [
+        (str(trial.get("id", "")), value)
+        for trial in job.get("trials") or []
+        if (value := _final_value(trial, metric)) is not None
+    ]
+    if not points:
+        return ""
+    pad = 40
+    values = [v for _, v in points]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+
+    def x(i: int) -> float:
+        return pad + (width - 2 * pad) * (i / max(len(points) - 1, 1))
+
+    def y(v: float) -> float:
+        return height - pad - (height - 2 * pad) * ((v - low) / span)
+
+    best_index = max(range(len(points)), key=lambda i: values[i] if maximize else -values[i])
+    running: list[float] = []
+    for v in values:
+        running.append(v if not running else (max(running[-1], v) if maximize else min(running[-1], v)))
+    line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(running))
     parts = [
-        _table(
-            [
-                ("name", name),
-                ("display name", job.get("displayName", "")),
-                ("state", job.get("state", "")),
-                ("created", job.get("createTime", "")),
-                ("started", job.get("startTime", "")),
-                ("ended", job.get("endTime", "")),
-                ("labels", ", ".join(f"{k}={v}" for k, v in sorted((job.get("labels") or {}).items()))),
-            ]
+        f"<svg xmlns='http://www.w3.org/2000/svg' role='img' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' class='trial-chart'>",
+        f"<title>{html.escape(metric)} per trial ({'maximize' if maximize else 'minimize'})</title>",
+        f"<line x1='{pad}' y1='{height - pad}' x2='{width - pad}' y2='{height - pad}' stroke='#888'/>",
+        f"<line x1='{pad}' y1='{pad}' x2='{pad}' y2='{height - pad}' stroke='#888'/>",
+        f"<text x='{pad}' y='{pad - 8}' font-size='11'>{html.escape(metric)} {high:g}</text>",
+        f"<text x='{pad}' y='{height - pad + 14}' font-size='11'>{low:g}</text>",
+        f"<text x='{width - pad}' y='{height - 8}' font-size='11' text-anchor='end'>trial</text>",
+        f"<polyline class='best-so-far' fill='none' stroke='#1a7f37' stroke-width='1.5' points='{line}'/>",
+    ]
+    for i, (trial_id, v) in enumerate(points):
+        best = i == best_index
+        parts.append(
+            f"<circle class='{'trial best' if best else 'trial'}' cx='{x(i):.1f}' cy='{y(v):.1f}' "
+            f"r='{7 if best else 4}' fill='{'#d97706' if best else '#0b62c4'}'>"
+            f"<title>trial {html.escape(trial_id)}: {html.escape(metric)} = {v:g}"
+            f"{' (best)' if best else ''}</title></circle>"
         )
+    parts.append("</svg>")
+    legend = (
+        "<p>Points: each trial's final objective, in trial order; line: best so far; "
+        f"larger orange point: the best trial ({html.escape(points[best_index][0])}).</p>"
+    )
+    return "".join(parts) + legend
+
+
+def job_page(
+    name: str, job: dict[str, Any], replica_view: ReplicaView, *, gcs_root: Path | None = None
+) -> bytes:
+    """Job ``name``: state and times, error, output directory, worker pools, replicas (with links),
+    trials (a chart and a table)."""
+    parts = [
+        "<table>"
+        + "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>"
+            for k, v in (
+                ("name", html.escape(name)),
+                ("display name", html.escape(str(job.get("displayName", "")))),
+                ("state", _state(job.get("state", ""))),
+                ("created", html.escape(str(job.get("createTime", "")))),
+                ("started", html.escape(str(job.get("startTime", "")))),
+                ("ended", html.escape(str(job.get("endTime", "")))),
+                (
+                    "labels",
+                    html.escape(", ".join(f"{k}={v}" for k, v in sorted((job.get("labels") or {}).items()))),
+                ),
+            )
+        )
+        + "</table>"
     ]
     error = job.get("error")
     if error:
         parts.append(f"<h2>error</h2><pre>{html.escape(json.dumps(error, indent=2))}</pre>")
+    output = output_directory(job, gcs_root)
+    if output is not None:
+        uri, local = output
+        where = f"<code>{html.escape(uri)}</code>"
+        if local:
+            where += f" = <a href='{html.escape(Path(local).as_uri())}'><code>{html.escape(local)}</code></a>"
+        parts.append(f"<h2>output directory</h2><p class='output'>{where}</p>")
     spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
     pools = []
     for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
@@ -105,6 +257,9 @@ def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes
         )
     trials = job.get("trials") or []
     if trials:
+        chart = trial_chart(job)
+        if chart:
+            parts.append(f"<h2>trial chart</h2>{chart}")
         rows = []
         for trial in trials:
             params = ", ".join(
@@ -130,7 +285,9 @@ def job_page(name: str, job: dict[str, Any], replica_view: ReplicaView) -> bytes
             "<h2>trials</h2><table><tr><th>id</th><th>state</th><th>parameters</th><th>final metrics</th>"
             "<th>infeasible reason</th><th>custom job</th></tr>" + "".join(rows) + "</table>"
         )
-    return _html_page(job.get("displayName") or name, "".join(parts))
+    if _running(job):
+        parts.append(f"<p class='refresh'>This page reloads every {REFRESH_S} s until the job ends.</p>")
+    return _html_page(job.get("displayName") or name, "".join(parts), refresh=_running(job))
 
 
 def job_kind(name: str) -> str:
@@ -143,16 +300,16 @@ def job_kind(name: str) -> str:
 def index_page(jobs: Sequence[dict[str, Any]], *, limit: int) -> bytes:
     """Every job, finished ones too, newest first (at most ``limit``; ``jobs`` may hold one more, to
     say that older ones are left out): state, kind, create and end time, each linked to its page;
-    then links to the call counts and the fault settings."""
+    then links to the call counts and the fault settings. It reloads itself while a listed job runs."""
     rows = []
     for job in jobs[:limit]:
         name = str(job.get("name", ""))
         cells = [
             f"<a href='/ui/{quote(name)}'>{html.escape(str(job.get('displayName') or name))}</a>",
+            _state(job.get("state", "")),
             *(
                 html.escape(str(value))
                 for value in (
-                    job.get("state", ""),
                     job_kind(name),
                     job.get("createTime", ""),
                     job.get("endTime", ""),
@@ -169,4 +326,4 @@ def index_page(jobs: Sequence[dict[str, Any]], *, limit: int) -> bytes:
     if not rows:
         body = "<h2>jobs</h2><p>No job yet.</p>"
     body += "<p><a href='/emulator/stats'>call counts</a> | <a href='/emulator/faults'>fault settings</a></p>"
-    return _html_page("Vertex AI emulator", body)
+    return _html_page("Vertex AI emulator", body, refresh=any(_running(job) for job in jobs[:limit]))

@@ -21,7 +21,8 @@ Other paths:
 
 * ``GET /web/<job-name>/<replica-key>``: a replica's web access page (state and log tail; JSON with
   ``?format=json``), from ``runner.replica_view``.
-* ``GET /ui/<job-name>``: a job page (state, pools, replicas, trials, error); ``GET /ui/`` (or ``/``):
+* ``GET /ui/<job-name>``: a job page (state, output directory, pools, replicas, trial chart and trials,
+  error; it reloads itself while the job runs); ``GET /ui/`` (or ``/``):
   the index of every job, finished ones too, newest first (``INDEX_LIMIT``). (The HTML: pages.py.)
 * ``GET /emulator/stats``: calls per method, Cancel calls per job and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
@@ -401,7 +402,10 @@ class _Handler(Deadlines):
         if match is None:
             raise ApiError("NOT_FOUND", f"{path}: expected /ui/<job resource name>")
         name = match["name"]
-        page = pages.job_page(name, self._job(name), self.server.service.runner.replica_view)
+        # the runner's configuration says where gs:// lives locally (a runner without one: no local path)
+        gcs_root = getattr(getattr(self.server.service.runner, "config", None), "gcs_root", None)
+        runner = self.server.service.runner
+        page = pages.job_page(name, self._job(name), runner.replica_view, gcs_root=gcs_root)
         self._send(200, page, "text/html; charset=utf-8")
 
     def _index(self) -> None:
