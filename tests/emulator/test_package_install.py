@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.security._probes import record
+
 from .runner_support import alive, create, finished, make_sdist, wait_for
 
 pytestmark = pytest.mark.slow
@@ -67,17 +69,28 @@ def _install_job(env: Any, tmp_path: Path) -> tuple[str, Path, Path]:
 def test_setup_py_runs_with_the_replicas_clean_environment(
     env: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SECRET_DB", EMULATOR_SECRET)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", EMULATOR_SECRET)
+    planted = {
+        "AIRFLOW_CONN_SECRET_DB": EMULATOR_SECRET,
+        "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/key.json",
+        "AWS_SECRET_ACCESS_KEY": EMULATOR_SECRET,
+    }
+    for key, value in planted.items():
+        monkeypatch.setenv(key, value)
     name, env_out, _ = _install_job(env, tmp_path)
     seen = json.loads(env_out.read_text())
-    assert "AIRFLOW_CONN_SECRET_DB" not in seen and "AWS_SECRET_ACCESS_KEY" not in seen
-    assert "GOOGLE_APPLICATION_CREDENTIALS" not in seen
+    leaked = [key for key in planted if key in seen]
+    assert leaked == []
     assert EMULATOR_SECRET not in json.dumps(seen)
     # the replica's own environment: the service's variables and the pool's env
     assert seen["CLOUD_ML_JOB_ID"] == name.rsplit("/", 1)[1]
     assert seen["SPEC_VAR"] == "from-the-spec"
+    record(
+        "setup_py_environment",
+        f"{', '.join(planted)} in the emulator's environment; a package's setup.py writes out its own",
+        f"{', '.join(leaked) or 'none of them'} reached setup.py, which got the replica's environment "
+        "(the pool's env, CLOUD_ML_JOB_ID) (was: planted AIRFLOW_CONN_* leaked to setup.py, with the "
+        "emulator's whole environment)",
+    )
 
 
 def test_nothing_setup_py_starts_outlives_the_install(env: Any, tmp_path: Path) -> None:
@@ -85,3 +98,9 @@ def test_nothing_setup_py_starts_outlives_the_install(env: Any, tmp_path: Path) 
     daemon = int(wait_for(lambda: pid_out.exists() and pid_out.read_text(), what="the daemon's pid"))
     # the daemon left pip's session, but not its supervisor's tree: it is killed when pip ends
     wait_for(lambda: alive([daemon]) == [], timeout=10, what="setup.py's daemon to be killed")
+    record(
+        "setup_py_daemon",
+        "a package's setup.py starts a daemon (double fork, setsid, output away from pip's pipes) that "
+        "sleeps 600 s",
+        "killed when pip ended (was: it outlived the install)",
+    )

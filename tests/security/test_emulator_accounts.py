@@ -28,7 +28,7 @@ from vertex_emulator import callers, testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.config import Faults
 
-from ._probes import TOKEN
+from ._probes import TOKEN, record
 
 pytestmark = pytest.mark.skipif(not callers.CAN_CHECK_PEERS, reason="needs /proc/net/tcp (Linux)")
 
@@ -75,22 +75,52 @@ def test_every_surface_refuses_another_account(em: Emulator, monkeypatch: pytest
     grpc_client.list_custom_jobs(parent=testing.PARENT)  # the emulator's own user: served
     # the emulator now runs as another uid than the callers': the callers are another account
     monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)
-    with pytest.raises(exceptions.PermissionDenied, match="only the local user that runs it"):
+    with pytest.raises(exceptions.PermissionDenied, match="only the local user that runs it") as over_grpc:
         grpc_client.list_custom_jobs(parent=testing.PARENT)
-    with pytest.raises(exceptions.Forbidden):  # 403 over HTTP (PermissionDenied over gRPC is one too)
+    with pytest.raises(exceptions.Forbidden) as over_rest:  # 403 over HTTP (PermissionDenied is one too)
         rest_client.list_custom_jobs(parent=testing.PARENT)
-    for over_grpc in (True, False):
-        with pytest.raises(exceptions.Forbidden):
-            list(logging_client(em, grpc=over_grpc).list_entries(max_results=1))
+    record(
+        "another_account_jobs",
+        "ListCustomJobs over gRPC and over REST from another local account's loopback connection, no token",
+        f"{_refusal(over_grpc.value)}; {_refusal(over_rest.value)} "
+        "(was: served: another account ran commands as the emulator's user)",
+    )
+    logging_refusals = []
+    for over_grpc_logging in (True, False):
+        with pytest.raises(exceptions.Forbidden) as refused:
+            list(logging_client(em, grpc=over_grpc_logging).list_entries(max_results=1))
+        logging_refusals.append(_refusal(refused.value))
+    record(
+        "another_account_logging",
+        "entries.list over gRPC and over HTTP from another local account, no token",
+        "; ".join(logging_refusals) + " (was: served: another account read every job's logs)",
+    )
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", str(em.config.storage_endpoint))
     blob = storage.Client().bucket("bucket").blob("setup.py")
-    with pytest.raises(exceptions.Forbidden):
+    with pytest.raises(exceptions.Forbidden) as download:
         blob.download_as_bytes()
-    with pytest.raises(exceptions.Forbidden):
+    with pytest.raises(exceptions.Forbidden) as upload:
         blob.upload_from_string(b"import os; os.system('planted')")
     assert "the owner wrote this" in (Path(em.config.gcs_root) / "bucket" / "setup.py").read_text()
-    assert status(em.rest_endpoint + "/") == 403
-    assert status(f"{em.rest_endpoint}/ui/") == 403
+    record(
+        "another_account_storage",
+        "the stock client from another local account: download, then overwrite, of a package's setup.py",
+        f"{download.value.code}; {upload.value.code}, the object unchanged "
+        "(was: both served: another account could replace the code a job installs)",
+    )
+    pages = [status(em.rest_endpoint + "/"), status(f"{em.rest_endpoint}/ui/")]
+    assert pages == [403, 403]
+    record(
+        "another_account_pages",
+        "GET / and /ui/ from another local account, no token",
+        f"{pages[0]}; {pages[1]} (was: served)",
+    )
+
+
+def _refusal(exc: Exception) -> str:
+    """How a refused call of a stock client ended: the gRPC status name, else the HTTP status."""
+    code = getattr(exc, "grpc_status_code", None)
+    return str(code.name) if code is not None else str(getattr(exc, "code", type(exc).__name__))
 
 
 def test_storage_takes_the_token_from_another_account(
@@ -99,11 +129,22 @@ def test_storage_takes_the_token_from_another_account(
     with testing.running_emulator(tmp_path, auth_token=TOKEN) as em:
         (Path(em.config.gcs_root) / "bucket").mkdir()
         url = f"{em.config.storage_endpoint}/storage/v1/b/bucket/o"
-        assert status(url) == 200  # the emulator's own user (its replicas): no token needed
+        own = status(url)
+        assert own == 200  # the emulator's own user (its replicas): no token needed
         monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)
-        assert status(url) == 403
-        assert status(url, headers={"Authorization": "Bearer wrong-token-0123456789"}) == 403
-        assert status(url, headers={"Authorization": f"Bearer {TOKEN}"}) == 200
+        other = [
+            status(url),
+            status(url, headers={"Authorization": "Bearer wrong-token-0123456789"}),
+            status(url, headers={"Authorization": f"Bearer {TOKEN}"}),
+        ]
+        assert other == [403, 403, 200]
+        record(
+            "storage_token",
+            "an emulator with --auth-token: list a bucket from another local account with no token, "
+            "a wrong token, the token; from the emulator's own user with none",
+            f"{other[0]}, {other[1]}, {other[2]}; {own} "
+            "(was: storage ignored --auth-token: served with no token)",
+        )
 
 
 def test_replicas_use_storage_with_the_stock_client_and_no_step(em: Emulator) -> None:
@@ -186,10 +227,14 @@ def test_another_account_for_real_is_refused(em: Emulator) -> None:
         [sys.executable, "-c", _AS_NOBODY, json.dumps(args)], capture_output=True, text=True, timeout=60
     )
     assert probe.returncode == 0, probe.stderr[-2000:]
-    assert json.loads(probe.stdout) == {"grpc": "PermissionDenied", "read": "Forbidden", "write": "Forbidden"}
+    clients = json.loads(probe.stdout)
+    assert clients == {"grpc": "PermissionDenied", "read": "Forbidden", "write": "Forbidden"}
     assert "the owner wrote this" in (Path(em.config.gcs_root) / "bucket" / "setup.py").read_text()
+    given = "as nobody (setuid): the stock clients' ListCustomJobs (gRPC), download and overwrite of setup.py"
+    answer = ", ".join(clients.values())
     system_python, runuser = Path("/usr/bin/python3"), shutil.which("runuser")
     if runuser is None or not system_python.exists():
+        record("another_account_for_real", given, f"{answer} (was: served)")
         return
     urls = {
         "jobs": f"{em.rest_endpoint}/v1/{testing.PARENT}/customJobs",
@@ -216,3 +261,10 @@ def test_another_account_for_real_is_refused(em: Emulator) -> None:
         ).stdout
     )
     assert served == {"jobs": 200, "page": 200, "storage": 200}
+    refused = json.loads(as_nobody.stdout)
+    record(
+        "another_account_for_real",
+        f"{given}; the system Python run by runuser -u nobody: GET customJobs, the page, a bucket listing",
+        f"{answer}; {', '.join(str(v) for v in refused.values())} (the owner's same GETs: "
+        f"{', '.join(str(v) for v in served.values())}; was: served)",
+    )
