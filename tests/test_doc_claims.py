@@ -1,293 +1,162 @@
-"""What the README and the how-to pages say, checked against the code: defaults, keys, ports, lists and
-messages they state in prose (their code blocks are run by ``test_docs.py``). Each test reads the
-sentence from the page, so an edit to either side that breaks the claim fails here. The other pages are
-audited in ``test_doc_claims_reference.py``.
-
-Audited pages and the tests that back their other statements are listed in each section.
+"""Facts the README and the docs state about the code -- defaults, limits, keys, names, lists -- read
+from the page and compared with what the code has, so that a change on either side that makes a page
+wrong fails here. A sentence is checked only where it states such a fact: one that states none is its
+own check. The pages' examples are run by ``test_docs.py``; the behaviour they describe is tested where
+it is implemented.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import json
+import math
 import re
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.doc_pages import ROOT, claim, default_of, page
 
-# -- README.md -----------------------------------------------------------------------------------------
-# Also backed by: test_readme (the DAG renders 1 + 4 + 16 pools, the make targets, .ci/run),
-# test_matrix_docs (the support matrix), test_parse_light (no google.cloud at parse), test_docs
-# (the emulator flags), tests/e2e (every example DAG runs on the emulator).
+
+def _number(text: str) -> Any:
+    """A captured figure as the code holds it: "1,000" -> 1000, "2.5" -> 2.5; other text as it is."""
+    plain = text.replace(",", "")
+    if re.fullmatch(r"\d+", plain):
+        return int(plain)
+    if re.fullmatch(r"\d+\.\d+", plain):
+        return float(plain)
+    return text
 
 
-def test_readme_ports_are_the_emulators_defaults() -> None:
-    from vertex_emulator.cli import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
-
-    text = page("README.md")
-    found = claim(text, r"# gRPC on 127\.0\.0\.1:(\d+), REST and job pages on :(\d+)")
-    assert (int(found[1]), int(found[2])) == (DEFAULT_GRPC_PORT, DEFAULT_REST_PORT)
-    assert f'"api_endpoint": "127.0.0.1:{DEFAULT_GRPC_PORT}"' in text
-    assert '"emulator": true' in text
-    assert f'"web_endpoint": "http://127.0.0.1:{DEFAULT_REST_PORT}"' in text
+def _ticked(text: str) -> list[str]:
+    """The `names` of a captured list, in order."""
+    return re.findall(r"`([^`]+)`", text)
 
 
-def test_readme_example_dags_exist_and_use_the_default_connection_only() -> None:
-    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
-
-    text = page("README.md")
-    named = set(
-        re.findall(r"\(`(\w+\.py)`\)", claim(text, r"The example DAGs in `dags/` cover (.*?)\. Each")[1])
-    )
-    assert named and all((ROOT / "dags" / name).is_file() for name in named), named
-    assert claim(text, r"Each uses the `(\w+)` connection only")[1] == DEFAULT_CONN_ID
-    for path in (ROOT / "dags").glob("*.py"):
-        source = path.read_text()
-        assert not re.search(r"vertex_dist_conn_id\s*=\s*['\"]", source), f"{path.name} names a connection"
-    common = (ROOT / "dags" / "examples_common.py").read_text()
-    assert re.search(rf'^CONN_ID\s*=\s*"{DEFAULT_CONN_ID}"', common, re.M)
+def _quoted(text: str) -> list[str]:
+    return re.findall(r'"(\w+)"', text)
 
 
-def test_readme_quotes_a_rule_as_the_spec_gives_it() -> None:
-    from pydantic import ValidationError
-
-    from airflow_vertex_dist.specs import spec_from_dict
-
-    quoted = claim(page("README.md"), r"with the field and the rule \(`([^`]+)`\)")[1]
-    primary = {
-        "machine": {"machine_type": "n1-standard-8"},
-        "container": {"image_uri": "t"},
-        "replica_count": 2,
-    }
-    with pytest.raises(ValidationError) as info:
-        spec_from_dict({"display_name": "x", "primary": primary})
-    assert quoted in [line.strip() for line in str(info.value).splitlines()]
+def _of(path: str) -> Any:
+    """``"module:attr.attr"``: that object of the code."""
+    module, _, attrs = path.partition(":")
+    obj: Any = importlib.import_module(module)
+    for attr in attrs.split(".") if attrs else ():
+        obj = getattr(obj, attr)
+    return obj
 
 
-def test_readme_make_targets_do_what_it_says() -> None:
-    text = page("README.md")
-    makefile = (ROOT / "Makefile").read_text()
-    claim(text, r"make test\s+# creates \.venv, installs, lints \(ruff\), type-checks \(mypy --strict\)")
-    assert re.search(r"^test: lint typecheck unit compat test-stack$", makefile, re.M)
-    assert re.search(r"^lint: .*\n\t\$\(VENV\)/bin/ruff check \.", makefile, re.M)
-    assert re.search(r"^typecheck: .*\n\t\$\(VENV\)/bin/mypy", makefile, re.M)
-    assert "`make bench` runs the benchmarks" in text and "writes `docs/benchmarks.md`" in text
-    assert re.search(r"^bench: .*\n\t.*-m benchmarks .*--out docs/benchmarks\.md", makefile, re.M)
-    assert "runs the retraining DAG end to end" in text
-    assert re.search(r"^demo: .*\n\t\$\(PY\) scripts/demo\.py", makefile, re.M)
-    assert 'DAG_FILE = "retraining.py"' in (ROOT / "scripts" / "demo.py").read_text()
-    # the inner loop
-    claim(text, r"`make check` runs ruff, the layer contracts, mypy and the\s+tests not marked `slow`")
-    check_recipe = r"^check: lint typecheck\n\t.*-m pytest -m \"not slow and not stack\" -n \$\(XDIST\)"
-    assert re.search(check_recipe, makefile, re.M)
-    assert re.search(r"^XDIST \?= 4$", makefile, re.M) and "(`XDIST`, 4 by default;" in text
-    assert re.search(r"^unit: .*\n\t.*-m pytest -m \"not stack\" -n \$\(XDIST\)", makefile, re.M)
+def _one(values: Any) -> Any:
+    """The value every place in the code agrees on (a set of two or more never equals a stated one)."""
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else distinct
 
 
-# -- docs/how-to/connection.md --------------------------------------------------------------------------
-# Also backed by: tests/hooks/test_credentials.py (each credential form, the regional endpoint),
-# tests/hooks/test_connection.py (the bad-settings messages), tests/operators/test_connections.py
-# (a google_cloud_platform connection as it is, the task's chain in the hook, the trigger and the
-# listener), tests/hooks/test_vertex_jobs.py (the create-token label and the Create retry),
-# tests/hooks/test_endpoint_tls.py (an endpoint override over TLS with the key and the quota project),
-# tests/operators/test_saved_connections.py (connections saved by Airflow's CLI and REST API).
+def _taking(owner: str, name: str) -> Any:
+    """The class of ``owner``'s hierarchy whose ``__init__`` takes parameter ``name``."""
+    return next(c for c in _of(owner).__mro__ if name in inspect.signature(c.__init__).parameters)
 
 
-def test_connection_default_id_and_templating() -> None:
-    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
-    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook, VertexJobsHook
-    from airflow_vertex_dist.operators import (
-        VertexCancelJobOperator,
-        VertexTrainingOperator,
-        VertexTuningOperator,
-    )
-    from airflow_vertex_dist.operators.base import VertexBaseOperator
-    from airflow_vertex_dist.sensors import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
-
-    text = page("how-to/connection.md")
-    assert claim(text, r"takes `vertex_dist_conn_id` \(default `(\w+)`\)")[1] == DEFAULT_CONN_ID
-    for hook in (VertexJobsHook, VertexJobsAsyncHook):
-        assert default_of(hook.__init__, "vertex_dist_conn_id") == DEFAULT_CONN_ID, hook
-    assert default_of(VertexBaseOperator.__init__, "vertex_dist_conn_id") == DEFAULT_CONN_ID
-    for sensor in (VertexJobSensor, VertexReplicaSensor, VertexTrialSensor):
-        base = next(
-            c for c in sensor.__mro__ if "vertex_dist_conn_id" in inspect.signature(c.__init__).parameters
-        )
-        assert default_of(base.__init__, "vertex_dist_conn_id") == DEFAULT_CONN_ID, sensor
-    assert "On the operators, `vertex_dist_conn_id` is templated" in text
-    for operator in (VertexTrainingOperator, VertexTuningOperator, VertexCancelJobOperator):
-        assert {"vertex_dist_conn_id", "impersonation_chain"} <= set(operator.template_fields), operator
+def _taken_default(owner: str, name: str) -> Any:
+    return default_of(_taking(owner, name).__init__, name)
 
 
-def test_connection_google_extras_read_and_refused() -> None:
-    from airflow_vertex_dist.hooks.connection import VertexConnection
-    from tests.hooks.google_form import FORM_FIELDS, REFUSED
-
-    text = page("how-to/connection.md")
-    read = re.findall(r"`(\w+)`", claim(text, r"Its extras (.*?) \(accepted, not used")[1])
-    assert read[:3] == ["project", "key_path", "keyfile_dict"] and "num_retries" in read
-    assert "quota_project_id" in read
-    values = {"is_anonymous": False, "num_retries": 5, "key_path": "/k.json", "keyfile_dict": "{}"}
-    for name in read:
-        for key in (name, f"extra__google_cloud_platform__{name}"):
-            VertexConnection.from_extra({key: values.get(name, "x@p.iam.gserviceaccount.com")})
-    refused = re.findall(r"`(\w+)`", claim(text, r"A key in Secret Manager (.*?) are refused")[1])
-    assert refused == list(REFUSED)
-    for name in refused:
-        with pytest.raises(ValueError, match=name):
-            VertexConnection.from_extra({name: "x"})
-        VertexConnection.from_extra({name: ""})  # "when set"
-    # "every field its connection form saves": read or refused, none left out
-    assert set(read) | set(refused) == set(FORM_FIELDS)
-    assert "`airflow connections add --conn-type google_cloud_platform` warns" in text
-    assert "stores the connection as `generic`" in text
+def _makefile(pattern: str) -> tuple[str, ...]:
+    found = re.search(pattern, (ROOT / "Makefile").read_text(), re.M)
+    assert found is not None, pattern
+    return found.groups()
 
 
-def test_connection_endpoint_override_and_emulator() -> None:
-    from airflow_vertex_dist.hooks.connection import VertexConnection
-
-    text = page("how-to/connection.md")
-    assert "It is reached over TLS with the connection's credentials" in text
-    env = r"AIRFLOW_CONN_VERTEX_DIST_DEFAULT='(\{.*?\})'"
-    example = json.loads(claim(text, rf"## A private endpoint .*?{env}")[1])
-    conn = VertexConnection.from_extra(example["extra"])
-    assert not conn.is_emulator and conn.quota_project_id and conn.logging_target
-    plain = "A plain `http://` (or `grpc://`) endpoint cannot be TLS and is refused unless `emulator` is set"
-    assert plain in text
-    with pytest.raises(ValueError, match="is plain HTTP"):
-        VertexConnection.from_extra({"api_endpoint": "http://10.0.0.5", "transport": "rest"})
-    with pytest.raises(ValueError, match="is plain gRPC"):
-        VertexConnection.from_extra({"api_endpoint": "grpc://10.0.0.5:8781"})
-    with pytest.raises(ValueError, match='"emulator" is not set'):
-        VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781"})
-    assert VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781", "emulator": False}).api_endpoint
-    emulator = json.loads(claim(text, rf"## The emulator .*?{env}")[1])
-    assert VertexConnection.from_extra(emulator["extra"]).is_emulator
+def _option_default(name: str) -> str:
+    info = _of("airflow_vertex_dist.get_provider_info:get_provider_info")()
+    return str(info["config"]["vertex_dist"]["options"][name]["default"])
 
 
-def test_connection_retry_policy_and_transient_errors() -> None:
+def _example_dag(name: str) -> Any:
+    """A module of ``dags/``, imported as Airflow's DAG processor imports it (its folder on the path)."""
+    folder = str(ROOT / "dags")
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)
+
+
+def _conn_id_defaults() -> set[str]:
+    owners = [
+        "airflow_vertex_dist.hooks.vertex_jobs:VertexJobsHook",
+        "airflow_vertex_dist.hooks.vertex_jobs:VertexJobsAsyncHook",
+        "airflow_vertex_dist.operators.base:VertexBaseOperator",
+        *(
+            f"airflow_vertex_dist.sensors:{name}"
+            for name in ("VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor")
+        ),
+    ]
+    return {_taken_default(owner, "vertex_dist_conn_id") for owner in owners}
+
+
+def _shortest_token() -> int:
+    """The shortest access token the emulator accepts on a non-loopback host."""
+    check_exposure = _of("vertex_emulator.config:check_exposure")
+    for length in range(1, 257):
+        try:
+            check_exposure("10.0.0.5", "x" * length)
+        except ValueError:
+            continue
+        return length
+    return 0
+
+
+def _transient_grpc_codes() -> list[str]:
+    import grpc
     from google.api_core import exceptions
 
-    from airflow_vertex_dist.hooks._clients import TRANSIENT_ERRORS, _regional_endpoint, is_transient
-    from airflow_vertex_dist.hooks.connection import RetryPolicy
-
-    text = page("how-to/connection.md")
-    stated = dict(re.findall(r"`(\w+_s|multiplier)=([\d.]+)`", claim(text, r"\(`RetryPolicy`: (.*?)\)")[1]))
-    assert {k: float(v) for k, v in stated.items()} == dataclasses.asdict(RetryPolicy())
-    codes = [int(c) for c in re.findall(r"\d{3}", claim(text, r"over REST, HTTP (.*?)\) and transport")[1])]
-    assert sorted(codes) == sorted(e.code for e in TRANSIENT_ERRORS)  # type: ignore[attr-defined]
-    for name in claim(text, r"Transient errors \((.*?) —")[1].split(", "):
-        assert is_transient(exceptions.from_grpc_status(getattr(__import__("grpc").StatusCode, name), "x"))
-    assert not is_transient(exceptions.NotFound("x")) and not is_transient(exceptions.BadRequest("x"))
-    pattern = claim(text, r"\(`<location>(-aiplatform\.googleapis\.com)`\)")[1]
-    assert _regional_endpoint("europe-west4") == "europe-west4" + pattern
+    is_transient = _of("airflow_vertex_dist.hooks._clients:is_transient")
+    return sorted(c.name for c in grpc.StatusCode if is_transient(exceptions.from_grpc_status(c, "x")))
 
 
-# -- docs/how-to/outputs.md ----------------------------------------------------------------------------
-# Also backed by: the page's exec blocks (job_output/tuning_output run at build), tests/operators
-# (test_progress_outputs: what a real run pushes).
+def _seed_layout() -> tuple[int, int, str, int]:
+    """The seed's workers, GPUs per machine (primary and workers alike), GPU model and reducers."""
+    seed = _of("airflow_vertex_dist.specs.examples:SEED_REDUCTION_SERVER")
+    pools = seed.to_api(location="us-central1")["jobSpec"]["workerPoolSpecs"]
+    machine = pools[1]["machineSpec"]
+    assert pools[0]["machineSpec"] == machine
+    kind = machine["acceleratorType"].removeprefix("NVIDIA_TESLA_")
+    return pools[1]["replicaCount"], machine["acceleratorCount"], kind, pools[2]["replicaCount"]
 
 
-def test_outputs_link_key() -> None:
-    from airflow_vertex_dist.links import LINK_XCOM_KEY
-
-    text = page("how-to/outputs.md")
-    key, fields = claim(text, r"`(\w+)` \(pushed as soon as the job is known\): `\{([^}]*)\}`").groups()
-    assert key == LINK_XCOM_KEY
-    assert re.findall(r'"(\w+)"', fields) == ["name", "console_url"]
-
-
-# -- docs/how-to/lineage.md ----------------------------------------------------------------------------
-# Also backed by: tests/operators/test_lineage.py (facets at start and complete, the provider's events),
-# test_parse_light (no OpenLineage module at parse).
-
-
-def test_lineage_a_job_without_output_directory_reports_no_output() -> None:
-    pytest.importorskip("airflow.providers.openlineage")
-    from airflow_vertex_dist.operators import VertexTrainingOperator
-    from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
-
-    assert "A job without a `base_output_directory` reports no output." in page("how-to/lineage.md")
-    spec = SEED_REDUCTION_SERVER.model_copy(update={"base_output_directory": None})
-    train = VertexTrainingOperator(task_id="train", spec=spec, project_id="p", location="us-central1")
-    assert train.get_openlineage_facets_on_start().outputs == []
-
-
-# -- docs/how-to/sensors.md ----------------------------------------------------------------------------
-# Also backed by: tests/sensors/test_sensors.py (each sensor poked and deferred on the emulator, the
-# AirflowFailException of a failure verdict), tests/sensors/test_conditions.py (replica names and
-# patterns, trial thresholds >= / <=, short and full state names), the page's exec blocks (the
-# parse-time refusals).
-
-
-def test_sensors_defaults() -> None:
-    from airflow_vertex_dist.sensors import VertexJobSensor
-
-    text = page("how-to/sensors.md")
-    assert (
-        claim(text, r"a target state \(default `(\w+)`\)")[1]
-        == default_of(VertexJobSensor.__init__, "target_states")[0]
+def _rendered_timeouts() -> Any:
+    scheduling = _of("airflow_vertex_dist.specs:Scheduling")
+    return _one(
+        scheduling(timeout=value).to_api()["timeout"] for value in (7200, timedelta(hours=2), "7200s")
     )
-    assert "default: Airflow's `[operators] default_deferrable`" in text
-    base = next(
-        c for c in VertexJobSensor.__mro__ if "deferrable" in inspect.signature(c.__init__).parameters
-    )
-    assert 'conf.getboolean("operators", "default_deferrable"' in inspect.getsource(base.__init__)
 
 
-# -- docs/how-to/retraining.md -------------------------------------------------------------------------
-# Also backed by: tests/e2e/test_retraining.py (the DAG end to end), tests/operators/test_training.py
-# and test_user_actions.py (re-attach, fingerprint, clear, if_exists, execution_timeout, on_kill),
-# tests/hooks/test_find_or_create.py (concurrent tries converge), the page's exec blocks.
+def _torch_group() -> str:
+    """The dependency group of pyproject.toml that pins torch (the one the Makefile's pip installs)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    groups = pyproject.split("[dependency-groups]", 1)[1].split("\n[", 1)[0]
+    return _one(re.findall(r'^(\w+) = \[[^\]]*"torch==', groups, re.M))
 
 
-def test_retraining_labels_defaults_and_example_settings() -> None:
-    from airflow_vertex_dist.hooks import labels
-    from airflow_vertex_dist.operators.job import VertexJobOperator
+def _tuning_output() -> Any:
+    return _of("airflow_vertex_dist.operators.outputs:tuning_output")(STUDY, "https://console")
 
-    text = page("how-to/retraining.md")
-    stated = re.findall(r"`([a-z-]+)`", claim(text, r"Every job carries the labels (.*?)\. A retry")[1])
-    assert stated == [
-        labels.MANAGED_BY_LABEL,
-        labels.DAG_LABEL,
-        labels.TASK_LABEL,
-        labels.RUN_LABEL,
-        labels.SPEC_LABEL,
-        labels.BUDGET_LABEL,
+
+def _evaluated(variable: str, values: tuple[int, ...]) -> Callable[[str], list[int]]:
+    """A stated formula of ``variable``, evaluated at each of ``values``."""
+    names = {"min": min, "max": max, "ceil": math.ceil}
+    return lambda formula: [
+        eval(formula, {"__builtins__": {}}, {**names, variable: v})  # noqa: S307 - the page's own formula
+        for v in values
     ]
-    assert claim(text, r'\(`if_exists="(\w+)"`, the default\)')[1] == default_of(
-        VertexJobOperator.__init__, "if_exists"
-    )
-    assert "`cancel_on_kill=True`, the default" in text
-    assert default_of(VertexJobOperator.__init__, "cancel_on_kill") is True
-    assert "The example sets `catchup=False` and `max_active_runs=1`" in text
-    source = (ROOT / "dags" / "retraining.py").read_text()
-    assert "catchup=False," in source and "max_active_runs=1," in source and "execution_timeout=" in source
 
-
-# -- docs/how-to/python-package.md ---------------------------------------------------------------------
-# Also backed by: test_docs (the page's round trip runs: build a wheel, run it on the emulator),
-# tests/emulator/test_runner.py (package installs).
-
-
-def test_python_package_gcs_root_default_and_install_command() -> None:
-    from vertex_emulator import cli, packages
-
-    text = page("how-to/python-package.md")
-    assert "(`--gcs-root`, default `<state dir>/gcs`)" in text
-    assert 'args.gcs_root or state_dir / "gcs"' in inspect.getsource(cli)
-    command = claim(text, r"\(`pip install (--[^`]*) <dir>`\)")[1].split()
-    source = inspect.getsource(packages)
-    for flag in command:
-        assert f'"{flag}"' in source, flag
-
-
-# -- docs/how-to/tuning.md -----------------------------------------------------------------------------
-# Also backed by: tests/specs/test_bad_specs.py (each study rule the page lists), tests/emulator
-# (test_tuning.py, test_sdk_tuning.py: trial args, CLOUD_ML_TRIAL_ID, INFEASIBLE trials, the
-# failed-trial limit), tests/operators/test_tuning.py (the outputs of a real study).
 
 STUDY = {
     "name": "projects/p/locations/us-central1/hyperparameterTuningJobs/42",
@@ -307,157 +176,483 @@ STUDY = {
 }
 
 
-def test_tuning_outputs_and_study_fields() -> None:
-    from airflow_vertex_dist.operators.outputs import tuning_output
-    from airflow_vertex_dist.specs import Study
-
-    text = page("how-to/tuning.md")
-    out = tuning_output(STUDY, "https://console")
-    counts = re.findall(r"`(\w+)`", claim(text, r"- `trial_counts`: (.*?);")[1])
-    assert counts == list(out["trial_counts"])
-    best = re.findall(r'"(\w+)"', claim(text, r"- `best_trial`: `\{(.*?)\}`")[1])
-    assert best == list(out["best_trial"])
-    row = re.findall(r'"(\w+)"', claim(text, r"one compact row per trial, `\{(.*?)\}`")[1])
-    assert row == list(out["trials"][0])
-    assert claim(text, r"\(plus `(\w+)`\)")[1] in out["trials"][1]
-    stops = re.findall(r"`(\w+)`", claim(text, r"at most one early-stopping rule \((.*?)\)")[1])
-    assert stops == [name for name in Study.model_fields if name.endswith("stopping")]
-    selection = claim(text, r'`measurement_selection_type="(\w+)"`')[1]
-    assert selection in str(Study.model_fields["measurement_selection_type"].annotation)
+def _config() -> Any:
+    return _of("vertex_emulator.config:EmulatorConfig")(state_dir=Path("s"), gcs_root=Path("g"))
 
 
-# -- docs/how-to/backfill.md ---------------------------------------------------------------------------
-# Also backed by: tests/e2e/test_backfill_tuning.py (the DAG end to end: a day per map index, the gate
-# failing one day alone), tests/operators/test_mapped.py (per-map-index labels and re-attach).
+def _cli_default(name: str) -> Any:
+    return getattr(_of("vertex_emulator.cli:build_parser")().parse_args([]), name)
 
 
-def test_backfill_example_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "dags"))
-    import backfill_tuning
+def _families() -> list[str]:
+    families = _of("airflow_vertex_dist.specs.machine:GPU_MACHINE_FAMILIES")
+    return sorted(f.removesuffix("-") for f in families if f != "a4x-")
 
-    text = page("how-to/backfill.md")
-    assert "Days are tuned `MAX_PARALLEL_DAYS` at a time (`max_active_tis_per_dagrun` on `day.tune`)" in text
-    tune = backfill_tuning.dag.get_task("day.tune")
-    assert tune.max_active_tis_per_dagrun == backfill_tuning.MAX_PARALLEL_DAYS
-    assert "reaches `MIN_ACCURACY`" in text
-    gate = backfill_tuning.dag.get_task("day.quality_gate")
-    assert (
-        gate.metric_threshold == backfill_tuning.MIN_ACCURACY and type(gate).__name__ == "VertexTrialSensor"
+
+def _source(obj: Any, pattern: str) -> tuple[str, ...]:
+    """What ``pattern`` captures in the source of ``obj`` (a value written in place, not named)."""
+    found = re.search(pattern, inspect.getsource(obj))
+    assert found is not None, pattern
+    return found.groups()
+
+
+def _labels() -> list[str]:
+    names = ("MANAGED_BY", "DAG", "TASK", "RUN", "SPEC", "BUDGET")
+    return [_of(f"airflow_vertex_dist.hooks.labels:{name}_LABEL") for name in names]
+
+
+def _mib(path: str) -> Callable[[], float]:
+    return lambda: _of(path) / 1024 / 1024
+
+
+OP = "airflow_vertex_dist.operators.job:VertexJobOperator"
+SENSOR = "airflow_vertex_dist.sensors:VertexJobSensor"
+LOGS = "airflow_vertex_dist.operators.log_stream"
+POLLER = "airflow_vertex_dist.triggers.log_poller"
+RS = "airflow_vertex_dist.specs:ReductionServer.model_fields"
+EGRESS = "airflow_vertex_dist.specs:egress_gbps"
+EM = "vertex_emulator"
+TRIALS = (1, 2, 10, 14, 15, 16, 100)
+PARALLEL = (1, 2, 5)
+ONE_PARAMETER = {"parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}]}
+
+#: page -> (what it says, its facts captured as groups; what the code has, one value per group or the
+#: value itself for one group: "module:attribute" or a function; how a captured text becomes a value)
+CLAIMS: dict[str, list[tuple[Any, ...]]] = {
+    "README.md": [
+        (r"# gRPC on 127\.0\.0\.1:(\d+), REST", f"{EM}.cli:DEFAULT_GRPC_PORT"),
+        (r"REST and job pages on :(\d+)", f"{EM}.cli:DEFAULT_REST_PORT"),
+        (r'"api_endpoint": "127\.0\.0\.1:(\d+)"', f"{EM}.cli:DEFAULT_GRPC_PORT"),
+        (r'"web_endpoint": "http://127\.0\.0\.1:(\d+)"', f"{EM}.cli:DEFAULT_REST_PORT"),
+        (r"Each uses the `(\w+)` connection only", "airflow_vertex_dist.hooks.connection:DEFAULT_CONN_ID"),
+        (r"\(`XDIST`, (\d+) by default;", lambda: int(_makefile(r"^XDIST \?= (\d+)$")[0])),
+        (
+            r"`make check` runs ruff, the layer contracts, mypy and the tests not marked `(\w+)` or `(\w+)`",
+            lambda: _makefile(r'^check: lint typecheck\n\t.*-m pytest -m "not (\w+) and not (\w+)"'),
+        ),
+        (
+            r"`make bench` runs the benchmarks .*? and writes `([\w/.]+)`",
+            lambda: _makefile(r"^bench: .*\n\t.*-m benchmarks .*--out (\S+)")[0],
+        ),
+        (
+            r"make demo\s+# creates \.venv, installs, starts the emulator, runs the (\w+) DAG end to end",
+            lambda: _one(
+                re.findall(r'^DAG_FILE = "(\w+)\.py"', (ROOT / "scripts/demo.py").read_text(), re.M)
+            ),
+        ),
+    ],
+    "how-to/connection.md": [
+        (r"takes `vertex_dist_conn_id` \(default `(\w+)`\)", lambda: _one(_conn_id_defaults())),
+        (
+            r"\(`RetryPolicy`: (.*?)\)",
+            lambda: dataclasses.asdict(_of("airflow_vertex_dist.hooks.connection:RetryPolicy")()),
+            lambda text: {k: float(v) for k, v in re.findall(r"`(\w+)=([\d.]+)`", text)},
+        ),
+        (
+            r"over REST, HTTP (.*?)\) and transport",
+            lambda: sorted(e.code for e in _of("airflow_vertex_dist.hooks._clients:TRANSIENT_ERRORS")),
+            lambda text: sorted(int(code) for code in re.findall(r"\d{3}", text)),
+        ),
+        (r"Transient errors \((.*?) —", _transient_grpc_codes, lambda text: sorted(text.split(", "))),
+        (
+            r"\(`<location>(-aiplatform\.googleapis\.com)`\)",
+            lambda: _of("airflow_vertex_dist.hooks._clients:_regional_endpoint")("L").removeprefix("L"),
+        ),
+    ],
+    "how-to/outputs.md": [
+        (r"`(\w+)` \(pushed as soon as the job is known\)", "airflow_vertex_dist.links:LINK_XCOM_KEY"),
+    ],
+    "how-to/sensors.md": [
+        (r"a target state \(default `(\w+)`\)", lambda: _one(_taken_default(SENSOR, "target_states"))),
+        (
+            r"default: Airflow's `\[(\w+)\] (\w+)`",
+            lambda: _source(_taking(SENSOR, "deferrable").__init__, r'conf\.getboolean\("(\w+)", "(\w+)"'),
+        ),
+    ],
+    "how-to/python-package.md": [
+        (
+            r"\(`--gcs-root`, default `<state dir>/(\w+)`\)",
+            lambda: _source(_of(f"{EM}.cli"), r'args\.gcs_root or state_dir / "(\w+)"')[0],
+        ),
+    ],
+    "how-to/retraining.md": [
+        (r"Every job carries the labels (.*?)\. A retry", _labels, _ticked),
+        (r'\(`if_exists="(\w+)"`, the default\)', lambda: _taken_default(OP, "if_exists")),
+        (r"`cancel_on_kill=(\w+)`, the default", lambda: str(_taken_default(OP, "cancel_on_kill"))),
+        (
+            r"The example sets `catchup=(\w+)` and `max_active_runs=(\d+)`",
+            lambda: (lambda dag: (str(dag.catchup), dag.max_active_runs))(_example_dag("retraining").dag),
+        ),
+    ],
+    "how-to/training-logs.md": [
+        (
+            r"With the default `stream_logs=(\w+)`",
+            lambda: _one(
+                {str(_taken_default(OP, "stream_logs")), str(_taken_default(SENSOR, "stream_logs"))}
+            ),
+        ),
+        (
+            r"last (\d+) lines \(([\d,]+) characters each at most\)",
+            lambda: (_of(f"{LOGS}:FAILURE_LINES"), _of(f"{LOGS}:MAX_LINE_CHARS")),
+        ),
+        (
+            r"log_reads_per_minute = (\d+)",
+            lambda: _one(
+                {_of(f"{POLLER}:DEFAULT_READS_PER_MINUTE"), int(_option_default("log_reads_per_minute"))}
+            ),
+        ),
+        (r"\(doubling, up to a (minute)\)", lambda: {60.0: "minute"}.get(_of(f"{POLLER}:MAX_BACKOFF_S"))),
+        (r"at most once every ([\d.]+) s", lambda: _taken_default(f"{LOGS}:LogStreamer", "min_interval_s")),
+        (r"\(([\d,]+) entries a page\)", f"{POLLER}:PAGE_SIZE"),
+        (
+            r"an XCom of its own task instance, `(\w+)`",
+            "airflow_vertex_dist.triggers.log_cursor:CURSOR_XCOM_KEY",
+        ),
+        (
+            r"log_settle_seconds = ([\d.]+)",
+            lambda: _one({_of(f"{POLLER}:DEFAULT_SETTLE_S"), float(_option_default("log_settle_seconds"))}),
+        ),
+    ],
+    "how-to/tuning.md": [  # the XCom value of a study's output
+        (r"- `trial_counts`: (.*?);", lambda: list(_tuning_output()["trial_counts"]), _ticked),
+        (r"- `best_trial`: `\{(.*?)\}`", lambda: list(_tuning_output()["best_trial"]), _quoted),
+        (r"one compact row per trial, `\{(.*?)\}`", lambda: list(_tuning_output()["trials"][0]), _quoted),
+        (
+            r"\(plus `(\w+)`\)",
+            lambda: _one(set(_tuning_output()["trials"][1]) - set(_tuning_output()["trials"][0])),
+        ),
+        (
+            r"at most one early-stopping rule \((.*?)\)",
+            lambda: [
+                n for n in _of("airflow_vertex_dist.specs:Study.model_fields") if n.endswith("stopping")
+            ],
+            _ticked,
+        ),
+    ],
+    "quickstart.md": [
+        (
+            r"installs the project, the emulator and the dependency groups \((.*?)\)",
+            lambda: re.findall(r"--group (\w+)", _makefile(r"^\t.*(uv pip install .*)$")[0]),
+            lambda text: text.split(", "),
+        ),
+        (r"after pip installs the `(\w+)` group's torch", _torch_group),
+        (r"keeps its jobs in `\./([\w-]+)`", lambda: str(_cli_default("state_dir"))),
+        (r"a primary and (\d+) workers with (\d+) (\w+) GPUs each, and (\d+) reducers", _seed_layout),
+    ],
+    "concepts/pools.md": [
+        (
+            r"a `Disk` \(default `([\w-]+)`, (\d+) GB\)",
+            lambda: (lambda d: (d.boot_disk_type, d.boot_disk_size_gb))(
+                _of("airflow_vertex_dist.specs:Disk")()
+            ),
+        ),
+    ],
+    "concepts/reduction-server.md": [
+        (r'\| `replica_count` \| `"(\w+)"` \|', lambda: _of(RS)["replica_count"].default),
+        (r'\| `machine_type` \| `"([\w-]+)"` \|', lambda: _of(RS)["machine_type"].default),
+        (r"\| `allow_undersized` \| `(\w+)` \|", lambda: str(_of(RS)["allow_undersized"].default)),
+        (r"\(attached, or an ([A-Z0-9/]+) machine type\)", _families, lambda t: sorted(t.lower().split("/"))),
+        (
+            r"Such a machine has (\d+) Gbps of egress",
+            lambda: _of(EGRESS)("n1-highmem-96", "NVIDIA_TESLA_V100", 8),
+        ),
+        (r"An `n1-highcpu-16` reducer has (\d+) Gbps", lambda: _of(EGRESS)("n1-highcpu-16")),
+        (
+            r"An `a2-megagpu-16g` \(16 × A100\) has (\d+) Gbps of egress",
+            lambda: _of(EGRESS)("a2-megagpu-16g", "NVIDIA_TESLA_A100", 16),
+        ),
+    ],
+    "concepts/specs.md": [
+        (r'a `timedelta` or the proto JSON form `"7200s"`, and render as `"(\w+)"`', _rendered_timeouts),
+    ],
+    "emulator.md": [
+        (r"up to (\d+) times \(`EmulatorConfig\.restart_limit`\)", lambda: _config().restart_limit),
+        (r"`EmulatorConfig\.stop_grace_s`, (\d+) s\)", lambda: _config().stop_grace_s),
+        (
+            r"`scheduling\.timeout` \(default (\d+) days\)",
+            lambda: _of(f"{EM}.custom_job:DEFAULT_TIMEOUT_S") / 86400,
+        ),
+        (r"before it is read when over (\d+) MiB \(413\)", _mib(f"{EM}.rest:MAX_BODY_BYTES")),
+        (
+            r"JSON may nest (\d+) levels and filter parentheses (\d+)",
+            lambda: (_of(f"{EM}.rest:MAX_JSON_DEPTH"), _of(f"{EM}.filters:MAX_DEPTH")),
+        ),
+        (r"a gRPC request over (\d+) MiB", _mib(f"{EM}.grpc_server:MAX_MESSAGE_BYTES")),
+        (r"past (\d+) MiB, gRPC itself refuses", _mib(f"{EM}.grpc_server:_TRANSPORT_MAX_BYTES")),
+        (r"\(at least (\d+) characters;", _shortest_token),
+        (
+            r"copied from the emulator's environment when set: (.*?) \(`",
+            lambda: sorted({*_of(f"{EM}.cluster:LOCAL_ENV_NAMES"), "LC_*"}),
+            lambda text: sorted(re.findall(r"`(\w+\*?)`", text)),
+        ),
+        (
+            r"(\d+) a page by default and at most ([\d,]+), with page tokens",
+            lambda: (_of(f"{EM}.logging_api:DEFAULT_PAGE_SIZE"), _of(f"{EM}.logging_api:MAX_PAGE_SIZE")),
+        ),
+        (r"A filter is at most ([\d,]+) characters", f"{EM}.log_filter:MAX_FILTER_CHARS"),
+        (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.tuning:STOPPING_POLL_S"),
+        (
+            r"`maxFailedTrialCount: 0` is, in the emulator, `([^`]+)`",
+            lambda: [_of(f"{EM}.tuning:failed_trial_limit")(0, n) for n in TRIALS],
+            _evaluated("maxTrialCount", TRIALS),
+        ),
+        (
+            r"the first `(max\(2, parallelTrialCount\))` trials are random",
+            lambda: [_of(f"{EM}.search:Search")(ONE_PARAMETER, seed=0, parallel=p).n_init for p in PARALLEL],
+            _evaluated("parallelTrialCount", PARALLEL),
+        ),
+        (
+            r"with probability ([\d.]+), a perturbation",
+            lambda: float(_source(_of(f"{EM}.search:Search"), r"rng\.random\(\) < ([\d.]+)")[0]),
+        ),
+        (
+            r"`page_size` \(default (\d+), at most ([\d,]+)\)",
+            lambda: (_of(f"{EM}.service:DEFAULT_PAGE_SIZE"), _of(f"{EM}.service:MAX_PAGE_SIZE")),
+        ),
+        (
+            r"the exit code reported \(default (\d+)\)",
+            lambda: _one({_of(f"{EM}.config:Faults")().crash_exit_code, _cli_default("crash_exit_code")}),
+        ),
+        (
+            r"\| `--fault-codes A,B` \| `error_codes` \| [^|]*\(default `(\w+)`\)",
+            lambda: _one({_cli_default("fault_codes"), *_of(f"{EM}.config:Faults")().error_codes}),
+        ),
+    ],
+}
+ROWS = [(name, *row) for name, rows in CLAIMS.items() for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern", "code", "parse"),
+    [(*row, _number)[:4] for row in ROWS],
+    ids=[f"{row[0]}:{row[1][:40]}" for row in ROWS],
+)
+def test_what_a_page_states_is_what_the_code_has(name: str, pattern: str, code: Any, parse: Any) -> None:
+    found = claim(page(name), pattern)
+    values = tuple(parse(group) for group in found.groups())
+    expected = _of(code) if isinstance(code, str) else code()
+    assert (values[0] if len(values) == 1 else values) == expected, pattern
+
+
+# -- claims that name code: the names exist, with the fields and parameters stated -----------------------
+
+
+def test_readme_example_dags_exist_and_use_the_default_connection_only() -> None:
+    named = set(
+        re.findall(
+            r"\(`(\w+\.py)`\)", claim(page("README.md"), r"The example DAGs in `dags/` cover (.*?)\. Each")[1]
+        )
     )
+    assert named and all((ROOT / "dags" / name).is_file() for name in named), named
+    for path in (ROOT / "dags").glob("*.py"):
+        assert not re.search(r"vertex_dist_conn_id\s*=\s*['\"]", path.read_text()), (
+            f"{path.name} names a connection"
+        )
+    common = (ROOT / "dags" / "examples_common.py").read_text()
+    assert re.search(r'^CONN_ID\s*=\s*"vertex_dist_default"', common, re.M)
+
+
+def test_readme_quotes_a_rule_as_the_spec_gives_it() -> None:
+    from pydantic import ValidationError
+
+    from airflow_vertex_dist.specs import spec_from_dict
+
+    quoted = claim(page("README.md"), r"with the field and the rule \(`([^`]+)`\)")[1]
+    primary = {
+        "machine": {"machine_type": "n1-standard-8"},
+        "container": {"image_uri": "t"},
+        "replica_count": 2,
+    }
+    with pytest.raises(ValidationError) as info:
+        spec_from_dict({"display_name": "x", "primary": primary})
+    assert quoted in [line.strip() for line in str(info.value).splitlines()]
+
+
+def test_readme_make_test_runs_the_stages_it_lists() -> None:
+    claim(
+        page("README.md"),
+        r"make test\s+# creates \.venv, installs, lints \(ruff\), type-checks \(mypy --strict\), "
+        r"runs the tests, # the compat suite on every other cell of the support matrix, "
+        r"# then the reliability suite",
+    )
+    assert _makefile(r"^test: (.*)$") == ("lint typecheck unit",)
+    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* (compat stack-local stack-celery);")
+    assert _makefile(r"^lint: .*\n\t\$\(VENV\)/bin/(ruff) check \.")
+    assert _makefile(r"^typecheck: .*\n\t\$\(VENV\)/bin/(mypy)$")
+
+
+def test_connection_google_extras_read_and_refused() -> None:
+    """The extras the page lists as read are accepted, those it lists as refused are refused by name when
+    set, and together they are every field of the Google provider's connection form."""
+    from airflow_vertex_dist.hooks.connection import VertexConnection
+    from tests.hooks.google_form import FORM_FIELDS, REFUSED
+
+    text = page("how-to/connection.md")
+    read = _ticked(claim(text, r"Its extras (.*?) \(accepted, not used")[1])
+    values = {"is_anonymous": False, "num_retries": 5, "key_path": "/k.json", "keyfile_dict": "{}"}
+    for name in read:
+        for key in (name, f"extra__google_cloud_platform__{name}"):
+            VertexConnection.from_extra({key: values.get(name, "x@p.iam.gserviceaccount.com")})
+    refused = _ticked(claim(text, r"A key in Secret Manager (.*?) are refused")[1])
+    assert refused == list(REFUSED)
+    for name in refused:
+        with pytest.raises(ValueError, match=name):
+            VertexConnection.from_extra({name: "x"})
+        VertexConnection.from_extra({name: ""})  # "when set"
+    assert set(read) | set(refused) == set(FORM_FIELDS)
+
+
+def test_connection_examples_are_read_as_the_page_says() -> None:
+    from airflow_vertex_dist.hooks.connection import VertexConnection
+
+    text = page("how-to/connection.md")
+    env = r"AIRFLOW_CONN_VERTEX_DIST_DEFAULT='(\{.*?\})'"
+    private = VertexConnection.from_extra(
+        json.loads(claim(text, rf"## A private endpoint .*?{env}")[1])["extra"]
+    )
+    assert not private.is_emulator and private.quota_project_id and private.logging_target
+    emulator = json.loads(claim(text, rf"## The emulator .*?{env}")[1])
+    assert VertexConnection.from_extra(emulator["extra"]).is_emulator
+
+
+def test_connection_conn_id_is_templated_on_the_operators() -> None:
+    from airflow_vertex_dist.operators import (
+        VertexCancelJobOperator,
+        VertexTrainingOperator,
+        VertexTuningOperator,
+    )
+
+    field = claim(page("how-to/connection.md"), r"On the operators, `(\w+)` is templated")[1]
+    for operator in (VertexTrainingOperator, VertexTuningOperator, VertexCancelJobOperator):
+        assert {field, "impersonation_chain"} <= set(operator.template_fields), operator
+
+
+def test_lineage_a_job_without_output_directory_reports_no_output() -> None:
+    pytest.importorskip("airflow.providers.openlineage")
+    from airflow_vertex_dist.operators import VertexTrainingOperator
+    from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER
+
+    claim(page("how-to/lineage.md"), r"A job without a `base_output_directory` reports no output\.")
+    spec = SEED_REDUCTION_SERVER.model_copy(update={"base_output_directory": None})
+    train = VertexTrainingOperator(task_id="train", spec=spec, project_id="p", location="us-central1")
+    assert train.get_openlineage_facets_on_start().outputs == []
+
+
+def test_backfill_example_uses_the_settings_named() -> None:
+    backfill_tuning = _example_dag("backfill_tuning")
+    text = page("how-to/backfill.md")
+    constant, attribute, task = claim(
+        text, r"Days are tuned `(\w+)` at a time \(`(\w+)` on `([\w.]+)`\)"
+    ).groups()
+    tune = backfill_tuning.dag.get_task(task)
     assert type(tune).__name__ == "VertexTuningOperator"
+    assert getattr(tune, attribute) == getattr(backfill_tuning, constant)
+    threshold = claim(text, r"passes when the best trial's `accuracy` reaches `(\w+)`")[1]
+    gate = backfill_tuning.dag.get_task("day.quality_gate")
+    assert type(gate).__name__ == "VertexTrialSensor" and gate.metric_threshold == getattr(
+        backfill_tuning, threshold
+    )
 
 
-# -- docs/how-to/prep-to-train.md ----------------------------------------------------------------------
-# Also backed by: tests/e2e/test_prep_to_train.py (both DAGs end to end: the Asset event, the job
-# reading the dataset where the prep step wrote it), the page's exec block.
-
-
-def test_prep_to_train_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prep_to_train_paths() -> None:
     from types import SimpleNamespace
 
-    monkeypatch.syspath_prepend(str(ROOT / "dags"))
-    import prep_to_train
-
+    prep_to_train = _example_dag("prep_to_train")
     text = page("how-to/prep-to-train.md")
-    assert "writes the day's dataset to `<bucket>/prep_to_train/datasets/<day>/`" in text
-    assert "the output directory `<bucket>/prep_to_train/models/<version>/`" in text
+    datasets = claim(text, r"writes the day's dataset to `<bucket>/([\w/]+)/<day>/`")[1]
+    models = claim(text, r"the output directory `<bucket>/([\w/]+)/<version>/`")[1]
+    assert prep_to_train.DATASET.uri.rstrip("/").endswith(f"/{datasets}")
     event = {"uri": prep_to_train.DATASET.uri + "/20261130", "version": "20261130"}
     train = prep_to_train.train_dag.get_task("train")
     train.render_template_fields({"ti": SimpleNamespace(xcom_pull=lambda task_ids: event)})  # type: ignore[arg-type]
     spec = train.validated_spec
-    assert spec.base_output_directory.rstrip("/").endswith("/prep_to_train/models/20261130")
+    assert spec.base_output_directory.rstrip("/").endswith(f"/{models}/20261130")
     assert f"--data-dir={event['uri']}" in spec.primary.container.args
-    assert prep_to_train.DATASET.uri.rstrip("/").endswith("/prep_to_train/datasets")
 
 
-# -- docs/how-to/training-logs.md ----------------------------------------------------------------------
-# Also backed by: tests/operators/test_log_stream.py (what the task log shows, the selections, the
-# failure quote), tests/triggers (the shared log poller: one call per interval, pages, backoff, the
-# cursor XCom), tests/e2e/test_training_logs.py (the example DAGs), tests/stack (the triggerer
-# restart mid-stream), docs/benchmarks.md section 5 (the table, from make bench-logs).
+def test_tuning_measurement_selection_is_a_value_of_the_field() -> None:
+    from airflow_vertex_dist.specs import Study
 
-
-def test_training_logs_numbers() -> None:
-    from airflow_vertex_dist import get_provider_info
-    from airflow_vertex_dist.hooks.connection import VertexConnection
-    from airflow_vertex_dist.operators import log_stream
-    from airflow_vertex_dist.operators.job import VertexJobOperator
-    from airflow_vertex_dist.sensors import VertexJobSensor
-    from airflow_vertex_dist.triggers import log_cursor, log_poller
-
-    text = page("how-to/training-logs.md")
-    assert "With the default `stream_logs=True`" in text and "| `True` (default) |" in text
-    assert default_of(VertexJobOperator.__init__, "stream_logs") is True
-    base = next(
-        c for c in VertexJobSensor.__mro__ if "stream_logs" in inspect.signature(c.__init__).parameters
-    )
-    assert default_of(base.__init__, "stream_logs") is True
-    lines, chars = claim(text, r"last (\d+) lines \(([\d,]+) characters each at most\)").groups()
-    assert (int(lines), int(chars.replace(",", ""))) == (log_stream.FAILURE_LINES, log_stream.MAX_LINE_CHARS)
-    reads = int(claim(text, r"log_reads_per_minute = (\d+)")[1])
-    assert reads == log_poller.DEFAULT_READS_PER_MINUTE
-    option = get_provider_info.get_provider_info()["config"]["vertex_dist"]["options"]["log_reads_per_minute"]
-    assert option["default"] == str(reads)
-    assert claim(text, r"\(doubling, up to a (minute)\)") and log_poller.MAX_BACKOFF_S == 60.0
-    assert float(claim(text, r"at most once every ([\d.]+) s")[1]) == default_of(
-        log_stream.LogStreamer.__init__, "min_interval_s"
-    )
-    assert int(claim(text, r"\(([\d,]+) entries a page\)")[1].replace(",", "")) == log_poller.PAGE_SIZE
-    assert claim(text, r"an XCom of its own task instance, `(\w+)`")[1] == log_cursor.CURSOR_XCOM_KEY
-    assert "the connection's `logging_endpoint` defaults to the emulator's `api_endpoint`" in text
-    conn = VertexConnection.from_extra({"api_endpoint": "127.0.0.1:8781", "emulator": True})
-    assert conn.logging_endpoint is None and conn.logging_target == "127.0.0.1:8781"
-    assert "does not move the logs: they come from Cloud Logging" in text
-    assert VertexConnection.from_extra({"api_endpoint": "vertex.psc.internal"}).logging_target is None
-
-
-def test_training_logs_a_stream_goes_on_strictly_after_its_cursor() -> None:
-    """"A line whose timestamp is not after that cursor is never written": both streams (the
-    trigger's subscription and the worker-slot ``LogStreamer``) take a line only when their
-    ``LogCursor`` says it is after it, so a line made readable late is left out."""
-    from airflow_vertex_dist.hooks.logs import LogLine
-    from airflow_vertex_dist.operators.log_stream import LogStreamer
-    from airflow_vertex_dist.triggers import log_poller
-    from airflow_vertex_dist.triggers.log_poller import LogCursor
-
-    text = page("how-to/training-logs.md")
-    assert "a line whose timestamp is not after that cursor is never written" in text
-    for taker in (log_poller._LogSubscription.offer, LogStreamer.poll):
-        assert "if self.cursor.before(line)" in inspect.getsource(taker), taker
-
-    def line(stamp: str, insert_id: str, replica: str) -> LogLine:
-        return LogLine("1", replica, None, "INFO", stamp, insert_id, f"{replica} at {stamp}")
-
-    newer = line("2026-01-01T00:00:02Z", "1.workerpool1-0.000000001", "workerpool1-0")
-    cursor = LogCursor.of(newer)  # the newer line was read and written first
-    assert not cursor.before(line("2026-01-01T00:00:01Z", "1.workerpool0-0.000000001", "workerpool0-0"))
-    assert not cursor.before(newer)  # and it is not written twice
-    assert cursor.before(line("2026-01-01T00:00:02.000001Z", "1.workerpool0-0.000000002", "workerpool0-0"))
-
-
-def test_training_logs_settle_window() -> None:
-    """The settle window's option, default and behaviour as the page states them (the window itself:
-    tests/triggers/test_log_settle.py)."""
-    from airflow_vertex_dist import get_provider_info
-    from airflow_vertex_dist.triggers import log_poller
-
-    text = page("how-to/training-logs.md")
-    settle = float(claim(text, r"log_settle_seconds = ([\d.]+)")[1])
-    assert settle == log_poller.DEFAULT_SETTLE_S
-    option = get_provider_info.get_provider_info()["config"]["vertex_dist"]["options"]["log_settle_seconds"]
-    assert float(option["default"]) == settle
-    assert "holds entries back 2 s by default" in text and log_poller.DEFAULT_SETTLE_S == 2.0
-    assert log_poller.settled_until(0) is None  # "0 streams at once"
-
-
-# -- docs/how-to/index.md, docs/index.md ---------------------------------------------------------------
-# Also backed by: test_docs (every Vertex* class named exists), test_parse_light and .importlinter (the
-# specs import no Airflow or Google module).
+    selection = claim(page("how-to/tuning.md"), r'`measurement_selection_type="(\w+)"`')[1]
+    assert selection in str(Study.model_fields["measurement_selection_type"].annotation)
 
 
 def test_index_spec_names_are_in_the_specs_package() -> None:
     from airflow_vertex_dist import specs
 
-    row = claim(page("index.md"), r"\| Specs \| (.*?) in `airflow_vertex_dist\.specs`")[1]
-    names = re.findall(r"`(\w+)`", row)
-    assert names and all(name in specs.__all__ for name in names), names
+    names = _ticked(claim(page("index.md"), r"\| Specs \| (.*?) in `airflow_vertex_dist\.specs`")[1])
+    assert names and set(names) <= set(specs.__all__), names
+
+
+def test_quickstart_job_output_keys_are_pushed() -> None:
+    from airflow_vertex_dist.operators.outputs import job_output
+
+    keys = re.findall(r"`(\w+)`", claim(page("quickstart.md"), r"the job as JSON \((.*?)\)\.")[1])
+    out = job_output(
+        {"name": "projects/p/locations/l/customJobs/1", "state": "JOB_STATE_FAILED"}, "https://c"
+    )
+    assert keys and set(keys) <= set(out), keys
+
+
+def test_python_package_pip_flags_are_the_emulators() -> None:
+    from vertex_emulator import packages
+
+    stated = claim(page("how-to/python-package.md"), r"\(`pip install (--[^`]*) <dir>`\)")[1].split()
+    passed = re.findall(r'"(--[\w-]+)"', inspect.getsource(packages.install_packages))
+    assert stated and set(stated) <= set(passed), (stated, passed)
+
+
+def test_pools_roles_are_the_models_fields() -> None:
+    from airflow_vertex_dist.specs import POOL_ROLES, DistributedTrainingJob
+
+    rows = re.findall(r"\| (\d) \| [^|]+ \| (`\w+`(?: / `\w+`)?) \|", page("concepts/pools.md"))
+    assert [int(i) for i, _ in rows] == [0, 1, 2, 3]
+    roles = [_ticked(fields) for _, fields in rows]
+    assert roles == [["primary"], ["workers"], ["parameter_servers", "reduction_server"], ["evaluators"]]
+    assert all(r in DistributedTrainingJob.model_fields for rs in roles for r in rs)
+    assert list(POOL_ROLES)[:2] == ["primary", "workers"] and list(POOL_ROLES)[-1] == "evaluators"
+
+
+def test_migration_names_exist() -> None:
+    from airflow_vertex_dist import specs
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+    from airflow_vertex_dist.operators.job import VertexJobOperator
+
+    text = page("migration.md")
+    for method in re.findall(r"`VertexJobsHook\.(\w+)", text):
+        assert callable(getattr(VertexJobsHook, method, None)), method
+    # Model(field=..., ...) calls: every keyword is a field of that model
+    checked = set()
+    for model, args in re.findall(r"(\w+)\(([^()`]*)\)", text):  # innermost calls
+        if model in specs.__all__ and isinstance(getattr(specs, model), type):
+            fields = getattr(specs, model).model_fields
+            for keyword in re.findall(r"(\w+)=", args):
+                assert keyword in fields, (model, keyword)
+                checked.add(model)
+    assert {"Container", "Machine", "Disk", "Scheduling", "Metric", "DoubleParameter"} <= checked, checked
+    job_fields = specs.DistributedTrainingJob.model_fields
+    for cell in (
+        r"((?:`\w+`, )+`\w+`) \| the spec fields",
+        r"((?:`\w+`, )+`\w+`) \| fields of `trial_job`",
+    ):
+        names = _ticked(claim(text, cell)[1])
+        assert all(n.replace("base_output_dir", "base_output_directory") in job_fields for n in names), names
+    for name in re.findall(r"`spec\.(\w+)`", text):
+        assert name in job_fields, name
+    for name in re.findall(r"`Study\.(\w+)`", text):
+        assert name in specs.Study.model_fields, name
+    assert '"GRID_SEARCH"' in text and "GRID_SEARCH" in str(specs.Study.model_fields["algorithm"].annotation)
+    operator = inspect.signature(VertexJobOperator.__init__).parameters
+    stated = {name for name in re.findall(r"`(\w+)", text) if name in operator}
+    named = {"deferrable", "poll_interval", "wait_for_completion", "partial_success", "paused_grace"}
+    assert named | {"if_exists", "cancel_on_kill"} <= stated, stated
+
+
+def test_architecture_names_tests_that_exist() -> None:
+    """Each rule's "kept by" names test files and test functions: they exist."""
+    cited = re.findall(r"`(tests/[\w/]+\.py)`(?: \(([^)]*)\))?", page("architecture.md"))
+    assert cited
+    for path, names in cited:
+        source = (ROOT / path).read_text()
+        for name in re.findall(r"`(test_\w+)`", names):
+            assert re.search(rf"^(?:async )?def {name}\(", source, re.M), f"{path} has no {name}"

@@ -454,10 +454,11 @@ def _celery_section(celery: dict[str, Any], updated: str | None) -> list[str]:
         "distribution's `redis-server`, loopback only, nothing persisted) and PostgreSQL as its result",
         "backend, two `airflow celery worker` (4 slots each), two `airflow scheduler`, two `airflow",
         "triggerer`, the dag-processor, the api-server and the emulator, each its own process. The tests",
-        "start it in a pytest run of their own (`tests/stack/test_celery.py`, in `make test-stack`), so",
-        "that it is never up at the same time as the LocalExecutor stack. A dead scheduler's tasks are",
-        "adopted by the other after `orphaned_tasks_check_interval` (10 s here) once its heartbeat is",
-        "older than `scheduler_health_check_threshold` (15 s here); Airflow's defaults are 300 s and 30 s.",
+        "start it in a pytest process of its own (`tests/stack/test_celery.py`, `make stack-celery`),",
+        "which `make test` runs beside the LocalExecutor stack's: each stack has its own ports, state",
+        "and process marker. A dead scheduler's tasks are adopted by the other after",
+        "`orphaned_tasks_check_interval` (10 s here) once its heartbeat is older than",
+        "`scheduler_health_check_threshold` (15 s here); Airflow's defaults are 300 s and 30 s.",
         "",
     ]
     if "start_s" in celery:

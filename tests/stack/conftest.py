@@ -39,8 +39,9 @@ def stack(request: pytest.FixtureRequest) -> Iterator[AirflowStack]:
 
 @pytest.fixture(scope="session")
 def celery_stack(request: pytest.FixtureRequest) -> Iterator[CeleryStack]:
-    """The Celery profile (tests/stack/celery_stack.py). Run its tests in a pytest run of their own
-    (as ``make test-stack`` does): a session that also uses ``stack`` keeps both stacks up at once."""
+    """The Celery profile (tests/stack/celery_stack.py). Run its tests in a pytest process of their
+    own (``make stack-celery``, which ``make test`` runs beside ``make stack-local``): one session
+    that also used ``stack`` would keep both session-scoped stacks up for the whole of its run."""
     st = CeleryStack(DAGS, parallelism=8)
     st.start()
     Figures.record("celery", "start_s", round(st.timings["start_s"], 1))

@@ -1,6 +1,6 @@
 """The reliability scenarios on the Celery profile (two workers, two schedulers, two triggerers).
 
-Run in a pytest run of their own (``make test-stack`` does): see ``celery_stack`` in conftest.py.
+Run in a pytest process of their own (``make stack-celery``): see ``celery_stack`` in conftest.py.
 """
 
 from __future__ import annotations
