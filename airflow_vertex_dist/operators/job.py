@@ -95,7 +95,8 @@ class VertexJobOperator(JobAttachingOperator):
 
     :param spec: the job spec: a spec model, a dict, or a template rendering to a JSON/YAML document.
         Templated: Jinja in its strings (display name, args, env, output directory...) is rendered, and
-        the result validated again.
+        the result validated again. A spec model's fields that hold Jinja (label values, display names,
+        the output directory, the image, package URIs, the service account) are judged then.
     :param deferrable: wait in the triggerer instead of a worker slot. Defaults to Airflow's
         ``[operators] default_deferrable``.
     :param wait_for_completion: ``False`` submits (or re-attaches) and returns at once (the name the
@@ -197,7 +198,7 @@ class VertexJobOperator(JobAttachingOperator):
         calls it on the unmapped task), a plain task through ``render_template_fields``."""
         super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
         if parent is self:  # not a nested templated object
-            self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering")
+            self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering", rendered=True)
             self.spec = spec_to_field(self._spec, self.spec_model)
 
     @property

@@ -4,9 +4,11 @@ The field holds a spec's JSON dict (a spec model given to the operator is dumped
 template rendering to a JSON/YAML string, e.g. ``"{{ var.value.my_spec }}"``. Jinja in its string
 values is rendered by Airflow like any templated dict; the result is then validated again, and a bad
 rendered value fails with its field path: ``spec.primary.container.args[1]: ...``. A dict with Jinja
-has its keys checked when the task is built (``check_keys``), its values after rendering. An
-unknown field is named with the closest valid one: ``spec.primery: unknown field (did you mean
-primary?)``.
+has its keys checked when the task is built (``check_keys``), its values after rendering. A spec
+model holding Jinja was checked when it was built, except the rules of its templated fields (label
+values, display names, the output directory...: ``specs._base.defers_jinja``); the rendered spec is
+validated with every rule (``coerce_spec(..., rendered=True)``). An unknown field is named with the
+closest valid one: ``spec.primery: unknown field (did you mean primary?)``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from airflow_vertex_dist.specs._base import JINJA_MARKERS, RENDERED_CONTEXT
 from airflow_vertex_dist.specs._fields import items_of, models_in
 from airflow_vertex_dist.specs.errors import error_text, unknown_field_rule
 
@@ -31,8 +34,6 @@ __all__ = [
 
 M = TypeVar("M", bound=BaseModel)
 
-_JINJA_MARKERS = ("{{", "{%", "{#")
-
 
 class SpecError(ValueError):
     """A spec that does not validate; the message lists ``<path>: <rule>`` lines."""
@@ -41,7 +42,7 @@ class SpecError(ValueError):
 def has_jinja(value: Any) -> bool:
     """Whether a string anywhere in ``value`` (dicts, lists, models) holds a Jinja marker."""
     if isinstance(value, str):
-        return any(marker in value for marker in _JINJA_MARKERS)
+        return any(marker in value for marker in JINJA_MARKERS)
     if isinstance(value, BaseModel):
         return has_jinja(value.model_dump(mode="json"))
     if isinstance(value, Mapping):
@@ -110,10 +111,16 @@ def _parse_document(text: str | bytes, when: str) -> Any:
         raise SpecError(f"spec: the document{when} is nested too deeply") from None
 
 
-def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
-    """Validate ``value`` (a model, a dict, or a JSON/YAML document string) into ``model``."""
+def coerce_spec(value: Any, model: type[M], *, when: str = "", rendered: bool = False) -> M:
+    """Validate ``value`` (a model, a dict, or a JSON/YAML document string) into ``model``.
+
+    A spec model's string fields that hold Jinja (labels, display names, the output directory...)
+    wait for rendering to be judged; ``rendered=True`` (the operator's rendered spec) judges them all.
+    """
     if isinstance(value, model):
-        return value
+        if not rendered:
+            return value
+        value = value.model_dump(mode="json")  # judged again, its deferred fields included
     if isinstance(value, BaseModel):
         raise SpecError(f"spec: expected a {model.__name__} or a dict, got a {type(value).__name__}")
     if isinstance(value, str | bytes):
@@ -121,7 +128,7 @@ def coerce_spec(value: Any, model: type[M], *, when: str = "") -> M:
     if not isinstance(value, Mapping):
         raise SpecError(f"spec: expected a {model.__name__} or a dict{when}, got {type(value).__name__}")
     try:
-        return model.model_validate(dict(value))
+        return model.model_validate(dict(value), context=RENDERED_CONTEXT if rendered else None)
     except ValidationError as exc:
         raise spec_error(exc, when=when, model=model) from None
 

@@ -7,7 +7,7 @@ import math
 from datetime import timedelta
 from typing import Annotated, Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError, core_schema
 from typing_extensions import Self
 
@@ -18,13 +18,17 @@ from airflow_vertex_dist.specs import _schema_cache
 from airflow_vertex_dist.specs.errors import SpecValidationError
 
 __all__ = [
+    "JINJA_MARKERS",
     "LOGGER",
+    "RENDERED_CONTEXT",
     "SERVER_CONTEXT",
     "Duration",
     "SpecModel",
     "SpecValidationError",
     "check_labels",
+    "defers_jinja",
     "fail",
+    "is_template",
     "parse_duration",
 ]
 
@@ -32,6 +36,25 @@ LOGGER = logging.getLogger("airflow_vertex_dist.specs")
 
 #: Validation context of ``from_api``: the rules the service applies, not the stricter client ones.
 SERVER_CONTEXT: dict[str, bool] = {"server": True}
+
+#: Validation context of a spec an operator rendered: no Jinja is left to wait for, every rule applies.
+RENDERED_CONTEXT: dict[str, bool] = {"rendered": True}
+
+#: What makes a string a Jinja template (Airflow renders the strings of a templated field).
+JINJA_MARKERS = ("{{", "{%", "{#")
+
+
+def is_template(value: object) -> bool:
+    """Whether ``value`` is a string holding a Jinja marker (``{{``, ``{%`` or ``{#``)."""
+    return isinstance(value, str) and any(marker in value for marker in JINJA_MARKERS)
+
+
+def defers_jinja(info: ValidationInfo) -> bool:
+    """Whether a field whose value holds Jinja waits for rendering to be judged: yes for a spec built in
+    Python or from a dict; no once an operator rendered it (``RENDERED_CONTEXT``) or for a body the
+    service returned (``SERVER_CONTEXT``)."""
+    context = info.context if isinstance(info.context, dict) else {}
+    return not (context.get("rendered") or context.get("server"))
 
 
 class SpecModel(BaseModel):
@@ -152,8 +175,11 @@ class _DurationSchema:
 Duration = Annotated[timedelta, _DurationSchema()]
 
 
-def check_labels(field: str, labels: dict[str, str]) -> None:
-    """The Vertex AI label rules (``airflow_vertex_dist.common.labels``, shared with the hooks)."""
+def check_labels(field: str, labels: dict[str, str], *, defer_jinja: bool = False) -> None:
+    """The Vertex AI label rules (``airflow_vertex_dist.common.labels``, shared with the hooks). With
+    ``defer_jinja``, a value holding Jinja is judged once rendered; keys are never rendered."""
+    if defer_jinja:
+        labels = {key: "" if is_template(value) else value for key, value in labels.items()}
     error = labels_error(field, labels)
     if error is not None:
         fail(error)

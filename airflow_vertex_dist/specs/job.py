@@ -9,12 +9,20 @@ import math
 from datetime import timedelta
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _api
-from airflow_vertex_dist.specs._base import LOGGER, SERVER_CONTEXT, SpecModel, check_labels, fail
+from airflow_vertex_dist.specs._base import (
+    LOGGER,
+    SERVER_CONTEXT,
+    SpecModel,
+    check_labels,
+    defers_jinja,
+    fail,
+    is_template,
+)
 from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
@@ -139,10 +147,10 @@ class DistributedTrainingJob(SpecModel):
 
     @field_validator("display_name")
     @classmethod
-    def _display_name(cls, value: str) -> str:
+    def _display_name(cls, value: str, info: ValidationInfo) -> str:
         if not value.strip():
             fail("display_name: must not be empty; give the job a name")
-        if len(value) > 128:
+        if len(value) > 128 and not (is_template(value) and defers_jinja(info)):
             fail(f"display_name: at most 128 characters (got {len(value)}); shorten it")
         return value
 
@@ -158,13 +166,15 @@ class DistributedTrainingJob(SpecModel):
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        check_labels("labels", value)
+    def _labels(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        check_labels("labels", value, defer_jinja=defers_jinja(info))
         return value
 
     @field_validator("service_account")
     @classmethod
-    def _service_account(cls, value: str | None) -> str | None:
+    def _service_account(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if is_template(value) and defers_jinja(info):
+            return value  # judged once rendered
         if value is not None and not _SERVICE_ACCOUNT_RE.match(value):
             fail(
                 "service_account: must be a service account e-mail address such as "
@@ -195,11 +205,10 @@ class DistributedTrainingJob(SpecModel):
 
     @field_validator("base_output_directory")
     @classmethod
-    def _output(cls, value: str | None) -> str | None:
-        # Object names may hold any character (a space, a Jinja expression to render); the bucket
-        # name may not hold white space.
-        if value is None:
-            return value
+    def _output(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Object names may hold any character (a space, say); the bucket name may not hold white space.
+        if value is None or (is_template(value) and defers_jinja(info)):
+            return value  # a template is judged once rendered
         bucket = value[5:].split("/", 1)[0]
         if not value.startswith("gs://") or not bucket or bucket != "".join(bucket.split()):
             fail(f"base_output_directory: must be a Cloud Storage URI 'gs://bucket/...' (got {value!r})")

@@ -9,10 +9,10 @@ on a prebuilt image (v1 ``PythonPackageSpec``)."""
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.specs._base import SpecModel, fail
+from airflow_vertex_dist.specs._base import SpecModel, defers_jinja, fail, is_template
 from airflow_vertex_dist.specs._checks import nonblank
 
 __all__ = ["Container", "PythonPackage"]
@@ -58,7 +58,9 @@ class Container(SpecModel):
 
     @field_validator("image_uri")
     @classmethod
-    def _image(cls, value: str) -> str:
+    def _image(cls, value: str, info: ValidationInfo) -> str:
+        if is_template(value) and defers_jinja(info):
+            return value  # judged once rendered
         return nonblank("image_uri", value)
 
     @field_validator("env")
@@ -112,7 +114,7 @@ class PythonPackage(SpecModel):
 
     @field_validator("package_uris")
     @classmethod
-    def _uris(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+    def _uris(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         if not value:
             fail(
                 "package_uris: at least one package URI is required; add the gs:// URI of your package's "
@@ -123,7 +125,10 @@ class PythonPackage(SpecModel):
                 f"package_uris: at most 100 package URIs are allowed (got {len(value)}); bundle them into "
                 "fewer"
             )
+        defer = defers_jinja(info)
         for uri in value:
+            if defer and is_template(uri):
+                continue  # judged once rendered
             nonblank("package_uris", uri)
             if not uri.startswith("gs://"):
                 # v1 PythonPackageSpec.package_uris: "The Google Cloud Storage location of the Python

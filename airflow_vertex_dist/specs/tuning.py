@@ -7,11 +7,18 @@
 
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 from airflow_vertex_dist.specs import _api
-from airflow_vertex_dist.specs._base import SERVER_CONTEXT, SpecModel, check_labels, fail
+from airflow_vertex_dist.specs._base import (
+    SERVER_CONTEXT,
+    SpecModel,
+    check_labels,
+    defers_jinja,
+    fail,
+    is_template,
+)
 from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
 from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key, check_kms_key_location
@@ -42,17 +49,17 @@ class HyperparameterTuningJob(SpecModel):
 
     @field_validator("display_name")
     @classmethod
-    def _display_name(cls, value: str | None) -> str | None:
+    def _display_name(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None and not value.strip():
             fail("display_name: must not be empty; give the job a name")
-        if value is not None and len(value) > 128:
+        if value is not None and len(value) > 128 and not (is_template(value) and defers_jinja(info)):
             fail(f"display_name: at most 128 characters (got {len(value)}); shorten it")
         return value
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        check_labels("labels", value)
+    def _labels(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        check_labels("labels", value, defer_jinja=defers_jinja(info))
         return value
 
     @field_validator("location")
