@@ -1,8 +1,18 @@
-"""The Airflow version notes of the package, in one place, each with the reason it matters.
+"""The Airflow version notes of the package, and its only uses of Airflow internals, in one place.
 
 The package supports Airflow 3.1, 3.2 and 3.3 (pyproject; every one is tested: ``tests/compat/matrix.py``).
 No code path branches on the version: the names that moved are imported here, once, from where the
 running Airflow keeps them, and the rest of the package imports them from this module.
+
+Everywhere else the package uses Airflow's public interface only: the Task SDK (``airflow.sdk``), the
+trigger, listener and plugin base classes, and the Task SDK's ``XCom``, which Airflow's "Public
+Interface" page lists as a public utility under its own path (``airflow.sdk.execution_time.xcom``).
+``tests/test_architecture.py`` fails when a module other than this one imports an Airflow module
+outside that list (its ``PUBLIC_AIRFLOW``, which also names the OpenLineage provider's API). The
+internals the package needs, where no public API serves, are the functions at the end of this
+module; ``tests/compat/test_internals.py`` exercises each against the installed Airflow on every cell
+of the support matrix (through ``dag.test()``'s in-process supervisor; the triggerer's own channel is
+the stack suite's, on 3.3), so an internal that moves fails there first.
 
 - Airflow 3.1 moved ``BaseHook`` into the Task SDK (``airflow.sdk``); that is the supported import.
 - Airflow 3.2 moved ``conf`` into the Task SDK (``airflow.sdk.conf``) and gave it its own exception
@@ -26,10 +36,30 @@ running Airflow keeps them, and the rest of the package imports them from this m
   hand (3.1, 3.2 and 3.3 do; the stack suite checks it on 3.3), and the listener cancels the job the
   try owns. Marking a whole run by hand fires only ``on_dag_run_failed``/``_success`` before 3.3
   (``msg=""``); the listener handles those too.
+- The secrets masker's ``redact`` is re-exported by the Task SDK's ``airflow.sdk.log`` (the module of
+  the documented ``mask_secret``) on 3.1.8, 3.2.2 and 3.3.2, from the masker's home since 3.1
+  (``airflow.sdk._shared.secrets_masker``); the older path ``airflow.sdk.execution_time.secrets_masker``
+  warns as deprecated on 3.3. ``redact`` is neither in the Task SDK's reference nor an explicit export of
+  that module, hence its place here.
 
-- Airflow 3.3 moved the secrets masker to ``airflow.sdk._shared.secrets_masker`` and left a
-  deprecated alias (a ``DeprecatedImportWarning`` on import) at ``airflow.sdk.execution_time.secrets_masker``,
-  its only home in 3.1 and 3.2. ``redact`` imports it from where the running Airflow keeps it, newest first.
+The internals (Task SDK and core modules outside the public interface), each the same on 3.1, 3.2 and
+3.3:
+
+- **The supervisor channel** (``airflow.sdk.execution_time.task_runner.SUPERVISOR_COMMS``): whether this
+  process has one (a task in a worker, a trigger in a triggerer, ``dag.test()``'s in-process one), and
+  whether it carries the Task SDK's async calls (the triggerer's does; the in-process one answers sync
+  calls only). The log cursor (``triggers/log_cursor.py``) needs both: outside a supervised process
+  there are no XComs to keep it in, and the async XCom calls (Airflow >= 3.3) fail on a sync-only
+  channel. The Task SDK has no public "am I supervised" question.
+- **A task instance's state, read from a trigger** (``task_state``): the Task SDK's public
+  ``RuntimeTaskInstanceProtocol.get_task_states`` is a method of the running task's own instance
+  (``context["ti"]``), which a trigger does not have; its implementation is a static method of the
+  internal ``RuntimeTaskInstance`` (``airflow.sdk.execution_time.task_runner``), called here as the
+  Kubernetes provider's pod trigger calls it, off the event loop, through the same channel.
+- **The XComs of a run, read by the listener** (``stored_xcom_values``): the listener runs in the API
+  server and the scheduler, which have no supervisor channel, so the Task SDK's ``XCom`` cannot serve
+  it, and the REST API would need credentials; it reads the metadata DB through the core's
+  ``XComModel`` and ``create_session`` (``airflow.models.xcom``, ``airflow.utils.session``).
 
 And one Python version note:
 
@@ -40,6 +70,7 @@ And one Python version note:
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from airflow.sdk import BaseHook
 
@@ -67,8 +98,12 @@ __all__ = [
     "AirflowTaskTimeout",
     "BaseHook",
     "TaskDeferralTimeout",
+    "async_supervisor_channel",
     "conf",
+    "has_supervisor_channel",
     "redact",
+    "stored_xcom_values",
+    "task_state",
 ]
 
 #: What ``asyncio.wait_for`` raises on a timeout, on every supported Python (see above).
@@ -77,10 +112,80 @@ ASYNC_TIMEOUT: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutE
 
 def redact(text: str) -> str:
     """``text`` with every secret Airflow's secrets masker knows replaced (see the module notes)."""
-    try:
-        from airflow.sdk._shared.secrets_masker import redact as _redact
-    except ImportError:  # Airflow 3.1 and 3.2
-        from airflow.sdk.execution_time.secrets_masker import (  # type: ignore[no-redef,unused-ignore]
-            redact as _redact,
-        )
+    from airflow.sdk.log import redact as _redact  # type: ignore[attr-defined,unused-ignore]
+
     return str(_redact(text))
+
+
+# --- Airflow internals: no public API serves these (the module notes say why; each is exercised on
+# --- every cell of the support matrix by tests/compat/test_internals.py).
+
+
+def _supervisor_channel() -> Any:
+    # Internal: the Task SDK's channel to the process's supervisor, a module global of the task runner
+    # (unset outside a supervised process). Airflow 3.1, 3.2 and 3.3.
+    from airflow.sdk.execution_time import task_runner
+
+    return getattr(task_runner, "SUPERVISOR_COMMS", None)
+
+
+def has_supervisor_channel() -> bool:
+    """Whether this process has a Task SDK channel to a supervisor (a task in a worker, a trigger in a
+    triggerer, ``dag.test()``'s in-process one): the Task SDK's XCom, Connection and Variable calls
+    work only there."""
+    return _supervisor_channel() is not None
+
+
+def async_supervisor_channel() -> bool:
+    """Whether the supervisor channel carries the Task SDK's async calls (``XCom.aget_one``, ...):
+    the triggerer's does; ``dag.test()``'s in-process one answers sync calls only."""
+    return hasattr(_supervisor_channel(), "asend")
+
+
+def _task_states(dag_id: str, task_id: str, run_id: str, map_index: int) -> dict[str, Any]:
+    # Internal: RuntimeTaskInstance is the task runner's implementation of the public
+    # RuntimeTaskInstanceProtocol; get_task_states is a static method that asks the supervisor
+    # (GetTaskStates over the channel). Airflow 3.1, 3.2 and 3.3, same signature.
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    return RuntimeTaskInstance.get_task_states(
+        dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=None if map_index < 0 else map_index
+    )
+
+
+async def task_state(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> str | None:
+    """The current state of one task instance (``"deferred"``, ``"failed"``, ...; ``""`` when it has
+    none, as after a clear, or does not exist), read from trigger code through the supervisor channel;
+    ``None`` when this process has no channel. A failed lookup raises.
+
+    The call blocks until the supervisor answers, so it runs in a thread of its own
+    (``thread_sensitive=False``: not queued behind other triggers' sync Task SDK calls); the channel
+    hands it to the triggerer's loop."""
+    if not has_supervisor_channel():
+        return None
+    from asgiref.sync import sync_to_async
+
+    states = await sync_to_async(_task_states, thread_sensitive=False)(dag_id, task_id, run_id, map_index)
+    # The answer is keyed by run id, then by task id, suffixed ``_<map_index>`` for a mapped instance.
+    key = task_id if map_index < 0 else f"{task_id}_{map_index}"
+    state = ((states or {}).get(run_id) or {}).get(key)
+    return "" if state is None else str(getattr(state, "value", state))
+
+
+def stored_xcom_values(
+    key: str, dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1
+) -> list[Any]:
+    """The values (deserialized) of the XCom ``key`` of one task instance (``task_id`` given: at most
+    one), or of every task instance of a run, read from the metadata DB: for code in the API server
+    or the scheduler (the listener), which has no supervisor channel."""
+    # Internal: the core's XCom table model and its session factory. Airflow 3.1, 3.2 and 3.3.
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    query: dict[str, Any] = {"run_id": run_id, "key": key, "dag_ids": dag_id}
+    if task_id is not None:
+        query.update(task_ids=task_id, map_indexes=map_index, limit=1)
+    # A session of our own, not the thread's scoped one: the scheduler fires the run listeners inside
+    # its scoped session, and closing that one would detach the scheduler's runs (and crash it).
+    with create_session(scoped=False) as session:
+        return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]

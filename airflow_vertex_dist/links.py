@@ -89,6 +89,8 @@ class VertexJobLink(BaseOperatorLink):
     name = "Vertex AI job"
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        # The Task SDK's XCom (the configured backend), a public utility at this path per Airflow's
+        # "Public Interface" page; the task runner calls get_link in the worker, which has the channel.
         from airflow.sdk.execution_time.xcom import XCom
 
         if getattr(operator, "job_known", True) is False:

@@ -48,6 +48,7 @@ from typing import Any
 from airflow.listeners import hookimpl
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_vertex_dist._compat import stored_xcom_values
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 
@@ -128,17 +129,10 @@ CANCELLER = CancelWorker()
 
 
 def _owner_records(dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1) -> list[Any]:
-    """The owner records (XCom values) of one task instance, or of every task of a run."""
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    query: dict[str, Any] = {"run_id": run_id, "key": OWNER_XCOM_KEY, "dag_ids": dag_id}
-    if task_id is not None:
-        query.update(task_ids=task_id, map_indexes=map_index, limit=1)
-    # A session of our own, not the thread's scoped one: the scheduler fires the run listeners inside
-    # its scoped session, and closing that one would detach the scheduler's runs (and crash it).
-    with create_session(scoped=False) as session:
-        return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]
+    """The owner records (XCom values) of one task instance, or of every task of a run, read from the
+    metadata DB (``_compat.stored_xcom_values``): the API server and the scheduler have no Task SDK
+    channel."""
+    return stored_xcom_values(OWNER_XCOM_KEY, dag_id, run_id, task_id, map_index)
 
 
 def owned_job(task_instance: Any) -> OwnedJob | None:

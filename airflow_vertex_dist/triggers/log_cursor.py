@@ -42,7 +42,7 @@ import asyncio
 import logging
 from typing import Any
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT, async_supervisor_channel, has_supervisor_channel
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.triggers.log_poller import LogCursor
 
@@ -74,21 +74,17 @@ def seed_cursor(ti: Any, cursor: LogCursor | None = None) -> None:
 
 
 def _xcom_class() -> Any:
+    # The Task SDK's XCom (the configured XCom backend; Airflow's "Public Interface" page lists it as a
+    # public utility at this path). Not ``airflow.sdk.BaseXCom``: that one skips a custom backend.
     from airflow.sdk.execution_time.xcom import XCom
 
     return XCom
 
 
-def _channel() -> Any:
-    from airflow.sdk.execution_time import task_runner
-
-    return getattr(task_runner, "SUPERVISOR_COMMS", None)
-
-
 def _async_calls(xcom: Any) -> bool:
     """Whether to use the Task SDK's async XCom calls: it has them, and the channel can carry them
     (the triggerer's does; the in-process one of ``dag.test()`` answers sync calls only)."""
-    return hasattr(xcom, "aset") and hasattr(_channel(), "asend")
+    return hasattr(xcom, "aset") and async_supervisor_channel()
 
 
 class CursorStore:
@@ -116,7 +112,7 @@ class CursorStore:
         if not (isinstance(dag_id, str) and isinstance(task_id, str) and isinstance(run_id, str)):
             return None
         try:
-            if _channel() is None:
+            if not has_supervisor_channel():
                 return None
         except ImportError:  # pragma: no cover - a Task SDK without an execution-time module
             return None

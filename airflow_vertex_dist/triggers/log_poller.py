@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT, conf
 from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos, rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
@@ -134,8 +134,6 @@ def process_budget() -> ReadBudget:
     loop = asyncio.get_running_loop()
     budget = _BUDGETS.get(loop)
     if budget is None:
-        from airflow.configuration import conf
-
         per_minute = conf.getint("vertex_dist", "log_reads_per_minute", fallback=DEFAULT_READS_PER_MINUTE)
         budget = _BUDGETS[loop] = ReadBudget(per_minute)
     return budget
@@ -143,8 +141,6 @@ def process_budget() -> ReadBudget:
 
 def settle_seconds() -> float:
     """``[vertex_dist] log_settle_seconds``: how old a line must be before a read takes it."""
-    from airflow.configuration import conf
-
     value = conf.getfloat("vertex_dist", "log_settle_seconds", fallback=DEFAULT_SETTLE_S)
     if not 0 <= value <= 60:
         raise ValueError(f"[vertex_dist] log_settle_seconds: must be between 0 and 60 (got {value!r})")

@@ -13,7 +13,8 @@ Cancelling in the second case cancels a job another triggerer is waiting on: the
 with a cancelled job and its retry starts a second, billed job. The task instance tells the cases
 apart: a task ended or cleared by a user is no longer DEFERRED; one whose trigger only moved still is.
 ``task_instance_state`` reads that state the way triggers read their XComs, through the
-supervisor channel (the triggerer's, or the in-process one of ``dag.test()``).
+supervisor channel (the triggerer's, or the in-process one of ``dag.test()``): the Task SDK's task
+states lookup, which Airflow has no public form of for trigger code (``_compat.task_state``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
+
+from airflow_vertex_dist._compat import task_state
 
 __all__ = ["STATE_TIMEOUT_S", "task_instance_state"]
 
@@ -30,17 +33,11 @@ log = logging.getLogger(__name__)
 STATE_TIMEOUT_S = 10.0
 
 
-def _channel() -> Any:
-    from airflow.sdk.execution_time import task_runner
-
-    return getattr(task_runner, "SUPERVISOR_COMMS", None)
-
-
 async def task_instance_state(trigger: Any) -> str | None:
     """The current state of ``trigger``'s task instance (``"deferred"``, ``"failed"``, ...; ``""``
     when it has none, as after a clear, or no longer exists), or ``None`` when it cannot be known: the
     trigger has no task instance or there is no supervisor channel (outside a triggerer), or the
-    lookup failed (logged)."""
+    lookup failed or took over ``STATE_TIMEOUT_S`` seconds (logged)."""
     ti = getattr(trigger, "task_instance", None)
     dag_id, task_id, run_id = (getattr(ti, name, None) for name in ("dag_id", "task_id", "run_id"))
     if not (isinstance(dag_id, str) and isinstance(task_id, str) and isinstance(run_id, str)):
@@ -48,24 +45,7 @@ async def task_instance_state(trigger: Any) -> str | None:
     raw_index = getattr(ti, "map_index", None)
     map_index = -1 if raw_index is None else int(raw_index)
     try:
-        from airflow.sdk.execution_time.comms import GetTaskStates
-
-        channel = _channel()
-        if channel is None:
-            return None
-        index = None if map_index < 0 else map_index
-        request = GetTaskStates(dag_id=dag_id, task_ids=[task_id], run_ids=[run_id], map_index=index)
-        if hasattr(channel, "asend"):  # the triggerer's channel
-            call = channel.asend(request)
-        else:  # the in-process one of dag.test() answers sync calls only
-            from asgiref.sync import sync_to_async
-
-            call = sync_to_async(channel.send)(request)
-        response = await asyncio.wait_for(call, timeout=STATE_TIMEOUT_S)
+        return await asyncio.wait_for(task_state(dag_id, task_id, run_id, map_index), timeout=STATE_TIMEOUT_S)
     except Exception as exc:
-        log.warning("Could not read the state of %s.%s of run %s: %s", dag_id, task_id, run_id, exc)
+        log.warning("Could not read the state of %s.%s of run %s: %r", dag_id, task_id, run_id, exc)
         return None
-    states: dict[str, Any] = getattr(response, "task_states", None) or {}
-    key = task_id if map_index < 0 else f"{task_id}_{map_index}"
-    state = (states.get(run_id) or {}).get(key)
-    return "" if state is None else str(getattr(state, "value", state))

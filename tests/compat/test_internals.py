@@ -1,0 +1,156 @@
+"""The Airflow internals the package uses (``airflow_vertex_dist._compat``), each against this cell's Airflow.
+
+Airflow has no public API for these, so nothing but a run on every supported release says they still
+work: the supervisor channel's presence, a task instance's state read from trigger code, and the
+XComs of a run read from the metadata DB by the listener. Here they run for real: a trigger inside
+``dag.test()`` (Airflow's in-process supervisor) reads task states, and the listener's read finds the
+owner records real tasks pushed. An internal that moved or changed its answer fails here.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG, BaseOperator, get_current_context, task
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+from operators.fixtures import airflow_db  # noqa: F401 (the fixture)
+from operators.harness import dag_xcom, run_dag, ti_state
+
+from airflow_vertex_dist import _compat
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob, OwnerRecord
+from airflow_vertex_dist.listeners import _owner_records, owned_job
+from airflow_vertex_dist.triggers.task_state import task_instance_state
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+class StateTrigger(BaseTrigger):
+    """Reads task states of its own run through the package's internals, and fires them."""
+
+    def __init__(self, dag_id: str, run_id: str) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.dag_id = dag_id
+        self.run_id = run_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return f"{type(self).__module__}.{type(self).__qualname__}", {
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+        }
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        async def state(task_id: str, map_index: int = -1) -> str | None:
+            return await _compat.task_state(self.dag_id, task_id, self.run_id, map_index)
+
+        # as the triggerer gives a trigger its task instance (dag.test() does not)
+        self.task_instance = types.SimpleNamespace(  # type: ignore[assignment]
+            dag_id=self.dag_id, task_id="wait", run_id=self.run_id, map_index=None
+        )
+        yield TriggerEvent(  # type: ignore[no-untyped-call]
+            {
+                "channel": _compat.has_supervisor_channel(),
+                "async_channel": _compat.async_supervisor_channel(),
+                "up": await state("up"),
+                "mapped_0": await state("mapped", 0),
+                "mapped_1": await state("mapped", 1),
+                "mapped_9": await state("mapped", 9),
+                "after": await state("after"),
+                "missing": await state("no_such_task"),
+                "own": await task_instance_state(self),
+            }
+        )
+
+
+class WaitOperator(BaseOperator):
+    def execute(self, context: Any) -> None:
+        run_id = context["run_id"]
+        self.defer(trigger=StateTrigger(self.dag_id, run_id), method_name="done")
+
+    def done(self, context: Any, event: Any) -> Any:
+        return event
+
+
+def test_a_trigger_reads_task_states_through_the_supervisor_channel() -> None:
+    with DAG("internals_task_states", schedule=None, start_date=START) as dag:
+
+        @task(task_id="up")
+        def up() -> None:
+            return None
+
+        @task(task_id="mapped")
+        def mapped(x: int) -> int:
+            return x
+
+        @task(task_id="after")
+        def after() -> None:
+            return None
+
+        wait = WaitOperator(task_id="wait")
+        [up(), mapped.expand(x=[0, 1])] >> wait >> after()
+    dr = run_dag(dag)
+    assert ti_state(dr, "wait") == "success"
+    states = dag_xcom(dr, "wait")
+    assert states == {
+        "channel": True,
+        "async_channel": False,  # dag.test()'s in-process channel answers sync calls only
+        "up": "success",
+        "mapped_0": "success",
+        "mapped_1": "success",
+        "mapped_9": "",
+        "after": "",  # not run yet: no state
+        "missing": "",
+        # dag.test() sets a deferred task QUEUED before it runs its trigger inline
+        "own": "queued",
+    }
+
+
+def test_outside_a_supervised_process_there_is_no_channel_and_no_state() -> None:
+    import asyncio
+
+    assert not _compat.has_supervisor_channel()
+    assert not _compat.async_supervisor_channel()
+    assert asyncio.run(_compat.task_state("d", "t", "r")) is None
+
+
+def test_the_listener_reads_the_owner_records_real_tasks_pushed() -> None:
+    def record(i: int) -> OwnerRecord:
+        return OwnedJob(
+            f"projects/p/locations/us-central1/customJobs/{i}", "vertex_dist_default", (f"sa{i}@p",)
+        ).record()
+
+    with DAG("internals_owner_records", schedule=None, start_date=START) as dag:
+
+        @task(task_id="owner")
+        def owner() -> None:
+            get_current_context()["ti"].xcom_push(key=OWNER_XCOM_KEY, value=record(7))
+
+        @task(task_id="mapped_owner")
+        def mapped_owner(i: int) -> None:
+            get_current_context()["ti"].xcom_push(key=OWNER_XCOM_KEY, value=record(i))
+
+        @task(task_id="bystander")
+        def bystander() -> None:
+            get_current_context()["ti"].xcom_push(key="other", value=record(99))
+
+        owner()
+        mapped_owner.expand(i=[1, 2])
+        bystander()
+    dr = run_dag(dag)
+
+    def ti(task_id: str, map_index: int = -1) -> Any:
+        return types.SimpleNamespace(dag_id=dr.dag_id, task_id=task_id, run_id=dr.run_id, map_index=map_index)
+
+    assert owned_job(ti("owner")) == OwnedJob.from_record(record(7))
+    assert owned_job(ti("mapped_owner", 0)) == OwnedJob.from_record(record(1))
+    assert owned_job(ti("mapped_owner", 1)) == OwnedJob.from_record(record(2))
+    assert owned_job(ti("bystander")) is None
+    assert owned_job(ti("owner", 3)) is None
+    run_records = _owner_records(dr.dag_id, dr.run_id)
+    assert sorted(r["name"] for r in run_records) == sorted(record(i)["name"] for i in (7, 1, 2))
+    assert _compat.stored_xcom_values("other", dr.dag_id, dr.run_id) == [record(99)]
