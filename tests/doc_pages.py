@@ -1,4 +1,4 @@
-"""The page reader the doc-claim tests share (`test_doc_claims.py`, `test_doc_claims_reference.py`)."""
+"""The page reader of the doc-claim tests (`test_doc_claims.py`)."""
 
 from __future__ import annotations
 
