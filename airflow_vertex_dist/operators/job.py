@@ -56,7 +56,13 @@ from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.attach import JobAttachingOperator
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.outputs import job_output
-from airflow_vertex_dist.operators.spec_field import check_keys, coerce_spec, has_jinja, spec_to_field
+from airflow_vertex_dist.operators.spec_field import (
+    check_keys,
+    coerce_spec,
+    has_jinja,
+    render_spec,
+    spec_to_field,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -195,11 +201,26 @@ class VertexJobOperator(JobAttachingOperator):
     ) -> None:
         """Render, then validate the rendered spec. Hooked here, not in ``render_template_fields``: a
         mapped task's instance is rendered by this method alone (the Task SDK's ``MappedOperator``
-        calls it on the unmapped task), a plain task through ``render_template_fields``."""
-        super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
-        if parent is self:  # not a nested templated object
-            self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering", rendered=True)
-            self.spec = spec_to_field(self._spec, self.spec_model)
+        calls it on the unmapped task), a plain task through ``render_template_fields``.
+
+        The spec is rendered string by string (``render_spec``), so a template that fails names its
+        path in the spec (``spec.labels.day``) and, in a run without a logical date, says so."""
+        if parent is not self:  # a nested templated object
+            super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+            return
+        fields = list(template_fields)
+        others = [name for name in fields if name != "spec"]
+        super()._do_render_template_fields(parent, others, context, jinja_env, seen_oids)
+        if "spec" in fields and self.spec:
+            self.spec = render_spec(
+                self.spec,
+                lambda item: self.render_template(item, context, jinja_env, seen_oids),
+                task_id=self.task_id,
+                has_logical_date=context.get("logical_date") is not None,
+                skip=lambda item: id(item) in seen_oids,
+            )
+        self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering", rendered=True)
+        self.spec = spec_to_field(self._spec, self.spec_model)
 
     @property
     def validated_spec(self) -> Any:

@@ -13,7 +13,8 @@ closest valid one: ``spec.primery: unknown field (did you mean primary?)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -27,6 +28,7 @@ __all__ = [
     "check_keys",
     "coerce_spec",
     "has_jinja",
+    "render_spec",
     "spec_error",
     "spec_to_field",
     "unknown_field_rule",
@@ -139,3 +141,75 @@ def spec_to_field(value: Any, model: type[BaseModel]) -> Any:
     if isinstance(value, model):
         return value.model_dump(mode="json")
     return value
+
+
+#: The context keys a run without a logical date lacks (Airflow 3 sets them only with a logical date).
+LOGICAL_DATE_KEYS = frozenset(
+    {
+        "logical_date",
+        "ds",
+        "ds_nodash",
+        "ts",
+        "ts_nodash",
+        "ts_nodash_with_tz",
+        "data_interval_start",
+        "data_interval_end",
+        "prev_data_interval_start_success",
+        "prev_data_interval_end_success",
+    }
+)
+_UNDEFINED_NAME = re.compile(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined$")
+_NO_LOGICAL_DATE = (
+    ": this run has no logical date (a manual run triggered without one), so ds, ds_nodash, ts, "
+    "logical_date and data_interval_start/end are not set; trigger it with a logical date, or use "
+    "{{ dag_run.run_after | ds_nodash }} or {{ run_id }}"
+)
+
+
+def _render_failure(path: str, template: str, exc: Exception, has_logical_date: bool) -> str:
+    message = str(exc).strip() or type(exc).__name__
+    if type(exc).__name__ != "UndefinedError":
+        message = f"{type(exc).__name__}: {message}"
+    line = f"{path}: {template!r}: {message}"
+    undefined = _UNDEFINED_NAME.match(message)
+    if not has_logical_date and undefined and undefined.group(1) in LOGICAL_DATE_KEYS:
+        line += _NO_LOGICAL_DATE
+    return line
+
+
+def render_spec(
+    value: Any,
+    render: Callable[[Any], Any],
+    *,
+    field: str = "spec",
+    task_id: str = "?",
+    has_logical_date: bool = True,
+    skip: Callable[[Any], bool] = lambda _item: False,
+) -> Any:
+    """Render the templated spec field ``value`` string by string with ``render`` (the operator's
+    ``render_template``), as Airflow renders a dict, list or string; dict keys are not rendered.
+
+    A string that fails to render raises ``SpecError`` naming the operator's field and the string's path
+    in the spec: ``cannot render field 'spec' of task 'train':`` then ``spec.labels.day: '{{ ds_nodash
+    }}': 'ds_nodash' is undefined``, and, when the run has no logical date and the template needs one,
+    why and what to use instead. ``skip`` marks the values left as they are (Airflow's already-rendered
+    ids).
+    """
+
+    def walk(item: Any, path: str) -> Any:
+        if skip(item):
+            return item
+        if isinstance(item, str):
+            try:
+                return render(item)
+            except Exception as exc:  # a Jinja error of any kind: named with its path
+                failure = _render_failure(path, item, exc, has_logical_date)
+                raise SpecError(f"cannot render field {field!r} of task {task_id!r}:\n  {failure}") from None
+        if isinstance(item, dict):
+            return {key: walk(sub, f"{path}.{key}") for key, sub in item.items()}
+        if isinstance(item, list) or item.__class__ is tuple:
+            rendered = [walk(sub, f"{path}[{index}]") for index, sub in enumerate(item)]
+            return rendered if isinstance(item, list) else tuple(rendered)
+        return render(item)  # anything else as Airflow renders it
+
+    return walk(value, field)

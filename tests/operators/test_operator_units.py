@@ -67,3 +67,41 @@ def test_job_verdict_messages_match_the_trigger() -> None:
         f"job {name} stayed PAUSED for 10s (grace 10s)",
     )
     assert job_verdict({"name": name, "state": "JOB_STATE_RUNNING"}) is None
+
+
+def test_a_template_that_fails_names_the_field_and_the_spec_path() -> None:
+    raw = spec("pass").model_dump(mode="json")
+    raw["labels"] = {"day": "{{ ds_nodash }}"}
+    with DAG("render_errors", schedule=None, start_date=START):
+        op = VertexTrainingOperator(task_id="train", spec=raw)
+    # a run without a logical date (Airflow 3: a manual run triggered without one) has no ds_nodash
+    with pytest.raises(SpecError) as info:
+        op.render_template_fields({"run_id": "manual__2026-03-04", "params": {}})
+    assert str(info.value) == (
+        "cannot render field 'spec' of task 'train':\n"
+        "  spec.labels.day: '{{ ds_nodash }}': 'ds_nodash' is undefined: this run has no logical date (a "
+        "manual run triggered without one), so ds, ds_nodash, ts, logical_date and data_interval_start/end "
+        "are not set; trigger it with a logical date, or use {{ dag_run.run_after | ds_nodash }} or "
+        "{{ run_id }}"
+    )
+    when = datetime(2026, 3, 4, tzinfo=timezone.utc)
+    dated = {"logical_date": when, "ds_nodash": "20260304", "params": {}}
+    raw["primary"]["container"]["args"] = ["--ok", "{{ params.nope }}"]
+    op.spec = raw
+    with pytest.raises(SpecError) as info:  # an undefined name in a dated run: no word of logical dates
+        op.render_template_fields(dated)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "cannot render field 'spec' of task 'train':\n"
+        "  spec.primary.container.args[1]: '{{ params.nope }}': 'dict object' has no attribute 'nope'"
+    )
+    raw["primary"]["container"]["args"] = ["--ok", "{{ ds "]
+    op.spec = raw
+    with pytest.raises(
+        SpecError, match=r"  spec\.primary\.container\.args\[1\]: '\{\{ ds ': TemplateSyntaxError: "
+    ):
+        op.render_template_fields(dated)  # type: ignore[arg-type]
+    raw["primary"]["container"]["args"] = ["--day={{ ds_nodash }}"]
+    op.spec = raw
+    op.render_template_fields(dated)  # type: ignore[arg-type]
+    assert op.validated_spec.labels == {"day": "20260304"}
+    assert op.validated_spec.primary.container.args == ("--day=20260304",)

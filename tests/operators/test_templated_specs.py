@@ -12,7 +12,7 @@ from airflow.sdk import DAG
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from vertex_emulator.app import Emulator
 
-from .harness import dag_xcom, logged, run_dag, ti_state
+from .harness import dag_xcom, logged, register_dag, run_dag, ti_state
 from .test_training import jobs, spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
@@ -52,3 +52,26 @@ def test_a_jinja_label_rendering_to_a_bad_value_fails_naming_it(vertex_conn: Emu
         "numbers, '_' and '-'" in log
     )
     assert jobs(vertex_conn) == []  # nothing was created
+
+
+def test_a_run_without_a_logical_date_names_the_field_needing_one(vertex_conn: Emulator, capfd: Any) -> None:
+    """Airflow 3 runs a manual DAG run without a logical date: ``ds`` and friends are not set."""
+    with DAG("no_logical_date", schedule=None, start_date=START) as dag:
+        VertexTrainingOperator(task_id="train", spec=spec("pass", labels={"day": "{{ ds_nodash }}"}))
+        VertexTrainingOperator(  # what the message advises instead
+            task_id="advised",
+            spec=spec("pass", labels={"day": "{{ dag_run.run_after | ds_nodash }}"}),
+            poll_interval=0.3,
+        )
+    register_dag(dag)
+    dr = dag.test(logical_date=None, run_after=WHEN)
+    assert dr.logical_date is None
+    assert ti_state(dr, "train") == "failed"
+    log = logged(capfd)
+    assert (
+        "cannot render field 'spec' of task 'train':\n"
+        "  spec.labels.day: '{{ ds_nodash }}': 'ds_nodash' is undefined: this run has no logical date"
+    ) in log
+    assert ti_state(dr, "advised") == "success"
+    [job] = jobs(vertex_conn)
+    assert job["labels"]["day"] == "20260304"
