@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from vertex_emulator.callers import warn_if_unchecked
+from vertex_emulator.capacity import HostCeilings
 from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
 from vertex_emulator.grpc_server import GrpcServer
 from vertex_emulator.httpserve import Ceilings
@@ -26,10 +27,10 @@ def _private_dir(path: Path) -> None:
     os.chmod(path, 0o700)
 
 
-def _make_runner(store: JobStore, config: EmulatorConfig) -> RunnerLike:
+def _make_runner(store: JobStore, config: EmulatorConfig, ceilings: HostCeilings) -> RunnerLike:
     from vertex_emulator.runner import Runner
 
-    runner: RunnerLike = Runner(store, config)
+    runner: RunnerLike = Runner(store, config, ceilings)
     return runner
 
 
@@ -65,8 +66,10 @@ class Emulator:
         _private_dir(Path(config.state_dir))
         Path(config.gcs_root).mkdir(parents=True, exist_ok=True)
         self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
-        self.runner: RunnerLike = _make_runner(self.store, config)
-        self.service = JobService(self.store, self.runner, config.faults)
+        #: the host's ceilings on replicas, shared by the runner (room) and the service (Create)
+        self.ceilings = HostCeilings(config.max_replica_processes, config.max_job_replicas)
+        self.runner: RunnerLike = _make_runner(self.store, config, self.ceilings)
+        self.service = JobService(self.store, self.runner, config.faults, ceilings=self.ceilings)
         #: the Cloud Logging read API over the replica logs (served by both servers)
         self.logs = LogEntriesApi(self.store, Path(config.state_dir), fault=self.service.injector.draw)
         self._grpc: GrpcServer | None = None

@@ -159,6 +159,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="a REST request body must arrive within this (default: %(default)s)",
     )
+    replicas = parser.add_argument_group("replicas (host ceilings; Vertex AI documents no such limits)")
+    replicas.add_argument(
+        "--max-replica-processes",
+        type=_positive_int,
+        default=64,
+        metavar="N",
+        help="replicas running at once, all jobs and trials together; a job that does not fit the room "
+        "left waits QUEUED until running jobs end (default: %(default)s)",
+    )
+    replicas.add_argument(
+        "--max-job-replicas",
+        type=_positive_int,
+        default=64,
+        metavar="N",
+        help="replicas one job (or one tuning trial) may have; Create refuses more with "
+        "RESOURCE_EXHAUSTED (default: %(default)s)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--fault-rate",
@@ -258,6 +275,8 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         idle_timeout_s=args.idle_timeout,
         header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,
+        max_replica_processes=args.max_replica_processes,
+        max_job_replicas=args.max_job_replicas,
     )
 
 

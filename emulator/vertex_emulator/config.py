@@ -94,6 +94,11 @@ class EmulatorConfig:
     grpc_workers: int = 16
     #: gRPC calls admitted at once (handled or waiting); beyond it a call is RESOURCE_EXHAUSTED.
     grpc_max_concurrent_rpcs: int = 64
+    #: replicas running at once, every job and trial together (each a process tree under its
+    #: supervisor); a job that does not fit the room left waits QUEUED (capacity.py).
+    max_replica_processes: int = 64
+    #: replicas one CustomJob (or one tuning trial) may have; Create refuses more (RESOURCE_EXHAUSTED).
+    max_job_replicas: int = 64
 
 
 def is_loopback_host(host: str) -> bool:

@@ -4,6 +4,9 @@ A CustomJob goes QUEUED -> PENDING -> RUNNING -> SUCCEEDED / FAILED / CANCELLED 
 between), with ``startTime``/``endTime``, exactly as the service shows it (QUEUED and PENDING:
 driver.py):
 
+- While QUEUED it waits for room for all its replicas under the host's ceiling (capacity.py), saying
+  why in its ``service`` log; its replicas' slots are freed once they are stopped, as the job ends.
+
 - While PENDING, python package specs are installed (see packages.py) and each replica gets a free
   port on ``127.0.0.1`` (whatever address the API binds): ``CLUSTER_SPEC``/``TF_CONFIG`` hold ``host:port``
   addresses the replicas can really bind and connect to.
@@ -59,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from vertex_emulator import procs
+from vertex_emulator.capacity import spec_replicas
 from vertex_emulator.cluster import (
     Replica,
     expand_env,
@@ -176,6 +180,7 @@ class CustomJobRun(JobDriver):
             self.finish("JOB_STATE_FAILED", 13, f"Internal emulator error while running the job: {exc!r}")
         finally:
             self._stop_slots(list(self.slots.values()), "STOPPED")
+            self.release_room()  # its replicas are stopped: the next job in line may start
             self._persist()
             self.host.release(self)
             self.done.set()
@@ -303,6 +308,13 @@ class CustomJobRun(JobDriver):
 
     def on_state(self, state: str, reason: str | None) -> None:
         ServiceLog(self.log_dir()).state(state, reason)  # Vertex AI's "service" lines (service_log.py)
+
+    def replicas_needed(self, job: dict[str, Any]) -> int:
+        return spec_replicas(job.get("jobSpec") or {})
+
+    def on_waiting(self, reason: str) -> None:
+        super().on_waiting(reason)
+        ServiceLog(self.log_dir()).waiting(reason)
 
     def metric_file(self, key: str) -> Path:
         """Where replica ``key`` writes its cloudml-hypertune metrics (``CLOUD_ML_HP_METRIC_FILE``)."""

@@ -1,9 +1,10 @@
 """A job's driver thread: the base of every kind of job the emulator runs.
 
 One driver thread per job (``JobDriver``; the kinds are in drivers.py). It loads the job, takes
-it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there; a cancel still ends
-it), reads cancel and close requests from its event queue and writes the job's terminal state. The
-driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
+it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there, and a job whose
+replicas do not fit the room left under the host's ceiling waits QUEUED, capacity.py; a cancel still
+ends it), reads cancel and close requests from its event queue and writes the job's terminal state.
+The driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
 
 The thread rule: a replica's supervisor asks for the parent-death signal (``PR_SET_PDEATHSIG``,
 procs.py), and Linux sends that signal when the *thread* that started the supervisor exits, not when
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from vertex_emulator.capacity import HostCeilings
 from vertex_emulator.config import EmulatorConfig
 from vertex_emulator.jobkinds import TERMINAL_STATES
 from vertex_emulator.store import JobStore
@@ -58,6 +60,11 @@ class DriverHost(Protocol):
 
     @property
     def config(self) -> EmulatorConfig: ...
+
+    @property
+    def ceilings(self) -> HostCeilings:
+        """The host's ceilings on replicas and the room every job's replicas share."""
+        ...
 
     def launch(self, driver: JobDriver) -> bool:
         """Register and start ``driver``; False when the emulator is closing or the job already runs."""
@@ -135,10 +142,52 @@ class JobDriver(threading.Thread):
             self.on_state("JOB_STATE_QUEUED", None)
             if self.wait_phase(queued_s):
                 return None
+        if not self.wait_for_room(self.replicas_needed(job)):
+            return None
         self.set_state("JOB_STATE_PENDING")
         if self.wait_phase(pending_s):
             return None
         return job
+
+    def replicas_needed(self, job: dict[str, Any]) -> int:
+        """The replica slots the job runs in (a CustomJob: its replicas; 0 for a job that runs none)."""
+        return 0
+
+    def wait_for_room(self, count: int) -> bool:
+        """Wait, in the job's current state (QUEUED for a new job), until ``count`` replica slots are
+        free under the host's ceiling (capacity.Room; first come, first served); False when a cancel or
+        close ended the wait, or the job can never fit (it is then FAILED, code 8 RESOURCE_EXHAUSTED).
+        The slots are freed when the driver's thread ends (``release_room``)."""
+        if count <= 0:
+            return True
+        ceilings = self.host.ceilings
+        problem = ceilings.ceiling_problem("customJobs", count)
+        if problem is not None:  # a job stored before the ceiling was lowered (an emulator restart)
+            self.finish("JOB_STATE_FAILED", 8, problem.partition(": ")[2])
+            return False
+        room = ceilings.room
+        told = False
+        while not room.acquire(self.job_name, count, lambda: self.events.put(("room",))):
+            if not told:
+                told = True
+                snapshot = room.snapshot()
+                self.on_waiting(
+                    f"Waiting for room to run {count} replicas: this emulator runs at most "
+                    f"{room.ceiling} replicas at once (--max-replica-processes); {snapshot['running']} are "
+                    f"running and {room.waiting_ahead(self.job_name)} jobs wait ahead of this one. It "
+                    "starts when running jobs end."
+                )
+            if self.handle_control(self.events.get()):
+                return False
+        return True
+
+    def release_room(self) -> None:
+        """Free the job's replica slots (or leave the line): call as the driver's thread ends."""
+        self.host.ceilings.room.release(self.job_name)
+
+    def on_waiting(self, reason: str) -> None:
+        """The job waits for room (``reason``: why, and for what); subclasses log it."""
+        log.info("%s %s: %s", self.kind_label, self.job_name, reason)
 
     def wait_phase(self, seconds: float) -> bool:
         """Stay in the current phase for ``seconds``; True when a cancel or close ended the job."""

@@ -1,7 +1,8 @@
 """The emulator's runner: drives the stored jobs, one driver thread each, and recovers after a crash.
 
 ``submit`` starts the driver of a job's kind (drivers.py: CustomJob -> custom_job.py, tuning job ->
-tuning.py; the common phases and the thread rule are in driver.py); ``cancel`` marks the job
+tuning.py; the common phases and the thread rule are in driver.py; a job's replicas wait QUEUED for
+room under the host's ceilings, capacity.py); ``cancel`` marks the job
 CANCELLING and asks its driver to stop it (a job no driver runs is CANCELLED at once);
 ``replica_view`` serves a replica's state, from its running driver or from ``replicas.json``.
 
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vertex_emulator import procs
+from vertex_emulator.capacity import HostCeilings
 from vertex_emulator.config import EmulatorConfig
 from vertex_emulator.custom_job import CustomJobRun, replica_tail
 from vertex_emulator.driver import JobDriver, job_id_of
@@ -39,9 +41,11 @@ log = logging.getLogger(__name__)
 class Runner:
     """Runs the jobs the API stores. See the module docstring for the semantics."""
 
-    def __init__(self, store: JobStore, config: EmulatorConfig) -> None:
+    def __init__(self, store: JobStore, config: EmulatorConfig, ceilings: HostCeilings | None = None) -> None:
         self.store = store
         self.config = config
+        #: the host's ceilings on replicas and the room every job's replicas share (capacity.py)
+        self.ceilings = ceilings or HostCeilings(config.max_replica_processes, config.max_job_replicas)
         self._runs: dict[str, JobDriver] = {}
         self._lock = threading.Lock()
         self._closed = False

@@ -10,7 +10,9 @@ Behaviour mirrored from the service:
 * Create reads the job as the proto the transport parsed (so proto3 defaults apply as the service
   sees them: an omitted number is 0), validates it (the emulator's own rules, ``rules``: a request
   the cloud would refuse fails here with INVALID_ARGUMENT and the service's ``List of found errors``
-  text; a ``validator`` given to ``JobService`` replaces them), ignores output-only fields,
+  text; a ``validator`` given to ``JobService`` replaces them), refuses with RESOURCE_EXHAUSTED a job
+  with more replicas than the host's ceilings let it ever run (``ceilings``, capacity.py; the service
+  answers a Create over quota so), ignores output-only fields,
   stores the job QUEUED and hands it to the runner. It returns the job itself, not an operation.
   Fields accepted but not applied locally (``fidelity``) are
   named once per job in the emulator's log (INFO).
@@ -34,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from vertex_emulator.capacity import HostCeilings, message_replicas
 from vertex_emulator.config import Faults
 from vertex_emulator.faults import FaultInjector
 from vertex_emulator.fidelity import unapplied_fields
@@ -234,9 +237,12 @@ class JobService:
         faults: Faults | None = None,
         *,
         validator: Callable[[JobKind, Any, str], None] | None = _default_validator,
+        ceilings: HostCeilings | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
+        #: the host's ceilings on replicas (capacity.py): Create refuses a job that can never run here
+        self.ceilings = ceilings
         self.faults = faults if faults is not None else Faults()
         self.injector = FaultInjector(self.faults)
         self.validator = validator
@@ -283,11 +289,14 @@ class JobService:
             return dict(self._cancels)
 
     def stats(self) -> dict[str, Any]:
-        return {
+        out = {
             "calls": self.call_counts(),
             "cancel_calls": self.cancel_counts(),
             "injected_faults": self.injector.injected_counts(),
         }
+        if self.ceilings is not None:  # the replicas running under the host's ceiling, and who waits
+            out["replicas"] = self.ceilings.snapshot()
+        return out
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -348,6 +357,11 @@ class JobService:
         if self.validator is not None:
             # the job as the transport parsed it (proto3 defaults), the location from the parent
             self.validator(info.kind, message, request.parent.split("/")[3])
+        if self.ceilings is not None:
+            # more replicas than the host can ever run: refused as the service refuses a Create over quota
+            problem = self.ceilings.ceiling_problem(info.kind, message_replicas(info.kind, message))
+            if problem is not None:
+                raise ApiError("RESOURCE_EXHAUSTED", problem)
         try:
             check_request_uris(body)  # every gs:// URI maps inside --gcs-root, or the Create fails
         except ValueError as exc:

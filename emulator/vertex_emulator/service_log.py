@@ -17,8 +17,11 @@ GoogleCloudPlatform/cortex-data-foundation#42 (2023: ``textPayload``, severity I
   workerpool0. ..."; the emulator writes the job's ``error.message``), then "Finished tearing down
   training program." and "Job failed." (INFO).
 
-When a job is cancelled the emulator writes "Finished tearing down training program." and "Job was
-cancelled.": no public log of a cancelled job was found, so that wording is the emulator's own.
+While a job waits QUEUED for room under the emulator's host ceiling (capacity.py), one more INFO line
+says so, after "Waiting for job to be provisioned.": the emulator's own words (what Vertex AI writes
+while quota or capacity is short is not documented). When a job is cancelled the emulator writes
+"Finished tearing down training program." and "Job was cancelled.": no public log of a cancelled job
+was found, so that wording is the emulator's own.
 The replica lines some prebuilt containers add ("Task completed. Exit code (0)...", written by their
 launcher inside the replica) are not written. Writing never fails a job: an error is logged.
 """
@@ -75,6 +78,10 @@ class ServiceLog:
             self._write([reason], sev="ERROR")
         extra = {"labels": {"ml.googleapis.com/job_state": "QUEUED"}} if state == "JOB_STATE_QUEUED" else {}
         self._write(list(lines_for(state)), **extra)
+
+    def waiting(self, reason: str) -> None:
+        """An INFO line saying why a QUEUED job waits (the emulator's own words: the host's ceiling)."""
+        self._write([reason], labels={"ml.googleapis.com/job_state": "QUEUED"})
 
     def _write(self, texts: list[str], **extra: object) -> None:
         if not texts:

@@ -2,8 +2,10 @@
 
 A tuning job goes QUEUED -> PENDING -> RUNNING like a CustomJob, then runs up to
 ``parallelTrialCount`` trials at a time until ``maxTrialCount`` trials have run or the search space
-is used up (grid search). Each trial is a CustomJob inserted in the store (``trials[].customJob``
-names it; Get and List return it) whose spec is ``trialJobSpec`` with:
+is used up (grid search). The trials' replicas count against the host's ceiling (capacity.py): no
+more trials start at once than the ceiling holds, and a trial's CustomJob waits QUEUED for room. Each
+trial is a CustomJob inserted in the store (``trials[].customJob`` names it; Get and List return it)
+whose spec is ``trialJobSpec`` with:
 
 - ``--<parameter_id>=<value>`` appended to every pool's ``args`` (container or python package; the
   Reduction Server pool excepted) -- values formatted as the service does (search.format_value);
@@ -60,6 +62,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_emulator.capacity import spec_replicas
 from vertex_emulator.cluster import is_reduction_server
 from vertex_emulator.custom_job import CustomJobRun
 from vertex_emulator.driver import DriverHost, JobDriver
@@ -178,7 +181,11 @@ class TuningRun(JobDriver):
             return
         study: dict[str, Any] = job.get("studySpec") or {}
         max_trials = int(job.get("maxTrialCount") or 0)
-        parallel = max(1, int(job.get("parallelTrialCount") or 1))
+        trial_replicas = spec_replicas(job.get("trialJobSpec") or {})
+        # no more trials at once than the host's ceiling holds: the others would only wait QUEUED
+        parallel = self.host.ceilings.parallel_trials(
+            max(1, int(job.get("parallelTrialCount") or 1)), trial_replicas
+        )
         limit = failed_trial_limit(int(job.get("maxFailedTrialCount") or 0), max_trials)
         metrics = list(study.get("metrics") or [])
         selection = str(study.get("measurementSelectionType") or "LAST_MEASUREMENT")

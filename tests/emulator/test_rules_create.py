@@ -194,3 +194,27 @@ def test_package_uris_are_cloud_storage_locations(uri: str) -> None:
     ]
     pool = _package_pool(packageUris=["gs://b/t.tar.gz"])
     assert _check({"displayName": "x", "jobSpec": {"workerPoolSpecs": [pool]}}) == []
+
+
+def test_no_service_limit_on_replicas_trials_or_grid_ranges_none_is_documented() -> None:
+    """The v1 protos, the tuning pages and the quotas page give no cap on these: the rules refuse none
+    (the host's ceilings, vertex_emulator.capacity, are what holds such a job back)."""
+    from google.cloud import aiplatform_v1
+
+    workers = {**POOL, "replicaCount": str(2**31 - 1)}
+    assert _check({"displayName": "x", "jobSpec": {"workerPoolSpecs": [POOL, workers]}}) == []
+    body = {
+        "displayName": "t",
+        "maxTrialCount": 2**31 - 1,
+        "parallelTrialCount": 2**31 - 1,
+        "studySpec": {
+            "metrics": [{"metricId": "m", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"parameterId": "n", "integerValueSpec": {"minValue": "0", "maxValue": str(2**62)}}
+            ],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trialJobSpec": {"workerPoolSpecs": [POOL]},
+    }
+    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
+    assert check_create("hyperparameterTuningJobs", message, "us-central1") == []
