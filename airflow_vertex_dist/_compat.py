@@ -189,3 +189,75 @@ def stored_xcom_values(
     # its scoped session, and closing that one would detach the scheduler's runs (and crash it).
     with create_session(scoped=False) as session:
         return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]
+
+
+# --- The job view (ui/app.py): internals of Airflow's API server. A plugin's FastAPI app is not
+# --- protected by Airflow's auth (Airflow's plugin docs); the view uses the API server's own
+# --- dependencies so that Airflow's auth manager decides, as for its REST API.
+
+
+def ui_auth_dependencies() -> tuple[Any, Any]:
+    """``(read_task_instances, user)``: the API server's dependency that lets through only a user
+    who may read the task instances of the path's ``dag_id`` (403 otherwise, 401 without a login),
+    and the one that resolves the logged-in user (``GetUserDep``'s)."""
+    # Internal: airflow.api_fastapi.core_api.security (requires_access_dag, get_user) and the
+    # DagAccessEntity of the auth manager's models. Airflow 3.1, 3.2 and 3.3.
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import get_user, requires_access_dag
+
+    return requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE), get_user
+
+
+def readable_dag_ids(user: Any) -> set[str]:
+    """The DAG ids whose task instances ``user`` may read, per the configured auth manager."""
+    # Internal: the API server's auth manager instance (airflow.api_fastapi.app). Airflow 3.1-3.3.
+    from airflow.api_fastapi.app import get_auth_manager
+
+    return set(get_auth_manager().get_authorized_dag_ids(user=user, method="GET"))
+
+
+def xcom_rows(
+    key: str,
+    *,
+    dag_ids: set[str] | None = None,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    map_index: int | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """The XComs ``key`` stored in the metadata DB, newest first (at most ``limit``), each
+    ``{dag_id, run_id, task_id, map_index, timestamp, value}``; for the API server, which has no
+    supervisor channel for the Task SDK's XCom."""
+    # Internal: the core's XCom table model and its session factory. Airflow 3.1, 3.2 and 3.3.
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    query = select(XComModel).where(XComModel.key == key)
+    for column, value in (
+        (XComModel.dag_id, dag_id),
+        (XComModel.run_id, run_id),
+        (XComModel.task_id, task_id),
+        (XComModel.map_index, map_index),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    if dag_ids is not None:
+        query = query.where(XComModel.dag_id.in_(sorted(dag_ids)))
+    query = query.order_by(XComModel.timestamp.desc()).limit(limit)
+    with create_session(scoped=False) as session:
+        return [
+            {
+                "dag_id": row.dag_id,
+                "run_id": row.run_id,
+                "task_id": row.task_id,
+                "map_index": row.map_index,
+                "timestamp": row.timestamp.isoformat() if row.timestamp else "",
+                "value": XComModel.deserialize_value(row),
+            }
+            for row in session.scalars(query)
+        ]
+
+
+__all__ += ["readable_dag_ids", "ui_auth_dependencies", "xcom_rows"]

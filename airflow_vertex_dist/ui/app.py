@@ -1,0 +1,230 @@
+"""The job view's FastAPI app, mounted by the plugin under ``PREFIX`` in Airflow's API server.
+
+* ``GET {PREFIX}/ti/{dag_id}/{run_id}/{task_id}/{map_index}``: the page of the job of one task
+  instance (``?fragment=1``: only its ``<main>``, what the page's refresh fetches).
+* ``GET {PREFIX}/jobs``: the newest jobs of this provider's tasks the user may read (the nav entry).
+
+Authorization is Airflow's: a plugin's FastAPI endpoints are not protected by Airflow's auth by
+default, so every route depends on the API server's own dependencies (``_compat.ui_auth_dependencies``):
+no login is 401, a user whose auth manager does not let them read the DAG's task instances gets 403
+and nothing of the job; the jobs list holds only the DAGs the user may read.
+
+Which job: the task's owner record (XCom ``vertex_job_owner``: job, connection id and the task's
+impersonation chain); a task without one (``cancel_on_kill=False``, a sensor) is read through its
+``vertex_job`` XCom with the default connection. Data comes through the provider's hooks: one
+JobService Get and one Cloud Logging ``entries.list`` per job at most every ``REFRESH_S`` seconds,
+whatever the number of pages open on it (``JobCache``), and all the view's log reads in one API
+server process together at most ``LOG_READS_PER_MINUTE`` a minute.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from airflow_vertex_dist.links import LINK_XCOM_KEY, OWNER_XCOM_KEY, OwnedJob
+from airflow_vertex_dist.ui import model
+from airflow_vertex_dist.ui.page import REFRESH_S, JobPage, LogView, index_page, job_page, main_section
+
+__all__ = ["LOG_LINES", "LOG_READS_PER_MINUTE", "PREFIX", "JobCache", "ReadWindow", "create_app", "find_job"]
+
+#: where the plugin mounts the app in the API server
+PREFIX = "/vertex-dist"
+#: the view's Cloud Logging reads a minute, per API server process, all pages together: Cloud
+#: Logging allows 60 ``entries.list`` a minute per project and the triggers' poller takes 50 by
+#: default (``[vertex_dist] log_reads_per_minute``), leaving 10.
+LOG_READS_PER_MINUTE = 10
+#: the newest lines read per job and refresh (one ``entries.list`` page)
+LOG_LINES = 200
+
+
+class ReadWindow:
+    """At most ``per_minute`` grants in any 60 s (a sliding window); ``clock`` for tests."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self._clock = clock
+        self._times: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            now = self._clock()
+            while self._times and now - self._times[0] >= 60.0:
+                self._times.popleft()
+            if len(self._times) >= self.per_minute:
+                return False
+            self._times.append(now)
+            return True
+
+
+class JobCache:
+    """The job (Get) and its log lines (one ``entries.list``) per job name, each read again at most
+    every ``ttl_s`` seconds, whatever the number of pages asking; log reads also take a grant from
+    ``window``. Calls counts the reads made (``gets``, ``log_reads``)."""
+
+    def __init__(
+        self,
+        ttl_s: float = REFRESH_S,
+        window: ReadWindow | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.window = window or ReadWindow(LOG_READS_PER_MINUTE, clock)
+        self._clock = clock
+        self._jobs: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._logs: dict[str, tuple[float, LogView]] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.calls = {"gets": 0, "log_reads": 0}
+
+    def _job_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(name, threading.Lock())
+
+    def job(self, owned: OwnedJob) -> dict[str, Any]:
+        with self._job_lock(owned.name):
+            hit = self._jobs.get(owned.name)
+            # an ended job does not change: read once
+            if hit and (self._clock() - hit[0] < self.ttl_s or not model.is_running(hit[1])):
+                return hit[1]
+            with owned.hook() as hook:
+                job = dict(hook.get_job(owned.name))
+            self.calls["gets"] += 1
+            self._jobs[owned.name] = (self._clock(), job)
+            return job
+
+    def logs(self, owned: OwnedJob, job: dict[str, Any]) -> LogView:
+        key = owned.name + "#logs"
+        with self._job_lock(key):
+            hit = self._logs.get(owned.name)
+            fresh = hit is not None and (
+                self._clock() - hit[0] < self.ttl_s or hit[1].note.startswith("final")
+            )
+            if hit is not None and fresh:
+                return hit[1]
+            if not self.window.take():
+                view = hit[1] if hit else LogView()
+                return LogView(
+                    view.lines,
+                    f"Log lines not read again yet: the view's budget of "
+                    f"{self.window.per_minute} Cloud Logging reads a minute is spent.",
+                )
+            view = read_log_view(owned, job)
+            self.calls["log_reads"] += 1
+            self._logs[owned.name] = (self._clock(), view)
+            return view
+
+
+def read_log_view(owned: OwnedJob, job: dict[str, Any]) -> LogView:
+    """The newest ``LOG_LINES`` replica lines of the job, every replica and severity, in one
+    ``entries.list`` call through the provider's ``VertexLogsHook``, grouped by replica (a trial's
+    lines under ``trial <id> / <replica>``), oldest first."""
+    from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+    from airflow_vertex_dist.hooks.logs import VertexLogsHook, jobs_filter
+
+    where = parse_job_name(owned.name)
+    hook = VertexLogsHook(
+        owned.conn_id, project_id=where.project, impersonation_chain=list(owned.impersonation_chain) or None
+    )
+    try:
+        lines, _ = hook.list_page(
+            jobs_filter([where.job_id], selection="all"), page_size=LOG_LINES, descending=True
+        )
+    except Exception as exc:  # the page still shows the job; the note says why the lines are missing
+        return LogView({}, f"Log lines could not be read: {type(exc).__name__}: {exc}")
+    finally:
+        hook.close()
+    grouped: dict[str, list[tuple[str, str, str]]] = {}
+    for line in reversed(lines):
+        key = f"trial {line.trial_id} / {line.replica}" if line.trial_id else line.replica
+        grouped.setdefault(key, []).append((line.severity, line.timestamp, line.text))
+    ended = "final: " if not model.is_running(job) else ""
+    return LogView(grouped, f"{ended}The newest {LOG_LINES} lines at most, read {time.strftime('%H:%M:%S')}.")
+
+
+def find_job(dag_id: str, run_id: str, task_id: str, map_index: int) -> tuple[OwnedJob, str] | None:
+    """The task instance's job and its console URL (``""`` when not pushed): from its owner record,
+    else from its ``vertex_job`` XCom with the default connection; None when it has neither."""
+    from airflow_vertex_dist._compat import xcom_rows
+    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+
+    def one(key: str) -> dict[str, Any] | None:
+        rows = xcom_rows(key, dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index, limit=1)
+        return rows[0] if rows else None
+
+    link = one(LINK_XCOM_KEY)
+    link_value = link["value"] if link and isinstance(link["value"], dict) else {}
+    console = str(link_value.get("console_url") or "")
+    owner = one(OWNER_XCOM_KEY)
+    owned = OwnedJob.from_record(owner["value"]) if owner else None
+    if owned is not None:
+        return owned, console
+    if isinstance(link_value.get("name"), str):
+        return OwnedJob(link_value["name"], DEFAULT_CONN_ID), console
+    return None
+
+
+def output_url(uri: str, console_url: str) -> str:
+    """Where the output directory opens: the Cloud console's storage browser for Vertex AI; none for
+    the emulator (its own job page shows the local directory)."""
+    if not uri.startswith("gs://") or not console_url.startswith("https://console.cloud.google.com/"):
+        return ""
+    return "https://console.cloud.google.com/storage/browser/" + quote(uri.removeprefix("gs://"))
+
+
+def task_log_url(dag_id: str, run_id: str, task_id: str, map_index: int) -> str:
+    """The task instance's page in Airflow's UI (its log tab)."""
+    path = f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/{quote(task_id, safe='')}"
+    return path + (f"/mapped/{map_index}" if map_index >= 0 else "")
+
+
+def create_app(cache: JobCache | None = None) -> Any:
+    """The FastAPI app (a new one per call; ``cache``: the job cache it reads through)."""
+    from fastapi import Depends, FastAPI, HTTPException
+    from fastapi.responses import HTMLResponse
+
+    from airflow_vertex_dist._compat import readable_dag_ids, ui_auth_dependencies, xcom_rows
+
+    read_task_instances, get_user = ui_auth_dependencies()
+    jobs = cache or JobCache()
+    app = FastAPI(title="Vertex AI jobs", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.cache = jobs
+
+    @app.get("/ti/{dag_id}/{run_id}/{task_id}/{map_index}", dependencies=[Depends(read_task_instances)])
+    def task_instance_view(
+        dag_id: str, run_id: str, task_id: str, map_index: int, fragment: int = 0
+    ) -> HTMLResponse:
+        found = find_job(dag_id, run_id, task_id, map_index)
+        if found is None:
+            raise HTTPException(404, "This task instance has no Vertex AI job (yet).")
+        owned, console = found
+        job = jobs.job(owned)
+        page = JobPage(
+            job=job,
+            dag_id=dag_id,
+            run_id=run_id,
+            task_id=task_id,
+            map_index=map_index,
+            console_url=console,
+            task_log_url=task_log_url(dag_id, run_id, task_id, map_index),
+            output_url=output_url(model.output_uri(job), console),
+            logs=jobs.logs(owned, job),
+        )
+        body = main_section(page) if fragment else job_page(page)
+        return HTMLResponse(body, headers={"Cache-Control": "no-store"})
+
+    @app.get("/jobs")
+    def recent_jobs(user: Any = Depends(get_user)) -> HTMLResponse:  # noqa: B008 - FastAPI's way
+        rows = [
+            {**row, "job_name": str(row["value"].get("name", ""))}
+            for row in xcom_rows(LINK_XCOM_KEY, dag_ids=readable_dag_ids(user), limit=100)
+            if isinstance(row["value"], dict)
+        ]
+        return HTMLResponse(index_page(rows, prefix=PREFIX), headers={"Cache-Control": "no-store"})
+
+    return app

@@ -1,0 +1,173 @@
+"""The job view's FastAPI app against the emulator, through the provider's hooks: the page of a
+CustomJob (pools, timeline, replicas with their log lines) and of a study (6 trials, 6 points, the
+best marked); one Get and one log read per job per refresh interval, whatever the pages; a user the
+auth dependency refuses gets 403 and nothing of the job."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from fastapi import HTTPException
+from fastapi.testclient import TestClient
+from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
+
+from airflow_vertex_dist import _compat
+from airflow_vertex_dist.links import OwnedJob
+from airflow_vertex_dist.ui import app as ui_app
+from airflow_vertex_dist.ui.app import JobCache, ReadWindow
+from tests.emulator.test_pages import check_page
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.testing import PARENT, container_job, tuning_job, wait_for_state
+
+URL = "/ti/dag_a/manual__1/train/-1"
+
+
+def _allow(request: Any = None) -> None:
+    return None
+
+
+def _deny(request: Any = None) -> None:
+    raise HTTPException(403, "Forbidden")
+
+
+def _client(
+    monkeypatch: pytest.MonkeyPatch, name: str, *, allowed: bool = True, cache: JobCache | None = None
+) -> TestClient:
+    monkeypatch.setattr(_compat, "ui_auth_dependencies", lambda: (_allow if allowed else _deny, _allow))
+    monkeypatch.setattr(
+        ui_app, "find_job", lambda *a: (OwnedJob(name, "vertex_dist_default"), "http://console/x")
+    )
+    return TestClient(ui_app.create_app(cache))
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_custom_job_page_shows_pools_timeline_and_replica_lines(
+    vertex_conn: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = testing.grpc_client(vertex_conn)
+    code = "import sys; print('hello <from> replica'); print('bad thing', file=sys.stderr)"
+    body = container_job("view <job>", code, workers=2)
+    body["jobSpec"]["workerPoolSpecs"][1]["machineSpec"] = {
+        "machineType": "n1-standard-8",
+        "acceleratorType": "NVIDIA_TESLA_T4",
+        "acceleratorCount": 2,
+    }
+    body["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": "gs://bkt/out"}
+    job = client.create_custom_job(parent=PARENT, custom_job=CustomJob.from_json(json.dumps(body)))
+    wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=120)
+
+    response = _client(monkeypatch, job.name).get(URL)
+    assert response.status_code == 200, response.text
+    page = response.text
+    check_page(page)
+    assert "view &lt;job&gt;" in page and "<job>" not in page
+    assert "JOB_STATE_SUCCEEDED" in page
+    # the pools: role, machine, accelerators, replica count, image
+    assert re.search(
+        r"<td>workerpool1</td><td>workers</td><td>n1-standard-8</td><td>2 x NVIDIA_TESLA_T4</td>"
+        r"<td>2</td><td>python:3.11</td>",
+        page,
+    )
+    assert "<td>workerpool0</td><td>primary</td>" in page
+    # the timeline, with durations
+    assert "<td>created</td>" in page and "<td>running</td>" in page and "ended (SUCCEEDED)" in page
+    # each replica, its lines at their severity
+    for key in ("workerpool0-0", "workerpool1-0", "workerpool1-1"):
+        assert f"data-replica='{key}'" in page
+    assert re.search(r"<li class='sev-INFO' data-rank='200'>.*hello &lt;from&gt; replica</li>", page)
+    assert re.search(r"<li class='sev-ERROR' data-rank='500'>.*bad thing</li>", page)
+    # links: the job page, the task log, the output directory
+    assert "href='http://console/x'" in page
+    assert "href='/dags/dag_a/runs/manual__1/tasks/train'" in page
+    assert "gs://bkt/out" in page
+    assert "data-running='0'" in page and "<script src" not in page
+
+
+def test_reads_are_shared_by_pages_and_spaced_by_the_refresh_interval(
+    vertex_conn: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten page loads within one refresh interval cost one Get and one log read; the next interval
+    one more of each; the log reads of all pages together stop at the per-minute window."""
+    client = testing.grpc_client(vertex_conn)
+    body = container_job("runs", "import time; print('up', flush=True); time.sleep(120)")
+    job = client.create_custom_job(parent=PARENT, custom_job=CustomJob.from_json(json.dumps(body)))
+    wait_for_state(client, job.name, ["JOB_STATE_RUNNING"], timeout=120)
+    clock = _Clock()
+    cache = JobCache(ttl_s=10, window=ReadWindow(3, clock), clock=clock)
+    http = _client(monkeypatch, job.name, cache=cache)
+    try:
+        for _ in range(10):
+            page = http.get(URL + "?fragment=1").text
+        assert page.startswith("<main data-running='1'>")
+        assert cache.calls == {"gets": 1, "log_reads": 1}
+        clock.now += 10
+        http.get(URL)
+        assert cache.calls == {"gets": 2, "log_reads": 2}
+        clock.now += 10
+        http.get(URL)
+        clock.now += 10
+        page = http.get(URL).text  # a 4th read within 60 s: over the window of 3
+        assert cache.calls == {"gets": 4, "log_reads": 3}
+        assert "budget of 3 Cloud Logging reads a minute is spent" in page
+    finally:
+        client.cancel_custom_job(name=job.name)
+
+
+def test_a_study_page_draws_six_points_and_marks_the_best(
+    vertex_conn: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = testing.grpc_client(vertex_conn)
+    code = (
+        "import sys, hypertune; x = int(sys.argv[-1].split('=')[1]);"
+        "h = hypertune.HyperTune();"
+        "[h.report_hyperparameter_tuning_metric(hyperparameter_metric_tag='score',"
+        " metric_value=x * s / (1 + (x - 4) ** 2), global_step=s) for s in (1, 2, 3)]"
+    )
+    body = tuning_job("study", code, max_trials=6, parallel=3)
+    job = client.create_hyperparameter_tuning_job(
+        parent=PARENT, hyperparameter_tuning_job=HyperparameterTuningJob.from_json(json.dumps(body))
+    )
+    wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=240)
+    page = _client(monkeypatch, job.name).get(URL).text
+    check_page(page)
+    points = re.findall(r"<circle class='(trial(?: best)?)'", page)
+    assert len(points) == 6 and points.count("trial best") == 1
+    assert points[3] == "trial best"  # x = 4 has the highest score
+    assert len(re.findall(r"<polyline class='trial-steps", page)) == 6  # a line of steps per trial
+    assert "<tr class='best'><td>4</td>" in page
+
+
+def test_a_user_who_may_not_read_the_dag_gets_403_and_nothing(
+    vertex_conn: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(ui_app, "read_log_view", lambda *a: calls.append("logs"))
+    http = _client(monkeypatch, f"{PARENT}/customJobs/123", allowed=False)
+    for url in (URL, URL + "?fragment=1"):
+        response = http.get(url)
+        assert response.status_code == 403 and "customJobs" not in response.text
+    assert calls == []
+
+
+def test_the_real_auth_dependencies_are_airflows() -> None:
+    """The view depends on the API server's own ``requires_access_dag`` (TASK_INSTANCE, GET) and
+    ``get_user``: what Airflow's REST API uses for the same question."""
+    import inspect
+
+    from airflow.api_fastapi.core_api.security import get_user
+
+    read, user = _compat.ui_auth_dependencies()
+    assert user is get_user
+    assert read.__qualname__.startswith("requires_access_dag")
+    assert set(inspect.signature(read).parameters) == {"request", "user"}
