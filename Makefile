@@ -44,8 +44,14 @@ unit: $(STAMP)
 	@$(PY) -m pytest -m "not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
-# The inner loop: lint, types and the fast tests (those not marked slow or stack), in parallel.
-check: lint typecheck
+# The inner loop: lint, types and the fast tests (those not marked slow or stack), all three at once
+# (make jobs, each one's output printed whole when it ends; mypy works on one core while the tests
+# mostly wait on servers and subprocesses).
+check: $(STAMP)
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint typecheck check-tests
+
+.PHONY: check-tests
+check-tests: $(STAMP)
 	@$(PY) -m pytest -m "not slow and not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 

@@ -228,7 +228,9 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"\(`XDIST`, (\d+) by default;", lambda: int(_makefile(r"^XDIST \?= (\d+)$")[0])),
         (
             r"`make check` runs ruff, the layer contracts, mypy and the tests not marked `(\w+)` or `(\w+)`",
-            lambda: _makefile(r'^check: lint typecheck\n\t.*-m pytest -m "not (\w+) and not (\w+)"'),
+            lambda: _makefile(r'^check-tests: .*\n\t.*-m pytest -m "not (\w+) and not (\w+)"')
+            if _makefile(r"^check: .*\n\t.* (lint typecheck check-tests)$")
+            else None,
         ),
         (
             r"`make bench` runs the benchmarks .*? and writes `([\w/.]+)`",
