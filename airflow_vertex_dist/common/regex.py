@@ -14,7 +14,7 @@ __all__ = ["LazyRegex"]
 
 
 class LazyRegex:
-    """``re.compile(pattern, flags)``, deferred until the first ``match``/``fullmatch``/``sub``."""
+    """``re.compile(pattern, flags)``, deferred until the first ``match``/``fullmatch``/``search``/``sub``."""
 
     __slots__ = ("_compiled", "flags", "pattern")
 
@@ -34,6 +34,9 @@ class LazyRegex:
 
     def fullmatch(self, string: str) -> re.Match[str] | None:
         return self.compiled.fullmatch(string)
+
+    def search(self, string: str) -> re.Match[str] | None:
+        return self.compiled.search(string)
 
     def sub(self, repl: str, string: str) -> str:
         return self.compiled.sub(repl, string)

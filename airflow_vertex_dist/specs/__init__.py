@@ -6,11 +6,13 @@ Pure: importing this package loads neither Airflow nor any ``google.cloud`` modu
 - ``HyperparameterTuningJob`` -> ``HyperparameterTuningJob``
 - ``load_spec`` reads a spec from a JSON/YAML file or ``module:attribute``
 - ``pools_table`` shows the pools as a plain-text table
+- ``CapacityLadder`` / ``Rung``: the rungs a task may run its job on when capacity is short
 """
 
 from __future__ import annotations
 
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
+from airflow_vertex_dist.specs.capacity import CapacityLadder, MachineOverride, PoolOverride, Rung
 from airflow_vertex_dist.specs.cluster import (
     POOL_ROLES,
     LustreMount,
@@ -47,6 +49,7 @@ from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
 __all__ = [
     "POOL_ROLES",
+    "CapacityLadder",
     "CategoricalParameter",
     "ConditionalParameter",
     "Container",
@@ -61,15 +64,18 @@ __all__ = [
     "IntegerParameter",
     "LustreMount",
     "Machine",
+    "MachineOverride",
     "MedianAutomatedStopping",
     "Metric",
     "NfsMount",
     "Parameter",
+    "PoolOverride",
     "PscInterfaceConfig",
     "PythonPackage",
     "ReducerSizing",
     "ReductionServer",
     "ReservationAffinity",
+    "Rung",
     "SafetyMetricConfig",
     "Scheduling",
     "Spec",
