@@ -6,10 +6,159 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 __all__ = ["main"]
+
+
+def _print_body(body: dict[str, Any], compact: bool) -> None:
+    if compact:
+        print(json.dumps(body, sort_keys=True, separators=(",", ":")))
+    else:
+        print(json.dumps(body, sort_keys=True, indent=2))
+
+
+def _date(text: str) -> datetime:
+    """An ISO 8601 date or date-time; without a time zone, UTC."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 date such as 2026-01-01 (got {text!r})") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Whatever importing Airflow and the DAG file writes to stdout (log lines, prints) goes to stderr:
+    stdout carries the body alone, for a pipe or a diff."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _import_dag_file(path: Path) -> ModuleType:
+    """Import a DAG file as Airflow's DAG processor does: a module of its own, its folder on
+    ``sys.path`` (so it imports its neighbours)."""
+    import hashlib
+    import importlib.util
+
+    path = path.resolve()
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    digest = hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:12]
+    name = f"airflow_vertex_dist_render_{digest}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pick_task(args: argparse.Namespace, module: ModuleType) -> tuple[Any, Any]:
+    """The (DAG, task) of the file that ``--dag`` and ``--task`` name; ``TaskChoiceError`` lists the
+    choices when they name none, or several."""
+    from airflow.sdk import DAG
+
+    from airflow_vertex_dist.operators.offline_render import TaskChoiceError, provider_tasks
+
+    dags: dict[str, Any] = {}
+    for value in vars(module).values():
+        if isinstance(value, DAG):
+            dags.setdefault(value.dag_id, value)
+    if not dags:
+        raise TaskChoiceError("defines no DAG")
+    if args.dag is not None:
+        if args.dag not in dags:
+            raise TaskChoiceError(f"no DAG {args.dag!r}; its DAGs: {', '.join(sorted(dags))}")
+        dags = {args.dag: dags[args.dag]}
+    found = [(dag, task) for dag in dags.values() for task in provider_tasks(dag)]
+    several_dags = len({dag.dag_id for dag, _ in found}) > 1
+
+    def choices(pairs: list[tuple[Any, Any]]) -> str:
+        names = [f"{dag.dag_id}:{task.task_id}" if several_dags else task.task_id for dag, task in pairs]
+        return ", ".join(sorted(names))
+
+    if not found:
+        raise TaskChoiceError("no task runs a training or tuning operator of this provider")
+    if args.task is not None:
+        named = [(dag, task) for dag, task in found if task.task_id == args.task]
+        if not named:
+            raise TaskChoiceError(
+                f"no training or tuning task {args.task!r}; choose one of: {choices(found)}"
+            )
+        found = named
+    if len(found) > 1:
+        what = "--dag" if len({task.task_id for _, task in found}) == 1 else "--task"
+        what += " (and --dag)" if several_dags and what == "--task" else ""
+        raise TaskChoiceError(f"several tasks match; pick one with {what}: {choices(found)}")
+    return found[0]
+
+
+def _render_dag_file(args: argparse.Namespace) -> int:
+    """``render path/to/dag_file.py``: the body a manual run at ``--logical-date`` would create."""
+    from pydantic import ValidationError
+
+    from airflow_vertex_dist.operators.offline_render import (
+        TaskChoiceError,
+        manual_run_context,
+        render_task_spec,
+        rendered_location,
+    )
+    from airflow_vertex_dist.operators.spec_field import SpecError, spec_error
+
+    path = Path(args.spec)
+    if not path.is_file():
+        print(f"cannot load {args.spec}: no such file", file=sys.stderr)
+        return 2
+    try:
+        with _stdout_to_stderr():
+            module = _import_dag_file(path)
+    except Exception as exc:  # the DAG file's own error, whatever it is
+        print(f"cannot import {args.spec}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    when = args.logical_date or datetime.now(timezone.utc)
+    try:
+        with _stdout_to_stderr():
+            dag, task = _pick_task(args, module)
+            context = manual_run_context(dag, task, when, args.data_interval)
+            spec = render_task_spec(dag, task, context, map_index=args.map_index)
+            location = args.location or rendered_location(task, context, dag)
+    except TaskChoiceError as exc:
+        print(f"{args.spec}: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        print(f"{args.spec}: {spec_error(exc)}", file=sys.stderr)
+        return 2
+    except SpecError as exc:
+        print(f"{args.spec}: {exc}", file=sys.stderr)
+        print(_CONTEXT_NOTE, file=sys.stderr)
+        return 2
+    _print_body(spec.to_api(location=location), args.compact)
+    return 0
+
+
+_CONTEXT_NOTE = (
+    "(render gives the templates what a manual run gives them: logical_date, ds, ds_nodash, ts, "
+    "ts_nodash, data_interval_start/end, run_id, params, dag, task, dag_run, macros; it has no task "
+    "instance, XCom, Variables or Connections)"
+)
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -18,6 +167,19 @@ def _render(args: argparse.Namespace) -> int:
     from airflow_vertex_dist.operators.spec_field import SpecError, spec_error
     from airflow_vertex_dist.specs import load_spec
 
+    if args.spec.endswith(".py"):
+        return _render_dag_file(args)
+    dag_only = [
+        flag
+        for flag in ("task", "dag", "logical_date", "data_interval", "map_index")
+        if getattr(args, flag) is not None
+    ]
+    if dag_only:
+        flags = ", ".join("--" + flag.replace("_", "-") for flag in dag_only)
+        print(f"{flags}: only with a DAG file (path/to/dag_file.py)", file=sys.stderr)
+        return 2
+    if ":" in args.spec and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # module:attribute from the current directory, as python -m does
     try:
         spec = load_spec(args.spec, location=args.location)
     except ValidationError as exc:
@@ -29,11 +191,7 @@ def _render(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ImportError, AttributeError) as exc:
         print(f"cannot load {args.spec}: {exc}", file=sys.stderr)
         return 2
-    body = spec.to_api()
-    if args.compact:
-        print(json.dumps(body, sort_keys=True, separators=(",", ":")))
-    else:
-        print(json.dumps(body, sort_keys=True, indent=2))
+    _print_body(spec.to_api(), args.compact)
     return 0
 
 
@@ -62,10 +220,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parser = argparse.ArgumentParser(prog="airflow-vertex-dist", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    render = sub.add_parser("render", help="print the exact Vertex AI v1 request body of a spec")
-    render.add_argument("spec", help="a JSON/YAML file, or module:attribute naming a spec object")
-    render.add_argument("--location", default=None, help="job location, when the spec does not set one")
+    render = sub.add_parser(
+        "render",
+        help="print the exact Vertex AI v1 request body of a spec, or of a DAG file's task",
+        description=(
+            "Print the exact Vertex AI v1 request body of a spec (a JSON/YAML file, or module:attribute "
+            "imported from the current directory), or of the training or tuning task of a DAG file, its "
+            "spec rendered as a manual run at --logical-date would render it."
+        ),
+    )
+    render.add_argument(
+        "spec",
+        help="a DAG file (path/to/dag_file.py), a JSON/YAML spec file, or module:attribute naming a spec",
+    )
+    render.add_argument(
+        "--location",
+        default=None,
+        help="job location, when the spec does not set one (with a DAG file: instead of the operator's)",
+    )
     render.add_argument("--compact", action="store_true", help="one line, no indentation")
+    render.add_argument("--task", default=None, help="DAG file: the task id, when it has several such tasks")
+    render.add_argument("--dag", default=None, help="DAG file: the DAG id, when it defines several")
+    render.add_argument(
+        "--logical-date",
+        type=_date,
+        default=None,
+        metavar="DATE",
+        help="DAG file: the run's logical date, e.g. 2026-01-01 (UTC unless it says); default now",
+    )
+    render.add_argument(
+        "--data-interval",
+        type=_date,
+        nargs=2,
+        default=None,
+        metavar=("START", "END"),
+        help="DAG file: data_interval_start and _end (default: both the logical date)",
+    )
+    render.add_argument(
+        "--map-index", type=int, default=None, help="DAG file: which spec of a task mapped over several"
+    )
     render.set_defaults(func=_render)
     warm = sub.add_parser(
         "warm-schema-cache",

@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel
 
@@ -211,7 +211,12 @@ class VertexJobOperator(JobAttachingOperator):
         fields = list(template_fields)
         others = [name for name in fields if name != "spec"]
         super()._do_render_template_fields(parent, others, context, jinja_env, seen_oids)
-        if "spec" in fields and self.spec:
+        self._render_spec_field(context, jinja_env, seen_oids, render="spec" in fields)
+
+    def _render_spec_field(
+        self, context: Context, jinja_env: Any, seen_oids: set[int], *, render: bool
+    ) -> None:
+        if render and self.spec:
             self.spec = render_spec(
                 self.spec,
                 lambda item: self.render_template(item, context, jinja_env, seen_oids),
@@ -221,6 +226,14 @@ class VertexJobOperator(JobAttachingOperator):
             )
         self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering", rendered=True)
         self.spec = spec_to_field(self._spec, self.spec_model)
+
+    def rendered_spec(self, context: Context | Mapping[str, Any], jinja_env: Any = None) -> Any:
+        """Render the spec field alone with ``context`` and validate it, as a run does before creating
+        the job; the validated spec model. The other templated fields are left as they are. Used by
+        ``airflow-vertex-dist render path/to/dag_file.py``; ``jinja_env`` defaults to the DAG's."""
+        env = jinja_env if jinja_env is not None else self.get_template_env()
+        self._render_spec_field(cast("Context", context), env, set(), render=True)
+        return self.validated_spec
 
     @property
     def validated_spec(self) -> Any:

@@ -1,0 +1,133 @@
+"""A task's spec rendered outside a run, as a manual run at a given logical date would render it: what
+``airflow-vertex-dist render path/to/dag_file.py`` prints.
+
+The templates see what such a run gives them (``manual_run_context``): ``logical_date``, ``ds``,
+``ds_nodash``, ``ts``, ``ts_nodash``, ``ts_nodash_with_tz``, ``data_interval_start`` and
+``data_interval_end`` (the logical date unless given), ``run_id`` (``manual__<logical date>``), the
+DAG's and task's ``params`` at their defaults, ``dag``, ``task``, ``dag_run`` (its ``run_id``,
+``logical_date``, ``run_after``, data interval and an empty ``conf``), ``task_instance_key_str`` and
+``macros``, through the DAG's Jinja environment (its macros, filters and undefined rule). There is no
+task instance, so nothing that needs one (``ti``, XCom), a Variable (``var``) or a Connection
+(``conn``): a template using them fails naming its path in the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+__all__ = ["TaskChoiceError", "manual_run_context", "provider_tasks", "render_task_spec", "rendered_location"]
+
+
+class TaskChoiceError(ValueError):
+    """The DAG file, DAG, task or map index asked for is not there; the message lists the choices."""
+
+
+def _operator_class(task: Any) -> type[Any]:
+    cls = getattr(task, "operator_class", None)  # a mapped task names the class it expands
+    return cls if isinstance(cls, type) else type(task)
+
+
+def provider_tasks(dag: Any) -> list[Any]:
+    """The tasks of ``dag`` run by this provider's training or tuning operators (mapped ones too)."""
+    from airflow_vertex_dist.operators.job import VertexJobOperator
+
+    out = []
+    for task in dag.tasks:
+        cls = _operator_class(task)
+        if issubclass(cls, VertexJobOperator):
+            out.append(task)
+    return out
+
+
+def manual_run_context(
+    dag: Any,
+    task: Any,
+    logical_date: datetime,
+    data_interval: tuple[datetime, datetime] | None = None,
+) -> dict[str, Any]:
+    """The template context of ``task`` in a manual run of ``dag`` at ``logical_date`` (see the module)."""
+    from airflow.sdk import macros
+
+    start, end = data_interval if data_interval is not None else (logical_date, logical_date)
+    ds = logical_date.strftime("%Y-%m-%d")
+    ds_nodash = ds.replace("-", "")
+    ts = logical_date.isoformat()
+    run_id = f"manual__{ts}"
+    params: Any = getattr(task, "params", None)
+    dag_run = SimpleNamespace(
+        dag_id=dag.dag_id,
+        run_id=run_id,
+        run_type="manual",
+        logical_date=logical_date,
+        run_after=logical_date,
+        data_interval_start=start,
+        data_interval_end=end,
+        conf={},
+    )
+    return {
+        "dag": dag,
+        "task": task,
+        "dag_run": dag_run,
+        "run_id": run_id,
+        "logical_date": logical_date,
+        "ds": ds,
+        "ds_nodash": ds_nodash,
+        "ts": ts,
+        "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
+        "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
+        "data_interval_start": start,
+        "data_interval_end": end,
+        "task_instance_key_str": f"{dag.dag_id}__{task.task_id}__{ds_nodash}",
+        "params": dict(params.dump() if hasattr(params, "dump") else params or {}),
+        "macros": macros,
+    }
+
+
+def _mapped_spec(task: Any, map_index: int | None) -> Any:
+    """The spec value of mapped ``task`` at ``map_index``: a partial ``spec``, or one of the literal
+    list it is expanded over."""
+    partial = getattr(task, "partial_kwargs", None) or {}
+    if "spec" in partial:
+        return partial["spec"]
+    expanded = getattr(getattr(task, "expand_input", None), "value", None)
+    values = expanded.get("spec") if isinstance(expanded, dict) else None
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        raise TaskChoiceError(
+            f"task {task.task_id!r} is mapped over specs known only at run time (from XCom): render "
+            "cannot know them"
+        )
+    if map_index is None and len(values) == 1:
+        map_index = 0
+    if map_index is None or not 0 <= map_index < len(values):
+        got = "" if map_index is None else f" (got {map_index})"
+        raise TaskChoiceError(
+            f"task {task.task_id!r} is mapped over {len(values)} specs: pick one with --map-index "
+            f"0..{len(values) - 1}{got}"
+        )
+    return values[map_index]
+
+
+def render_task_spec(dag: Any, task: Any, context: dict[str, Any], *, map_index: int | None = None) -> Any:
+    """The spec of ``task`` rendered with ``context`` and validated, as a run does before creating the
+    job (``VertexJobOperator.rendered_spec``); a mapped task's spec at ``map_index``."""
+    env = dag.get_template_env()
+    cls = _operator_class(task)
+    if cls is not type(task):  # mapped: build the one instance's operator, as the run would
+        task = cls(task_id=task.task_id, spec=_mapped_spec(task, map_index))
+        context = {**context, "task": task}
+    elif map_index is not None:
+        raise TaskChoiceError(f"task {task.task_id!r} is not mapped: drop --map-index")
+    return task.rendered_spec(context, env)
+
+
+def rendered_location(task: Any, context: dict[str, Any], dag: Any) -> str | None:
+    """The operator's ``location`` argument, rendered (``None`` when it sets none)."""
+    location = getattr(task, "location", None)
+    if location is None:
+        location = (getattr(task, "partial_kwargs", None) or {}).get("location")
+    if not location:
+        return None
+    return str(task.render_template(location, context, dag.get_template_env()))
