@@ -1,4 +1,4 @@
-"""``airflow-vertex-dist``: render specs, write the spec schema cache.
+"""``airflow-vertex-dist``: render specs.
 (The local emulator is a distribution of its own, ``vertex-emulator``; the demo runs from a checkout:
 ``make demo``.)"""
 
@@ -195,21 +195,6 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warm_schema_cache(args: argparse.Namespace) -> int:
-    from airflow_vertex_dist.specs._schema_cache import ENV_VAR, warm
-
-    try:
-        path = warm()
-    except OSError as exc:
-        print(f"cannot write the spec schema cache: {exc}", file=sys.stderr)
-        return 1
-    if path is None:
-        print(f"the spec schema cache is off ({ENV_VAR})", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["emulator"]:
@@ -260,11 +245,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--map-index", type=int, default=None, help="DAG file: which spec of a task mapped over several"
     )
     render.set_defaults(func=_render)
-    warm = sub.add_parser(
-        "warm-schema-cache",
-        help="build every spec model's pydantic schema and store it for later processes (DAG parses)",
-    )
-    warm.set_defaults(func=_warm_schema_cache)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.specs._schema_cache import ENV_VAR as SCHEMA_CACHE_ENV
 from benchmarks.runner import BENCH_DIR, child_env, run_json
 from benchmarks.stats import Summary, summarize
 
@@ -75,61 +74,7 @@ class ParseVariant:
 
 
 #: The variants measured paired, over the floor in one process.
-PAIRED = ("ours", "ours_cold", "ours_read_only", "ours_unwritable", "ours_no_bytecode", "provider")
-
-
-def _cache_access_variants(python: str, dag_file: Path, work: Path) -> list[ParseVariant]:
-    """The spec schema cache where a parse cannot write it (the image cases)."""
-    blocker = work / "not-a-directory"
-    blocker.write_text("")  # nothing can make a directory under a file, root included
-    return [
-        ParseVariant(
-            "ours_read_only",
-            "airflow-vertex-dist operators, cache warmed ahead into a read-only directory",
-            python,
-            dag_file,
-            env={SCHEMA_CACHE_ENV: str(work / "spec-schema-cache-read-only")},
-        ),
-        ParseVariant(
-            "ours_unwritable",
-            "airflow-vertex-dist operators, no cache and none can be written",
-            python,
-            dag_file,
-            env={SCHEMA_CACHE_ENV: str(blocker / "cache")},
-        ),
-        ParseVariant(
-            "ours_no_bytecode",
-            "airflow-vertex-dist operators, PYTHONDONTWRITEBYTECODE=1, cache warmed beside the bytecode",
-            python,
-            dag_file,
-            env={"PYTHONDONTWRITEBYTECODE": "1"},
-        ),
-    ]
-
-
-def _warm(python: str, home: Path, env: dict[str, str]) -> None:
-    """Write the spec schema cache as an image build does (``warm-schema-cache``)."""
-    script = (
-        "import json; from airflow_vertex_dist.specs import _schema_cache as c;"
-        "print(json.dumps(str(c.warm())))"
-    )
-    run_json([python, "-c", script], env=child_env(home, env), timeout=300, cwd=home)
-
-
-def _writable_again(directory: Path) -> None:
-    if directory.exists():
-        for path in (directory, *directory.iterdir()):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-
-
-def _warm_read_only(python: str, directory: Path, home: Path) -> None:
-    """The read-only image case: a cache warmed into a directory, then its write bits taken away; and
-    the cache beside the bytecode warmed, which a ``PYTHONDONTWRITEBYTECODE=1`` parse reads."""
-    _writable_again(directory)
-    _warm(python, home, {SCHEMA_CACHE_ENV: str(directory)})
-    for path in (*directory.iterdir(), directory):
-        path.chmod(0o555 if path.is_dir() else 0o444)
-    _warm(python, home, {})
+PAIRED = ("ours", "provider")
 
 
 def _once(variant: ParseVariant, home: Path, after: Path | None = None) -> dict[str, Any]:
@@ -151,25 +96,10 @@ def measure_parse_cost(
     """``runs`` measured rounds (after one warm-up round) of every variant; the anchor's are skipped
     when there is no anchor interpreter."""
     dags = BENCH_DIR / "dags"
-    cache_dir = work / "spec-schema-cache"
     variants = [
         ParseVariant("floor", "floor (`airflow.sdk` only), project venv", project_python, dags / "floor.py"),
-        ParseVariant(
-            "ours",
-            "airflow-vertex-dist operators",
-            project_python,
-            dags / "ours.py",
-            env={SCHEMA_CACHE_ENV: str(cache_dir)},
-        ),
-        ParseVariant(
-            "ours_cold",
-            "airflow-vertex-dist operators, spec schema cache off",
-            project_python,
-            dags / "ours.py",
-            env={SCHEMA_CACHE_ENV: "off"},
-        ),
+        ParseVariant("ours", "airflow-vertex-dist operators", project_python, dags / "ours.py"),
     ]
-    variants += _cache_access_variants(project_python, dags / "ours.py", work)
     if anchor_python:
         variants += [
             ParseVariant(
@@ -181,8 +111,7 @@ def measure_parse_cost(
         ]
     home = work / "parse-airflow-home"
     home.mkdir(parents=True, exist_ok=True)
-    _warm_read_only(project_python, work / "spec-schema-cache-read-only", home)
-    # warm-up: byte-compile, fill the page cache, write airflow.cfg and the spec schema cache
+    # warm-up: byte-compile, fill the page cache, write airflow.cfg
     for variant in variants if warmup else ():
         variant.info = _once(variant, home)
     for i in range(runs):
@@ -202,5 +131,4 @@ def measure_parse_cost(
             f"  parse round {i + 1}/{runs}: "
             + ", ".join(f"{v.key} {v.import_s[-1] * 1000:.0f} ms" for v in variants)
         )
-    _writable_again(work / "spec-schema-cache-read-only")  # so that the work directory can be removed
     return variants

@@ -116,11 +116,7 @@ def parse_section(parse: list[ParseVariant], goals: Goals) -> list[str]:
         "and the floor, two `@task`s with `airflow.sdk` only, in each venv. Variants are interleaved run "
         "by run after one warm-up round. Import is the `run_path` call (Airflow's import included), as "
         "wall time and as the process's CPU time (which a busy neighbour disturbs less); process wall "
-        "adds interpreter start-up. Ours reads the spec models' pydantic schemas from the cache an "
-        "earlier parse wrote (here the warm-up round; in a DAG processor, the first parse after an "
-        "install or upgrade), as every later parse does. The row with the cache off is what every "
-        "parse would cost without it (that first parse costs a little more: it also builds the "
-        "schemas of the models this DAG file does not use, and writes the file)."
+        "adds interpreter start-up."
     )
     add("")
     rows = []
@@ -153,16 +149,11 @@ def parse_section(parse: list[ParseVariant], goals: Goals) -> list[str]:
     )
     add("")
     ours, floor = _find(parse, key="ours"), _find(parse, key="floor")
-    ours_cold = _find(parse, key="ours_cold")
     provider, floor_a = _find(parse, key="provider"), _find(parse, key="floor_anchor")
     over = math.nan
     rows = []
     for v, f, label in (
         (ours, floor, "ours"),
-        (ours_cold, floor, "ours, spec schema cache off"),
-        (_find(parse, key="ours_read_only"), floor, "ours, cache warmed ahead into a read-only directory"),
-        (_find(parse, key="ours_unwritable"), floor, "ours, no cache and none can be written"),
-        (_find(parse, key="ours_no_bytecode"), floor, "ours, PYTHONDONTWRITEBYTECODE=1"),
         (provider, floor_a, "provider"),
     ):
         if not v or not f or not v.import_s or not f.import_s:

@@ -73,16 +73,11 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
             assert len(row) == len(header), (header, row)
 
     raw = json.loads((tmp_path / "raw.json").read_text())
-    cache_cases = ("ours_read_only", "ours_unwritable", "ours_no_bytecode")
-    assert {v["key"] for v in raw["parse"]} == {"floor", "ours", "ours_cold", *cache_cases}
-    for key in ("ours", "ours_cold", *cache_cases):
-        ours_parse = next(v for v in raw["parse"] if v["key"] == key)
-        assert ours_parse["info"]["tasks"] == 2
-        assert ours_parse["info"]["google_cloud_modules"] == 0  # a DAG file loads no google.cloud module
-        assert len(ours_parse["over_floor_s"]) == 1
-    assert "| ours, spec schema cache off |" in text
-    assert "| ours, cache warmed ahead into a read-only directory |" in text
-    assert "| ours, PYTHONDONTWRITEBYTECODE=1 |" in text
+    assert {v["key"] for v in raw["parse"]} == {"floor", "ours"}
+    ours_parse = next(v for v in raw["parse"] if v["key"] == "ours")
+    assert ours_parse["info"]["tasks"] == 2
+    assert ours_parse["info"]["google_cloud_modules"] == 0  # a DAG file loads no google.cloud module
+    assert len(ours_parse["over_floor_s"]) == 1
 
     (wait,) = raw["waiting"]
     assert wait["impl"] == "ours" and wait["jobs"] == 4 and wait["error"] is None

@@ -116,14 +116,19 @@ def test_spec_model_annotations_are_objects_not_strings() -> None:
 
     import importlib
 
-    from airflow_vertex_dist.specs import _schema_cache
     from airflow_vertex_dist.specs._base import SpecModel
 
+    importlib.import_module("airflow_vertex_dist.specs")  # imports every module that defines a model
     for short in ("cluster", "job", "study", "tuning"):
         module = importlib.import_module(f"airflow_vertex_dist.specs.{short}")
         assert getattr(module, "annotations", None) is not __future__.annotations, module.__name__
-    models = _schema_cache._spec_models()
-    assert models and all(issubclass(m, SpecModel) for m in models)
+    models: list[type[SpecModel]] = []
+    todo: list[type[SpecModel]] = [SpecModel]
+    while todo:  # every spec model the package defines
+        children = [c for c in todo.pop().__subclasses__() if c.__module__.startswith("airflow_vertex_dist.")]
+        models += children
+        todo += children
+    assert {"DistributedTrainingJob", "HyperparameterTuningJob", "Study"} <= {m.__name__ for m in models}
     strings = {
         f"{m.__name__}.{field}": hint
         for m in models

@@ -14,7 +14,6 @@ from typing_extensions import Self
 from airflow_vertex_dist.common import durations
 from airflow_vertex_dist.common.durations import MAX_DURATION_S, duration_to_api
 from airflow_vertex_dist.common.labels import labels_error
-from airflow_vertex_dist.specs import _schema_cache
 from airflow_vertex_dist.specs.errors import SpecValidationError
 
 __all__ = [
@@ -106,24 +105,6 @@ class SpecModel(BaseModel):
             raise
         except ValidationError as exc:
             raise SpecValidationError.of(exc, cls) from None
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: type[BaseModel], handler: GetCoreSchemaHandler, /
-    ) -> core_schema.CoreSchema:
-        """The schema stored by an earlier process (see ``_schema_cache``), else pydantic's own."""
-        cached = _schema_cache.lookup(cls) if source is cls else None
-        return cached if cached is not None else handler(source)
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        """Each spec model registers itself with the schema cache, which imports nothing of the models."""
-        super().__pydantic_init_subclass__(**kwargs)
-        _schema_cache.register(cls)
-
-    @classmethod
-    def __pydantic_on_complete__(cls) -> None:
-        _schema_cache.completed(cls)
 
 
 def fail(rule: str) -> NoReturn:

@@ -65,7 +65,6 @@ CELLS: tuple[Cell, ...] = (
 COMPAT_TESTS: tuple[str, ...] = (
     "tests/compat",
     "tests/test_parse_light.py",
-    "tests/specs/test_schema_cache.py",
     "tests/sensors/test_triggers.py::test_round_trip_through_the_trigger_row",
     "tests/operators/test_training.py::test_deferred_run_goes_through_the_trigger",
     "tests/operators/test_tuning.py::test_tuning_runs_and_reports_the_best_trial",
