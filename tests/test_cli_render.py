@@ -119,3 +119,24 @@ def test_module_attribute_is_imported_from_the_current_directory(tmp_path: Path,
     from airflow_vertex_dist.specs.examples import PARAMETER_SERVER_EXAMPLE
 
     assert json.loads(out.stdout) == PARAMETER_SERVER_EXAMPLE.to_api()
+
+
+def test_the_location_is_the_flags_else_the_operators(tmp_path: Path) -> None:
+    """The Reduction Server image follows the job's region: the operator's ``location``, or ``--location``."""
+    dag_file = tmp_path / "located.py"
+    dag_file.write_text(
+        "from airflow.sdk import DAG\n"
+        "from airflow_vertex_dist.operators.training import VertexTrainingOperator\n"
+        "from airflow_vertex_dist.specs.examples import SEED_REDUCTION_SERVER\n"
+        "with DAG('located', schedule=None) as dag:\n"
+        "    VertexTrainingOperator(task_id='train', spec=SEED_REDUCTION_SERVER, location='europe-west4')\n"
+    )
+
+    def reducer_image(*flags: str) -> str:
+        out = render(tmp_path, str(dag_file), "--logical-date", "2026-01-01", *flags)
+        assert out.returncode == 0, out.stderr
+        image: str = json.loads(out.stdout)["jobSpec"]["workerPoolSpecs"][2]["containerSpec"]["imageUri"]
+        return image
+
+    assert reducer_image().startswith("europe-docker.pkg.dev/")
+    assert reducer_image("--location", "asia-east1").startswith("asia-docker.pkg.dev/")
