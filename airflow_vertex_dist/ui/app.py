@@ -1,7 +1,8 @@
 """The job view's FastAPI app, mounted by the plugin under ``PREFIX`` in Airflow's API server.
 
 * ``GET {PREFIX}/ti/{dag_id}/{run_id}/{task_id}/{map_index}``: the page of the job of one task
-  instance (``?fragment=1``: only its ``<main>``, what the page's refresh fetches).
+  instance (``?fragment=1``: only its ``<main>``, what the page's refresh fetches); ``map_index`` is
+  ``-1`` or Airflow UI's unfilled ``{MAP_INDEX}`` for a task that is not mapped.
 * ``GET {PREFIX}/jobs``: the newest jobs of this provider's tasks the user may read (the nav entry).
 
 Authorization is Airflow's: a plugin's FastAPI endpoints are not protected by Airflow's auth by
@@ -30,7 +31,17 @@ from airflow_vertex_dist.links import LINK_XCOM_KEY, OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.ui import model
 from airflow_vertex_dist.ui.page import REFRESH_S, JobPage, LogView, index_page, job_page, main_section
 
-__all__ = ["LOG_LINES", "LOG_READS_PER_MINUTE", "PREFIX", "JobCache", "ReadWindow", "create_app", "find_job"]
+__all__ = [
+    "LOG_LINES",
+    "LOG_READS_PER_MINUTE",
+    "PREFIX",
+    "UNMAPPED",
+    "JobCache",
+    "ReadWindow",
+    "create_app",
+    "find_job",
+    "map_index_of",
+]
 
 #: where the plugin mounts the app in the API server
 PREFIX = "/vertex-dist"
@@ -40,6 +51,9 @@ PREFIX = "/vertex-dist"
 LOG_READS_PER_MINUTE = 10
 #: the newest lines read per job and refresh (one ``entries.list`` page)
 LOG_LINES = 200
+#: what Airflow's UI leaves in a task-instance view's href on the page of a task that is not mapped:
+#: it fills ``{MAP_INDEX}`` on a mapped task instance's page only
+UNMAPPED = "{MAP_INDEX}"
 
 
 class ReadWindow:
@@ -183,6 +197,17 @@ def task_log_url(dag_id: str, run_id: str, task_id: str, map_index: int) -> str:
     return path + (f"/mapped/{map_index}" if map_index >= 0 else "")
 
 
+def map_index_of(text: str) -> int:
+    """The map index of a view's path: ``-1`` for ``UNMAPPED`` (a task that is not mapped), else the
+    integer; ValueError for anything else."""
+    if text == UNMAPPED:
+        return -1
+    index = int(text)
+    if index < -1:
+        raise ValueError(f"map index {index} is below -1")
+    return index
+
+
 def create_app(cache: JobCache | None = None) -> Any:
     """The FastAPI app (a new one per call; ``cache``: the job cache it reads through)."""
     from fastapi import Depends, FastAPI, HTTPException
@@ -197,9 +222,13 @@ def create_app(cache: JobCache | None = None) -> Any:
 
     @app.get("/ti/{dag_id}/{run_id}/{task_id}/{map_index}", dependencies=[Depends(read_task_instances)])
     def task_instance_view(
-        dag_id: str, run_id: str, task_id: str, map_index: int, fragment: int = 0
+        dag_id: str, run_id: str, task_id: str, map_index: str, fragment: int = 0
     ) -> HTMLResponse:
-        found = find_job(dag_id, run_id, task_id, map_index)
+        try:
+            index = map_index_of(map_index)
+        except ValueError:
+            raise HTTPException(404, "No such task instance: the map index is not an integer.") from None
+        found = find_job(dag_id, run_id, task_id, index)
         if found is None:
             raise HTTPException(404, "This task instance has no Vertex AI job (yet).")
         owned, console = found
@@ -209,9 +238,9 @@ def create_app(cache: JobCache | None = None) -> Any:
             dag_id=dag_id,
             run_id=run_id,
             task_id=task_id,
-            map_index=map_index,
+            map_index=index,
             console_url=console,
-            task_log_url=task_log_url(dag_id, run_id, task_id, map_index),
+            task_log_url=task_log_url(dag_id, run_id, task_id, index),
             output_url=output_url(model.output_uri(job), console),
             logs=jobs.logs(owned, job),
         )

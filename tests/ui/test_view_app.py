@@ -171,3 +171,16 @@ def test_the_real_auth_dependencies_are_airflows() -> None:
     assert user is get_user
     assert read.__qualname__.startswith("requires_access_dag")
     assert set(inspect.signature(read).parameters) == {"request", "user"}
+
+
+def test_the_uis_unfilled_map_index_is_the_task_that_is_not_mapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow's UI fills ``{MAP_INDEX}`` in a task-instance view's href on a mapped task's page only:
+    on any other task's page the view's path ends in the placeholder itself (seen in the browser
+    test), which is map index -1; an integer is that map index; anything else is no task instance."""
+    seen: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(_compat, "ui_auth_dependencies", lambda: (_allow, _allow))
+    monkeypatch.setattr(ui_app, "find_job", lambda *a: seen.append(a))  # no job: 404
+    http = TestClient(ui_app.create_app())
+    for path in ("%7BMAP_INDEX%7D", "-1", "3", "x", "-2", "{MAP_INDEX"):
+        assert http.get(f"/ti/d/r/t/{path}").status_code == 404, path
+    assert seen == [("d", "r", "t", -1), ("d", "r", "t", -1), ("d", "r", "t", 3)]
