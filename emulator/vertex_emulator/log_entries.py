@@ -25,7 +25,7 @@ the trial id in the entry label ``ml.googleapis.com/trial_id``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -122,20 +122,22 @@ class Entry:
 
 
 class _Fields(Mapping[str, Any]):
-    """An entry's field map, the common fields answered directly and the rest built on first use."""
+    """An entry's field map, the common fields answered directly and the rest built on first use; what
+    the filter derives from it (a field's case-folded text) is kept for the entry's other terms."""
 
-    __slots__ = ("_entry", "_all")
+    __slots__ = ("_entry", "_all", "_memo")
 
     def __init__(self, entry: Entry) -> None:
         self._entry = entry
         self._all: dict[str, Any] | None = None
+        self._memo: dict[str, Any] | None = None
 
     def _full(self) -> dict[str, Any]:
         if self._all is None:
             self._all = self._entry.all_fields()
         return self._all
 
-    def __getitem__(self, key: str) -> Any:
+    def get(self, key: str, default: Any = None) -> Any:
         entry = self._entry
         if key == "resource.labels.job_id":
             return entry.meta.job_id
@@ -147,7 +149,16 @@ class _Fields(Mapping[str, Any]):
             return entry.timestamp
         if key == "resource.type":
             return RESOURCE_TYPE
-        return self._full()[key]
+        return self._full().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._full())
@@ -157,6 +168,19 @@ class _Fields(Mapping[str, Any]):
 
     def values(self) -> Any:
         return self._full().values()
+
+    def cached(self, key: str, compute: Callable[[Mapping[str, Any]], Any]) -> Any:
+        """``compute(self)``, computed once per entry for ``key``."""
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        value = memo.get(key, _MISSING)
+        if value is _MISSING:
+            value = memo[key] = compute(self)
+        return value
+
+
+_MISSING: Any = object()
 
 
 @lru_cache(maxsize=4096)

@@ -27,8 +27,16 @@ Source: Google's "Logging query language" reference
 Not supported, and refused with an error naming what is unsupported (never a silent mismatch):
 regular expressions (``=~``, ``!~``) and every other function (``sample()``, ``SEARCH()``,
 ``cast()``, ``regex_extract()``, ``ip_in_net()``...). Parsing is one left-to-right pass over at most
-``MAX_FILTER_CHARS`` characters with at most ``MAX_DEPTH`` nested groups; every error is a
-``LogFilterError`` naming the position and the rule (the API answers INVALID_ARGUMENT).
+``MAX_FILTER_CHARS`` characters (Cloud Logging's own limit: "Length of a Logging query language
+query: 20,000 characters", cloud.google.com/logging/quotas) with at most ``MAX_DEPTH`` nested groups;
+every error is a ``LogFilterError`` naming the position and the rule (the API answers
+INVALID_ARGUMENT).
+
+Evaluation is bounded too: a filter holds at most ``MAX_TERMS`` comparisons and search terms (the
+emulator's own bound; Cloud Logging documents none), where the ``=`` values of one text field joined
+by ``OR`` (``resource.labels.job_id="1" OR resource.labels.job_id="2"``, a value group) count once: they
+are one set lookup. Each entry's text is case-folded once, however many terms read it, so an entry
+costs at most ``MAX_TERMS`` lookups or substring tests of its text.
 
 ``parse_log_filter`` also returns what the filter's top level pins down (``LogQuery.sets``: the
 ``resource.labels.job_id`` / ``task_name`` values an entry must have; ``since``/``until``: its
@@ -49,6 +57,7 @@ __all__ = [
     "HINT_FIELDS",
     "MAX_DEPTH",
     "MAX_FILTER_CHARS",
+    "MAX_TERMS",
     "LogFilterError",
     "LogPredicate",
     "LogQuery",
@@ -58,9 +67,13 @@ __all__ = [
     "severity_number",
 ]
 
-#: Cloud Logging's own limit on the length of a filter.
+#: Cloud Logging's own limit on the length of a filter ("Length of a Logging query language query:
+#: 20,000 characters", cloud.google.com/logging/quotas).
 MAX_FILTER_CHARS = 20_000
 MAX_DEPTH = 64
+#: comparisons and search terms in one filter, the ``=`` values of one field joined by OR counting once
+#: (the emulator's own bound: every entry a request reads is tested against each term).
+MAX_TERMS = 100
 #: the fields whose ``=`` values ``LogQuery.sets`` collects (case-folded)
 HINT_FIELDS = ("resource.labels.job_id", "resource.labels.task_name")
 
@@ -71,11 +84,16 @@ LogPredicate = Callable[[Mapping[str, Any]], bool]
 _OPERATORS = ("<=", ">=", "!=", "=~", "!~", "=", "<", ">", ":")
 _STOP = frozenset(" \t\r\n()\"'")
 _OPERATOR_CHARS = frozenset("=<>!:")
+_FIELD_STOP = _STOP | _OPERATOR_CHARS | frozenset(".")
+_VALUE_STOP = frozenset(" \t\r\n()")
 _TIME_FIELDS = frozenset({"timestamp", "receiveTimestamp"})
 _PLAIN_FIELDS = frozenset({"severity", "logName", "insertId", "textPayload", "resource.type"})
 _MAP_PREFIXES = ("resource.labels.", "labels.", "jsonPayload.")
 #: the reference's functions the emulator does not evaluate (named in the error)
 _KNOWN_FUNCTIONS = frozenset({"sample", "search", "cast", "regex_extract", "ip_in_net"})
+#: fields whose values are always text: their ``=`` values joined by OR merge into one set lookup
+_TEXT_PREFIXES = ("resource.labels.", "labels.")
+_TEXT_FIELDS = frozenset({"logName", "insertId", "textPayload", "resource.type"})
 
 
 class LogFilterError(ValueError):
@@ -97,11 +115,72 @@ class LogQuery:
     #: a matching entry's timestamp is at least ``since`` / at most ``until`` (nanoseconds)
     since: int | None = None
     until: int | None = None
+    #: the comparisons and search terms an entry is tested against (see ``MAX_TERMS``)
+    cost: int = 1
+    #: set when the query is exactly "the text field PATH is one of these case-folded values"
+    eq: tuple[str, frozenset[str]] | None = None
+
+
+def _memo(entry: Mapping[str, Any], key: str, compute: Callable[[Mapping[str, Any]], Any]) -> Any:
+    """``compute(entry)``: once per entry when the entry keeps a cache (log_entries' field map has
+    ``cached``), so a filter of many terms folds an entry's text once."""
+    cached = getattr(entry, "cached", None)
+    return compute(entry) if cached is None else cached(key, compute)
+
+
+def _fold(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).casefold()
+
+
+def _folder(path: str) -> tuple[str, Callable[[Mapping[str, Any]], str | None]]:
+    """The memo key and the computation of field ``path``'s case-folded text (None when missing)."""
+
+    def fold(entry: Mapping[str, Any]) -> str | None:
+        value = entry.get(path)
+        return None if value is None else _fold(value)
+
+    return f"fold:{path}", fold
+
+
+def _texts(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every text field of the entry, case-folded (what a global restriction searches)."""
+    return tuple(value.casefold() for value in entry.values() if isinstance(value, str))
+
+
+def _one_of(path: str, values: frozenset[str]) -> LogQuery:
+    """``path = v1 OR path = v2 ...`` on a text field: one set lookup."""
+    key, fold = _folder(path)
+
+    def test(entry: Mapping[str, Any]) -> bool:
+        value = entry.get(path)
+        if value is None:
+            return False
+        if isinstance(value, str):
+            return _memo(entry, key, fold) in values
+        return any(compare_values("=", value, literal) for literal in values)
+
+    return LogQuery(test, eq=(path, values))
+
+
+def _merge_equalities(parts: list[LogQuery]) -> list[LogQuery]:
+    """OR'd ``=`` tests of one text field as one set lookup (the others as they are)."""
+    out: list[LogQuery] = []
+    groups: dict[str, list[frozenset[str]]] = {}
+    for part in parts:
+        if part.eq is None:
+            out.append(part)
+        else:
+            groups.setdefault(part.eq[0], []).append(part.eq[1])
+    for path, values in groups.items():
+        out.append(_one_of(path, frozenset().union(*values)))
+    return out
 
 
 def _conjoin(parts: list[LogQuery]) -> LogQuery:
     preds = [p.predicate for p in parts]
-    out = LogQuery(lambda entry: all(pred(entry) for pred in preds))
+    out = LogQuery(lambda entry: all(pred(entry) for pred in preds), cost=sum(p.cost for p in parts))
     for part in parts:
         for key, values in part.sets.items():
             out.sets[key] = out.sets[key] & values if key in out.sets else values
@@ -113,8 +192,12 @@ def _conjoin(parts: list[LogQuery]) -> LogQuery:
 
 
 def _disjoin(parts: list[LogQuery]) -> LogQuery:
-    preds = [p.predicate for p in parts]
-    out = LogQuery(lambda entry: any(pred(entry) for pred in preds))
+    merged = _merge_equalities(parts)
+    if len(merged) == 1:
+        out = merged[0]
+    else:
+        preds = [p.predicate for p in merged]
+        out = LogQuery(lambda entry: any(pred(entry) for pred in preds), cost=sum(p.cost for p in merged))
     for key in set.intersection(*(set(p.sets) for p in parts)):
         out.sets[key] = frozenset().union(*(p.sets[key] for p in parts))
     sinces = [p.since for p in parts]
@@ -126,7 +209,7 @@ def _disjoin(parts: list[LogQuery]) -> LogQuery:
 
 def _negate(part: LogQuery) -> LogQuery:
     inner = part.predicate
-    return LogQuery(lambda entry: not inner(entry))
+    return LogQuery(lambda entry: not inner(entry), cost=part.cost)
 
 
 def severity_number(value: str, *, text: str = "", pos: int = 0) -> int:
@@ -199,7 +282,7 @@ class _Scanner:
         pos = self.pos
         if self.peek() in ('"', "'"):
             return self.quoted(), pos
-        value = self.bare(frozenset(" \t\r\n()"))
+        value = self.bare(_VALUE_STOP)
         if not value:
             raise self.error(f"{what} needs a value", pos)
         return value, pos
@@ -226,7 +309,7 @@ def _field_name(scanner: _Scanner) -> tuple[str, int]:
     """A field path: segments separated by ``.``, each bare or quoted. Returns (path, start)."""
     start = scanner.pos
     parts: list[str] = []
-    stop = _STOP | _OPERATOR_CHARS | frozenset(".")
+    stop = _FIELD_STOP
     while True:
         ch = scanner.text[scanner.pos] if scanner.pos < len(scanner.text) else ""
         if ch in ('"', "'"):
@@ -293,7 +376,7 @@ def compare_values(op: str, value: Any, literal: str) -> bool:
 
 
 def _atom(scanner: _Scanner, path: str, op: str, value: str, value_pos: int) -> LogQuery:
-    """One comparison of ``path`` with one value."""
+    """One comparison of ``path`` with one value (``compare_values``, the entry's text folded once)."""
     if op == ":" and value == "*":
         return LogQuery(lambda entry: entry.get(path) is not None)
     if path == "severity":
@@ -312,20 +395,52 @@ def _atom(scanner: _Scanner, path: str, op: str, value: str, value_pos: int) -> 
             query.since = nanos if op in (">", ">=", "=", ":") else None
             query.until = nanos if op in ("<", "<=", "=", ":") else None
         return query
-    query = LogQuery(lambda entry: compare_values(op, entry.get(path), value))
+    literal, number = value.casefold(), _number(value)
+    key, fold = _folder(path)
+
+    def test(entry: Mapping[str, Any]) -> bool:
+        field_value = entry.get(path)
+        if field_value is None:
+            return False
+        if number is not None and isinstance(field_value, int | float) and not isinstance(field_value, bool):
+            return _order(op, field_value, number)
+        text = _memo(entry, key, fold)
+        return literal in text if op == ":" else _order(op, text, literal)
+
+    text_field = path in _TEXT_FIELDS or path.startswith(_TEXT_PREFIXES)
+    query = LogQuery(test, eq=(path, frozenset({literal})) if op == "=" and text_field else None)
     if op == "=" and path in HINT_FIELDS:
-        query.sets[path] = frozenset({value.casefold()})
+        query.sets[path] = frozenset({literal})
     return query
+
+
+def _too_many(text: str, terms: int) -> LogFilterError:
+    return LogFilterError(
+        text,
+        0,
+        f"{terms} comparisons and search terms, more than {MAX_TERMS} (the = values of one field joined "
+        "by OR count once): split it into several requests",
+    )
 
 
 class _Parser:
     def __init__(self, text: str) -> None:
         self.s = _Scanner(text)
         self.depth = 0
+        self.terms = 0  # terms that cannot merge with others: the query costs at least this many
+
+    def term(self, query: LogQuery) -> LogQuery:
+        """``query``, counted: past ``MAX_TERMS`` terms that merge with none, the filter is refused
+        at once, before the rest of it is parsed."""
+        if query.eq is None:
+            self.terms += 1
+            if self.terms > MAX_TERMS:
+                raise _too_many(self.s.text, self.terms)
+        return query
 
     def parse(self) -> LogQuery:
         if self.s.at_end():
-            return LogQuery(lambda entry: True)
+            return LogQuery(lambda entry: True, cost=0)
         query = self.conjunction(self.unary)
         if not self.s.at_end():
             raise self.s.error(f"unexpected {self.s.peek()!r}")
@@ -396,17 +511,17 @@ class _Parser:
         if path in ("AND", "OR", "NOT"):
             raise self.s.error(f"{path} needs a term on each side", pos)
         if not quoted and self.s.pos < len(self.s.text) and self.s.text[self.s.pos] == "(":
-            return self.function(path, pos)
+            return self.term(self.function(path, pos))
         op = self.s.operator()
         if op is None:
-            return self._search(path)
+            return self.term(self._search(path))
         if op in ("=~", "!~"):
             raise self.s.error("regular expressions (=~, !~) are not supported by the emulator", pos)
         _check_field(self.s, path, pos)
         if self.s.peek() == "(":
             return self.group(lambda: self.value_term(path, op))
         value, value_pos = self.s.value(f"{path}{op}")
-        return _atom(self.s, path, op, value, value_pos)
+        return self.term(_atom(self.s, path, op, value, value_pos))
 
     def value_term(self, path: str, op: str) -> LogQuery:
         """One term of a value group: ``[NOT] value`` or a nested ``( ... )``."""
@@ -417,7 +532,7 @@ class _Parser:
             value, value_pos = self.s.value(f"{path}{op}")
             if value in ("AND", "OR"):
                 raise self.s.error(f"{value} needs a value on each side", value_pos)
-            inner = _atom(self.s, path, op, value, value_pos)
+            inner = self.term(_atom(self.s, path, op, value, value_pos))
         return _negate(inner) if negated else inner
 
     def function(self, name: str, pos: int) -> LogQuery:
@@ -432,30 +547,30 @@ class _Parser:
             raise self.s.error("log_id() takes one log ID, then ')'")
         self.s.pos += 1
         wanted = log_id.casefold()
-
-        def has_log_id(entry: Mapping[str, Any]) -> bool:
-            name_ = entry.get("logName")
-            if not isinstance(name_, str) or "/logs/" not in name_:
-                return False
-            return unquote(name_.split("/logs/", 1)[1]).casefold() == wanted
-
-        return LogQuery(has_log_id)
+        return LogQuery(lambda entry: _memo(entry, "log_id", _entry_log_id) == wanted)
 
     @staticmethod
     def _search(term: str) -> LogQuery:
         needle = term.casefold()
+        return LogQuery(lambda entry: any(needle in text for text in _memo(entry, "texts", _texts)))
 
-        def has(entry: Mapping[str, Any]) -> bool:
-            return any(isinstance(v, str) and needle in v.casefold() for v in entry.values())
 
-        return LogQuery(has)
+def _entry_log_id(entry: Mapping[str, Any]) -> str | None:
+    """The LOG_ID of the entry's ``logName``, percent-decoded and case-folded."""
+    name = entry.get("logName")
+    if not isinstance(name, str) or "/logs/" not in name:
+        return None
+    return unquote(name.split("/logs/", 1)[1]).casefold()
 
 
 def parse_log_filter(text: str) -> LogQuery:
     """Compile a Logging filter (see the module doc); ``LogFilterError`` when it cannot be."""
     if len(text) > MAX_FILTER_CHARS:
         raise LogFilterError(text, MAX_FILTER_CHARS, f"a filter is at most {MAX_FILTER_CHARS} characters")
-    return _Parser(text).parse()
+    query = _Parser(text).parse()
+    if query.cost > MAX_TERMS:
+        raise _too_many(text, query.cost)
+    return query
 
 
 def compile_log_filter(text: str) -> LogPredicate:

@@ -25,6 +25,7 @@ _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _DURATION_RE = re.compile(r"^(-?)(\d{1,12})(?:\.(\d{1,9}))?s$")
 #: Duration.seconds must be within +-315,576,000,000 (duration.proto: "approximately +-10,000 years").
 MAX_DURATION_SECONDS = 315_576_000_000
+_DIGITS_RE = re.compile(r"[0-9]*")
 
 
 def format_rfc3339(when: datetime) -> str:
@@ -45,13 +46,13 @@ def format_rfc3339_nanos(nanos: int) -> str:
 
 
 def _split_fraction(text: str) -> tuple[str, str, str]:
-    """``head``, the fraction digits (maybe empty) and what follows them."""
+    """``head``, the fraction digits (maybe empty; ASCII, as RFC 3339's ``DIGIT``) and what follows
+    them, in one scan at the regex engine's speed (a value of 400,000 digits is read in linear time)."""
     head, dot, rest = text.partition(".")
     if not dot:
         return text, "", ""
-    end = 0
-    while end < len(rest) and rest[end].isdigit():
-        end += 1
+    match = _DIGITS_RE.match(rest)
+    end = match.end() if match else 0
     return head, rest[:end], rest[end:]
 
 

@@ -1,9 +1,12 @@
-"""Helpers of the emulator probes: raw HTTP to its REST port, and the security table's figures."""
+"""Helpers of the emulator probes: raw HTTP to its REST port, the security table's figures, and the
+ratio test of the parser probes."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,12 +15,29 @@ from stack.figures import Figures
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
-__all__ = ["JOBS", "JSON", "PARENT", "TOKEN", "Http", "answer", "job_bytes", "job_count", "record"]
+__all__ = [
+    "JOBS",
+    "JSON",
+    "PARENT",
+    "RATIO",
+    "SLACK_S",
+    "TOKEN",
+    "Http",
+    "answer",
+    "assert_linear",
+    "best_of",
+    "job_bytes",
+    "job_count",
+    "record",
+]
 
 PARENT = testing.PARENT
 JOBS = f"/v1/{PARENT}/customJobs"
 TOKEN = "s3cret-token-for-tests-0123456789"
 JSON = {"Content-Type": "application/json"}
+#: adversarial <= RATIO x benign + SLACK_S: generous, for a loaded 2-core machine.
+RATIO = 5.0
+SLACK_S = 0.05
 
 
 def record(key: str, given: str, answer: str) -> None:
@@ -69,3 +89,21 @@ def job_bytes(name: str = "probe", **spec: Any) -> bytes:
 
 def job_count(em: Emulator) -> int:
     return len(em.store.list("customJobs", PARENT))
+
+
+def best_of(run: Callable[[], object], times: int = 3) -> float:
+    """The shortest of ``times`` runs, in seconds (the least disturbed by other processes)."""
+    best = float("inf")
+    for _ in range(times):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def assert_linear(adversarial: Callable[[], object], benign: Callable[[], object], what: str) -> float:
+    """Adversarial input costs at most ``RATIO`` times benign input of the same size (plus
+    ``SLACK_S``); returns the adversarial time."""
+    bad, good = best_of(adversarial), best_of(benign)
+    assert bad <= RATIO * good + SLACK_S, f"{what}: {bad:.3f} s against {good:.3f} s for benign input"
+    return bad
