@@ -47,6 +47,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from vertex_emulator import callers
 from vertex_emulator.gcs import to_local_path
 from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
+from vertex_emulator.jsonlimits import json_depth
 from vertex_emulator.storage_tree import (
     CHUNK,
     bucket_dir,
@@ -66,15 +67,30 @@ from vertex_emulator.storage_tree import (
 from vertex_emulator.storage_tree import StorageError as _Error
 from vertex_emulator.storage_uploads import Upload, UploadSessions, split_multipart
 
-__all__ = ["MAX_MULTIPART_BYTES", "STORAGE_HOST", "StorageServer"]
+__all__ = ["MAX_JSON_DEPTH", "MAX_MULTIPART_BYTES", "STORAGE_HOST", "StorageServer"]
 
 #: largest ``uploadType=multipart`` body (clients switch to resumable uploads well below this).
 MAX_MULTIPART_BYTES = 64 * 1024 * 1024
+#: how deeply a bucket or object resource may nest, as a body of the REST port (rest.MAX_JSON_DEPTH):
+#: counted in linear time before parsing, so a body of 100,000 brackets is a 400, not a RecursionError.
+MAX_JSON_DEPTH = 64
 log = logging.getLogger(__name__)
 STORAGE_HOST = _HOST = "127.0.0.1"  # loopback only, whatever --host says
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
 _CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
+
+
+def _resource_json(raw: bytes, what: str) -> Any:
+    """The JSON of a bucket or object resource (an empty body is ``{}``); 400 naming ``what`` when it
+    is not JSON or nests deeper than ``MAX_JSON_DEPTH``."""
+    depth = json_depth(raw, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise _Error(400, "parseError", f"{what} nests {depth} levels deep, more than {MAX_JSON_DEPTH}")
+    try:
+        return json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        raise _Error(400, "parseError", f"{what} is not JSON") from None
 
 
 class _StorageHTTPServer(BoundedHTTPServer):
@@ -263,10 +279,7 @@ class _Handler(Deadlines):
         length = self._length()
         if length > MAX_MULTIPART_BYTES:
             raise _Error(413, "invalid", "bucket resource too large")
-        try:
-            meta = json.loads(b"".join(self._body_chunks(length)) or b"{}")
-        except ValueError:
-            raise _Error(400, "parseError", "the bucket resource is not JSON") from None
+        meta = _resource_json(b"".join(self._body_chunks(length)), "the bucket resource")
         bucket = str(meta.get("name") or "") if isinstance(meta, dict) else ""
         try:
             path = to_local_path(f"gs://{bucket}", self.server.root, field="name")
@@ -392,10 +405,7 @@ class _Handler(Deadlines):
             )
         body = b"".join(self._body_chunks(length))
         metadata, media = split_multipart(body, self.headers.get("Content-Type", ""))
-        try:
-            meta = json.loads(metadata or b"{}")
-        except ValueError:
-            raise _Error(400, "parseError", "the metadata part is not JSON") from None
+        meta = _resource_json(metadata, "the metadata part")
         name = str(meta.get("name") or query.get("name") or "") if isinstance(meta, dict) else ""
         target = prepare_target(self.server.root, bucket, name)
         tmp = temp_beside(target)
@@ -407,10 +417,7 @@ class _Handler(Deadlines):
         if length > MAX_MULTIPART_BYTES:
             raise _Error(413, "invalid", "object resource too large")
         raw = b"".join(self._body_chunks(length))
-        try:
-            meta = json.loads(raw or b"{}")
-        except ValueError:
-            raise _Error(400, "parseError", "the object resource is not JSON") from None
+        meta = _resource_json(raw, "the object resource")
         name = str(meta.get("name") or query.get("name") or "") if isinstance(meta, dict) else ""
         target = prepare_target(self.server.root, bucket, name)
         upload_id = self.server.uploads.open(Upload(bucket, name, target, query.get("ifGenerationMatch")))

@@ -3,7 +3,8 @@
 Only regular files inside the root are objects (a symlink to a file outside shows nothing of it, a
 FIFO cannot hang a listing); an object's hashes are computed once per version, not on every metadata
 GET; names Cloud Storage refuses (CR/LF, over 1,024 bytes) and names the directory tree cannot hold
-are 400, and Range numbers of any length are read, never a 500.
+are 400, Range numbers of any length are read, and a bucket or object resource nested past 64
+levels is 400: never a 500.
 """
 
 from __future__ import annotations
@@ -151,3 +152,32 @@ def test_huge_range_numbers_are_not_a_500(store: tuple[Emulator, Path]) -> None:
     status, body = call(em, "GET", "/storage/v1/b/b/o/r.txt?alt=media", headers={"Range": f"bytes=-{digits}"})
     assert status == 206 and body == b"0123456789"
     record("huge_range", "GET alt=media with Range: bytes=<5,000 nines>-", f"{416} (was 500)")
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+DEEP_RESOURCES = {
+    "bucket": ("/storage/v1/b", "application/json", DEEP),
+    "resumable": ("/upload/storage/v1/b/b/o?uploadType=resumable&name=deep", "application/json", DEEP),
+    "multipart": (
+        "/upload/storage/v1/b/b/o?uploadType=multipart",
+        "multipart/related; boundary=x",
+        b"--x\r\nContent-Type: application/json\r\n\r\n" + DEEP + b"\r\n--x\r\n\r\ndata\r\n--x--\r\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP_RESOURCES))
+def test_a_deeply_nested_resource_is_400_not_500(store: tuple[Emulator, Path], kind: str) -> None:
+    em, _ = store
+    path, content_type, body = DEEP_RESOURCES[kind]
+    status, data = call(em, "POST", path, body, {"Content-Type": content_type})
+    assert status == 400 and "nests 100000 levels deep, more than 64" in data["error"]["message"], (
+        status,
+        data,
+    )
+    if kind == "bucket":
+        record(
+            "deep_storage_resource",
+            "bucket insert, resumable upload start or multipart metadata of 100,000 nested brackets",
+            f"{status} naming the nesting (was 500: RecursionError)",
+        )
