@@ -2,7 +2,11 @@
 real sockets on loopback; and chunked bodies, refused rather than smuggled.
 
 The emulator here has small ceilings (8 connections per HTTP listener, 1 s deadlines) so that the
-tests are quick; the defaults are in ``EmulatorConfig`` and docs/emulator.md.
+tests are quick; the defaults are in ``EmulatorConfig`` and docs/emulator.md. The gRPC port has no
+connection ceiling of its own (gRPC's ``grpc.max_allowed_incoming_connections`` refuses new
+connections, which would let idle ones lock the stock client out): idle sockets hold no thread
+there, and every connection with no call, whether or not it finished its HTTP/2 handshake, is closed
+after ``idle_timeout_s`` (``grpc.max_connection_idle_ms``).
 """
 
 from __future__ import annotations
@@ -222,3 +226,69 @@ def test_grpc_admits_a_bounded_number_of_calls(tmp_path_factory: pytest.TempPath
             outcomes = list(pool.map(lambda _: get(), range(6)))
     # two calls are admitted (and answered NOT_FOUND after the latency), the rest refused at once
     assert outcomes.count("NotFound") == 2 and outcomes.count("ResourceExhausted") == 4, outcomes
+
+
+# -- the gRPC port -----------------------------------------------------------------------------------
+
+#: the client preface of HTTP/2 (RFC 9113, section 3.4), and an empty SETTINGS frame after it
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+GRPC_OPENINGS = {"nothing": b"", "preface": PREFACE, "preface_and_settings": PREFACE + SETTINGS}
+
+
+def grpc_address(em: Emulator) -> tuple[str, int]:
+    host, _, port = em.grpc_target.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def still_open(sock: socket.socket) -> bool:
+    """True when the server has not closed ``sock`` (what it sent is read and dropped)."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False  # end of file
+
+
+def test_idle_grpc_sockets_leave_calls_answered(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from google.api_core import exceptions
+
+    # a long idle timeout here, so that every idle socket is still open when the call is made
+    root = tmp_path_factory.mktemp("grpcidle")
+    with testing.running_emulator(root, faults=Faults(queued_s=3600), idle_timeout_s=600) as em:
+        where = grpc_address(em)
+        client = testing.grpc_client(em)
+        with ExitStack() as stack:
+            idle = [
+                stack.enter_context(socket.create_connection(where, timeout=DEADLINE_S)) for _ in range(1100)
+            ]
+            half_open = [
+                stack.enter_context(socket.create_connection(where, timeout=DEADLINE_S)) for _ in range(100)
+            ]
+            for sock in half_open:
+                sock.sendall(PREFACE)
+            started = time.monotonic()
+            with pytest.raises(exceptions.NotFound):
+                client.get_custom_job(name=f"{testing.PARENT}/customJobs/1", timeout=DEADLINE_S, retry=None)
+            seconds = time.monotonic() - started
+            # still open (whatever the server sent them, its SETTINGS): the call was answered beside them
+            assert still_open(idle[0]) and still_open(half_open[0])
+    record(
+        "idle_sockets_grpc",
+        "1,100 idle sockets and 100 HTTP/2 connections that sent only the preface, to the gRPC port, "
+        "then GetCustomJob with the stock client",
+        f"answered (NOT_FOUND) in {seconds * 1000:.0f} ms; each idle connection closed after the idle "
+        "timeout (grpc.max_connection_idle_ms)",
+    )
+
+
+@pytest.mark.parametrize("opening", sorted(GRPC_OPENINGS))
+def test_an_idle_grpc_connection_is_closed_after_the_idle_timeout(bounded: Emulator, opening: str) -> None:
+    with socket.create_connection(grpc_address(bounded)) as sock:
+        sock.sendall(GRPC_OPENINGS[opening])
+        seconds = closed_within(sock, DEADLINE_S)
+    assert seconds is not None and seconds >= TIMEOUT_S * 0.5, seconds
