@@ -392,6 +392,15 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
             lambda: (_of(f"{EM}.logging_api:DEFAULT_PAGE_SIZE"), _of(f"{EM}.logging_api:MAX_PAGE_SIZE")),
         ),
         (r"A filter is at most ([\d,]+) characters", f"{EM}.log_filter:MAX_FILTER_CHARS"),
+        (
+            r"parsed in one pass, with at most (\d+) comparisons and search terms",
+            f"{EM}.log_filter:MAX_TERMS",
+        ),
+        (r"nests at most (\d+) groups and holds at most", f"{EM}.log_filter:MAX_DEPTH"),
+        (
+            r"or object resource \(a bucket insert, an upload's metadata\) nested past (\d+) levels",
+            f"{EM}.storage:MAX_JSON_DEPTH",
+        ),
         (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.tuning:STOPPING_POLL_S"),
         (
             r"`maxFailedTrialCount: 0` is, in the emulator, `([^`]+)`",

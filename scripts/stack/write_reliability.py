@@ -73,6 +73,7 @@ PROBES = [
     ("escaped_quotes_body", "a body of escaped quotes (JSON depth guard)"),
     ("fraction_digits_filter", "a create time of 400,000 fraction digits in a filter"),
     ("or_terms_filter", "a filter of many OR terms"),
+    ("log_filter_terms", "a Cloud Logging filter of many OR terms"),
     ("deep_page_token", "a deeply nested page token"),
     ("nan_faults", "NaN in /emulator/faults"),
     ("chunked_smuggling", "a chunked body smuggling a Create"),
@@ -81,6 +82,7 @@ PROBES = [
     ("replica_ceiling_get", "the Get of the largest job allowed"),
     ("idle_sockets_rest", "1,100 idle sockets (REST)"),
     ("idle_sockets_storage", "1,100 idle sockets (Cloud Storage)"),
+    ("idle_sockets_grpc", "1,100 idle sockets and half-open HTTP/2 connections (gRPC)"),
     ("trickle_rest", "a request trickling its headers (REST)"),
     ("trickle_storage", "a request trickling its headers (Cloud Storage)"),
     ("symlink_listing", "a symlink to an outside file in a bucket"),
@@ -89,6 +91,8 @@ PROBES = [
     ("long_name", "an object name part over 255 bytes"),
     ("newline_name", "an object name with a line feed"),
     ("huge_range", "a Range of 5,000 digits"),
+    ("deep_storage_resource", "a Cloud Storage resource of 100,000 nested brackets"),
+    ("nested_log_line", "log lines nested 100,000 deep, huge or planted (entries.list)"),
 ]
 
 
