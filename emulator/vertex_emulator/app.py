@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from vertex_emulator.callers import warn_if_unchecked
 from vertex_emulator.capacity import HostCeilings
 from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
+from vertex_emulator.gpu_ledger import GpuCapacity
 from vertex_emulator.grpc_server import GrpcServer
 from vertex_emulator.httpserve import Ceilings
 from vertex_emulator.logging_api import LogEntriesApi, grpc_handler
@@ -27,10 +28,12 @@ def _private_dir(path: Path) -> None:
     os.chmod(path, 0o700)
 
 
-def _make_runner(store: JobStore, config: EmulatorConfig, ceilings: HostCeilings) -> RunnerLike:
+def _make_runner(
+    store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity
+) -> RunnerLike:
     from vertex_emulator.runner import Runner
 
-    runner: RunnerLike = Runner(store, config, ceilings)
+    runner: RunnerLike = Runner(store, config, ceilings, gpus)
     return runner
 
 
@@ -68,8 +71,12 @@ class Emulator:
         self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
         #: the host's ceilings on replicas, shared by the runner (room) and the service (Create)
         self.ceilings = HostCeilings(config.max_replica_processes, config.max_job_replicas)
-        self.runner: RunnerLike = _make_runner(self.store, config, self.ceilings)
-        self.service = JobService(self.store, self.runner, config.faults, ceilings=self.ceilings)
+        #: GPU quotas, free capacity and Spot preemption (gpu_ledger.py), shared the same way
+        self.gpus = GpuCapacity(config.capacity, config.faults)
+        self.runner: RunnerLike = _make_runner(self.store, config, self.ceilings, self.gpus)
+        self.service = JobService(
+            self.store, self.runner, config.faults, ceilings=self.ceilings, gpus=self.gpus
+        )
         #: the Cloud Logging read API over the replica logs (served by both servers)
         self.logs = LogEntriesApi(self.store, Path(config.state_dir), fault=self.service.injector.draw)
         self._grpc: GrpcServer | None = None

@@ -20,6 +20,7 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
 
@@ -60,6 +61,138 @@ def _fault_rate(text: str) -> tuple[str, float]:
         return method, float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--fault-rate {method}: {value!r} is not a number") from None
+
+
+def _region_count(text: str) -> tuple[str, str, int]:
+    key, value = _key_value(text, "REGION/ACCELERATOR=N, e.g. us-central1/NVIDIA_TESLA_A100=8")
+    region, sep, accelerator = key.partition("/")
+    if not sep or not region or not accelerator:
+        raise argparse.ArgumentTypeError(f"expected REGION/ACCELERATOR=N (got {text!r})")
+    try:
+        return region, accelerator, int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{key}: {value!r} is not an integer") from None
+
+
+#: the capacity flags that fill a ``{region: {accelerator: count}}`` map, by Capacity field
+_COUNT_FLAGS = {
+    "quota": "--quota",
+    "preemptible_quota": "--preemptible-quota",
+    "stock": "--stock",
+    "spot_stock": "--spot-stock",
+    "flex_start_stock": "--flex-start-stock",
+}
+#: the capacity flags of one value, by Capacity field
+_VALUE_FLAGS = {
+    "stockout_after_s": "--stockout-after",
+    "over_quota": "--over-quota",
+    "spot_preemptions_per_hour": "--spot-preemptions-per-hour",
+    "spot_preempt_after_s": "--spot-preempt-after",
+    "spot_restart_limit": "--spot-restart-limit",
+    "spot_notice_s": "--spot-notice",
+}
+
+
+def _add_capacity_flags(parser: argparse.ArgumentParser) -> None:
+    gpus = parser.add_argument_group(
+        "GPU capacity (quotas, free GPUs, Spot, flex-start; unlimited unless set; docs/emulator.md, Capacity)"
+    )
+    gpus.add_argument(
+        "--capacity-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="JSON object of capacity settings (the /emulator/capacity shape); the flags below override it",
+    )
+    helps = {
+        "quota": "on-demand GPU quota of STANDARD jobs in REGION (custom_model_training_<gpu>)",
+        "preemptible_quota": "preemptible GPU quota of SPOT and FLEX_START jobs "
+        "(custom_model_training_preemptible_<gpu>)",
+        "stock": "free GPUs in REGION for STANDARD jobs; none left: PENDING, then the stockout",
+        "spot_stock": "free GPUs in REGION for SPOT jobs",
+        "flex_start_stock": "free GPUs in REGION for FLEX_START jobs (they wait up to max_wait_duration)",
+    }
+    for name, flag in _COUNT_FLAGS.items():
+        gpus.add_argument(
+            flag,
+            dest=name,
+            type=_region_count,
+            action="append",
+            default=[],
+            metavar="REGION/ACCELERATOR=N",
+            help=f"{helps[name]} (repeatable)",
+        )
+    gpus.add_argument(
+        "--stockout-after",
+        dest="stockout_after_s",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a STANDARD or SPOT job waits PENDING for free GPUs before it fails (default 60)",
+    )
+    gpus.add_argument(
+        "--over-quota",
+        dest="over_quota",
+        choices=("queue", "refuse"),
+        default=None,
+        help="a job within its quota alone but not beside running jobs: waits QUEUED (queue, default) "
+        "or is refused at Create with RESOURCE_EXHAUSTED (refuse)",
+    )
+    gpus.add_argument(
+        "--spot-preemptions-per-hour",
+        dest="spot_preemptions_per_hour",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="random preemptions per running Spot replica and hour (seeded with --seed; default 0)",
+    )
+    gpus.add_argument(
+        "--spot-preempt-after",
+        dest="spot_preempt_after_s",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="preempt a Spot job's primary replica this long after each start (default: never)",
+    )
+    gpus.add_argument(
+        "--spot-restart-limit",
+        dest="spot_restart_limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="restarts of a preempted Spot job before it fails (default 6)",
+    )
+    gpus.add_argument(
+        "--spot-notice",
+        dest="spot_notice_s",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between a preempted replica's SIGTERM and its SIGKILL (default 30)",
+    )
+
+
+def _capacity_json(args: argparse.Namespace) -> dict[str, Any]:
+    """The capacity settings the file and flags ask for, as JSON (flags over the file)."""
+    from vertex_emulator.capacity_settings import load_capacity_file
+
+    data: dict[str, Any] = load_capacity_file(args.capacity_file) if args.capacity_file else {}
+    for name in _COUNT_FLAGS:
+        given: list[tuple[str, str, int]] = getattr(args, name)
+        if not given:
+            continue
+        table = data.get(name)
+        merged: dict[str, Any] = {
+            region: dict(counts) for region, counts in (table.items() if isinstance(table, dict) else ())
+        }
+        for region, accelerator, count in given:
+            merged.setdefault(region, {})[accelerator] = count
+        data[name] = merged
+    for name in _VALUE_FLAGS:
+        value = getattr(args, name)
+        if value is not None:
+            data[name] = value
+    return data
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,10 +348,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--crash-exit-code", type=int, default=137, help="exit code reported for a crashed replica"
     )
     faults.add_argument("--seed", type=int, default=None, help="seed for fault draws and random search")
+    _add_capacity_flags(parser)
     return parser
 
 
 def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> EmulatorConfig:
+    from vertex_emulator.capacity_settings import CapacityError, capacity_from_json
     from vertex_emulator.faults import FaultsError, faults_from_json
 
     try:
@@ -238,6 +373,15 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         )
     except FaultsError as exc:
         parser.error(str(exc))
+    try:
+        capacity = capacity_from_json(_capacity_json(args))
+    except CapacityError as exc:
+        message = str(exc)
+        for name, flag in {**_COUNT_FLAGS, **_VALUE_FLAGS}.items():
+            if message.startswith((f"{name}:", f"{name}.")) and getattr(args, name) not in (None, []):
+                message = f"{flag} ({name}){message[len(name) :]}"
+                break
+        parser.error(message)
     storage_port = args.storage_port
     if storage_port is None:  # not given: a free port beside free ones, else the fixed default
         storage_port = 0 if 0 in (args.grpc_port, args.rest_port) else DEFAULT_STORAGE_PORT
@@ -269,6 +413,7 @@ def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Emulat
         rest_port=args.rest_port,
         image_map=dict(args.image_map),
         faults=faults,
+        capacity=capacity,
         pass_env=list(args.pass_env),
         storage_port=storage_port,
         max_connections=args.max_connections,

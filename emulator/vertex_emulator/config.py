@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["BindError", "EmulatorConfig", "Faults", "check_exposure", "is_loopback_host"]
+__all__ = ["BindError", "Capacity", "EmulatorConfig", "Faults", "check_exposure", "is_loopback_host"]
 
 
 class BindError(OSError):
@@ -52,6 +52,44 @@ class Faults:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
+#: region -> accelerator type (a v1 ``AcceleratorType`` name) -> a count
+RegionCounts = dict[str, dict[str, int]]
+
+
+@dataclass
+class Capacity:
+    """GPU capacity as Vertex AI shows it: quotas, free capacity, Spot preemption, flex-start
+    (gpu_capacity.py has the service's texts and rules, with their sources; gpu_ledger.py applies them).
+
+    Set from ``--capacity-file`` and flags, and at runtime through ``/emulator/capacity``
+    (capacity_settings.py validates it). Every map is ``{region: {accelerator type: count}}``; a
+    region or accelerator it does not name is unlimited, so the default (all empty) changes nothing.
+    """
+
+    #: on-demand quota (``custom_model_training_<gpu>``): GPUs running at once, STANDARD jobs.
+    quota: RegionCounts = field(default_factory=dict)
+    #: preemptible quota (``custom_model_training_preemptible_<gpu>``): SPOT and FLEX_START jobs.
+    preemptible_quota: RegionCounts = field(default_factory=dict)
+    #: free GPUs in the region for on-demand (STANDARD) jobs, Spot jobs and flex-start jobs.
+    stock: RegionCounts = field(default_factory=dict)
+    spot_stock: RegionCounts = field(default_factory=dict)
+    flex_start_stock: RegionCounts = field(default_factory=dict)
+    #: seconds a STANDARD or SPOT job waits PENDING for free GPUs before it fails with the stockout.
+    stockout_after_s: float = 60.0
+    #: a Create that fits the quota alone but not beside the jobs running: ``"queue"`` (the job waits
+    #: QUEUED, as documented) or ``"refuse"`` (RESOURCE_EXHAUSTED at Create, as users report).
+    over_quota: str = "queue"
+    #: preemptions per running Spot replica and hour (random, seeded with ``Faults.seed``).
+    spot_preemptions_per_hour: float = 0.0
+    #: preempt a Spot job's primary replica this many seconds after each start (None: never).
+    spot_preempt_after_s: float | None = None
+    #: how many times a preempted Spot job is restarted before it fails.
+    spot_restart_limit: int = 6
+    #: seconds between a preempted replica's SIGTERM and its SIGKILL.
+    spot_notice_s: float = 30.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
 @dataclass
 class EmulatorConfig:
     state_dir: Path
@@ -66,6 +104,8 @@ class EmulatorConfig:
     #: image URI -> argv prefix, for container specs that give no ``command``.
     image_map: dict[str, list[str]] = field(default_factory=dict)
     faults: Faults = field(default_factory=Faults)
+    #: GPU quotas, free capacity, Spot preemption and flex-start (unlimited by default).
+    capacity: Capacity = field(default_factory=Capacity)
     #: base URL of the REST/web server, set once it is bound (web access URIs hang off it).
     web_base_url: str | None = None
     #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process tree.

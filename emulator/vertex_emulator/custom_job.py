@@ -4,8 +4,11 @@ A CustomJob goes QUEUED -> PENDING -> RUNNING -> SUCCEEDED / FAILED / CANCELLED 
 between), with ``startTime``/``endTime``, exactly as the service shows it (QUEUED and PENDING:
 driver.py):
 
-- While QUEUED it waits for room for all its replicas under the host's ceiling (capacity.py), saying
-  why in its ``service`` log; its replicas' slots are freed once they are stopped, as the job ends.
+- While QUEUED it waits for its GPU quota (gpu_ledger.py) and for room for all its replicas under the
+  host's ceiling (capacity.py); while PENDING, for free GPUs in its region (a stockout fails it after
+  ``Capacity.stockout_after_s``; a FLEX_START job waits up to its ``max_wait_duration``); it says why
+  in its ``service`` log. Its replicas' slots, quota and GPUs are freed once they are stopped, as the
+  job ends.
 
 - While PENDING, python package specs are installed (see packages.py) and each replica gets a free
   port on ``127.0.0.1`` (whatever address the API binds): ``CLUSTER_SPEC``/``TF_CONFIG`` hold ``host:port``
@@ -40,6 +43,12 @@ driver.py):
   ``crash_after_s`` after its first start and reported with exit code ``crash_exit_code`` (a crash
   is injected once per replica, so a restart can be rehearsed). Faults are re-read while a job
   runs, so a change at runtime applies to running jobs.
+- A SPOT job's replica can be preempted (``POST /emulator/capacity/preempt``, or
+  ``Capacity.spot_preempt_after_s`` / ``spot_preemptions_per_hour``): it gets SIGTERM, then SIGKILL
+  after ``Capacity.spot_notice_s`` (Compute Engine gives a Spot VM 30 s), and the whole job is
+  restarted on the same addresses, the job staying RUNNING, up to ``Capacity.spot_restart_limit``
+  times ("Compute Engine tries to restart the job up to six times"); the preemption after that fails
+  the job (code 8, the replica named, ``STOCKOUT``). Sources: gpu_capacity.py.
 - ``webAccessUris`` (``jobSpec.enableWebAccess``) maps every replica key to
   ``<web_base_url>/web/<job name>/<key>``, served from ``Runner.replica_view``.
 """
@@ -75,6 +84,7 @@ from vertex_emulator.cluster import (
 )
 from vertex_emulator.driver import DriverHost, Interrupted, JobDriver, JobError
 from vertex_emulator.gcs import GCS_NOTE, to_local_path
+from vertex_emulator.gpu_capacity import PREEMPTED_CODE, preempted_message, provisioning, spec_gpus
 from vertex_emulator.procs import free_ports, read_tail, spawn
 from vertex_emulator.replica_command import check_hypertune, pool_env, replica_command
 from vertex_emulator.service_log import ServiceLog
@@ -138,6 +148,8 @@ class Slot:
     started: float = 0.0
     crashed: bool = False
     crash_fired: bool = False
+    #: when the Spot preemption timer (``spot_preempt_after_s``) last fired for this incarnation
+    preempt_fired: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -168,6 +180,11 @@ class CustomJobRun(JobDriver):
         self.job_restarts = 0
         self.timeout_s = DEFAULT_TIMEOUT_S
         self.restart_on_failure = False
+        #: SPOT: the job runs on Spot VMs and can be preempted; preemptions so far
+        self.spot = False
+        self.preemptions = 0
+        #: seconds a replica's supervisor waits between SIGTERM and SIGKILL
+        self.grace_s = self.config.stop_grace_s
         self._lock = threading.Lock()
 
     # -- thread body --------------------------------------------------------------------------
@@ -179,8 +196,9 @@ class CustomJobRun(JobDriver):
             log.exception("runner error for %s", self.job_name)
             self.finish("JOB_STATE_FAILED", 13, f"Internal emulator error while running the job: {exc!r}")
         finally:
+            self.host.gpus.unregister_spot(self.job_name)
             self._stop_slots(list(self.slots.values()), "STOPPED")
-            self.release_room()  # its replicas are stopped: the next job in line may start
+            self.release_resources()  # its replicas are stopped: the next job in line may start
             self._persist()
             self.host.release(self)
             self.done.set()
@@ -222,6 +240,8 @@ class CustomJobRun(JobDriver):
             uris = {key: f"{base}/web/{self.job_name}/{key}" for key in self.slots}
         fields: dict[str, Any] = {"startTime": now_rfc3339(), **({"webAccessUris": uris} if uris else {})}
         self.set_state("JOB_STATE_RUNNING", **fields)
+        if self.spot:
+            self.host.gpus.register_spot(self.job_name, self._request_preemption)
         if self.on_running is not None:
             self.on_running(uris)
         self._monitor()
@@ -240,6 +260,10 @@ class CustomJobRun(JobDriver):
         self.restart_on_failure = bool(sched.get("restartJobOnWorkerRestart")) and not bool(
             sched.get("disableRetries")
         )
+        self.spot = provisioning(spec) == "spot"
+        if self.spot:  # a Spot VM's shutdown: the supervisor must not SIGKILL before the notice ends
+            with self.host.gpus.settings.lock:
+                self.grace_s = max(self.config.stop_grace_s, self.host.gpus.settings.spot_notice_s)
         host = REPLICA_HOST
         ports = free_ports(len(replicas), host)
         addresses = {rep.key: f"{host}:{port}" for rep, port in zip(replicas, ports, strict=True)}
@@ -312,9 +336,12 @@ class CustomJobRun(JobDriver):
     def replicas_needed(self, job: dict[str, Any]) -> int:
         return spec_replicas(job.get("jobSpec") or {})
 
-    def on_waiting(self, reason: str) -> None:
-        super().on_waiting(reason)
-        ServiceLog(self.log_dir()).waiting(reason)
+    def gpus_needed(self, job: dict[str, Any]) -> dict[str, int]:
+        return spec_gpus(job.get("jobSpec") or {})
+
+    def on_waiting(self, reason: str, state: str = "QUEUED") -> None:
+        super().on_waiting(reason, state)
+        ServiceLog(self.log_dir()).waiting(reason, state)
 
     def metric_file(self, key: str) -> Path:
         """Where replica ``key`` writes its cloudml-hypertune metrics (``CLOUD_ML_HP_METRIC_FILE``)."""
@@ -331,7 +358,7 @@ class CustomJobRun(JobDriver):
             fh.write(f"{GCS_NOTE}\n".encode())
             fh.flush()
             try:
-                proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.config.stop_grace_s)
+                proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.grace_s)
             except (OSError, ValueError) as exc:  # ValueError: a NUL in argv or env (Create refuses it)
                 raise JobError(
                     3, f"The replica {slot.replica.key} could not be started: {slot.argv[0]!r}: {exc}"
@@ -343,6 +370,7 @@ class CustomJobRun(JobDriver):
             slot.exit_code = None
             slot.started = time.monotonic()
             slot.crashed = False
+            slot.preempt_fired = 0
         gen = slot.generation
         key = slot.replica.key
 
@@ -393,8 +421,72 @@ class CustomJobRun(JobDriver):
                 wait = min(wait, due)
         return wait
 
+    # -- Spot preemption ----------------------------------------------------------------------
+
+    def _request_preemption(self, key: str) -> bool:
+        """Ask this driver to preempt replica ``key`` (from another thread); False when it has none."""
+        if key not in self.slots:
+            return False
+        self.events.put(("preempt", key))
+        return True
+
+    def _spot_faults(self, now: float, last_look: float) -> tuple[str | None, float]:
+        """The replica the Spot settings preempt now (the primary ``spot_preempt_after_s`` after each
+        start; any replica at ``spot_preemptions_per_hour``), and seconds until the timer is due."""
+        settings = self.host.gpus.settings
+        with settings.lock:
+            after = settings.spot_preempt_after_s
+        wait = _WAKE_S
+        primary = next((s for s in self.slots.values() if s.replica.is_primary), None)
+        if after is not None and primary is not None and primary.state == "RUNNING":
+            due = primary.started + after - now
+            if due <= 0 and primary.preempt_fired != primary.generation:
+                primary.preempt_fired = primary.generation
+                return primary.replica.key, wait
+            if due > 0:
+                wait = min(wait, due)
+        for slot in self.slots.values():
+            if slot.state == "RUNNING" and self.host.gpus.draw_preemption(now - last_look):
+                return slot.replica.key, wait
+        return None, wait
+
+    def _preempt(self, key: str) -> bool:
+        """Preempt replica ``key``: SIGTERM, SIGKILL after the notice; then restart the whole job, or,
+        past ``spot_restart_limit`` restarts, fail it. True when the job ended."""
+        slot = self.slots.get(key)
+        if slot is None or slot.state != "RUNNING" or slot.proc is None:
+            return False  # it already ended: nothing to preempt
+        settings = self.host.gpus.settings
+        with settings.lock:
+            notice, limit = settings.spot_notice_s, settings.spot_restart_limit
+        self.preemptions += 1
+        ServiceLog(self.log_dir()).preempted(key, self.preemptions, limit)
+        procs.stop([slot.proc], notice)  # the VM's ACPI soft off, then its mechanical off
+        with self._lock:
+            slot.state = "PREEMPTED"
+            slot.exit_code = exit_status(slot.proc.returncode)
+            slot.history.append({"exitCode": slot.exit_code, "endTime": now_rfc3339(), "preempted": True})
+        others = [s for s in self.slots.values() if s is not slot]
+        if self.preemptions > limit:
+            self._stop_slots(others, "STOPPED")
+            self._persist()
+            self.finish("JOB_STATE_FAILED", PREEMPTED_CODE, preempted_message(key, self.preemptions - 1))
+            return True
+        self._stop_slots(others, "RESTARTING")
+        try:
+            for s in self.slots.values():
+                s.restarts += 1
+                self._start(s)
+        except JobError as exc:
+            self._stop_slots(list(self.slots.values()), "STOPPED")
+            self.finish("JOB_STATE_FAILED", exc.code, exc.message)
+            return True
+        self._persist()
+        return False
+
     def _monitor(self) -> None:
         deadline = time.monotonic() + self.timeout_s
+        last_look = time.monotonic()
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -407,12 +499,22 @@ class CustomJobRun(JobDriver):
                 )
                 return
             wait = min(deadline - now, self._crash_faults(now))
+            if self.spot:
+                due, wait_spot = self._spot_faults(now, last_look)
+                last_look = now
+                if due is not None and self._preempt(due):
+                    return
+                wait = min(wait, wait_spot)
             try:
                 event = self.events.get(timeout=max(0.001, wait))
             except queue.Empty:
                 continue
             if self.handle_control(event):
                 return
+            if event[0] == "preempt":
+                if self._preempt(event[1]):
+                    return
+                continue
             if event[0] != "exit":
                 continue
             _, key, gen, rc = event

@@ -85,7 +85,8 @@ NOTES: dict[str, Note] = {
     "jobSpec.workerPoolSpecs.pythonPackageSpec.env": Note("yes", "set in the replica, `$(VAR)` expanded"),
     "jobSpec.workerPoolSpecs.machineSpec": Note(
         "no",
-        "validated (types, accelerator counts, TPU topologies); every replica runs on this machine, CPU only",
+        "validated (types, accelerator counts, TPU topologies); accelerators count against the GPU quotas "
+        "and free GPUs of the capacity settings; every replica runs on this machine, CPU only",
     ),
     "jobSpec.workerPoolSpecs.nfsMounts": Note("no", "validated; nothing is mounted"),
     "jobSpec.workerPoolSpecs.lustreMounts": Note("no", "validated; nothing is mounted"),
@@ -99,10 +100,16 @@ NOTES: dict[str, Note] = {
         "restarts the whole job (up to 3 times) when a replica is killed as the platform would kill it "
         "(`--crash-replica`); a replica exiting non-zero by itself fails the job",
     ),
-    "jobSpec.scheduling.strategy": Note("no", "accepted (deprecated values too); no preemption locally"),
+    "jobSpec.scheduling.strategy": Note(
+        "partly",
+        "picks the GPU quota metric and the free GPUs a job waits for; SPOT jobs can be preempted "
+        "(see Capacity in the emulator page); deprecated values accepted",
+    ),
     "jobSpec.scheduling.disableRetries": Note("yes", "turns restartJobOnWorkerRestart off"),
     "jobSpec.scheduling.maxWaitDuration": Note(
-        "no", "accepted with any strategy, `0s` included; resources never wait locally"
+        "partly",
+        "a FLEX_START job waits that long for free GPUs (`0s`: for ever), then fails; accepted with any "
+        "strategy; without capacity settings nothing waits",
     ),
     "jobSpec.serviceAccount": Note("no", "checked; replicas get no cloud credentials"),
     "jobSpec.network": Note("no", "checked; replicas use loopback"),

@@ -27,6 +27,10 @@ Other paths:
 * ``GET /emulator/stats``: calls per method, Cancel calls per job and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
+* ``GET``/``PUT /emulator/capacity``: read or change the GPU capacity settings at runtime (quotas,
+  free GPUs, Spot; capacity_settings.py; PUT takes a partial object and wakes the jobs waiting);
+  ``POST /emulator/capacity/preempt`` ``{"job": NAME, "replica": KEY}`` preempts a replica of a
+  running Spot job now (``replica`` defaults to ``workerpool0-0``).
 
 Every request passes ``_Handler._check_caller`` first, because the emulator runs the commands
 its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS
@@ -51,7 +55,9 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertex_emulator import callers, logging_api, pages
+from vertex_emulator.capacity_settings import CapacityError, capacity_to_json, update_capacity
 from vertex_emulator.faults import FaultsError, faults_to_json, update_faults
+from vertex_emulator.gpu_ledger import PreemptError
 from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
 from vertex_emulator.jsonlimits import json_depth
 from vertex_emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
@@ -255,6 +261,10 @@ class _Handler(Deadlines):
                 self._send_json(200, self.server.service.stats())
             elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
                 self._faults(method)
+            elif path == "/emulator/capacity" and method in ("GET", "HEAD", "PUT"):
+                self._capacity(method)
+            elif path == "/emulator/capacity/preempt" and method == "POST":
+                self._preempt()
             else:
                 raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
         except _Refused as exc:
@@ -373,6 +383,39 @@ class _Handler(Deadlines):
             except FaultsError as exc:
                 raise ApiError("INVALID_ARGUMENT", str(exc)) from None
         self._send_json(200, faults_to_json(faults))
+
+    def _gpus(self) -> Any:
+        gpus = self.server.service.gpus
+        if gpus is None:
+            raise ApiError("UNIMPLEMENTED", "this emulator was started without a GPU capacity model")
+        return gpus
+
+    def _capacity(self, method: str) -> None:
+        gpus = self._gpus()
+        if method == "PUT":
+            changes = self._json_body()
+            try:
+                update_capacity(gpus.settings, changes)
+            except CapacityError as exc:
+                raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+            gpus.changed()  # jobs waiting for quota or GPUs try again under the new limits
+        self._send_json(200, capacity_to_json(gpus.settings))
+
+    def _preempt(self) -> None:
+        body = self._json_body()
+        unknown = sorted(set(body) - {"job", "replica"})
+        if unknown:
+            raise ApiError("INVALID_ARGUMENT", f"{unknown[0]}: unknown field (known: job, replica)")
+        job, replica = body.get("job"), body.get("replica", "workerpool0-0")
+        if not isinstance(job, str) or not job:
+            raise ApiError("INVALID_ARGUMENT", "job: required, the job's resource name")
+        if not isinstance(replica, str) or not replica:
+            raise ApiError("INVALID_ARGUMENT", "replica: must be a replica key like 'workerpool0-0'")
+        try:
+            self._gpus().preempt(job, replica)
+        except PreemptError as exc:
+            raise ApiError(exc.code, exc.message) from None
+        self._send_json(200, {"job": job, "replica": replica, "preempted": True})
 
     # -- pages --------------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 
 ``submit`` starts the driver of a job's kind (drivers.py: CustomJob -> custom_job.py, tuning job ->
 tuning.py; the common phases and the thread rule are in driver.py; a job's replicas wait QUEUED for
-room under the host's ceilings, capacity.py); ``cancel`` marks the job
-CANCELLING and asks its driver to stop it (a job no driver runs is CANCELLED at once);
+room under the host's ceilings, capacity.py, and for GPU quota and free GPUs, gpu_ledger.py);
+``cancel`` marks the job CANCELLING and asks its driver to stop it (a job no driver runs is CANCELLED
+at once);
 ``replica_view`` serves a replica's state, from its running driver or from ``replicas.json``.
 
 ``close()`` stops every replica of every job and joins the threads without touching the jobs'
@@ -29,6 +30,7 @@ from vertex_emulator.config import EmulatorConfig
 from vertex_emulator.custom_job import CustomJobRun, replica_tail
 from vertex_emulator.driver import JobDriver, job_id_of
 from vertex_emulator.drivers import driver_for
+from vertex_emulator.gpu_ledger import GpuCapacity
 from vertex_emulator.jobkinds import TERMINAL_STATES
 from vertex_emulator.store import JobStore
 from vertex_emulator.timefmt import now_rfc3339
@@ -41,11 +43,19 @@ log = logging.getLogger(__name__)
 class Runner:
     """Runs the jobs the API stores. See the module docstring for the semantics."""
 
-    def __init__(self, store: JobStore, config: EmulatorConfig, ceilings: HostCeilings | None = None) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        config: EmulatorConfig,
+        ceilings: HostCeilings | None = None,
+        gpus: GpuCapacity | None = None,
+    ) -> None:
         self.store = store
         self.config = config
         #: the host's ceilings on replicas and the room every job's replicas share (capacity.py)
         self.ceilings = ceilings or HostCeilings(config.max_replica_processes, config.max_job_replicas)
+        #: the GPU quota and capacity books (gpu_ledger.py), shared with the service
+        self.gpus = gpus or GpuCapacity(config.capacity, config.faults)
         self._runs: dict[str, JobDriver] = {}
         self._lock = threading.Lock()
         self._closed = False

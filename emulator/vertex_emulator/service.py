@@ -12,7 +12,9 @@ Behaviour mirrored from the service:
   the cloud would refuse fails here with INVALID_ARGUMENT and the service's ``List of found errors``
   text; a ``validator`` given to ``JobService`` replaces them), refuses with RESOURCE_EXHAUSTED a job
   with more replicas than the host's ceilings let it ever run (``ceilings``, capacity.py; the service
-  answers a Create over quota so), ignores output-only fields,
+  answers a Create over quota so) and, with the service's text naming the quota metric, a job whose
+  GPUs exceed a GPU quota (``gpus``, gpu_ledger.py: the limit by itself, or beside the jobs running
+  when ``Capacity.over_quota`` is "refuse"), ignores output-only fields,
   stores the job QUEUED and hands it to the runner. It returns the job itself, not an operation.
   Fields accepted but not applied locally (``fidelity``) are
   named once per job in the emulator's log (INFO).
@@ -42,6 +44,8 @@ from vertex_emulator.faults import FaultInjector
 from vertex_emulator.fidelity import unapplied_fields
 from vertex_emulator.filters import FilterError, compile_filter
 from vertex_emulator.gcs import check_request_uris
+from vertex_emulator.gpu_capacity import provisioning, spec_gpus
+from vertex_emulator.gpu_ledger import GpuCapacity
 from vertex_emulator.jobkinds import TERMINAL_STATES, JobKind
 from vertex_emulator.page_tokens import TokenError, decode_token, encode_token
 from vertex_emulator.store import JobStore
@@ -238,11 +242,14 @@ class JobService:
         *,
         validator: Callable[[JobKind, Any, str], None] | None = _default_validator,
         ceilings: HostCeilings | None = None,
+        gpus: GpuCapacity | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
         #: the host's ceilings on replicas (capacity.py): Create refuses a job that can never run here
         self.ceilings = ceilings
+        #: the GPU quota and capacity books (gpu_ledger.py): Create refuses a job over a GPU quota
+        self.gpus = gpus
         self.faults = faults if faults is not None else Faults()
         self.injector = FaultInjector(self.faults)
         self.validator = validator
@@ -296,6 +303,8 @@ class JobService:
         }
         if self.ceilings is not None:  # the replicas running under the host's ceiling, and who waits
             out["replicas"] = self.ceilings.snapshot()
+        if self.gpus is not None:  # GPU quota and capacity: limits, in use, peak, who waits
+            out["gpus"] = self.gpus.snapshot()
         return out
 
     # -- helpers ------------------------------------------------------------------------------
@@ -362,6 +371,12 @@ class JobService:
             problem = self.ceilings.ceiling_problem(info.kind, message_replicas(info.kind, message))
             if problem is not None:
                 raise ApiError("RESOURCE_EXHAUSTED", problem)
+        if self.gpus is not None:
+            # GPUs over a quota: the service's RESOURCE_EXHAUSTED naming the metric (gpu_capacity.py)
+            spec = body.get("jobSpec" if info.kind == "customJobs" else "trialJobSpec") or {}
+            over = self.gpus.create_problem(request.parent.split("/")[3], spec_gpus(spec), provisioning(spec))
+            if over is not None:
+                raise ApiError("RESOURCE_EXHAUSTED", over)
         try:
             check_request_uris(body)  # every gs:// URI maps inside --gcs-root, or the Create fails
         except ValueError as exc:

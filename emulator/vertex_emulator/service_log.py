@@ -17,11 +17,12 @@ GoogleCloudPlatform/cortex-data-foundation#42 (2023: ``textPayload``, severity I
   workerpool0. ..."; the emulator writes the job's ``error.message``), then "Finished tearing down
   training program." and "Job failed." (INFO).
 
-While a job waits QUEUED for room under the emulator's host ceiling (capacity.py), one more INFO line
-says so, after "Waiting for job to be provisioned.": the emulator's own words (what Vertex AI writes
-while quota or capacity is short is not documented). When a job is cancelled the emulator writes
-"Finished tearing down training program." and "Job was cancelled.": no public log of a cancelled job
-was found, so that wording is the emulator's own.
+While a job waits QUEUED for room under the emulator's host ceiling (capacity.py) or for its GPU
+quota, or PENDING for free GPUs (gpu_ledger.py), one more INFO line says so, labelled with that state;
+a Spot replica's preemption is a WARNING line: the emulator's own words (what Vertex AI writes while
+quota or capacity is short, or when it restarts a preempted job, is not documented). When a job is
+cancelled the emulator writes "Finished tearing down training program." and "Job was cancelled.": no
+public log of a cancelled job was found, so that wording is the emulator's own.
 The replica lines some prebuilt containers add ("Task completed. Exit code (0)...", written by their
 launcher inside the replica) are not written. Writing never fails a job: an error is logged.
 """
@@ -79,9 +80,16 @@ class ServiceLog:
         extra = {"labels": {"ml.googleapis.com/job_state": "QUEUED"}} if state == "JOB_STATE_QUEUED" else {}
         self._write(list(lines_for(state)), **extra)
 
-    def waiting(self, reason: str) -> None:
-        """An INFO line saying why a QUEUED job waits (the emulator's own words: the host's ceiling)."""
-        self._write([reason], labels={"ml.googleapis.com/job_state": "QUEUED"})
+    def waiting(self, reason: str, state: str = "QUEUED") -> None:
+        """An INFO line saying why a job waits in ``state`` (QUEUED or PENDING; the emulator's words)."""
+        self._write([reason], labels={"ml.googleapis.com/job_state": state})
+
+    def preempted(self, replica: str, preemptions: int, limit: int) -> None:
+        """A WARNING line: a Spot replica was preempted, and whether the job restarts (emulator's words)."""
+        text = f"The replica {replica} was preempted: Compute Engine reclaimed its Spot VM (STOCKOUT)."
+        if preemptions <= limit:
+            text += f" Restarting the job (restart {preemptions} of at most {limit})."
+        self._write([text], sev="WARNING")
 
     def _write(self, texts: list[str], **extra: object) -> None:
         if not texts:
