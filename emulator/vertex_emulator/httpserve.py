@@ -108,6 +108,9 @@ class BoundedHTTPServer(HTTPServer):
                     return
                 self.evicted += 1
                 self._cut(victim)
+                # no longer served: its thread only has its socket's close left, so the slot is free
+                # now, not when a loaded machine gets round to running that thread
+                self._conns.pop(id(victim.sock), None)
             self._conns[id(sock)] = conn
         thread = threading.Thread(target=self._serve, args=(sock, client_address), daemon=True)
         try:
