@@ -5,6 +5,7 @@ names the service's messages use."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -192,3 +193,21 @@ def test_quota_metric_names_and_gpu_counts() -> None:
     }
     assert spec_gpus(spec) == {A100: 8}
     assert capacity_to_json(Capacity()) == DEFAULTS  # unlimited by default: every map empty
+
+
+def test_the_settings_table_of_the_page_is_the_code() -> None:
+    """docs/emulator.md's capacity table: one row per setting, its flag is the CLI's (the flag's
+    ``dest`` is the field), and its default is the dataclass's."""
+    from vertex_emulator.cli import build_parser
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "emulator.md").read_text()
+    table = page.split("## Capacity\n", 1)[1].split("| field | flag | default |", 1)[1].split("\n\n", 1)[0]
+    rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table.splitlines()[2:]]
+    dests = {opt: action.dest for action in build_parser()._actions for opt in action.option_strings}
+    shown = {"unlimited": {}, "never": None, "`queue`": "queue"}
+    assert [row[0].strip("`") for row in rows] == list(DEFAULTS)
+    for field, flag, default, _ in rows:
+        name = field.strip("`")
+        assert dests[flag.strip("`").split()[0]] == name, flag
+        expected = shown[default] if default in shown else float(default)
+        assert DEFAULTS[name] == expected, (name, default)
