@@ -204,7 +204,7 @@ def test_the_settings_table_of_the_page_is_the_code() -> None:
     table = page.split("## Capacity\n", 1)[1].split("| field | flag | default |", 1)[1].split("\n\n", 1)[0]
     rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table.splitlines()[2:]]
     dests = {opt: action.dest for action in build_parser()._actions for opt in action.option_strings}
-    shown = {"unlimited": {}, "never": None, "`queue`": "queue"}
+    shown: dict[str, Any] = {"unlimited": {}, "never": None, "`queue`": "queue"}
     assert [row[0].strip("`") for row in rows] == list(DEFAULTS)
     for field, flag, default, _ in rows:
         name = field.strip("`")
