@@ -236,7 +236,7 @@ class JobDriver(threading.Thread):
             self.on_waiting(
                 f"Waiting for quota in {region}: the job needs {'; '.join(parts)}. It starts when running "
                 "jobs free their GPUs or the quota is raised.",
-                "QUEUED",
+                str(job.get("state") or "JOB_STATE_QUEUED").removeprefix("JOB_STATE_"),
             )
 
         return self._wait_in_line(books.quota, needs, tell) is True

@@ -15,6 +15,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
 
 from vertex_emulator.config import Capacity
+from vertex_emulator.gpu_ledger import Key, Ledger
 from vertex_emulator.testing import PARENT, container_job, running_emulator, wait_for_state
 
 from .capacity_support import (
@@ -31,6 +32,7 @@ from .capacity_support import (
 METRIC = "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
 PREEMPTIBLE = "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_a100_gpus"
 QUOTA_TEXT = "The following quota metrics exceed quota limits: "
+KEY: Key = ("us-central1", A100, "on-demand")
 
 
 def _hold(flag: Path) -> str:
@@ -195,3 +197,32 @@ def test_the_default_is_unlimited(tmp_path: Path) -> None:
         job = _create(client, gpu_job("eight", gpus=8, strategy="SPOT"))
         assert wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"]).error.code == 0
         assert admin(em, "GET", "/emulator/stats")[1]["gpus"]["quota"][0]["limit"] is None
+
+
+def test_the_books_grant_first_come_first_served_per_key() -> None:
+    """A job in line is not passed over by one that arrived after it on the same key, even one that
+    would fit; a job that needs more than a lowered limit holds the key's line until it is raised."""
+    limits: dict[Key, int | None] = {KEY: 2}
+    woken: list[str] = []
+    books = Ledger(limits.get)
+
+    def take(owner: str, count: int) -> list[Key]:
+        return books.acquire(owner, {KEY: count}, lambda: woken.append(owner))
+
+    assert take("a", 2) == []
+    assert take("b", 1) == [KEY] and take("c", 1) == [KEY]
+    books.release("a")
+    assert woken == ["b", "c"]
+    assert take("c", 1) == [KEY]  # "b" is first in line: "c" waits although a GPU is free
+    assert take("b", 1) == [] and take("c", 1) == []
+    books.release("b")
+    books.release("c")
+
+    limits[KEY] = 1  # lowered below what "d" needs
+    assert take("d", 2) == [KEY] and take("e", 1) == [KEY]
+    limits[KEY] = 2
+    woken.clear()
+    books.changed()
+    assert woken == ["d", "e"]
+    assert take("e", 1) == [KEY] and take("d", 2) == [] and take("e", 1) == [KEY]
+    assert books.rows(set()) == [{"key": KEY, "limit": 2, "in_use": 2, "peak": 2, "waiting": ["e"]}]
