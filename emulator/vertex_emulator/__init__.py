@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vertex_emulator.app import Emulator
-    from vertex_emulator.config import EmulatorConfig, Faults
+    from vertex_emulator.config import Capacity, EmulatorConfig, Faults
 
-__all__ = ["Emulator", "EmulatorConfig", "Faults"]
+__all__ = ["Capacity", "Emulator", "EmulatorConfig", "Faults"]
 
-_WHERE = {"Emulator": "app", "EmulatorConfig": "config", "Faults": "config"}
+_WHERE = {"Capacity": "config", "Emulator": "app", "EmulatorConfig": "config", "Faults": "config"}
 
 
 def __getattr__(name: str) -> Any:

@@ -211,3 +211,13 @@ def test_the_settings_table_of_the_page_is_the_code() -> None:
         assert dests[flag.strip("`").split()[0]] == name, flag
         expected = shown[default] if default in shown else float(default)
         assert DEFAULTS[name] == expected, (name, default)
+
+
+def test_the_pytest_plugin_starts_an_emulator_with_capacity(vertex_emulator_factory: Any) -> None:
+    import vertex_emulator
+
+    capacity = vertex_emulator.Capacity(stock={"us-central1": {A100: 0}}, stockout_after_s=5)
+    em = vertex_emulator_factory(capacity=capacity)
+    status, settings = admin(em, "GET", "/emulator/capacity")
+    assert status == 200 and settings["stock"] == {"us-central1": {A100: 0}}
+    assert settings["stockout_after_s"] == 5
