@@ -1,7 +1,14 @@
 """The job view's HTML: one page per task instance's job, with inline CSS and an inline script (a
-severity filter, and a refresh of the page's ``<main>`` every ``REFRESH_S`` seconds while the job
-runs); the charts are inline SVG (``model.py``). Nothing is loaded from elsewhere. Every value is
-escaped."""
+severity filter, a refresh of the page's ``<main>`` every ``REFRESH_S`` seconds while the job runs,
+and the links out of Airflow's frame); the charts are inline SVG (``model.py``). Nothing is loaded
+from elsewhere. Every value is escaped.
+
+Airflow's UI shows an external view in a sandboxed iframe (``allow-scripts allow-same-origin
+allow-forms allow-downloads``: no ``allow-top-navigation``, no ``allow-popups``), where a link can
+neither replace the page (``target=_top``) nor open a tab (``target=_blank``). The view is served by
+the same origin as the UI, so the script follows such a link (``http`` or ``https`` only) from the
+top document instead.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +60,12 @@ fetch(location.pathname+'?fragment=1',{credentials:'same-origin'}).then(function
 if(!r.ok)throw new Error(r.status);return r.text();}).then(function(t){
 document.querySelector('main').outerHTML=t;apply();setTimeout(tick,R*1000);
 }).catch(function(){setTimeout(tick,R*1000);});}
+function follow(e){var a=e.target.closest?e.target.closest('a[target]'):null;
+if(!a||window.top===window||!/^https?:$/.test(a.protocol))return;
+var d;try{d=window.top.document;}catch(x){return;}
+e.preventDefault();var b=d.createElement('a');b.href=a.href;b.target=a.target;b.rel=a.rel;
+d.body.appendChild(b);b.click();b.remove();}
+document.addEventListener('click',follow);
 document.addEventListener('DOMContentLoaded',function(){var s=document.getElementById('severity');
 if(s)s.addEventListener('change',apply);apply();setTimeout(tick,R*1000);});
 })();"""

@@ -1,0 +1,228 @@
+"""The job view in a real browser on the real stack: Chromium (Debian's package, driven by Playwright)
+against the api-server, scheduler, triggerer, dag-processor and emulator of ``login_stack.py``, whose
+users log in through Airflow's login page.
+
+* The README's pool layout (``dags/ui_dags.py``: ``ui_layout``): on the task instance's page in
+  Airflow's UI, the "Vertex AI job" tab shows its three pools; a line the primary prints once the page
+  is open appears in the page by the page's own refresh (the frame is never reloaded), and so does the
+  job's end; the frame's links open the emulator's job page and Airflow's task page.
+* A 6-trial study (``ui_study``): the tab draws 6 points and marks the best trial (x = 4).
+* A user without access to the DAG (the simple auth manager's user without a role: it has no way to
+  grant some DAGs and not others) is refused the view (403) and sees no job in the jobs list; without
+  a login the view is 401. The admin's jobs list, opened from the Browse menu, lists the job.
+
+The tests write the screenshots ``docs/ui.md`` shows (``docs/images/ui-*.png``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pytest
+
+from airflow_vertex_dist.ui.app import PREFIX
+
+from .login_stack import LoginStack
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Frame, Page
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1500)]
+
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+#: what the primary prints once told to (dags/ui_dags.py)
+EPOCH_LINE = "workerpool0-0: epoch 1 done, loss 0.4321"
+TAB = "Vertex AI job"
+#: Playwright's waits (each one a poll with this deadline): the machine may be loaded
+WAIT_MS = 90_000
+#: the README's layout, as the pools table shows it: pool, role, machine, accelerators, replicas
+README_POOLS = [
+    ("workerpool0", "primary", "n1-highmem-96", "8 x NVIDIA_TESLA_V100", "1"),
+    ("workerpool1", "workers", "n1-highmem-96", "8 x NVIDIA_TESLA_V100", "4"),
+    ("workerpool2", "Reduction Server", "n1-highcpu-16", "", "16"),
+]
+
+
+def login(browser: Browser, stack: LoginStack, user: str) -> BrowserContext:
+    """A new browser context logged in as ``user`` through Airflow's login page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.goto(f"{stack.api_url}/")
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(stack.passwords[user])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{stack.api_url}/")
+    page.close()
+    return context
+
+
+def task_page(stack: LoginStack, dag_id: str, run_id: str, task_id: str) -> str:
+    return f"{stack.api_url}/dags/{dag_id}/runs/{quote(run_id, safe='')}/tasks/{task_id}"
+
+
+def view_url(stack: LoginStack, dag_id: str, run_id: str, task_id: str) -> str:
+    return f"{stack.api_url}{PREFIX}/ti/{dag_id}/{quote(run_id, safe='')}/{task_id}/-1"
+
+
+def open_tab(page: Page, url: str) -> Frame:
+    """Open a task instance's page in Airflow's UI, click the view's tab; the view's frame, loaded."""
+    page.goto(url)
+    page.get_by_text(TAB, exact=True).click()
+    page.wait_for_url("**/plugin/vertex_ai_job")
+    return frame_of(page, TAB)
+
+
+def frame_of(page: Page, title: str) -> Frame:
+    """The content of the plugin's iframe ``title`` on the page, once its ``<main>`` is there."""
+    element = page.wait_for_selector(f"iframe[title='{title}']")
+    assert element is not None
+    frame = element.content_frame()
+    assert frame is not None
+    frame.wait_for_selector("main")
+    return frame
+
+
+def table_rows(frame: Frame | Page, table: str) -> list[tuple[str, ...]]:
+    """The cells of a table's rows (its header row left out)."""
+    rows = frame.locator(table).locator("tr").all()
+    return [tuple(c.inner_text().strip() for c in row.locator("td").all()) for row in rows[1:]]
+
+
+def shoot(page: Page, name: str, **kwargs: Any) -> None:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / name), **kwargs)
+
+
+@pytest.fixture(scope="module")
+def study_run(login_stack: LoginStack) -> str:
+    """A finished run of ``ui_study`` (6 trials)."""
+    run_id = login_stack.trigger("ui_study")
+    assert login_stack.wait_run("ui_study", run_id, timeout=600) == "success"
+    return run_id
+
+
+@pytest.fixture
+def admin(browser: Browser, login_stack: LoginStack) -> Iterator[BrowserContext]:
+    context = login(browser, login_stack, "admin")
+    yield context
+    context.close()
+
+
+def test_the_tab_shows_the_readme_layout_and_a_replica_line_appears_while_the_job_runs(
+    admin: BrowserContext, login_stack: LoginStack, tmp_path: Path
+) -> None:
+    stack = login_stack
+    go, done = tmp_path / "go", tmp_path / "done"
+    run_id = stack.trigger("ui_layout", conf={"go_file": str(go), "done_file": str(done)})
+    stack.wait_task_state("ui_layout", run_id, "train", {"deferred"}, timeout=300)
+
+    page = admin.new_page()
+    frame = open_tab(page, task_page(stack, "ui_layout", run_id, "train"))
+    assert "JOB_STATE_RUNNING" in frame.locator("main h1").inner_text()
+    pools = table_rows(frame, "main table >> nth=0")
+    assert [row[:5] for row in pools] == README_POOLS
+    assert pools[0][5] == pools[1][5] == "us-docker.pkg.dev/my-project/train/trainer:latest"
+    assert pools[2][5].startswith("us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:")
+    for replica in ["workerpool0-0", *(f"workerpool1-{i}" for i in range(4))]:
+        frame.locator(f"section[data-replica='{replica}']").get_by_text(f"{replica}: data loaded").wait_for()
+    assert frame.locator("section[data-replica='workerpool2-15']").count() == 1
+    assert frame.get_by_text(EPOCH_LINE).count() == 0
+
+    # the primary prints its line now: the open page shows it through its own refresh, unreloaded
+    frame.evaluate("window.avdMark = 'not reloaded'")
+    go.touch()
+    frame.locator("section[data-replica='workerpool0-0']").get_by_text(EPOCH_LINE).wait_for()
+    assert frame.evaluate("window.avdMark") == "not reloaded"
+    shoot(page, "ui-task-tab.png")
+    standalone = admin.new_page()
+    standalone.set_viewport_size({"width": 1100, "height": 1250})
+    standalone.goto(view_url(stack, "ui_layout", run_id, "train"))
+    standalone.get_by_text(EPOCH_LINE).wait_for()
+    shoot(standalone, "ui-job.png")
+    standalone.close()
+
+    # the job ends: the page shows it, and stops refreshing
+    done.touch()
+    frame.locator("main h1").get_by_text("JOB_STATE_SUCCEEDED").wait_for()
+    assert frame.locator("main").get_attribute("data-running") == "0"
+    assert frame.evaluate("window.avdMark") == "not reloaded"
+    assert stack.wait_run("ui_layout", run_id, timeout=300) == "success"
+
+    # the links leave Airflow's sandboxed frame: the emulator's job page in a new tab, the task's
+    # page in place of the current one
+    with admin.expect_page() as popup:
+        frame.locator("#console-link").click()
+    assert popup.value.url.startswith(f"{stack.rest_endpoint}/ui/projects/stack-project/")
+    popup.value.close()
+    frame.locator("#task-log-link").click()
+    page.wait_for_url(re.compile(r".*/dags/ui_layout/runs/[^/]+/tasks/train$"))
+
+
+def test_a_six_trial_study_draws_six_points_and_marks_the_best(
+    admin: BrowserContext, login_stack: LoginStack, study_run: str
+) -> None:
+    page = admin.new_page()
+    frame = open_tab(page, task_page(login_stack, "ui_study", study_run, "tune"))
+    assert "JOB_STATE_SUCCEEDED" in frame.locator("main h1").inner_text()
+    points = frame.locator("svg circle")
+    assert points.count() == 6
+    classes = [points.nth(i).get_attribute("class") for i in range(6)]
+    assert classes == ["trial", "trial", "trial", "trial best", "trial", "trial"]  # x = 4 is the best
+    assert frame.locator("svg polyline.trial-steps").count() == 6  # each trial's steps
+    trials = table_rows(frame, "main table >> nth=-1")
+    assert [row[0] for row in trials] == ["1", "2", "3", "4", "5", "6"]
+    assert frame.locator("tr.best td >> nth=0").inner_text() == "4"
+
+    standalone = admin.new_page()
+    standalone.set_viewport_size({"width": 1000, "height": 1000})
+    standalone.goto(view_url(login_stack, "ui_study", study_run, "tune"))
+    top = standalone.locator("h2", has_text="Trials").bounding_box()
+    table = standalone.locator("main table >> nth=-1").bounding_box()
+    assert top is not None and table is not None
+    clip = {"x": 0, "y": top["y"] - 8, "width": 1000, "height": table["y"] + table["height"] - top["y"] + 16}
+    shoot(standalone, "ui-trials.png", full_page=True, clip=clip)
+    standalone.close()
+
+
+def test_a_user_who_may_not_read_the_dag_is_refused(
+    browser: Browser, admin: BrowserContext, login_stack: LoginStack, study_run: str
+) -> None:
+    stack = login_stack
+    url = view_url(stack, "ui_study", study_run, "tune")
+    (job,) = stack.emulator_jobs(kind="hyperparameterTuningJobs")
+    job_id = str(job["name"]).rsplit("/", 1)[1]
+
+    # the admin's jobs list, from the Browse menu, lists the study's job
+    page = admin.new_page()
+    page.goto(f"{stack.api_url}/")
+    page.get_by_role("button", name="Browse").click()
+    page.get_by_text("Vertex AI jobs", exact=True).click()
+    page.wait_for_url("**/plugin/vertex_ai_jobs")
+    jobs = frame_of(page, "Vertex AI jobs")
+    jobs.get_by_role("link", name=job_id).wait_for()
+
+    nobody = login(browser, stack, "nobody")
+    page = nobody.new_page()
+    for target in (url, url + "?fragment=1"):
+        response = page.goto(target)
+        assert response is not None and response.status == 403
+        text = page.content()
+        assert job_id not in text and "hyperparameterTuningJobs" not in text and "ui-study" not in text
+    response = page.goto(f"{stack.api_url}{PREFIX}/jobs")
+    assert response is not None and response.status == 200
+    assert page.locator("main").inner_text().endswith("No job yet.")
+    assert job_id not in page.content()
+    nobody.close()
+
+    anonymous = browser.new_context()
+    page = anonymous.new_page()
+    for target in (url, f"{stack.api_url}{PREFIX}/jobs"):
+        response = page.goto(target)
+        assert response is not None and response.status == 401
+        assert job_id not in page.content()
+    anonymous.close()
