@@ -74,12 +74,14 @@ test: lint typecheck unit
 	@$(MAKE) --no-print-directory -k -j3 --output-sync=target COMPAT_JOBS=1 compat stack-local stack-celery; rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
-# The reliability suite (tests marked `stack`): a real Airflow stack on PostgreSQL, crash scenarios,
-# the fault matrix and a backfill under crashes (stack-local); the same guarantees on the Celery profile
+# The reliability suite (tests marked `stack`): the job view in Chromium (Debian's package, installed
+# when missing) on a stack of its own whose users log in, stopped before the next file starts; then a
+# real Airflow stack on PostgreSQL, crash scenarios, the fault matrix and a backfill under crashes
+# (stack-local); the same guarantees on the Celery profile
 # (two workers, two schedulers, two triggerers, Redis: stack-celery), in a pytest process of its own, at
 # the same time (each stack has its own ports, state and process marker); then docs/reliability.md.
-STACK_TESTS  := tests/stack/test_fault_matrix.py tests/stack/test_crashes.py tests/stack/test_canary.py \
-	tests/stack/test_adoption.py tests/stack/test_triggerers.py tests/stack/test_backfill.py \
+STACK_TESTS  := tests/ui/test_browser.py tests/stack/test_fault_matrix.py tests/stack/test_crashes.py \
+	tests/stack/test_canary.py tests/stack/test_adoption.py tests/stack/test_triggerers.py tests/stack/test_backfill.py \
 	tests/stack/test_training_logs.py
 CELERY_TESTS := tests/stack/test_celery.py
 
