@@ -35,6 +35,14 @@ TYPES = (
     (OUTPUTS, "JobErrorOutput", "`error` of a job output: set for a failed or cancelled job.", ""),
     (
         OUTPUTS,
+        "RungOutput",
+        "`rung` of a job output: set by a task with a capacity ladder (docs/how-to/capacity.md).",
+        "",
+    ),
+    (OUTPUTS, "LadderStep", "One of `rung.left`: a rung the task left before the one that ran.", ""),
+    (OUTPUTS, "CostOutput", "`cost` of a training or tuning task's output: the job's estimated cost.", ""),
+    (
+        OUTPUTS,
         "TuningOutput",
         "The return value of `VertexTuningOperator` and `VertexTrialSensor`: every key of `JobOutput`, and:",
         "JobOutput",

@@ -46,6 +46,10 @@ MODELS = (
     "MedianAutomatedStopping",
     "DecayCurveAutomatedStopping",
     "ConvexAutomatedStopping",
+    "CapacityLadder",
+    "Rung",
+    "MachineOverride",
+    "PoolOverride",
 )
 
 

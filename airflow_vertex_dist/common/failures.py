@@ -166,6 +166,10 @@ def pending_seconds(job: Mapping[str, Any], now_ns: int | None = None) -> float 
     return max(0.0, (later - created) / 1e9)
 
 
+def _secs(seconds: float) -> str:
+    return f"{seconds:.1f}" if seconds < 10 else f"{seconds:.0f}"
+
+
 def classify_job(
     job: Mapping[str, Any],
     *,
@@ -186,7 +190,7 @@ def classify_job(
         waited = pending_for_s if pending_for_s is not None else pending_seconds(job)
         if waited is not None and waited >= pending_limit_s:
             where = state.removeprefix("JOB_STATE_")
-            why = f"stayed {where} for {waited:.0f}s without starting, past the rung's pending_limit of "
+            why = f"stayed {where} for {_secs(waited)}s without starting, past the rung's pending_limit of "
             why += f"{pending_limit_s:g}s"
             return Failure("flex-start not granted" if flex else "stockout", why)
         return None
@@ -201,7 +205,8 @@ def classify_job(
         if pending_limit_s is not None and waited is not None and waited >= pending_limit_s:
             kind: FailureClass = "flex-start not granted" if flex else "stockout"
             return Failure(
-                kind, f"cancelled after {waited:.0f}s without starting (pending_limit {pending_limit_s:g}s)"
+                kind,
+                f"cancelled after {_secs(waited)}s without starting (pending_limit {pending_limit_s:g}s)",
             )
         return Failure("cancelled", f"the job was cancelled{said}")
     if state == "JOB_STATE_EXPIRED":

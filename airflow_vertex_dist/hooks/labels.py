@@ -12,7 +12,8 @@ and maps any other into the alphabet with a short hash of the original appended 
 for what that guarantees). ``airflow-run`` is always a hash of the whole task instance key (dag id,
 task id, run id, map index): it is the find-again handle, and ``airflow-dag``/``airflow-task`` are
 for people reading the console. ``airflow-spec`` is the fingerprint of the rendered spec
-(``spec_fingerprint``): a job is only adopted by a task whose spec has the same one.
+(``spec_fingerprint``): a job is only adopted by a task whose spec has the same one. ``airflow-rung``
+(``r1``, ``r2``...) names the rung of a capacity ladder a job was made for (``rung_label``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_LABELS",
     "MAX_LABEL_LENGTH",
     "PROVIDER_LABELS",
+    "RUNG_LABEL",
     "RUN_LABEL",
     "SPEC_LABEL",
     "TASK_LABEL",
@@ -47,6 +49,8 @@ __all__ = [
     "run_hash",
     "retry_budget",
     "run_labels",
+    "rung_label",
+    "rung_of",
     "sanitize_label_value",
     "spec_fingerprint",
     "validate_labels",
@@ -59,12 +63,22 @@ TASK_LABEL = "airflow-task"
 RUN_LABEL = "airflow-run"
 SPEC_LABEL = "airflow-spec"
 BUDGET_LABEL = "airflow-budget"
+RUNG_LABEL = "airflow-rung"
 #: The one-off token of a Create call (``CREATE_TOKEN_LABEL``).
 _CREATE_TOKEN_LABEL = "create-token"
 
 #: The labels the provider itself writes: left out of ``spec_fingerprint``.
 PROVIDER_LABELS = frozenset(
-    {MANAGED_BY_LABEL, DAG_LABEL, TASK_LABEL, RUN_LABEL, SPEC_LABEL, BUDGET_LABEL, _CREATE_TOKEN_LABEL}
+    {
+        MANAGED_BY_LABEL,
+        DAG_LABEL,
+        TASK_LABEL,
+        RUN_LABEL,
+        SPEC_LABEL,
+        BUDGET_LABEL,
+        RUNG_LABEL,
+        _CREATE_TOKEN_LABEL,
+    }
 )
 
 _HASH_LEN = 8
@@ -150,6 +164,22 @@ def retry_budget(max_tries: int) -> str:
     return f"m{max_tries}"
 
 
+def rung_label(number: int) -> dict[str, str]:
+    """The label of a capacity ladder's rung ``number`` (1-based): ``{"airflow-rung": "r<number>"}``."""
+    if number < 1:
+        raise ValueError(f"rung number: must be at least 1 (got {number})")
+    return {RUNG_LABEL: f"r{number}"}
+
+
+def rung_of(labels: Mapping[str, str] | None) -> int | None:
+    """The rung number a job's labels record, or ``None`` (no ladder, or a value this package does not
+    write)."""
+    value = (labels or {}).get(RUNG_LABEL, "")
+    if len(value) > 1 and value[0] == "r" and value[1:].isdigit() and value[1] != "0":
+        return int(value[1:])
+    return None
+
+
 def validate_labels(labels: Mapping[str, str], *, field: str = "labels") -> None:
     """Raise ``ValueError`` naming ``field`` (or ``field.<key>``) and the rule for the first label that
     breaks one (``airflow_vertex_dist.common.labels``: the specs' rule too)."""
@@ -163,8 +193,9 @@ def spec_fingerprint(body: Mapping[str, Any]) -> str:
 
     What is hashed: the request body as the hook sends it to Create (the v1 JSON of the rendered
     spec: camelCase keys, enum names), with the provider's own labels (``PROVIDER_LABELS``:
-    ``managed-by``, ``airflow-dag``, ``airflow-task``, ``airflow-run``, ``airflow-spec`` and
-    ``create-token``, which differ per run or per call) removed from ``labels``, written as canonical
+    ``managed-by``, ``airflow-dag``, ``airflow-task``, ``airflow-run``, ``airflow-spec``,
+    ``airflow-budget``, ``airflow-rung`` and ``create-token``, which differ per run or per call)
+    removed from ``labels``, written as canonical
     JSON (keys sorted, no whitespace, UTF-8, non-ASCII kept as is). The user's own labels count: they
     are part of the spec. Two bodies that differ in any other field -- a machine type, an argument,
     an environment variable, the display name -- have different fingerprints.

@@ -61,6 +61,11 @@ class VertexJobsHook(VertexHookBase):
     :param impersonation_chain: replaces the connection's impersonation chain.
     """
 
+    #: Whether Create retries a RESOURCE_EXHAUSTED that is a capacity quota (``is_capacity_quota_error``:
+    #: not a per-minute request rate). A capacity ladder's hooks set it to ``False``: over quota, the
+    #: ladder moves to its next rung at once instead of retrying in place until the deadline.
+    retry_quota_at_create: bool = True
+
     # Defined on this class itself: Airflow (< 3.2) only reads these from the connection type's own hook
     # class, not from its bases. Airflow >= 3.2 reads the same form from the provider info instead
     # (connection_type_info()).
@@ -120,6 +125,7 @@ class VertexJobsHook(VertexHookBase):
         return self._create(check_kind(kind), body)
 
     def _create(self, kind: JobKind, body: dict[str, Any]) -> Job:
+        from airflow_vertex_dist.common.failures import is_capacity_quota_error
         from airflow_vertex_dist.hooks._clients import is_transient, job_from_dict
 
         # A token from an earlier job's body (a copied job dict) must not make us "find" that job.
@@ -140,6 +146,8 @@ class VertexJobsHook(VertexHookBase):
                 return rpc.create(self.parent, message)
             except Exception as exc:
                 if not is_transient(exc) or token_labels is None or time.monotonic() + delay > deadline:
+                    raise
+                if not self.retry_quota_at_create and is_capacity_quota_error(exc):
                     raise
                 self.log.warning("Create %s failed with a transient error (%s); looking it up", kind, exc)
             time.sleep(delay)

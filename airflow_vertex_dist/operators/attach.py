@@ -146,6 +146,12 @@ class JobAttachingOperator(VertexBaseOperator):
             else:
                 state = short_state(job_state(job))
                 self.log.info("Re-attaching to %s (%s), found by its run labels", job["name"], state)
+        self.adopt_job(context, job)
+        return job
+
+    def adopt_job(self, context: Context, job: Job) -> None:
+        """Make ``job`` this try's: its name in the task state, its link in XCom and (when the task waits
+        with ``cancel_on_kill``) its owner record, which the listener cancels if the task is marked."""
         store = context.get("task_state_store")
         if store is not None:
             store.set(STATE_KEY, job["name"])
@@ -160,7 +166,6 @@ class JobAttachingOperator(VertexBaseOperator):
         ):  # what the listener cancels if the task is marked by hand
             # with the task's own impersonation chain: the listener cancels with the task's credentials
             ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())
-        return job
 
     def owned_job(self, name: str) -> OwnedJob:
         """``name`` as this task's job: with its connection and its own impersonation chain, what the

@@ -29,7 +29,9 @@ deadline (the ``execution_timeout``) just before Airflow's own deferral timeout;
 still ends the deferral first, the resumed task cancels the job before failing.
 
 Steps 2 and 3 and the cancellation are ``JobAttachingOperator``'s
-(``airflow_vertex_dist.operators.attach``); the waits, outputs and OpenLineage are here.
+(``airflow_vertex_dist.operators.attach``); the waits, outputs and OpenLineage are here. A task with a
+capacity ladder (``capacity=``) walks its rungs instead, one job at a time
+(``airflow_vertex_dist.operators.ladder``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from airflow_vertex_dist.hooks.job_dicts import (
 from airflow_vertex_dist.hooks.labels import SPEC_LABEL, spec_fingerprint
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.operators.attach import JobAttachingOperator
+from airflow_vertex_dist.operators.ladder import CapacityLadderMixin
 from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.outputs import job_output
 from airflow_vertex_dist.operators.spec_field import (
@@ -67,7 +70,8 @@ from airflow_vertex_dist.operators.spec_field import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.operators.output_types import JobOutput
+    from airflow_vertex_dist.operators.output_types import CostOutput, JobOutput
+    from airflow_vertex_dist.specs.capacity import CapacityLadder, Rung
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
 __all__ = ["VertexJobOperator", "job_verdict"]
@@ -96,7 +100,7 @@ def job_verdict(
     return event["status"] == "success", str(event["message"])
 
 
-class VertexJobOperator(JobAttachingOperator):
+class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
     """Base of ``VertexTrainingOperator`` and ``VertexTuningOperator`` (not used directly).
 
     :param spec: the job spec: a spec model, a dict, or a template rendering to a JSON/YAML document.
@@ -121,6 +125,12 @@ class VertexJobOperator(JobAttachingOperator):
     :param stream_logs: replica log lines in the task log while the job runs, deferred or not: ``True``
         (the primary's lines and every replica's warnings and errors), ``"all"``, a list of replica
         keys, or ``False``. A failed job's error quotes its failing replica's last lines either way.
+    :param capacity: a capacity ladder (``CapacityLadder``, or a list of ``Rung``): the ordered ways to
+        run the job when capacity is short; see docs/how-to/capacity.md. Planned, validated and priced
+        when the task is built (once rendered when the spec holds Jinja).
+    :param gpu_pool: an Airflow pool that admits the task by its GPUs: the task's ``pool``, with
+        ``pool_slots`` the GPUs the job holds at once (with a ladder, its largest rung's), so a pool of N
+        slots never lets more than N GPUs run. An explicit ``pool_slots`` wins.
     """
 
     job_kind: ClassVar[JobKind]
@@ -151,8 +161,12 @@ class VertexJobOperator(JobAttachingOperator):
         paused_grace: float = 3600.0,
         lineage_inputs: Sequence[Any] | None = None,
         stream_logs: StreamLogs = True,
+        capacity: CapacityLadder | Sequence[Rung] | Mapping[str, Any] | None = None,
+        gpu_pool: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if gpu_pool is not None and kwargs.get("pool") is not None:
+            raise ValueError("gpu_pool: give pool or gpu_pool, not both (gpu_pool sets the task's pool)")
         super().__init__(**kwargs)
         self.stream_logs = check_stream_logs(stream_logs)
         check_if_exists(if_exists)
@@ -189,6 +203,36 @@ class VertexJobOperator(JobAttachingOperator):
         self._job_name: str | None = None
         self._final_job: Mapping[str, Any] | None = None  # the job as it ended the try (for lineage)
         self._cancelled = False
+        self.capacity = None if capacity is None else _ladder(capacity)
+        self.gpu_pool = gpu_pool
+        if self._spec is not None:
+            self._check_capacity(gpu_pool, explicit_slots="pool_slots" in kwargs)
+        elif gpu_pool is not None:
+            if "pool_slots" not in kwargs:
+                raise ValueError(
+                    "gpu_pool: the spec holds Jinja, so its GPUs are only known once rendered; give "
+                    "pool_slots too (the GPUs the job holds at once)"
+                )
+            self.pool = gpu_pool
+
+    def _check_capacity(self, gpu_pool: str | None, *, explicit_slots: bool) -> None:
+        """At parse time: plan the ladder (every rung validated and priced), warn about a FLEX_START
+        wait without limit in a scheduled DAG, and size ``gpu_pool``'s slots."""
+        from airflow_vertex_dist.specs.capacity import LadderError, gpu_count, plan_ladder
+
+        spec = self._spec
+        specs = [spec]
+        if self.capacity is not None:
+            try:
+                plans = plan_ladder(spec, self.capacity, location=self.location)  # type: ignore[arg-type]
+            except LadderError as exc:
+                raise ValueError(str(exc)) from None
+            specs = [plan.spec for plan in plans]
+        _warn_unbounded_flex_wait(self, specs)
+        if gpu_pool is not None:
+            self.pool = gpu_pool
+            if not explicit_slots:
+                self.pool_slots = max(1, *(gpu_count(s) for s in specs))  # type: ignore[arg-type]
 
     # -- spec ----------------------------------------------------------------------------------
     def _do_render_template_fields(
@@ -226,6 +270,7 @@ class VertexJobOperator(JobAttachingOperator):
             )
         self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering", rendered=True)
         self.spec = spec_to_field(self._spec, self.spec_model)
+        self._plans_cache = None  # the ladder is planned again from the rendered spec
 
     def rendered_spec(self, context: Context | Mapping[str, Any], jinja_env: Any = None) -> Any:
         """Render the spec field alone with ``context`` and validate it, as a run does before creating
@@ -243,7 +288,10 @@ class VertexJobOperator(JobAttachingOperator):
         return self._spec
 
     def job_body(self) -> dict[str, Any]:
-        """The v1 JSON body of the job to create."""
+        """The v1 JSON body of the job to create (with a ladder: the rung the try is on)."""
+        rung = self.rung_body()
+        if rung is not None:
+            return rung
         body: dict[str, Any] = self.validated_spec.to_api(location=self.hook.location)
         return body
 
@@ -252,13 +300,31 @@ class VertexJobOperator(JobAttachingOperator):
         from airflow_vertex_dist.specs import pools_table
 
         table: str = pools_table(self.validated_spec, location=self.hook.location)
-        return table
+        from airflow_vertex_dist.specs.capacity import spec_price_per_hour
+
+        price, basis = spec_price_per_hour(self.validated_spec, self.hook.location)
+        shown = f"{price:.2f} USD/hour ({basis})" if price is not None else f"unknown ({basis})"
+        return f"{table}\nprice: {shown}, from the machine catalog"
+
+    def job_cost(self, job: Mapping[str, Any]) -> CostOutput:
+        """The job's estimated cost (``job_cost``): the rung's price, or the spec's, times its hours."""
+        cost = self.rung_cost(job)
+        if cost is not None:
+            return cost
+        from airflow_vertex_dist.operators.outputs import job_cost
+        from airflow_vertex_dist.specs.capacity import spec_price_per_hour
+
+        price, basis = spec_price_per_hour(self.validated_spec, self.hook.location)
+        return job_cost(job, price, basis)
 
     def job_outputs(self, job: Mapping[str, Any]) -> JobOutput:
         """The XCom return value (JSON)."""
-        return job_output(job, self.hook.console_url(str(job["name"])))
+        console = self.hook.console_url(str(job["name"]))
+        return job_output(job, console, rung=self.rung_output(), cost=self.job_cost(job))
 
     def execute(self, context: Context) -> Any:
+        if self.capacity is not None:
+            return self.execute_ladder(context)
         job = self.attach_or_create(context)
         if self.wait_for_completion and self.cancel_on_kill:
             self._check_still_running(context, job)
@@ -418,6 +484,9 @@ class VertexJobOperator(JobAttachingOperator):
             return super().resume_execution(next_method, next_kwargs, context)
         except TaskDeferralTimeout:
             # The trigger was killed by Airflow's deferral timeout (execution_timeout): cancel the job.
+            if self.capacity is not None:
+                self.cancel_ladder_jobs(context, reason="execution_timeout")
+                raise
             labels = {**self._labels(context), SPEC_LABEL: spec_fingerprint(self.job_body())}
             job = self.hook.find_job(self.job_kind, labels)
             if job is not None and job_state(job) not in TERMINAL_STATES:
@@ -454,3 +523,44 @@ class VertexJobOperator(JobAttachingOperator):
     def on_kill(self) -> None:
         if self._job_name:
             self._cancel(self._job_name, reason="task killed")
+
+
+def _ladder(value: Any) -> CapacityLadder:
+    """``capacity=`` as a ``CapacityLadder``: one, a list of rungs (no region allow-list), or a dict."""
+    from airflow_vertex_dist.specs.capacity import CapacityLadder
+
+    if isinstance(value, CapacityLadder):
+        return value
+    if isinstance(value, Mapping):
+        return CapacityLadder.model_validate(dict(value))
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return CapacityLadder(rungs=tuple(value))
+    raise TypeError(f"capacity: expected a CapacityLadder or a list of Rung (got {type(value).__name__})")
+
+
+def _warn_unbounded_flex_wait(task: Any, specs: Iterable[Any]) -> None:
+    """A FLEX_START job with ``max_wait_duration`` 0 waits for capacity for ever ("If set to 0, the job
+    will wait indefinitely": v1 ``Scheduling``); in a DAG on a schedule, runs then pile up behind it."""
+    try:
+        timetable = task.dag.timetable
+    except Exception:  # not in a DAG (yet)
+        return
+    if not getattr(timetable, "can_be_scheduled", False):
+        return
+    for spec in specs:
+        job = getattr(spec, "trial_job", spec)
+        scheduling = job.scheduling
+        if (
+            scheduling is not None
+            and scheduling.strategy == "FLEX_START"
+            and scheduling.max_wait_duration is not None
+            and not scheduling.max_wait_duration
+        ):
+            warnings.warn(
+                f"task {task.task_id}: scheduling.max_wait_duration is 0 with strategy FLEX_START, so the "
+                "job waits for capacity without limit while the DAG runs on a schedule; give a limit (the "
+                "service's default is 24 hours) or a rung pending_limit",
+                UserWarning,
+                stacklevel=3,
+            )
+            return

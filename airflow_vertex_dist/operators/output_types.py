@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 if TYPE_CHECKING:
     from airflow_vertex_dist.triggers.conditions.trials import BestTrial, TrialCounts, TrialRow
 
-__all__ = ["JobErrorOutput", "JobLink", "JobOutput", "TuningOutput"]
+__all__ = ["CostOutput", "JobErrorOutput", "JobLink", "JobOutput", "LadderStep", "RungOutput", "TuningOutput"]
 
 
 class JobLink(TypedDict):
@@ -29,9 +29,48 @@ class JobErrorOutput(TypedDict):
     message: str
 
 
+class LadderStep(TypedDict):
+    """A rung of a capacity ladder that was left: which, its job (``None``: Create was refused), why it
+    was left (the failure class, and the reason in words) and how long the rung took, in seconds."""
+
+    rung: int
+    name: str
+    region: str
+    job: str | None
+    outcome: str
+    reason: str
+    seconds: float
+
+
+class RungOutput(TypedDict):
+    """The rung of a capacity ladder the job ran on (``number`` of ``of``, 1-based), its region and
+    strategy, its price per hour (``None``: unknown), and the rungs left before it, in order."""
+
+    number: int
+    of: int
+    name: str
+    region: str
+    strategy: str | None
+    usd_per_hour: float | None
+    left: list[LadderStep]
+
+
+class CostOutput(TypedDict):
+    """The job's estimated cost: its price per hour from the machine catalog (``basis`` says how it was
+    reckoned; ``None``: unknown), the hours it ran (``endTime`` - ``startTime``; for a tuning job the
+    sum over its trials; ``None`` while it has not ended) and their product in USD."""
+
+    usd_per_hour: float | None
+    basis: str
+    hours: float | None
+    estimated_usd: float | None
+
+
 class JobOutput(TypedDict):
     """The return value of a training task and of the sensors: ``id`` is the last segment of
-    ``name``, ``kind`` is ``customJobs`` or ``hyperparameterTuningJobs``; the times are RFC 3339."""
+    ``name``, ``kind`` is ``customJobs`` or ``hyperparameterTuningJobs``; the times are RFC 3339.
+    ``rung`` is set by a task with a capacity ladder, ``cost`` by the training and tuning tasks
+    (``None`` from the sensors)."""
 
     name: str
     id: str
@@ -43,6 +82,8 @@ class JobOutput(TypedDict):
     end_time: str | None
     console_url: str
     error: JobErrorOutput | None
+    rung: RungOutput | None
+    cost: CostOutput | None
 
 
 class TuningOutput(JobOutput):

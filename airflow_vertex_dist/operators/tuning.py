@@ -32,4 +32,5 @@ class VertexTuningOperator(VertexJobOperator):
     spec_model: ClassVar[type[BaseModel]] = HyperparameterTuningJob
 
     def job_outputs(self, job: Mapping[str, Any]) -> TuningOutput:
-        return tuning_output(job, self.hook.console_url(str(job["name"])))
+        console = self.hook.console_url(str(job["name"]))
+        return tuning_output(job, console, rung=self.rung_output(), cost=self.job_cost(job))

@@ -284,7 +284,9 @@ def plan_ladder(
     """Every rung applied to ``spec``, validated and priced; ``LadderError`` names the first rung that
     makes a bad spec (``capacity.rungs[<i>]``, 0-based as in the list, with its name) and every rule it
     breaks, or that is priced above ``max_price_per_hour`` (a rung whose price is unknown is refused
-    too when there is a ceiling: an unknown price is never taken as within it)."""
+    too when there is a ceiling: an unknown price is never taken as within it). A rung whose region is
+    not known yet (no rung region, no ``location``: the connection's, read when the task runs) is priced
+    and checked against the ceiling then, before any job is created."""
     plans: list[RungPlan] = []
     for index, rung in enumerate(ladder.rungs):
         where = f"{root}.rungs[{index}]" + (f" ({rung.name})" if rung.name else "")
@@ -300,7 +302,7 @@ def plan_ladder(
         region = rung.region or location
         price, basis = spec_price_per_hour(applied, region)
         ceiling = ladder.max_price_per_hour
-        if ceiling is not None and (price is None or price > ceiling):
+        if ceiling is not None and region is not None and (price is None or price > ceiling):
             got = f"{price:g} USD/hour ({basis})" if price is not None else f"an unknown price ({basis})"
             raise LadderError(
                 f"{where}: {got} is above max_price_per_hour={ceiling:g}; drop the rung, choose smaller "

@@ -119,7 +119,15 @@ def test_non_deferred_run_renders_the_spec_and_pushes_outputs(vertex_conn: Emula
         "end_time": job["endTime"],
         "console_url": f"{vertex_conn.rest_endpoint}/ui/{job['name']}",
         "error": None,
+        "rung": None,  # no capacity ladder
+        "cost": out["cost"],
     }
+    # 3 replicas of n1-standard-4 (us-central1, on-demand: the machine catalog), for the hours it ran
+    assert out["cost"]["usd_per_hour"] == pytest.approx(3 * 0.21849885)
+    assert out["cost"]["basis"] == "on-demand"
+    cost = out["cost"]
+    assert cost["hours"] > 0
+    assert cost["estimated_usd"] == pytest.approx(cost["usd_per_hour"] * cost["hours"], abs=1e-6)
     assert dag_xcom(dr, "train", "vertex_job") == {"name": job["name"], "console_url": out["console_url"]}
     assert dag_xcom(dr, "train", "_link_VertexJobLink") == out["console_url"]
 

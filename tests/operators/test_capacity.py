@@ -1,0 +1,423 @@
+"""The capacity ladder run for real (dag.test(), the emulator, real replica processes).
+
+Today's emulator has no capacity model of its own, so each capacity failure is produced the way the
+emulator can: quota through its fault API (``error_rate`` with RESOURCE_EXHAUSTED on CreateCustomJob,
+seeded), a stockout that shows as a job left PENDING through ``pending_s`` and a rung's
+``pending_limit``, and a Spot preemption by writing the service's failure into a running job, as the
+other operator tests write states the emulator does not reach by itself. Every test watches the
+emulator's store from a thread: at no moment does the task have more than one unfinished job.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_vertex_dist.common.capacity_messages import stockout_message
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.hooks.connection import RetryPolicy
+from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from airflow_vertex_dist.operators.training import VertexTrainingOperator
+from airflow_vertex_dist.specs import (
+    CapacityLadder,
+    Container,
+    DistributedTrainingJob,
+    Machine,
+    MachineOverride,
+    Rung,
+    WorkerPool,
+)
+from vertex_emulator import testing
+from vertex_emulator.app import Emulator
+from vertex_emulator.config import Faults
+
+from .harness import CONN_ENV, PY, connection_env, dag_xcom, logged, poll, run_dag, ti_state
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+A100 = Machine(machine_type="a2-highgpu-1g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=1)
+L4 = MachineOverride(machine_type="g2-standard-8", accelerator_type="NVIDIA_L4", accelerator_count=1)
+FAST_RETRY = RetryPolicy(initial_s=0.05, maximum_s=0.5, multiplier=2.0, deadline_s=30.0, rpc_timeout_s=30.0)
+
+
+class FastRetryHook(VertexJobsHook):
+    def __init__(self, conn_id: str, **kwargs: Any) -> None:
+        kwargs.setdefault("retry_policy", FAST_RETRY)
+        super().__init__(conn_id, **kwargs)
+
+
+class Training(VertexTrainingOperator):
+    hook_class = FastRetryHook
+
+
+def spec(code: str, **extra: Any) -> DistributedTrainingJob:
+    return DistributedTrainingJob(
+        display_name="ladder",
+        primary=WorkerPool(
+            machine=A100, container=Container(image_uri="python:3.11", command=(PY, "-c", code))
+        ),
+        **extra,
+    )
+
+
+def task_jobs(em: Emulator, location: str = "us-central1") -> list[dict[str, Any]]:
+    parent = f"projects/test-project/locations/{location}"
+    jobs = [j for j in em.store.list("customJobs", parent) if (j.get("labels") or {}).get("airflow-task")]
+    return sorted(jobs, key=lambda j: j["createTime"])
+
+
+@contextmanager
+def live_jobs_watch(em: Emulator, locations: tuple[str, ...] = ("us-central1",)) -> Iterator[list[int]]:
+    """The most unfinished task jobs the store held at any one look (every few ms while the block runs)."""
+    most = [0]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            live = sum(
+                1 for loc in locations for j in task_jobs(em, loc) if j["state"] not in TERMINAL_STATES
+            )
+            most[0] = max(most[0], live)
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield most
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def _seed_failing_first_draw_only(rate: float) -> int:
+    """A seed whose first draw fails a call at ``rate`` and whose second passes (faults.py draws)."""
+    for seed in range(10_000):
+        rng = random.Random(seed)
+        if rng.random() < rate <= rng.random():
+            return seed
+    raise AssertionError("no seed")  # pragma: no cover
+
+
+@pytest.fixture
+def quota_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """The first CreateCustomJob answers RESOURCE_EXHAUSTED (the fault API), the next one goes through."""
+    faults = Faults(
+        error_rate={"CreateCustomJob": 0.5},
+        error_codes=["RESOURCE_EXHAUSTED"],
+        seed=_seed_failing_first_draw_only(0.5),
+    )
+    with testing.running_emulator(tmp_path, faults=faults) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        yield em
+
+
+def test_quota_at_create_moves_to_the_next_rung(quota_once: Emulator, capfd: Any) -> None:
+    ladder = CapacityLadder(rungs=(Rung(name="a100"), Rung(name="l4", machine=L4)))
+    with DAG("ladder_quota", schedule=None, start_date=START) as dag:
+        Training(
+            task_id="train", spec=spec("print('ok')"), capacity=ladder, deferrable=False, poll_interval=0.2
+        )
+    with live_jobs_watch(quota_once) as most:
+        dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    [job] = task_jobs(quota_once)  # the refused Create made no job
+    assert job["labels"]["airflow-rung"] == "r2"
+    assert job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == "g2-standard-8"
+    assert quota_once.service.injector.injected_counts() == {"CreateCustomJob": 1}
+    out = dag_xcom(dr, "train")
+    assert out["name"] == job["name"]
+    rung = out["rung"]
+    assert (rung["number"], rung["of"], rung["name"]) == (2, 2, "l4")
+    [left] = rung["left"]
+    assert (left["rung"], left["name"], left["job"], left["outcome"]) == (1, "a100", None, "quota")
+    assert "RESOURCE_EXHAUSTED" in left["reason"]
+    assert out["cost"]["usd_per_hour"] == rung["usd_per_hour"] and out["cost"]["estimated_usd"] is not None
+    text = logged(capfd)
+    assert "Capacity ladder of 2 rungs" in text and "USD/hour" in text
+    assert "Leaving rung 1 (a100) after" in text and "quota" in text
+    assert f"Rung 2/2 (l4) runs {job['name']}" in text
+    assert most[0] == 1
+
+
+def test_user_code_fails_fast_without_the_next_rung(vertex_conn: Emulator, capfd: Any) -> None:
+    ladder = CapacityLadder(rungs=(Rung(name="a100"), Rung(name="l4", machine=L4)))
+    with DAG("ladder_user_code", schedule=None, start_date=START) as dag:
+        Training(
+            task_id="train",
+            spec=spec("import sys; sys.exit(3)"),
+            capacity=ladder,
+            deferrable=False,
+            poll_interval=0.2,
+            retries=2,
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "failed"  # not up_for_retry: AirflowFailException
+    [job] = task_jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_FAILED" and job["labels"]["airflow-rung"] == "r1"
+    text = logged(capfd)
+    assert "AirflowFailException: user code on rung 1 (a100): the training code failed" in text
+    assert "Not trying other rungs" in text
+
+
+def test_a_stockout_past_the_pending_limit_moves_on_in_the_triggerer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: Any
+) -> None:
+    """Every job stays PENDING for 4 s: rung 1 gives up after 0.5 s (its job cancelled and ended first),
+    rung 2 waits and runs. Deferred: the rung's trigger ends the wait, the resumed task moves on."""
+    with testing.running_emulator(tmp_path, faults=Faults(pending_s=4.0)) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        ladder = CapacityLadder(
+            rungs=(Rung(name="a100", pending_limit=0.5), Rung(name="l4", machine=L4)),
+        )
+        with DAG("ladder_pending", schedule=None, start_date=START) as dag:
+            Training(
+                task_id="train", spec=spec("print('ok')"), capacity=ladder, deferrable=True, poll_interval=0.2
+            )
+        with live_jobs_watch(em) as most:
+            dr = run_dag(dag)
+        assert ti_state(dr, "train") == "success"
+        first, second = task_jobs(em)
+        assert (first["state"], first["labels"]["airflow-rung"]) == ("JOB_STATE_CANCELLED", "r1")
+        assert "startTime" not in first
+        assert (second["state"], second["labels"]["airflow-rung"]) == ("JOB_STATE_SUCCEEDED", "r2")
+        assert second["createTime"] >= first["endTime"]  # rung 2's job only once rung 1's had ended
+        [left] = dag_xcom(dr, "train")["rung"]["left"]
+        assert (left["outcome"], left["job"]) == ("stockout", first["name"])
+        assert "pending_limit of 0.5s" in left["reason"]
+        assert most[0] == 1
+        assert "Deferring: waiting for" in logged(capfd)
+
+
+def test_an_exhausted_ladder_fails_with_the_table_of_rungs_tried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: Any
+) -> None:
+    with testing.running_emulator(tmp_path, faults=Faults(pending_s=60.0)) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        ladder = CapacityLadder(
+            regions=("us-east1",),
+            rungs=(
+                Rung(name="a100", pending_limit=0.3),
+                Rung(name="l4-east", region="us-east1", machine=L4, pending_limit=0.3),
+            ),
+        )
+        with DAG("ladder_exhausted", schedule=None, start_date=START) as dag:
+            Training(
+                task_id="train",
+                spec=spec("print('ok')"),
+                capacity=ladder,
+                deferrable=False,
+                poll_interval=0.2,
+                retries=2,
+            )
+        with live_jobs_watch(em, ("us-central1", "us-east1")) as most:
+            dr = run_dag(dag)
+        assert ti_state(dr, "train") == "failed"
+        [central] = task_jobs(em)
+        [east] = task_jobs(em, "us-east1")
+        assert central["state"] == east["state"] == "JOB_STATE_CANCELLED"
+        text = logged(capfd)
+        assert "AirflowFailException: Capacity ladder exhausted: every one of its 2 rungs was left" in text
+        assert "rung  name     region       job" in text
+        rows = [
+            line
+            for line in text.splitlines()
+            if line.split()[:2] in (["1", "a100"], ["2", "l4-east"]) and "stockout" in line
+        ]
+        assert len(rows) == 2, rows
+        for row, job, region in zip(rows, (central, east), ("us-central1", "us-east1"), strict=True):
+            assert region in row and job["name"].rsplit("/", 1)[1] in row
+            assert "stockout: stayed " in row and "pending_limit of 0.3s" in row
+        assert most[0] == 1
+
+
+PREEMPTIBLE_TRAINER = """
+import os, pathlib, sys, time
+base = pathlib.Path(os.environ["GCS_ROOT"]) / os.environ["AIP_CHECKPOINT_DIR"][len("gs://"):]
+base.mkdir(parents=True, exist_ok=True)
+(base.parent / ("env-" + os.environ["CLOUD_ML_JOB_ID"])).write_text(os.environ["AIP_CHECKPOINT_DIR"])
+done = sorted(int(p.name.split("-")[1]) for p in base.glob("step-*"))
+start = done[-1] + 1 if done else 1
+for step in range(start, 7):
+    with open(base.parent / "steps.log", "a") as log:
+        log.write(f"{step}\\n")
+    (base / f"step-{step}").write_text("")
+    if step == 3 and not (base.parent / "preempted").exists():
+        (base.parent / "at-step-3").write_text("")
+        while True:  # the VM is taken back here: the test fails the job as the service would
+            time.sleep(0.05)
+"""
+
+
+def test_a_preempted_spot_rung_is_retried_and_resumes_from_its_checkpoint(
+    vertex_conn: Emulator, tmp_path: Path
+) -> None:
+    """Item 6: every rung and retry gets the same AIP_CHECKPOINT_DIR, so a trainer that checkpoints there
+    resumes: steps 1-3 on the preempted job, 4-6 on the retry, none twice."""
+    gcs = vertex_conn.config.gcs_root
+    the_spec = spec(PREEMPTIBLE_TRAINER, base_output_directory="gs://bucket/run")
+    the_spec = the_spec.model_copy(
+        update={
+            "primary": WorkerPool(
+                machine=A100,
+                container=Container(
+                    image_uri="python:3.11",
+                    command=(PY, "-c", PREEMPTIBLE_TRAINER),
+                    env={"GCS_ROOT": str(gcs)},
+                ),
+            )
+        }
+    )
+    ladder = CapacityLadder(
+        rungs=(Rung(name="spot", strategy="SPOT", retries=1, retry_backoff=0), Rung(name="l4", machine=L4))
+    )
+    run_dir = Path(gcs) / "bucket" / "run"
+
+    def preempt() -> None:
+        poll(lambda: (run_dir / "at-step-3").exists(), timeout=60, what="the trainer at step 3")
+        [job] = task_jobs(vertex_conn)
+
+        def apply(j: dict[str, Any]) -> None:
+            j["state"] = "JOB_STATE_FAILED"
+            j["endTime"] = j["startTime"]
+            j["error"] = {"code": 8, "message": stockout_message("us-central1")}
+
+        (run_dir / "preempted").write_text("")
+        vertex_conn.store.update(job["name"], apply)
+
+    thread = threading.Thread(target=preempt, daemon=True)
+    thread.start()
+    with DAG("ladder_preempt", schedule=None, start_date=START) as dag:
+        Training(task_id="train", spec=the_spec, capacity=ladder, deferrable=False, poll_interval=0.2)
+    with live_jobs_watch(vertex_conn) as most:
+        dr = run_dag(dag)
+    thread.join(timeout=30)
+    assert ti_state(dr, "train") == "success"
+    first, second = task_jobs(vertex_conn)
+    assert first["labels"]["airflow-rung"] == second["labels"]["airflow-rung"] == "r1"  # retried, same rung
+    assert (run_dir / "steps.log").read_text().split() == ["1", "2", "3", "4", "5", "6"]
+    envs = {p.read_text() for p in run_dir.glob("env-*")}
+    assert envs == {"gs://bucket/run/checkpoints/"}  # one checkpoint directory for both jobs
+    assert len(list(run_dir.glob("env-*"))) == 2
+    out = dag_xcom(dr, "train")
+    [left] = out["rung"]["left"]
+    assert (left["outcome"], left["job"]) == ("preemption", first["name"])
+    assert out["rung"]["number"] == 1 and out["name"] == second["name"]
+    assert most[0] == 1
+
+
+LADDER_DAG_FILE = textwrap.dedent(
+    """
+    import sys
+    from datetime import datetime, timezone
+
+    from airflow.sdk import DAG
+
+    from airflow_vertex_dist.operators.training import VertexTrainingOperator
+    from airflow_vertex_dist.specs import (
+        CapacityLadder, Container, DistributedTrainingJob, Machine, MachineOverride, Rung, WorkerPool,
+    )
+
+    FLAG = {flag!r}
+    CODE = "import pathlib, time\\nwhile not pathlib.Path(FLAG).exists(): time.sleep(0.05)".replace(
+        "FLAG", repr(FLAG)
+    )
+    A100 = Machine(machine_type="a2-highgpu-1g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=1)
+    L4 = MachineOverride(machine_type="g2-standard-8", accelerator_type="NVIDIA_L4", accelerator_count=1)
+    with DAG("ladder_death", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=timezone.utc)) as dag:
+        VertexTrainingOperator(
+            task_id="train",
+            spec=DistributedTrainingJob(
+                display_name="survivor",
+                primary=WorkerPool(
+                    machine=A100,
+                    container=Container(image_uri="python:3.11", command=(sys.executable, "-c", CODE)),
+                ),
+            ),
+            capacity=CapacityLadder(
+                rungs=(Rung(name="a100", pending_limit=0.5), Rung(name="l4", machine=L4)),
+            ),
+            deferrable=False,
+            poll_interval=0.3,
+            stream_logs=False,
+        )
+    """
+)
+
+CHILD = textwrap.dedent(
+    """
+    import runpy, sys
+    from datetime import datetime
+    sys.path.insert(0, sys.argv[3])
+    from operators.harness import run_dag
+    dag = runpy.run_path(sys.argv[1])["dag"]
+    run_dag(dag, logical_date=datetime.fromisoformat(sys.argv[2]))
+    """
+)
+
+
+def test_a_try_that_dies_mid_ladder_is_followed_by_one_that_reattaches_on_its_rung(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: Any
+) -> None:
+    """Try 1 (a child process) leaves rung 1 (stockout: PENDING past its limit), starts rung 2's job and
+    is SIGKILLed while it waits. Try 2 finds rung 2's job by its labels (airflow-rung=r2), re-attaches,
+    reads rung 1's stockout back from its cancelled job, and makes no job of its own."""
+    import runpy
+
+    # Every job stays PENDING 8 s: far longer than the 0.5 s rung 1 waits, even in a slow child process.
+    with testing.running_emulator(tmp_path, faults=Faults(pending_s=8.0)) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        flag = tmp_path / "finish"
+        dag_file = tmp_path / "ladder_death.py"
+        dag_file.write_text(LADDER_DAG_FILE.format(flag=str(flag)))
+        when = datetime(2024, 6, 1, tzinfo=timezone.utc)
+        tests_dir = str(Path(__file__).resolve().parents[1])
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(dag_file), when.isoformat(), tests_dir],
+            env=dict(os.environ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            running = poll(
+                lambda: next((j for j in task_jobs(em) if j["state"] == "JOB_STATE_RUNNING"), None),
+                timeout=240,
+                interval=0.2,
+                what="try 1 reached rung 2 and its job runs",
+            )
+            assert child.poll() is None, "try 1 ended by itself"
+        finally:
+            os.killpg(child.pid, signal.SIGKILL)  # the worker dies: no on_kill, no cancel
+            child.wait(timeout=30)
+        assert running["labels"]["airflow-rung"] == "r2"
+        flag.write_text("go")
+        dag = runpy.run_path(str(dag_file))["dag"]
+        with live_jobs_watch(em) as most:
+            dr = run_dag(dag, logical_date=when)
+        assert ti_state(dr, "train") == "success"
+        first, second = task_jobs(em)  # no third job: try 2 made none
+        assert (first["state"], first["labels"]["airflow-rung"]) == ("JOB_STATE_CANCELLED", "r1")
+        assert (second["name"], second["state"]) == (running["name"], "JOB_STATE_SUCCEEDED")
+        out = dag_xcom(dr, "train")
+        assert out["name"] == running["name"] and out["rung"]["number"] == 2
+        [left] = out["rung"]["left"]
+        assert (left["rung"], left["job"], left["outcome"]) == (1, first["name"], "stockout")
+        text = logged(capfd)
+        assert re.search(rf"Re-attaching to {running['name']} \(\w+\) on rung 2", text)
+        assert most[0] == 1
