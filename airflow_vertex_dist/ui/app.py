@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from airflow_vertex_dist.links import LINK_XCOM_KEY, OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.ui import model
@@ -41,6 +41,7 @@ __all__ = [
     "create_app",
     "find_job",
     "map_index_of",
+    "web_url",
 ]
 
 #: where the plugin mounts the app in the API server
@@ -173,7 +174,7 @@ def find_job(dag_id: str, run_id: str, task_id: str, map_index: int) -> tuple[Ow
 
     link = one(LINK_XCOM_KEY)
     link_value = link["value"] if link and isinstance(link["value"], dict) else {}
-    console = str(link_value.get("console_url") or "")
+    console = web_url(link_value.get("console_url"))
     owner = one(OWNER_XCOM_KEY)
     owned = OwnedJob.from_record(owner["value"]) if owner else None
     if owned is not None:
@@ -181,6 +182,13 @@ def find_job(dag_id: str, run_id: str, task_id: str, map_index: int) -> tuple[Ow
     if isinstance(link_value.get("name"), str):
         return OwnedJob(link_value["name"], DEFAULT_CONN_ID), console
     return None
+
+
+def web_url(value: Any) -> str:
+    """``value`` when it is an http(s) address, else ``""``: the console link comes from an XCom, which
+    any task of the DAG can write, and a ``javascript:`` or ``data:`` address must never become a link."""
+    text = str(value or "")
+    return text if urlsplit(text).scheme.lower() in ("http", "https") and urlsplit(text).netloc else ""
 
 
 def output_url(uri: str, console_url: str) -> str:

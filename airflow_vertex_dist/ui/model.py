@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from airflow_vertex_dist.common.trial_values import typed_parameters, whole_number_parameters
+
 __all__ = [
     "ENDED_STATES",
     "best_trial",
@@ -279,9 +281,13 @@ def trial_rows(job: Mapping[str, Any]) -> list[dict[str, str]]:
     and last step), ``stopping`` while the service stops the trial early (state STOPPING: once it
     ended, the v1 Trial keeps no mark of an early stop) and the infeasible reason."""
     metric, _ = objective(job)
+    whole = whole_number_parameters(job.get("studySpec"))
     rows = []
     for trial in job.get("trials") or []:
-        params = ", ".join(f"{p.get('parameterId')}={p.get('value')}" for p in trial.get("parameters") or [])
+        typed = typed_parameters(trial.get("parameters") or [], whole)
+        params = ", ".join(
+            f"{p.get('parameterId')}={p.get('value')}" for p in typed if isinstance(p, Mapping)
+        )
         final = trial_value(trial, metric)
         measurements: Sequence[Mapping[str, Any]] = trial.get("measurements") or []
         steps = [str(m.get("stepCount", "")) for m in measurements]

@@ -146,6 +146,29 @@ def test_a_study_page_draws_six_points_and_marks_the_best(
     assert points[3] == "trial best"  # x = 4 has the highest score
     assert len(re.findall(r"<polyline class='trial-steps", page)) == 6  # a line of steps per trial
     assert "<tr class='best'><td>4</td>" in page
+    # x is an INTEGER parameter: shown as the study defines it, not as the double the API carries
+    assert "<td>x=4</td>" in page and "x=4.0" not in page
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("https://console.cloud.google.com/vertex-ai/x", "https://console.cloud.google.com/vertex-ai/x"),
+        ("http://127.0.0.1:8080/ui/jobs/1", "http://127.0.0.1:8080/ui/jobs/1"),
+        ("javascript:alert(document.cookie)", ""),
+        (" JavaScript:alert(1)", ""),
+        ("data:text/html,<script>alert(1)</script>", ""),
+        ("//evil.example/x", ""),
+        ("https:", ""),
+        (None, ""),
+        (42, ""),
+    ],
+)
+def test_only_a_web_address_from_the_xcom_becomes_the_console_link(value: object, shown: str) -> None:
+    """The console link is read from an XCom, which any task of the DAG may write."""
+    from airflow_vertex_dist.ui.app import web_url
+
+    assert web_url(value) == shown
 
 
 def test_a_user_who_may_not_read_the_dag_gets_403_and_nothing(
