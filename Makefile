@@ -65,29 +65,32 @@ compat: $(STAMP)
 	$(PY) scripts/compat_cells.py --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
 # Lint, types and the unit/integration/e2e tests; then, at once, the compat cells (one at a time), the
-# reliability suite on a real Airflow stack and the same guarantees on its Celery profile; then
-# docs/reliability.md from their figures. The last three mostly wait on servers, replica processes and
-# schedulers rather than compute, so they share a 2-core machine: make runs them as parallel jobs (-j3)
-# and prints each one's output whole when it ends (--output-sync), so their lines never interleave.
-# Every job runs to its end (-k) and make test fails if any failed.
+# reliability suite on a real Airflow stack, the same guarantees on its Celery profile and the job view
+# in a browser on a stack of its own; then docs/reliability.md from their figures. These four mostly
+# wait on servers, replica processes and schedulers rather than compute, so they share a 2-core
+# machine: make runs them as parallel jobs (-j4) and prints each one's output whole when it ends
+# (--output-sync), so their lines never interleave. Every job runs to its end (-k) and make test fails
+# if any failed.
 test: lint typecheck unit
-	@$(MAKE) --no-print-directory -k -j3 --output-sync=target COMPAT_JOBS=1 compat stack-local stack-celery; rc=$$?; \
+	@$(MAKE) --no-print-directory -k -j4 --output-sync=target COMPAT_JOBS=1 compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
-# The reliability suite (tests marked `stack`): the job view in Chromium (Debian's package, installed
-# when missing) on a stack of its own whose users log in, stopped before the next file starts; then a
-# real Airflow stack on PostgreSQL, crash scenarios, the fault matrix and a backfill under crashes
-# (stack-local); the same guarantees on the Celery profile
-# (two workers, two schedulers, two triggerers, Redis: stack-celery), in a pytest process of its own, at
-# the same time (each stack has its own ports, state and process marker); then docs/reliability.md.
-STACK_TESTS  := tests/ui/test_browser.py tests/stack/test_fault_matrix.py tests/stack/test_crashes.py \
-	tests/stack/test_canary.py tests/stack/test_adoption.py tests/stack/test_triggerers.py tests/stack/test_backfill.py \
+# The reliability suite (tests marked `stack`), three pytest processes at the same time, each with its
+# own stack (its own ports, state and process marker): a real Airflow stack on PostgreSQL with crash
+# scenarios, the fault matrix and a backfill under crashes (stack-local); the same guarantees on the
+# Celery profile (two workers, two schedulers, two triggerers, Redis: stack-celery); the job view in
+# Chromium (Debian's package, installed when missing) on a stack whose users log in (stack-ui). Then
+# docs/reliability.md.
+STACK_TESTS  := tests/stack/test_fault_matrix.py tests/stack/test_crashes.py tests/stack/test_canary.py \
+	tests/stack/test_adoption.py tests/stack/test_triggerers.py tests/stack/test_backfill.py \
 	tests/stack/test_training_logs.py
 CELERY_TESTS := tests/stack/test_celery.py
+UI_TESTS     := tests/ui/test_browser.py
+STACK_JOBS   := stack-local stack-celery stack-ui
 
-.PHONY: stack-local stack-celery
+.PHONY: $(STACK_JOBS)
 test-stack: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j2 --output-sync=target stack-local stack-celery; rc=$$?; \
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
 stack-local: $(STAMP)
@@ -97,6 +100,10 @@ stack-local: $(STAMP)
 stack-celery: $(STAMP)
 	@$(PY) -m pytest -m stack --timeout 1800 $(CELERY_TESTS) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no Celery stack tests: failing" >&2; exit 1; fi; exit $$rc
+
+stack-ui: $(STAMP)
+	@$(PY) -m pytest -m stack --timeout 1800 $(UI_TESTS) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests: failing" >&2; exit 1; fi; exit $$rc
 
 # the demo lives in the checkout (scripts/demo.py), not in the package: it runs the checkout's dags/
 demo: $(STAMP)

@@ -487,7 +487,8 @@ def test_readme_make_test_runs_the_stages_it_lists() -> None:
         r"# then the reliability suite",
     )
     assert _makefile(r"^test: (.*)$") == ("lint typecheck unit",)
-    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* (compat stack-local stack-celery);")
+    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* compat (\$\(STACK_JOBS\));")
+    assert _makefile(r"^STACK_JOBS +:= (stack-local stack-celery stack-ui)$")
     assert _makefile(r"^lint: .*\n\t\$\(VENV\)/bin/(ruff) check \.")
     assert _makefile(r"^typecheck: .*\n\t\$\(VENV\)/bin/(mypy)$")
 
