@@ -510,6 +510,8 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             declared_inputs=self.lineage_inputs,
             inlets=self.inlets or [],
             job=job,
+            rung=self.rung_output(),
+            cost=self.job_cost(job) if job is not None and job.get("endTime") else None,
         )
 
     def get_openlineage_facets_on_start(self) -> Any:

@@ -12,8 +12,10 @@ What a task reports:
   own id). Nothing without a ``base_output_directory``.
 - **inputs**: the operator's ``lineage_inputs`` (URIs or Airflow Assets), then the Assets in its
   ``inlets``; a URI ``scheme://authority/path`` is the dataset ``scheme://authority`` / ``path``.
-- **job facet** ``vertexDistJob``: the job kind, its Vertex AI resource name (once known), and per
-  worker pool its role, replica count, machine type and accelerators.
+- **job facet** ``vertexDistJob``: the job kind, its Vertex AI resource name (once known), per
+  worker pool its role, replica count, machine type and accelerators; with a capacity ladder, the rung
+  the job ran on (``rung``: number, of, name, region, strategy); once the job ended, its estimated cost
+  (``cost``: ``usdPerHour``, ``basis``, ``hours``, ``estimatedUsd``, as in the task's XCom).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class VertexDistJobFacet(JobFacet):
     jobKind: str  # noqa: N815 - OpenLineage facets use camelCase fields
     resourceName: str | None = None  # noqa: N815
     pools: list[dict[str, Any]] = attr.field(factory=list)
+    rung: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
 
 
 def uri_dataset(uri: str) -> Dataset:
@@ -120,9 +124,12 @@ def operator_lineage(
     declared_inputs: Iterable[Any],
     inlets: Iterable[Any],
     job: Mapping[str, Any] | None,
+    rung: Mapping[str, Any] | None = None,
+    cost: Mapping[str, Any] | None = None,
 ) -> OperatorLineage[Dataset, JobFacet]:
     """The lineage of one task: ``body`` is the v1 body of its job (``to_api``), ``job`` the job as the
-    API last returned it (``None`` before it exists)."""
+    API last returned it (``None`` before it exists); ``rung`` and ``cost`` as in the task's XCom
+    (``RungOutput``, ``CostOutput``), or ``None``."""
     tuning = kind == "hyperparameterTuningJobs"
     job_spec: Mapping[str, Any] = body.get("trialJobSpec" if tuning else "jobSpec") or {}
     base = (job_spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
@@ -138,6 +145,17 @@ def operator_lineage(
         jobKind=kind,
         resourceName=str(job["name"]) if job is not None and job.get("name") else None,
         pools=pools_of(job_spec, reduction_server=reduction_server),
+        rung=({key: rung[key] for key in ("number", "of", "name", "region", "strategy")} if rung else None),
+        cost=(
+            {
+                "usdPerHour": cost["usd_per_hour"],
+                "basis": cost["basis"],
+                "hours": cost["hours"],
+                "estimatedUsd": cost["estimated_usd"],
+            }
+            if cost
+            else None
+        ),
     )
     return OperatorLineage(
         inputs=_inputs(declared_inputs, inlets),

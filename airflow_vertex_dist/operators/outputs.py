@@ -58,8 +58,8 @@ def job_cost(job: Mapping[str, Any], usd_per_hour: float | None, basis: str) -> 
             price = price / max(1, int(job["parallelTrialCount"]))
     else:
         hours = _hours(job)
-    estimated = None if price is None or hours is None else round(price * hours, 6)
-    rounded = None if hours is None else round(hours, 6)
+    estimated = None if price is None or hours is None else round(price * hours, 8)
+    rounded = None if hours is None else round(hours, 9)
     return {"usd_per_hour": usd_per_hour, "basis": basis, "hours": rounded, "estimated_usd": estimated}
 
 

@@ -229,7 +229,7 @@ def spec_price_per_hour(spec: JobSpec, location: str | None) -> tuple[float | No
     if isinstance(spec, HyperparameterTuningJob):
         total *= spec.parallel_trial_count
     basis = "at most (on-demand; no Spot price in the catalog)" if strategy == "SPOT" else "on-demand"
-    return round(total, 6), basis
+    return round(total, 8), basis
 
 
 def _apply(spec: JobSpec, rung: Rung, rendered: bool) -> JobSpec:

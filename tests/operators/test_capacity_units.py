@@ -205,3 +205,30 @@ def test_the_walks_state_and_tables() -> None:
     prices = prices_table(plans, "us-central1")
     assert "8.45 (on-demand)" in prices  # 2 x a2-highgpu-1g, the catalog's us-central1 price
     assert "1x g2-standard-8 1xNVIDIA_L4" in prices
+
+
+def test_job_cost_is_the_price_times_the_hours_it_ran() -> None:
+    from airflow_vertex_dist.operators.outputs import job_cost
+
+    ran = {"startTime": "2024-01-01T00:00:00Z", "endTime": "2024-01-01T01:30:00Z"}
+    assert job_cost(ran, 2.0, "on-demand") == {
+        "usd_per_hour": 2.0,
+        "basis": "on-demand",
+        "hours": 1.5,
+        "estimated_usd": 3.0,
+    }
+    never_started = {"createTime": "2024-01-01T00:00:00Z", "endTime": "2024-01-01T00:05:00Z"}
+    assert job_cost(never_started, 2.0, "on-demand")["estimated_usd"] == 0.0
+    running = {"startTime": "2024-01-01T00:00:00Z"}
+    assert job_cost(running, 2.0, "on-demand")["hours"] is None
+    assert job_cost(ran, None, "no price")["estimated_usd"] is None
+    study = {
+        "parallelTrialCount": 2,
+        "endTime": "2024-01-01T03:00:00Z",
+        "trials": [
+            {"startTime": "2024-01-01T00:00:00Z", "endTime": "2024-01-01T00:30:00Z"},
+            {"startTime": "2024-01-01T00:00:00Z", "endTime": "2024-01-01T01:00:00Z"},
+        ],
+    }
+    cost = job_cost(study, 4.0, "on-demand")  # 4 USD/hour for 2 trials at once: 2 a trial
+    assert (cost["hours"], cost["estimated_usd"]) == (1.5, 3.0)

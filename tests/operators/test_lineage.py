@@ -103,6 +103,36 @@ def test_training_facets_at_start(vertex_conn: Emulator) -> None:
     ]
 
 
+def test_a_ladders_facet_names_the_rung_and_the_cost(vertex_conn: Emulator) -> None:
+    from airflow_vertex_dist.specs import MachineOverride, Rung
+
+    l4 = MachineOverride(machine_type="g2-standard-8", accelerator_type="NVIDIA_L4", accelerator_count=1)
+    op = VertexTrainingOperator(
+        task_id="t",
+        spec=GPU_SPEC.model_copy(update={"base_output_directory": "gs://models-bucket/run"}),
+        capacity=[Rung(name="v100"), Rung(name="l4", machine=l4)],
+    )
+    _inputs, outputs, facet = _facets(op.get_openlineage_facets_on_start())
+    assert facet["pools"][0]["machineType"] == "n1-highmem-16" and "rung" not in facet  # rung 1's body
+    op._rung_plan = op.ladder_plans[1]  # as the walk leaves it once rung 2's job ran
+    job = {
+        "name": "projects/test-project/locations/us-central1/customJobs/9",
+        "state": "JOB_STATE_SUCCEEDED",
+        "startTime": "2024-01-01T00:00:00Z",
+        "endTime": "2024-01-01T00:30:00Z",
+    }
+    op._final_job = job
+    _inputs, outputs, facet = _facets(op.get_openlineage_facets_on_complete(None))
+    assert outputs == [("gs://models-bucket", "run/model")]  # the same output on every rung
+    assert facet["pools"][0]["machineType"] == "g2-standard-8"
+    assert facet["rung"] == {"number": 2, "of": 2, "name": "l4", "region": "us-central1"}  # strategy: null
+    plan = op.ladder_plans[1]
+    assert plan.usd_per_hour is not None
+    assert facet["cost"]["hours"] == 0.5
+    assert facet["cost"]["usdPerHour"] == plan.usd_per_hour
+    assert facet["cost"]["estimatedUsd"] == pytest.approx(plan.usd_per_hour * 0.5)
+
+
 def test_tuning_facets_name_the_study_output_until_a_best_trial(vertex_conn: Emulator) -> None:
     spec = TUNING_EXAMPLE.model_copy(
         update={
@@ -218,6 +248,11 @@ def test_the_provider_emits_a_training_jobs_lineage(
         assert facet["pools"][0]["machineType"] == "n1-standard-4"
     assert "resourceName" not in events["START"]["job"]["facets"]["vertexDistJob"]
     assert events["COMPLETE"]["job"]["facets"]["vertexDistJob"]["resourceName"] == job["name"]
+    assert "cost" not in events["START"]["job"]["facets"]["vertexDistJob"]  # not ended yet
+    cost = events["COMPLETE"]["job"]["facets"]["vertexDistJob"]["cost"]
+    assert (cost["usdPerHour"], cost["basis"]) == (0.21849885, "on-demand")  # n1-standard-4, us-central1
+    assert cost["hours"] > 0
+    assert cost["estimatedUsd"] == pytest.approx(cost["usdPerHour"] * cost["hours"], abs=1e-8)
 
 
 @pytest.mark.slow

@@ -127,7 +127,7 @@ def test_non_deferred_run_renders_the_spec_and_pushes_outputs(vertex_conn: Emula
     assert out["cost"]["basis"] == "on-demand"
     cost = out["cost"]
     assert cost["hours"] > 0
-    assert cost["estimated_usd"] == pytest.approx(cost["usd_per_hour"] * cost["hours"], abs=1e-6)
+    assert cost["estimated_usd"] == pytest.approx(cost["usd_per_hour"] * cost["hours"], abs=1e-8)
     assert dag_xcom(dr, "train", "vertex_job") == {"name": job["name"], "console_url": out["console_url"]}
     assert dag_xcom(dr, "train", "_link_VertexJobLink") == out["console_url"]
 
