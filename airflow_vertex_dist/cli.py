@@ -151,7 +151,7 @@ def _render_dag_file(args: argparse.Namespace) -> int:
         print(_CONTEXT_NOTE, file=sys.stderr)
         return 2
     _print_body(spec.to_api(location=location), args.compact)
-    return 0
+    return _print_prices(spec, location, getattr(task, "capacity", None))
 
 
 _CONTEXT_NOTE = (
@@ -192,6 +192,28 @@ def _render(args: argparse.Namespace) -> int:
         print(f"cannot load {args.spec}: {exc}", file=sys.stderr)
         return 2
     _print_body(spec.to_api(), args.compact)
+    return _print_prices(spec, args.location)
+
+
+def _print_prices(spec: Any, location: str | None, capacity: Any = None) -> int:
+    """On stderr (stdout holds the body alone): the job's price per hour from the machine catalog, or,
+    for a task with a capacity ladder, every rung's (a rung over the ladder's price ceiling: exit 2)."""
+    from airflow_vertex_dist.specs.capacity import LadderError, plan_ladder, spec_price_per_hour
+
+    if capacity is None:
+        price, basis = spec_price_per_hour(spec, location)
+        shown = f"{price:.2f} USD/hour ({basis})" if price is not None else f"unknown ({basis})"
+        print(f"price: {shown}, from the machine catalog", file=sys.stderr)
+        return 0
+    from airflow_vertex_dist.operators.ladder import prices_table
+
+    try:
+        plans = plan_ladder(spec, capacity, location=location, rendered=True)
+    except LadderError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    table = prices_table(plans, location or "?")
+    print(f"capacity ladder, USD/hour from the machine catalog:\n{table}", file=sys.stderr)
     return 0
 
 
