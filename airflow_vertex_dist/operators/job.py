@@ -127,7 +127,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         keys, or ``False``. A failed job's error quotes its failing replica's last lines either way.
     :param capacity: a capacity ladder (``CapacityLadder``, or a list of ``Rung``): the ordered ways to
         run the job when capacity is short; see docs/how-to/capacity.md. Planned, validated and priced
-        when the task is built (once rendered when the spec holds Jinja).
+        when the task is built, and again from the rendered spec when it runs.
     :param gpu_pool: an Airflow pool that admits the task by its GPUs: the task's ``pool``, with
         ``pool_slots`` the GPUs the job holds at once (with a ladder, its largest rung's), so a pool of N
         slots never lets more than N GPUs run. An explicit ``pool_slots`` wins.
@@ -205,26 +205,29 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         self._cancelled = False
         self.capacity = None if capacity is None else _ladder(capacity)
         self.gpu_pool = gpu_pool
-        if self._spec is not None:
-            self._check_capacity(gpu_pool, explicit_slots="pool_slots" in kwargs)
+        parsed = self._spec
+        if parsed is None and (self.capacity is not None or gpu_pool is not None):
+            parsed = _spec_before_rendering(spec, self.spec_model)
+        if parsed is not None:
+            self._check_capacity(parsed, gpu_pool, explicit_slots="pool_slots" in kwargs)
         elif gpu_pool is not None:
             if "pool_slots" not in kwargs:
                 raise ValueError(
-                    "gpu_pool: the spec holds Jinja, so its GPUs are only known once rendered; give "
-                    "pool_slots too (the GPUs the job holds at once)"
+                    "gpu_pool: the spec's machines or replica counts hold Jinja, so its GPUs are only known "
+                    "once rendered; give pool_slots too (the GPUs the job holds at once)"
                 )
             self.pool = gpu_pool
 
-    def _check_capacity(self, gpu_pool: str | None, *, explicit_slots: bool) -> None:
+    def _check_capacity(self, spec: Any, gpu_pool: str | None, *, explicit_slots: bool) -> None:
         """At parse time: plan the ladder (every rung validated and priced), warn about a FLEX_START
-        wait without limit in a scheduled DAG, and size ``gpu_pool``'s slots."""
+        wait without limit in a scheduled DAG, and size ``gpu_pool``'s slots. ``spec`` is the validated
+        spec, its Jinja (in the fields that may hold some) not rendered yet."""
         from airflow_vertex_dist.specs.capacity import LadderError, gpu_count, plan_ladder
 
-        spec = self._spec
         specs = [spec]
         if self.capacity is not None:
             try:
-                plans = plan_ladder(spec, self.capacity, location=self.location)  # type: ignore[arg-type]
+                plans = plan_ladder(spec, self.capacity, location=self.location)
             except LadderError as exc:
                 raise ValueError(str(exc)) from None
             specs = [plan.spec for plan in plans]
@@ -232,7 +235,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         if gpu_pool is not None:
             self.pool = gpu_pool
             if not explicit_slots:
-                self.pool_slots = max(1, *(gpu_count(s) for s in specs))  # type: ignore[arg-type]
+                self.pool_slots = max(1, *(gpu_count(s) for s in specs))
 
     # -- spec ----------------------------------------------------------------------------------
     def _do_render_template_fields(
@@ -525,6 +528,17 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
     def on_kill(self) -> None:
         if self._job_name:
             self._cancel(self._job_name, reason="task killed")
+
+
+def _spec_before_rendering(spec: Any, model: type[BaseModel]) -> Any:
+    """A spec that holds Jinja, validated as it is (the fields that may hold Jinja judged once rendered):
+    its machines and counts are known when they hold none. ``None`` when it cannot be validated yet."""
+    if isinstance(spec, model):
+        return spec
+    try:
+        return coerce_spec(spec, model)
+    except Exception:  # Jinja where a rule needs the rendered value: known once rendered
+        return None
 
 
 def _ladder(value: Any) -> CapacityLadder:

@@ -88,11 +88,15 @@ def test_gpu_pool_admits_the_task_by_its_largest_rungs_gpus() -> None:
     assert VertexTuningOperator(task_id="t", spec=tuning, gpu_pool="gpus").pool_slots == 4
     with pytest.raises(ValueError, match="gpu_pool: give pool or gpu_pool, not both"):
         VertexTrainingOperator(task_id="t", spec=spec(), gpu_pool="gpus", pool="other")
-    templated = spec().model_dump(mode="json")
-    templated["display_name"] = "t-{{ ds }}"
-    with pytest.raises(ValueError, match="gpu_pool: the spec holds Jinja"):
-        VertexTrainingOperator(task_id="t", spec=templated, gpu_pool="gpus")
-    assert VertexTrainingOperator(task_id="t", spec=templated, gpu_pool="gpus", pool_slots=2).pool == "gpus"
+    named = spec().model_dump(mode="json")
+    named["display_name"] = "t-{{ ds }}"  # Jinja where the spec takes it: the GPUs are known already
+    assert VertexTrainingOperator(task_id="t", spec=named, gpu_pool="gpus").pool_slots == 2
+    sized = spec().model_dump(mode="json")
+    sized["workers"]["replica_count"] = "{{ params.workers }}"  # the GPUs are known once rendered
+    with pytest.raises(ValueError, match="gpu_pool: the spec's machines or replica counts hold Jinja"):
+        VertexTrainingOperator(task_id="t", spec=sized, gpu_pool="gpus")
+    explicit_sized = VertexTrainingOperator(task_id="t", spec=sized, gpu_pool="gpus", pool_slots=6)
+    assert (explicit_sized.pool, explicit_sized.pool_slots) == ("gpus", 6)
 
 
 def test_an_unbounded_flex_start_wait_in_a_scheduled_dag_warns() -> None:
