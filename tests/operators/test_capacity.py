@@ -421,3 +421,49 @@ def test_a_try_that_dies_mid_ladder_is_followed_by_one_that_reattaches_on_its_ru
         text = logged(capfd)
         assert re.search(rf"Re-attaching to {running['name']} \(\w+\) on rung 2", text)
         assert most[0] == 1
+
+
+@pytest.fixture
+def tuning_quota_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """The first CreateHyperparameterTuningJob answers RESOURCE_EXHAUSTED, the next one goes through."""
+    faults = Faults(
+        error_rate={"CreateHyperparameterTuningJob": 0.5},
+        error_codes=["RESOURCE_EXHAUSTED"],
+        seed=_seed_failing_first_draw_only(0.5),
+    )
+    with testing.running_emulator(tmp_path, faults=faults) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        yield em
+
+
+def test_a_tuning_task_climbs_the_ladder_too(tuning_quota_once: Emulator) -> None:
+    from airflow_vertex_dist.operators.tuning import VertexTuningOperator
+
+    from .test_tuning import tuning_spec
+
+    class Tuning(VertexTuningOperator):
+        hook_class = FastRetryHook
+
+    ladder = CapacityLadder(
+        rungs=(Rung(name="n1-4"), Rung(name="n1-8", machine=MachineOverride(machine_type="n1-standard-8")))
+    )
+    with DAG("ladder_tuning", schedule=None, start_date=START) as dag:
+        Tuning(
+            task_id="tune",
+            spec=tuning_spec(),
+            capacity=ladder,
+            deferrable=False,
+            poll_interval=0.2,
+            gpu_pool="default_pool",
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "tune") == "success"
+    [study] = tuning_quota_once.store.list(
+        "hyperparameterTuningJobs", "projects/test-project/locations/us-central1"
+    )
+    assert study["labels"]["airflow-rung"] == "r2"
+    assert study["trialJobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == "n1-standard-8"
+    out = dag_xcom(dr, "tune")
+    assert out["rung"]["number"] == 2 and [s["outcome"] for s in out["rung"]["left"]] == ["quota"]
+    assert out["trial_counts"]["total"] == 4 and out["best_trial"] is not None
+    assert out["cost"]["hours"] is not None and out["cost"]["hours"] > 0  # the trials' hours, summed
