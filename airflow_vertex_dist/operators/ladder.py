@@ -35,6 +35,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException
+from airflow_vertex_dist.operators.ladder_parts import (
+    LadderState,
+    ladder_table,
+    pending_limit_s,
+    price_text,
+    prices_table,
+    region_of,
+    rung_seconds,
+    strategy_of,
+    verdict_of,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -58,92 +69,6 @@ class _Move(NamedTuple):
     """Where the walk goes after a rung: the rung number to try (``len + 1``: none left)."""
 
     number: int
-
-
-class LadderState:
-    """What a walk remembers across a deferral: the rungs left (``steps``) and the retries used per
-    rung; plain JSON both ways (``to_json`` / ``from_json``) for the deferral's ``next_kwargs``."""
-
-    def __init__(self, steps: list[LadderStep] | None = None, retries: dict[int, int] | None = None) -> None:
-        self.steps: list[LadderStep] = list(steps or [])
-        self.retries: dict[int, int] = dict(retries or {})
-
-    def to_json(self) -> dict[str, Any]:
-        return {"steps": list(self.steps), "retries": {str(k): v for k, v in self.retries.items()}}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> LadderState:
-        data = data or {}
-        retries = {int(k): int(v) for k, v in (data.get("retries") or {}).items()}
-        return cls(list(data.get("steps") or []), retries)
-
-
-def _region(plan: RungPlan, default: str) -> str:
-    return plan.region or default
-
-
-def _strategy(plan: RungPlan) -> str | None:
-    job = getattr(plan.spec, "trial_job", plan.spec)
-    return job.scheduling.strategy if job.scheduling is not None else None
-
-
-def _machines(plan: RungPlan) -> str:
-    job = getattr(plan.spec, "trial_job", plan.spec)
-    parts = []
-    for role in ("primary", "workers", "parameter_servers", "evaluators"):
-        pool = getattr(job, role)
-        if pool is not None:
-            m = pool.machine
-            gpus = f" {m.accelerator_count}x{m.accelerator_type}" if m.accelerator_type else ""
-            parts.append(f"{pool.replica_count}x {m.machine_type}{gpus}")
-    return ", ".join(parts)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def _price(plan: RungPlan) -> str:
-    if plan.usd_per_hour is None:
-        return f"? ({plan.price_basis})"
-    return f"{plan.usd_per_hour:.2f} ({plan.price_basis})"
-
-
-def prices_table(plans: Sequence[RungPlan], default_region: str) -> str:
-    """The rungs as a table: number, name, region, strategy, machines, GPUs, price per hour (USD)."""
-    rows = [
-        (
-            str(p.number),
-            p.name,
-            _region(p, default_region),
-            _strategy(p) or "STANDARD",
-            _machines(p),
-            str(p.gpus),
-            _price(p),
-        )
-        for p in plans
-    ]
-    return _table(("rung", "name", "region", "strategy", "machines", "GPUs", "USD/hour"), rows)
-
-
-def ladder_table(steps: Sequence[LadderStep]) -> str:
-    """The rungs left: number, name, region, job, why it was left, seconds."""
-    rows = [
-        (
-            str(s["rung"]),
-            s["name"],
-            s["region"],
-            (s["job"] or "-").rsplit("/", 1)[-1],
-            f"{s['outcome']}: {s['reason']}"[:200],
-            f"{s['seconds']:.0f}",
-        )
-        for s in steps
-    ]
-    return _table(("rung", "name", "region", "job", "left because", "seconds"), rows)
 
 
 class CapacityLadderMixin:
@@ -218,17 +143,17 @@ class CapacityLadderMixin:
         return hook
 
     def _regions(self, plans: Sequence[RungPlan]) -> list[str]:
-        return [_region(p, self.hook.location) for p in plans]
+        return [region_of(p, self.hook.location) for p in plans]
 
     def _bodies(self, plans: Sequence[RungPlan]) -> list[dict[str, Any]]:
-        return [p.spec.to_api(location=_region(p, self.hook.location)) for p in plans]
+        return [p.spec.to_api(location=region_of(p, self.hook.location)) for p in plans]
 
     def rung_body(self) -> dict[str, Any] | None:
         """The request body of the rung the try is on (the first before it started), or ``None``."""
         if self.capacity is None:
             return None
         plan = self._rung_plan or self.ladder_plans[0]
-        body: dict[str, Any] = plan.spec.to_api(location=_region(plan, self.hook.location))
+        body: dict[str, Any] = plan.spec.to_api(location=region_of(plan, self.hook.location))
         return body
 
     def rung_output(self) -> RungOutput | None:
@@ -239,8 +164,8 @@ class CapacityLadderMixin:
             "number": plan.number,
             "of": len(self.capacity.rungs),
             "name": plan.name,
-            "region": _region(plan, self.hook.location),
-            "strategy": _strategy(plan),
+            "region": region_of(plan, self.hook.location),
+            "strategy": strategy_of(plan),
             "usd_per_hour": plan.usd_per_hour,
             "left": list(self._rung_steps or []),
         }
@@ -349,10 +274,10 @@ class CapacityLadderMixin:
         from airflow_vertex_dist.hooks.find_or_create import find_or_create
         from airflow_vertex_dist.hooks.labels import rung_label
 
-        region = _region(plan, self.hook.location)
+        region = region_of(plan, self.hook.location)
         hook = self.region_hook(region)
         body = plan.spec.to_api(location=region)
-        price = _price(plan)
+        price = price_text(plan)
         self.log.info(
             "Rung %d (%s): creating its job in %s, %s USD/hour, %d GPUs",
             plan.number,
@@ -391,9 +316,11 @@ class CapacityLadderMixin:
     def _ended(self, job: Mapping[str, Any], plan: RungPlan) -> bool:
         from airflow_vertex_dist.common.failures import classify_job
 
-        if _verdict(job, self.partial_success) is not None:
+        if verdict_of(job, self.partial_success) is not None:
             return True
-        return classify_job(job, strategy=_strategy(plan), pending_limit_s=_limit(plan)) is not None
+        return (
+            classify_job(job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan)) is not None
+        )
 
     def _defer_rung(
         self, context: Context, plan: RungPlan, job: Mapping[str, Any], state: LadderState
@@ -406,7 +333,7 @@ class CapacityLadderMixin:
             job_name=str(job["name"]),
             conn_id=self.vertex_dist_conn_id,
             project_id=self.project_id,
-            location=_region(plan, self.hook.location),
+            location=region_of(plan, self.hook.location),
             poll_interval=self.poll_interval,
             cancel_on_kill=self.cancel_on_kill,
             partial_success=self.partial_success,
@@ -414,8 +341,8 @@ class CapacityLadderMixin:
             timeout=timeout.total_seconds() if timeout is not None else None,
             impersonation_chain=self.hook.impersonation_chain_override,
             stream_logs=self._log_selection(job),
-            pending_limit=_limit(plan),
-            strategy=_strategy(plan),
+            pending_limit=pending_limit_s(plan),
+            strategy=strategy_of(plan),
             rung=plan.number,
             job_created=str(job["createTime"]) if job.get("createTime") else None,
         )
@@ -470,14 +397,14 @@ class CapacityLadderMixin:
         plan = plans[number - 1]
         self._rung_plan, self._rung_steps = plan, state.steps
         self._final_job = job
-        verdict = _verdict(job, self.partial_success)
+        verdict = verdict_of(job, self.partial_success)
         if verdict is not None and verdict[0]:
             self.log.info("%s on rung %d/%d (%s)", verdict[1], plan.number, len(plans), plan.name)
             return self.job_outputs(job)
-        failure = classify_job(job, strategy=_strategy(plan), pending_limit_s=_limit(plan))
-        region = _region(plan, self.hook.location)
+        failure = classify_job(job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan))
+        region = region_of(plan, self.hook.location)
         if failure is not None and failure.capacity:
-            return self._leave(plan, state, job, failure, _rung_seconds(job), region)
+            return self._leave(plan, state, job, failure, rung_seconds(job), region)
         message = verdict[1] if verdict is not None else f"job {job.get('name')} did not succeed"
         details = self._failure_details(job)
         if failure is not None and failure.fail_fast:
@@ -623,7 +550,9 @@ class CapacityLadderMixin:
         if found.mine:
             last = found.mine[-1]
             plan = plans[last.rung - 1]
-            failure = classify_job(last.job, strategy=_strategy(plan), pending_limit_s=_limit(plan))
+            failure = classify_job(
+                last.job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan)
+            )
             if failure is not None and failure.fail_fast:
                 raise AirflowFailException(
                     f"{failure.kind} on rung {plan.number} ({plan.name}), job {last.job['name']} of an "
@@ -650,18 +579,18 @@ class CapacityLadderMixin:
             if until is not None and job is until:
                 break
             plan = plans[rung - 1]
-            failure = classify_job(job, strategy=_strategy(plan), pending_limit_s=_limit(plan))
+            failure = classify_job(job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan))
             if failure is None or not failure.capacity:
                 continue
             state.steps.append(
                 {
                     "rung": rung,
                     "name": plan.name,
-                    "region": _region(plan, self.hook.location),
+                    "region": region_of(plan, self.hook.location),
                     "job": str(job["name"]),
                     "outcome": failure.kind,
                     "reason": failure.reason,
-                    "seconds": round(_rung_seconds(job), 3),
+                    "seconds": round(rung_seconds(job), 3),
                 }
             )
             if plan.rung.action(failure.kind) == "retry":
@@ -684,30 +613,3 @@ class CapacityLadderMixin:
             if job_state(job) not in NO_CANCEL_STATES and self.cancel_on_kill:
                 self.log.warning("Cancelling %s (%s)", job["name"], reason)
                 self.hook.cancel_job(str(job["name"]))
-
-
-def _verdict(job: Mapping[str, Any], partial_success: str) -> tuple[bool, str] | None:
-    """``(succeeded, message)`` once the job ended for the task (the wait's rules: ``job_event``)."""
-    from airflow_vertex_dist.triggers.conditions.states import job_event
-
-    event = job_event(job, partial_success=partial_success)
-    return None if event is None else (event["status"] == "success", str(event["message"]))
-
-
-def _limit(plan: RungPlan) -> float | None:
-    limit = plan.rung.pending_limit
-    return None if limit is None else limit.total_seconds()
-
-
-def _rung_seconds(job: Mapping[str, Any]) -> float:
-    """From the job's creation to its end (or now)."""
-    from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
-
-    created, ended = job.get("createTime"), job.get("endTime")
-    if not created:
-        return 0.0
-    try:
-        end = rfc3339_nanos(str(ended)) if ended else time.time_ns()
-        return max(0.0, (end - rfc3339_nanos(str(created))) / 1e9)
-    except ValueError:
-        return 0.0

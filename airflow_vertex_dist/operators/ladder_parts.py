@@ -1,0 +1,139 @@
+"""The parts of a capacity ladder's walk that hold no Airflow: its state across a deferral
+(``LadderState``), the tables the task log shows (``prices_table``, ``ladder_table``) and what a rung's
+plan and job say (region, strategy, machines, price, pending limit, seconds, the wait's verdict)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.operators.output_types import LadderStep
+    from airflow_vertex_dist.specs.capacity import RungPlan
+
+__all__ = [
+    "LadderState",
+    "ladder_table",
+    "machines_of",
+    "pending_limit_s",
+    "price_text",
+    "prices_table",
+    "region_of",
+    "rung_seconds",
+    "strategy_of",
+    "verdict_of",
+]
+
+
+class LadderState:
+    """What a walk remembers across a deferral: the rungs left (``steps``) and the retries used per
+    rung; plain JSON both ways (``to_json`` / ``from_json``) for the deferral's ``next_kwargs``."""
+
+    def __init__(self, steps: list[LadderStep] | None = None, retries: dict[int, int] | None = None) -> None:
+        self.steps: list[LadderStep] = list(steps or [])
+        self.retries: dict[int, int] = dict(retries or {})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": list(self.steps), "retries": {str(k): v for k, v in self.retries.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> LadderState:
+        data = data or {}
+        retries = {int(k): int(v) for k, v in (data.get("retries") or {}).items()}
+        return cls(list(data.get("steps") or []), retries)
+
+
+def region_of(plan: RungPlan, default: str) -> str:
+    return plan.region or default
+
+
+def strategy_of(plan: RungPlan) -> str | None:
+    job = getattr(plan.spec, "trial_job", plan.spec)
+    return job.scheduling.strategy if job.scheduling is not None else None
+
+
+def machines_of(plan: RungPlan) -> str:
+    job = getattr(plan.spec, "trial_job", plan.spec)
+    parts = []
+    for role in ("primary", "workers", "parameter_servers", "evaluators"):
+        pool = getattr(job, role)
+        if pool is not None:
+            m = pool.machine
+            gpus = f" {m.accelerator_count}x{m.accelerator_type}" if m.accelerator_type else ""
+            parts.append(f"{pool.replica_count}x {m.machine_type}{gpus}")
+    return ", ".join(parts)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def price_text(plan: RungPlan) -> str:
+    if plan.usd_per_hour is None:
+        return f"? ({plan.price_basis})"
+    return f"{plan.usd_per_hour:.2f} ({plan.price_basis})"
+
+
+def prices_table(plans: Sequence[RungPlan], default_region: str) -> str:
+    """The rungs as a table: number, name, region, strategy, machines, GPUs, price per hour (USD)."""
+    rows = [
+        (
+            str(p.number),
+            p.name,
+            region_of(p, default_region),
+            strategy_of(p) or "STANDARD",
+            machines_of(p),
+            str(p.gpus),
+            price_text(p),
+        )
+        for p in plans
+    ]
+    return _table(("rung", "name", "region", "strategy", "machines", "GPUs", "USD/hour"), rows)
+
+
+def ladder_table(steps: Sequence[LadderStep]) -> str:
+    """The rungs left: number, name, region, job, why it was left, seconds."""
+    rows = [
+        (
+            str(s["rung"]),
+            s["name"],
+            s["region"],
+            (s["job"] or "-").rsplit("/", 1)[-1],
+            f"{s['outcome']}: {s['reason']}"[:200],
+            f"{s['seconds']:.0f}",
+        )
+        for s in steps
+    ]
+    return _table(("rung", "name", "region", "job", "left because", "seconds"), rows)
+
+
+def verdict_of(job: Mapping[str, Any], partial_success: str) -> tuple[bool, str] | None:
+    """``(succeeded, message)`` once the job ended for the task (the wait's rules: ``job_event``)."""
+    from airflow_vertex_dist.triggers.conditions.states import job_event
+
+    event = job_event(job, partial_success=partial_success)
+    return None if event is None else (event["status"] == "success", str(event["message"]))
+
+
+def pending_limit_s(plan: RungPlan) -> float | None:
+    limit = plan.rung.pending_limit
+    return None if limit is None else limit.total_seconds()
+
+
+def rung_seconds(job: Mapping[str, Any]) -> float:
+    """From the job's creation to its end (or now)."""
+    from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
+
+    created, ended = job.get("createTime"), job.get("endTime")
+    if not created:
+        return 0.0
+    try:
+        end = rfc3339_nanos(str(ended)) if ended else time.time_ns()
+        return max(0.0, (end - rfc3339_nanos(str(created))) / 1e9)
+    except ValueError:
+        return 0.0
