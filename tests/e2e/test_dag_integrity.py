@@ -14,6 +14,7 @@ DAGS = Path(__file__).resolve().parents[2] / "dags"
 
 EXPECTED = {
     "backfill_tuning.py": ["vertex_dist_backfill_tuning"],
+    "capacity_ladder.py": ["vertex_dist_capacity_ladder"],
     "parameter_server.py": ["vertex_dist_parameter_server"],
     "per_segment.py": ["vertex_dist_per_segment"],
     "prep_to_train.py": ["vertex_dist_data_prep", "vertex_dist_train_on_prep"],
