@@ -6,7 +6,8 @@ for all of them -- filter ``labels.managed-by="airflow-vertex-dist" AND (state="
 to the triggers waiting on it. A registered job missing from the list has left it (it ended, was
 deleted, or is not ours: a job without the ``managed-by`` label is only ever polled by Get), so the
 poller makes one Get for each such job. A cycle of N waiting jobs thus costs ``ceil(N / page_size)``
-List calls plus one Get per job that changed to a terminal state (or is unmanaged) -- not N Gets.
+List calls plus one Get per job that changed to a terminal state (or is unmanaged) -- not N Gets;
+when more than ten of them ended since the last cycle, one List of the ended ones instead of their Gets.
 
 Cycles start at a fixed rate (``JobPoller.period``): as often as a budget of N / 100 + 2 calls per
 poll interval allows in any window of one interval (the last cycle's calls being what the next one is
@@ -77,6 +78,9 @@ SPACING_MARGIN = 0.01
 REGISTRATION_SETTLE_S = 0.05
 #: New waiters of one cycle fetched by Get; more than this and the cycle's List is not time-bounded.
 NEW_JOBS_BY_GET = 10
+#: Managed jobs that left the List in one cycle looked up by Get; more than this and one List of the
+#: ended jobs (paged) fetches them instead.
+ENDED_JOBS_BY_GET = 10
 #: Concurrent Get calls of one poll cycle.
 MAX_CONCURRENT_GETS = 10
 #: The retry policy of the poller's hook: short deadline, the poller itself retries at the next cycle.
@@ -100,9 +104,10 @@ class PollerKey:
     impersonation_chain: tuple[str, ...] = ()
 
 
-def list_filter(oldest_create_time: str | None) -> str:
-    """The List filter of one poll: our label, every non-terminal state, created at/after the oldest."""
-    states = " OR ".join(f'state="{state}"' for state in sorted(ACTIVE_STATES))
+def list_filter(oldest_create_time: str | None, *, ended: bool = False) -> str:
+    """The List filter of one poll: our label, every non-terminal state (``ended``: every terminal
+    one), created at/after the oldest."""
+    states = " OR ".join(f'state="{state}"' for state in sorted(TERMINAL_STATES if ended else ACTIVE_STATES))
     text = f'labels.{MANAGED_BY_LABEL}="{MANAGED_BY_VALUE}" AND ({states})'
     if oldest_create_time:
         text += f' AND create_time>="{oldest_create_time}"'
@@ -299,6 +304,27 @@ class JobPoller(PollLoop):
         for name in names:
             if name in listed:
                 self._deliver(name, listed[name])
+        left = [
+            name
+            for name in missing
+            if name in self._known
+            and self._known[name].managed
+            and self._known[name].create_time
+            and self._known[name].state not in TERMINAL_STATES
+        ]
+        if len(left) > ENDED_JOBS_BY_GET:
+            # Many managed jobs left the list at once (a wave of jobs ending): one List of our ended
+            # jobs created since the oldest of them costs a page where their Gets cost one call each.
+            oldest_left = min((self._known[name].create_time for name in left), key=rfc3339_key)
+            ended = await self.hook.list_jobs(
+                self.key.kind, filter=list_filter(oldest_left, ended=True), page_size=self.page_size
+            )
+            self.list_calls += max(1, ended.pages)
+            found = {str(job.get("name")): job for job in ended}
+            for name in left:
+                if name in found:
+                    self._deliver(name, found[name])
+            missing = [name for name in missing if name not in found]
         if missing:
             semaphore = asyncio.Semaphore(MAX_CONCURRENT_GETS)
 

@@ -100,6 +100,21 @@ async def test_200_waiting_triggers_cost_ceil_n_over_page_size_lists(em: Emulato
         assert delta(em.call_counts(), before) == {"ListCustomJobs": 2}
         naive = 195  # what one Get per waiting trigger would cost per interval
         print(f"calls per interval: shared poller 2, one Get per trigger {naive}")
+
+        # a wave: 50 jobs end between two cycles (more than ENDED_JOBS_BY_GET): one List of the ended
+        # jobs (one page of up to 100) fetches them all, where their Gets would cost 50 calls
+        wave = names[5:55]
+        assert len(wave) > poller.ENDED_JOBS_BY_GET
+        for name in wave:
+            em.store.update(name, lambda job: job.update(state="JOB_STATE_FAILED"))
+        before = em.call_counts()
+        await shared.next_cycle()
+        transition = delta(em.call_counts(), before)
+        # the 145 still running: 2 pages; our ended jobs created since the oldest of the wave: 1 page
+        assert transition == {"ListCustomJobs": 2 + 1}, transition
+        results = await asyncio.gather(*(tasks[name] for name in wave))
+        assert {r["status"] for r in results} == {"error"}
+        assert all(not tasks[name].done() for name in names[55:])
     finally:
         for task in tasks.values():
             task.cancel()
