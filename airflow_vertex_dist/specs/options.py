@@ -24,8 +24,10 @@ class Scheduling(SpecModel):
 
     ``strategy``: STANDARD, SPOT or FLEX_START (the deprecated ON_DEMAND and LOW_COST are
     refused in specs, but accepted by ``from_api`` as the service does). ``max_wait_duration``
-    only applies to FLEX_START (``0`` waits indefinitely); ``from_api`` takes it with any strategy,
-    as the service does, and a spec written in Python may set a non-zero one only with FLEX_START.
+    only applies to FLEX_START (v1 ``Scheduling``: "If set to 0, the job will wait indefinitely. The
+    default is 24 hours."); ``from_api`` takes it with any strategy, as the service does, and a spec
+    written in Python may set a non-zero one only with FLEX_START. A task in a scheduled DAG whose
+    FLEX_START wait is 0 warns when the DAG file is parsed (``VertexJobOperator``).
     """
 
     timeout: Duration | None = None
