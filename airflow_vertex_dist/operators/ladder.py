@@ -313,10 +313,13 @@ class CapacityLadderMixin:
             self.log.info("Created %s\n%s", job["name"], pools_table(plan.spec, location=region))
         return job
 
-    def _ended(self, job: Mapping[str, Any], plan: RungPlan) -> bool:
+    def _ended(self, job: Mapping[str, Any], plan: RungPlan, paused_for_s: float | None = None) -> bool:
         from airflow_vertex_dist.common.failures import classify_job
 
-        if verdict_of(job, self.partial_success) is not None:
+        verdict = verdict_of(
+            job, self.partial_success, paused_for_s=paused_for_s, paused_grace_s=self.paused_grace
+        )
+        if verdict is not None:
             return True
         return (
             classify_job(job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan)) is not None
@@ -358,16 +361,18 @@ class CapacityLadderMixin:
         """Poll until the job ended for the task, or waited past the rung's ``pending_limit``."""
         from airflow_vertex_dist._compat import AirflowTaskTimeout
         from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
+        from airflow_vertex_dist.triggers.conditions.states import PausedClock
 
         name = str(job["name"])
         streamer = self._log_streamer(job)
         progress = ProgressLog()
+        paused = PausedClock()
         delay = min(1.0, self.poll_interval)
         try:
             while True:
                 for line in progress.update(job):
                     self.log.info("%s", line)
-                ended = self._ended(job, plan)
+                ended = self._ended(job, plan, paused.paused_for(job))
                 if streamer is not None:
                     streamer.poll(force=ended)
                 if ended:
@@ -377,7 +382,10 @@ class CapacityLadderMixin:
                 job = self.hook.get_job(name)
         except AirflowTaskTimeout:
             self.log.error("execution_timeout reached while waiting for %s", name)
-            self._end_job(name, reason="execution_timeout")
+            try:
+                self._end_job(name, reason="execution_timeout", wait_s=30.0)
+            except AirflowException as exc:
+                self.log.warning("%s", exc)
             raise
         finally:
             if streamer is not None:
@@ -397,7 +405,11 @@ class CapacityLadderMixin:
         plan = plans[number - 1]
         self._rung_plan, self._rung_steps = plan, state.steps
         self._final_job = job
-        verdict = verdict_of(job, self.partial_success)
+        paused = str(job.get("state")) == "JOB_STATE_PAUSED"  # only judged once past its grace
+        paused_for = self.paused_grace if paused else None
+        verdict = verdict_of(
+            job, self.partial_success, paused_for_s=paused_for, paused_grace_s=self.paused_grace
+        )
         if verdict is not None and verdict[0]:
             self.log.info("%s on rung %d/%d (%s)", verdict[1], plan.number, len(plans), plan.name)
             return self.job_outputs(job)

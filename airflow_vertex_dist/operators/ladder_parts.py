@@ -112,11 +112,20 @@ def ladder_table(steps: Sequence[LadderStep]) -> str:
     return _table(("rung", "name", "region", "job", "left because", "seconds"), rows)
 
 
-def verdict_of(job: Mapping[str, Any], partial_success: str) -> tuple[bool, str] | None:
-    """``(succeeded, message)`` once the job ended for the task (the wait's rules: ``job_event``)."""
+def verdict_of(
+    job: Mapping[str, Any],
+    partial_success: str,
+    *,
+    paused_for_s: float | None = None,
+    paused_grace_s: float = 0.0,
+) -> tuple[bool, str] | None:
+    """``(succeeded, message)`` once the job ended for the task (the wait's rules: ``job_event``; a job
+    PAUSED for ``paused_for_s`` past ``paused_grace_s`` has ended for it)."""
     from airflow_vertex_dist.triggers.conditions.states import job_event
 
-    event = job_event(job, partial_success=partial_success)
+    event = job_event(
+        job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s
+    )
     return None if event is None else (event["status"] == "success", str(event["message"]))
 
 

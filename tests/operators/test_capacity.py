@@ -467,3 +467,44 @@ def test_a_tuning_task_climbs_the_ladder_too(tuning_quota_once: Emulator) -> Non
     assert out["rung"]["number"] == 2 and [s["outcome"] for s in out["rung"]["left"]] == ["quota"]
     assert out["trial_counts"]["total"] == 4 and out["best_trial"] is not None
     assert out["cost"]["hours"] is not None and out["cost"]["hours"] > 0  # the trials' hours, summed
+
+
+def test_a_job_paused_past_its_grace_fails_the_task_without_the_next_rung(
+    vertex_conn: Emulator, capfd: Any
+) -> None:
+    """Not a capacity failure: the task fails as without a ladder (Airflow's retries apply), the job
+    cancelled, no other rung tried."""
+
+    def pause() -> None:
+        job = poll(
+            lambda: next((j for j in task_jobs(vertex_conn) if j["state"] == "JOB_STATE_RUNNING"), None),
+            timeout=60,
+            what="a RUNNING job",
+        )
+
+        def apply(j: dict[str, Any]) -> None:
+            j["state"] = "JOB_STATE_PAUSED"
+
+        vertex_conn.store.update(job["name"], apply)
+
+    thread = threading.Thread(target=pause, daemon=True)
+    thread.start()
+    ladder = CapacityLadder(rungs=(Rung(name="a100"), Rung(name="l4", machine=L4)))
+    with DAG("ladder_paused", schedule=None, start_date=START) as dag:
+        Training(
+            task_id="train",
+            spec=spec("import time; time.sleep(60)"),
+            capacity=ladder,
+            deferrable=False,
+            poll_interval=0.2,
+            paused_grace=0.5,
+        )
+    dr = run_dag(dag)
+    thread.join(timeout=30)
+    assert ti_state(dr, "train") == "failed"
+    [job] = task_jobs(vertex_conn)
+    assert job["labels"]["airflow-rung"] == "r1"
+    assert job["state"] in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
+    text = logged(capfd)
+    assert "AirflowException: job " in text and "stayed PAUSED" in text
+    assert "AirflowFailException" not in text
