@@ -236,3 +236,32 @@ def test_job_cost_is_the_price_times_the_hours_it_ran() -> None:
     }
     cost = job_cost(study, 4.0, "on-demand")  # 4 USD/hour for 2 trials at once: 2 a trial
     assert (cost["hours"], cost["estimated_usd"]) == (1.5, 3.0)
+
+
+def test_a_rungs_job_that_will_not_end_after_its_cancel_fails_the_task() -> None:
+    """Leaving a rung: Cancel (cancel_on_kill=False too), then wait for the end; a job still not ended
+    after CANCEL_WAIT_S (10 minutes) fails the task rather than let a second job start."""
+    from airflow_vertex_dist._compat import AirflowException
+    from airflow_vertex_dist.operators.ladder import CANCEL_WAIT_S
+
+    class StuckHook:
+        def __init__(self) -> None:
+            self.cancelled: list[str] = []
+            self.waited: list[float] = []
+
+        def get_job(self, name: str) -> dict[str, Any]:
+            return {"name": name, "state": "JOB_STATE_PENDING"}
+
+        def cancel_job(self, name: str) -> None:
+            self.cancelled.append(name)
+
+        def wait_until_ended(self, name: str, *, timeout_s: float) -> dict[str, Any]:
+            self.waited.append(timeout_s)
+            return {"name": name, "state": "JOB_STATE_CANCELLING"}
+
+    task = VertexTrainingOperator(task_id="t", spec=spec(), capacity=[Rung()], cancel_on_kill=False)
+    hook = StuckHook()
+    task.__dict__["hook"] = hook  # the cached hook
+    with pytest.raises(AirflowException, match=r"job j1 is still CANCELLING 600s after it was cancelled"):
+        task._end_job("j1", reason="stockout on rung 1")
+    assert hook.cancelled == ["j1"] and hook.waited == [CANCEL_WAIT_S] == [600.0]
