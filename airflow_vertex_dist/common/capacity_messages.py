@@ -28,11 +28,15 @@ says so, and the classifier falls back on the job's state and the rung's strateg
   ``custom_model_training_preemptible_nvidia_a100_gpus``); that is not verified offline.
 * **Request-rate quota.** A 429 whose message names a per-minute limit is the API's request rate, not
   a capacity quota: it is retried like any transient error (``RATE_LIMIT_MARKER``).
-* **Stockout.** "Resources are insufficient in region: us-central1" -- the service already tried
-  every zone of the region, so retrying in place does not help (openreview/openreview-expertise#401);
-  users quote it with "Please try a different region." after it, as a job's failure and as the
-  message of a job left PENDING. The job error code that comes with it could not be verified offline:
-  the classifier matches the text, whatever the code.
+* **Stockout.** "Resources are insufficient in region: REGION_NAME. Try a different region or use a
+  different accelerator." -- "A stockout happens when Compute Engine is at capacity for your selected
+  CPU or GPU in your region. It is unrelated to your project quota. When this happens, Vertex AI
+  attempts to restart the job up to three times." (cloud.google.com/vertex-ai/docs/training/
+  understanding-training-service, "Handle common errors"). The service already tried every zone of the
+  region, so retrying in place does not help (openreview/openreview-expertise#401); users also quote
+  the text with "Please try a different region." after it, as a job's failure and as the message of a
+  job left PENDING. The job error code that comes with it could not be verified offline: the
+  classifier matches the text's first sentence, whatever follows it and whatever the code.
 * **Spot preemption.** "Spot VMs can be reclaimed by Compute Engine at any time. When Spot VMs are
   preempted, the prediction job fails with a STOCKOUT error and Compute Engine tries to restart the job
   up to six times" (cloud.google.com/vertex-ai/docs/predictions/use-spot-vms, "Preemption handling":
@@ -103,7 +107,9 @@ QUOTA_SUFFIXES: dict[str, str] = {
 }
 
 #: The stockout text; ``{region}`` is the job's region.
-STOCKOUT_MESSAGE = "Resources are insufficient in region: {region}. Please try a different region."
+STOCKOUT_MESSAGE = (
+    "Resources are insufficient in region: {region}. Try a different region or use a different accelerator."
+)
 STOCKOUT_RE = LazyRegex(r"resources are insufficient in region", flags=re.IGNORECASE)
 #: A text naming a preemption, or the ``STOCKOUT`` error name of the Spot page.
 PREEMPTION_RE = LazyRegex(r"preempt|\bSTOCKOUT\b", flags=re.IGNORECASE)

@@ -41,7 +41,8 @@ def failed(
 
 def test_the_service_texts() -> None:
     assert stockout_message("us-central1") == (
-        "Resources are insufficient in region: us-central1. Please try a different region."
+        "Resources are insufficient in region: us-central1. Try a different region or use a different "
+        "accelerator."
     )
     metric = quota_metric("NVIDIA_TESLA_A100")
     assert metric == "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
@@ -63,6 +64,11 @@ def test_the_service_texts() -> None:
     [
         (failed(stockout_message("us-central1"), started=False), None, "stockout"),
         (failed("Resources are insufficient in region: europe-west4", code=8), "STANDARD", "stockout"),
+        (
+            failed("Resources are insufficient in region: us-central1. Please try a different region."),
+            None,
+            "stockout",
+        ),
         (failed(stockout_message("us-central1"), started=True), "SPOT", "preemption"),
         (failed("The VM was preempted", started=True), "SPOT", "preemption"),
         (failed("STOCKOUT", started=True), "SPOT", "preemption"),
