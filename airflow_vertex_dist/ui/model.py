@@ -15,6 +15,7 @@ from airflow_vertex_dist.common.trial_values import typed_parameters, whole_numb
 __all__ = [
     "ENDED_STATES",
     "best_trial",
+    "capacity_rung",
     "intermediate_chart",
     "is_running",
     "objective",
@@ -51,6 +52,22 @@ def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
 def is_running(job: Mapping[str, Any]) -> bool:
     """Whether the job has not ended yet (the view keeps refreshing)."""
     return str(job.get("state", "")) not in ENDED_STATES
+
+
+def capacity_rung(job: Mapping[str, Any]) -> str:
+    """What a capacity ladder's job says of its rung (its ``airflow-rung`` label, the scheduling
+    strategy and the region), or ``""`` for a job of no ladder."""
+    from airflow_vertex_dist.hooks.labels import RUNG_LABEL
+
+    rung = str((job.get("labels") or {}).get(RUNG_LABEL) or "")
+    if not rung:
+        return ""
+    spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
+    strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
+    parts = str(job.get("name", "")).split("/")
+    region = parts[3] if len(parts) > 3 and parts[2] == "locations" else ""
+    where = f", in {region}" if region else ""
+    return f"Capacity ladder: rung {rung.removeprefix('r')}, {strategy}{where}"
 
 
 def pools(job: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -156,6 +156,9 @@ def main_section(page: JobPage) -> str:
     )
     if any(p["reduction_server"] for p in model.pools(job)):
         parts.append("<p class='note'>workerpool2 runs the Reduction Server for the workers' all-reduce.</p>")
+    rung = model.capacity_rung(job)
+    if rung:
+        parts.append(f"<p id='capacity-rung'>{_e(rung)}</p>")
 
     parts.append("<h2>Timeline</h2>")
     steps = [[_e(s["step"]), _e(s["time"]), _e(s["duration"])] for s in model.timeline(job)]

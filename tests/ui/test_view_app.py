@@ -64,6 +64,9 @@ def test_a_custom_job_page_shows_pools_timeline_and_replica_lines(
         "acceleratorCount": 2,
     }
     body["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": "gs://bkt/out"}
+    # the job of a capacity ladder's second rung (its label, as the ladder writes it), on Spot
+    body["labels"] = {**(body.get("labels") or {}), "airflow-rung": "r2"}
+    body["jobSpec"]["scheduling"] = {"strategy": "SPOT"}
     job = client.create_custom_job(parent=PARENT, custom_job=CustomJob.from_json(json.dumps(body)))
     wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=120)
 
@@ -80,6 +83,8 @@ def test_a_custom_job_page_shows_pools_timeline_and_replica_lines(
         page,
     )
     assert "<td>workerpool0</td><td>primary</td>" in page
+    region = PARENT.split("/")[3]
+    assert f"<p id='capacity-rung'>Capacity ladder: rung 2, SPOT, in {region}</p>" in page
     # the timeline, with durations
     assert "<td>created</td>" in page and "<td>running</td>" in page and "ended (SUCCEEDED)" in page
     # each replica, its lines at their severity
@@ -146,6 +151,7 @@ def test_a_study_page_draws_six_points_and_marks_the_best(
     assert points[3] == "trial best"  # x = 4 has the highest score
     assert len(re.findall(r"<polyline class='trial-steps", page)) == 6  # a line of steps per trial
     assert "<tr class='best'><td>4</td>" in page
+    assert "capacity-rung" not in page  # no ladder: no rung line
     # x is an INTEGER parameter: shown as the study defines it, not as the double the API carries
     assert "<td>x=4</td>" in page and "x=4.0" not in page
 
