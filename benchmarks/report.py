@@ -3,6 +3,8 @@ and min-max, and one closing table of ratios (ours / the anchor's, measured in t
 
 from __future__ import annotations
 
+import math
+
 from benchmarks.backfill import BackfillResult
 from benchmarks.emulator_bench import EmulatorResult
 from benchmarks.log_streaming import LogStreamResult
@@ -140,7 +142,9 @@ def ratios_section(
                 [
                     f"end → event p50, {n:,} jobs",
                     _x(ratio(o.delay(50), p.delay(50))),
-                    f"{o.delay(50):.2f} s vs {p.delay(50):.2f} s",
+                    " vs ".join(
+                        "never" if math.isinf(d) else f"{d:.2f} s" for d in (o.delay(50), p.delay(50))
+                    ),
                 ]
             )
     bo, bp = _find(backfill, impl="ours"), _find(backfill, impl="provider")

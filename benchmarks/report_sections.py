@@ -74,6 +74,8 @@ def _x(value: float, digits: int = 2) -> str:
 
 
 def _num(value: float, digits: int = 1) -> str:
+    if value is not None and math.isinf(value):
+        return "never"
     return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
 
 

@@ -47,7 +47,7 @@ def summarize(values: Sequence[float]) -> Summary:
 
 
 def ratio(ours: float, anchor: float) -> float:
-    """``ours / anchor`` (nan when the anchor is zero or missing)."""
-    if not anchor or math.isnan(anchor) or math.isnan(ours):
+    """``ours / anchor`` (nan when the anchor is zero or missing, or either is infinite: "never")."""
+    if not anchor or math.isnan(anchor) or math.isnan(ours) or math.isinf(anchor) or math.isinf(ours):
         return math.nan
     return ours / anchor

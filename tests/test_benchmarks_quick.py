@@ -6,6 +6,7 @@ Tiny counts, no anchor venv (CI has none): this keeps the benchmarks working; it
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -113,3 +114,15 @@ def test_replace_sections_swaps_only_the_measured_sections() -> None:
     assert replace_sections(without, rendered, ["## 5. Logs"]) == (
         "# B\n\n## 1. A\n\nold a\n\n## 5. Logs\n\nnew logs\n| x |\n\n## Ratios\n\nr\n"
     )
+
+
+def test_a_job_whose_event_never_came_counts_as_never_in_the_percentiles() -> None:
+    """The end -> event percentiles are over every job waited on: a trigger that delivered fewer than
+    half its events has no p50 (its delivered events alone would have made it look fast)."""
+    from benchmarks.waiting import WaitResult
+
+    delivered = WaitResult(impl="ours", jobs=4, interval_s=4.0, delays_s=[1.0, 2.0, 3.0, 4.0])
+    assert delivered.delay(50) == 2.5 and delivered.delay(0) == 1.0
+    dropped = WaitResult(impl="provider", jobs=8, interval_s=4.0, delays_s=[0.5, 0.6, 0.7], missing=5)
+    assert math.isinf(dropped.delay(50)) and dropped.delay(25) == pytest.approx(0.675)
+    assert dropped.delay(50) > delivered.delay(50)
