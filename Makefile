@@ -83,7 +83,7 @@ test: lint typecheck unit
 # docs/reliability.md.
 STACK_TESTS  := tests/stack/test_fault_matrix.py tests/stack/test_crashes.py tests/stack/test_canary.py \
 	tests/stack/test_adoption.py tests/stack/test_triggerers.py tests/stack/test_backfill.py \
-	tests/stack/test_training_logs.py
+	tests/stack/test_training_logs.py tests/stack/test_capacity.py
 CELERY_TESTS := tests/stack/test_celery.py
 UI_TESTS     := tests/ui/test_browser.py
 STACK_JOBS   := stack-local stack-celery stack-ui

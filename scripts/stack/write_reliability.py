@@ -259,6 +259,7 @@ def render(figures: dict[str, Any]) -> str:
         ]
     else:
         out += ["not run", ""]
+    out += _capacity(figures.get("capacity", {}).get("result"))
     out += _training_logs(figures.get("training_logs", {}), updated.get("training_logs"))
     security = figures.get("security", {})
     out += [
@@ -350,6 +351,37 @@ TRAINING_LOGS = [
     ("stack_logs_deferred", "deferred (lines from the triggerer)"),
     ("stack_logs_sync", "waiting in the worker slot"),
 ]
+
+
+def _capacity(result: dict[str, Any] | None) -> list[str]:
+    """The capacity ladder's backfill (tests/stack/test_capacity.py)."""
+    out = ["## Backfill on a capacity ladder, within a GPU quota (real stack)", ""]
+    if not result:
+        return [*out, "not run", ""]
+    peaks = ", ".join(f"{key} {value}" for key, value in sorted(result["peak_gpus_in_use"].items()))
+    return [
+        *out,
+        f"A {result['runs']}-run backfill of a deferred task on a two-rung ladder (2 A100 in us-central1,",
+        "then 2 L4 in us-east1), with no A100 free in us-central1 (each rung-1 job fails with the region's",
+        f"stockout), a quota of {result['quota_gpus']} GPUs per region (a Create over it refused), and",
+        f"`gpu_pool=` on an Airflow pool of {result['quota_gpus']} slots counting deferred tasks:",
+        "",
+        "| runs | succeeded | retried by Airflow | jobs | duplicates | live jobs left | rung changes logged "
+        "| "
+        "most GPUs asked at once | peak GPUs in use (emulator) | s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| {result['runs']} | {result['succeeded']} | {result.get('runs_retried_by_airflow', '?')} | "
+        f"{result['jobs']} | {result['duplicates']} | "
+        f"{result['live_jobs_left']} | {result['rung_changes_logged']} | "
+        f"{result['most_gpus_asked_at_once']} | "
+        f"{peaks} | {result['seconds']} |",
+        "",
+        'A run retried by Airflow is one whose resumed deferral the scheduler refused (its log: "finished',
+        "with state success, but the task instance's state attribute is queued\"; seen when the trigger",
+        "fired right after the deferral); the retry resumes the ladder at the rung it had reached.",
+        "Peak GPUs in use counts a job waiting PENDING for free GPUs against its quota too.",
+        "",
+    ]
 
 
 def _training_logs(figs: dict[str, Any], when: str | None) -> list[str]:

@@ -387,11 +387,13 @@ class AirflowStack(ProcessScan):
         return found
 
     # -- emulator -------------------------------------------------------------------------------
-    def emulator_jobs(self, filter_: str = "", kind: str = "customJobs") -> list[dict[str, Any]]:
-        """Every job of the stack's project (all pages), read over the emulator's REST API."""
+    def emulator_jobs(
+        self, filter_: str = "", kind: str = "customJobs", location: str = "us-central1"
+    ) -> list[dict[str, Any]]:
+        """Every job of the stack's project in ``location`` (all pages), read over the emulator's REST API."""
         jobs: list[dict[str, Any]] = []
         token = ""
-        url = f"{self.rest_endpoint}/v1/projects/stack-project/locations/us-central1/{kind}"
+        url = f"{self.rest_endpoint}/v1/projects/stack-project/locations/{location}/{kind}"
         while True:
             params = {"filter": filter_, "pageSize": "100", "pageToken": token}
 
@@ -416,6 +418,11 @@ class AirflowStack(ProcessScan):
 
     def set_faults(self, changes: dict[str, Any]) -> None:
         resp = self._http.put(f"{self.rest_endpoint}/emulator/faults", json=changes)
+        resp.raise_for_status()
+
+    def set_capacity(self, changes: dict[str, Any]) -> None:
+        """Change the emulator's GPU capacity settings at runtime (``PUT /emulator/capacity``)."""
+        resp = self._http.put(f"{self.rest_endpoint}/emulator/capacity", json=changes)
         resp.raise_for_status()
 
     # -- processes ------------------------------------------------------------------------------

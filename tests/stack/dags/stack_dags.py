@@ -155,3 +155,62 @@ with DAG(
 ) as dag:
     VertexTrainingOperator(task_id="train", spec=spec(workers=False), deferrable=True, poll_interval=1.0)
 stack_two_triggerers = dag
+
+# A backfill on a capacity ladder (tests/stack/test_capacity.py): rung 1 asks for A100s in the
+# connection's region (stocked out by the test), rung 2 for L4s in us-east1. Each rung's job holds 2 GPUs
+# (a primary and a worker of 1 GPU each), so gpu_pool gives the task 2 slots of the "gpu-quota" pool.
+GPU_LADDER_SPEC = {
+    "display_name": "stack-ladder",
+    "primary": {
+        **pool("{{ params.code }}"),
+        "machine": {
+            "machine_type": "a2-highgpu-1g",
+            "accelerator_type": "NVIDIA_TESLA_A100",
+            "accelerator_count": 1,
+        },
+    },
+    "workers": {
+        **pool("import time; time.sleep(600)"),
+        "machine": {
+            "machine_type": "a2-highgpu-1g",
+            "accelerator_type": "NVIDIA_TESLA_A100",
+            "accelerator_count": 1,
+        },
+    },
+}
+GPU_LADDER = {
+    "regions": ["us-east1"],
+    "rungs": [
+        {"name": "a100"},
+        {
+            "name": "l4-east",
+            "region": "us-east1",
+            "machine": {
+                "machine_type": "g2-standard-8",
+                "accelerator_type": "NVIDIA_L4",
+                "accelerator_count": 1,
+            },
+        },
+    ],
+}
+with DAG(
+    "stack_capacity",
+    schedule="@daily",
+    start_date=START,
+    end_date=START + timedelta(days=19),
+    catchup=False,
+    max_active_runs=20,
+    max_active_tasks=20,
+    is_paused_upon_creation=True,
+    params=PARAMS,
+    default_args=DEFAULT_ARGS,
+) as dag:
+    VertexTrainingOperator(
+        task_id="train",
+        spec=GPU_LADDER_SPEC,
+        capacity=GPU_LADDER,
+        gpu_pool="gpu-quota",
+        deferrable=True,
+        poll_interval=1.0,
+    )
+stack_capacity = dag
