@@ -110,8 +110,8 @@ def test_backfill_20_runs_on_a_ladder_within_8_gpus(stack: AirflowStack) -> None
         elapsed = time.monotonic() - started
     finally:
         stack.api("PATCH", f"/api/v2/dags/{DAG_ID}", json_body={"is_paused": True})
-    stats = stack.emulator_stats()["gpus"]
-    stack.set_capacity(UNLIMITED)
+        stats = stack.emulator_stats()["gpus"]
+        stack.set_capacity(UNLIMITED)  # the next scenarios of the session run without limits
 
     every = [j for region in REGIONS for j in stack.emulator_jobs(location=region)]
     jobs = [j for j in every if j.get("labels", {}).get("airflow-dag") == DAG_ID]
