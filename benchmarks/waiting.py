@@ -47,10 +47,11 @@ class WaitResult:
         return self.window_calls / self.cycles if self.cycles else float("nan")
 
     def delay(self, q: float) -> float:
-        """The ``q``-th percentile of end -> event over every job waited on: a job whose event never
-        came counts as never (``math.inf``), so a trigger that dropped half its jobs has no p50 rather
-        than the p50 of the ones it delivered."""
-        values = sorted(self.delays_s) + [math.inf] * self.missing
+        """The ``q``-th percentile of end -> event over every job waited on: a job whose success event
+        never came (no event, or an error event: the trigger gave up) counts as never (``math.inf``),
+        so a trigger that dropped half its jobs has no p50 rather than the p50 of the ones it
+        delivered."""
+        values = sorted(self.delays_s) + [math.inf] * (self.missing + self.non_success)
         if not values:
             return math.nan
         rank = (len(values) - 1) * q / 100.0
@@ -170,8 +171,9 @@ def run_one(
     for name in names:
         if name in events:
             fired_at, status = events[name]
-            result.delays_s.append(max(0.0, fired_at - ended[name]))
-            if status != "success":
+            if status == "success":
+                result.delays_s.append(max(0.0, fired_at - ended[name]))
+            else:  # an error event (the trigger gave up) says nothing of the job's end: never
                 result.non_success += 1
     result.missing = int(done["missing"]) + (len(names) - len(events))
     return result

@@ -126,3 +126,6 @@ def test_a_job_whose_event_never_came_counts_as_never_in_the_percentiles() -> No
     dropped = WaitResult(impl="provider", jobs=8, interval_s=4.0, delays_s=[0.5, 0.6, 0.7], missing=5)
     assert math.isinf(dropped.delay(50)) and dropped.delay(25) == pytest.approx(0.675)
     assert dropped.delay(50) > delivered.delay(50)
+    # an error event (the trigger gave up at once) is not an end seen: never, not 0 s
+    errored = WaitResult(impl="provider", jobs=4, interval_s=4.0, delays_s=[0.5], non_success=3)
+    assert math.isinf(errored.delay(50))
