@@ -79,6 +79,11 @@ def _num(value: float, digits: int = 1) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
 
 
+def _secs(value: float) -> str:
+    """Seconds with two decimals, or ``never`` (an event that never came)."""
+    return "never" if math.isinf(value) else f"{value:.2f} s"
+
+
 def _met(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "**not met**")
 
@@ -288,9 +293,9 @@ def waiting_section(info: RunInfo, waiting: list[WaitResult], goals: Goals) -> l
                 p50_ok = ours_n.delay(50) <= theirs_n.delay(50)
                 p99_ok = ours_n.delay(99) <= theirs_n.delay(99)
                 text += (
-                    f", end → event p50 {ours_n.delay(50):.2f} vs {theirs_n.delay(50):.2f} s (goal: no later "
-                    f"than the provider's: {_met(p50_ok)}), p99 {ours_n.delay(99):.2f} vs "
-                    f"{theirs_n.delay(99):.2f} s ({_met(p99_ok)})"
+                    f", end → event p50 {_secs(ours_n.delay(50))} vs {_secs(theirs_n.delay(50))} (goal: no "
+                    f"later than the provider's: {_met(p50_ok)}), p99 {_secs(ours_n.delay(99))} vs "
+                    f"{_secs(theirs_n.delay(99))} ({_met(p99_ok)})"
                 )
             add(text + ".")
             add("")
