@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist._compat import redact
-from airflow_vertex_dist.common.log_severity import SEVERITIES, python_level
+from airflow_vertex_dist.common.log_severity import python_level
 from airflow_vertex_dist.hooks.job_dicts import parse_job_name
 
 __all__ = [
@@ -43,7 +43,6 @@ StreamLogs = bool | str | Sequence[str]
 FAILURE_LINES = 20
 MAX_LINE_CHARS = 1000
 _REPLICA_RE = re.compile(r"[Rr]eplica (workerpool\d{1,2}-\d{1,6})\b")
-_PRIMARY = "workerpool0-0"
 
 
 def check_stream_logs(value: Any) -> StreamLogs:
@@ -85,20 +84,11 @@ def selection_of(value: StreamLogs, job: Mapping[str, Any] | None = None) -> Any
 
 
 def shown_by(selection: Any) -> Callable[[Any], bool]:
-    """Whether a line was written to the task log by a stream with ``selection`` (``selection_of``)."""
+    """Whether a line was written to the task log by a stream with ``selection`` (``selection_of``):
+    the streams' own rule (``selection_takes``), nothing when streaming is off."""
+    from airflow_vertex_dist.triggers.log_poller import selection_takes
 
-    def shown(line: Any) -> bool:
-        if selection is None:
-            return False
-        if selection == "all":
-            return True
-        if selection == "default":
-            return bool(line.replica == _PRIMARY) or SEVERITIES.get(line.severity, 0) >= SEVERITIES["WARNING"]
-        return line.key in selection or line.replica in selection
-
-    return shown
-
-
+    return lambda line: selection is not None and selection_takes(selection, line)
 
 
 def failing_replica(job: Mapping[str, Any]) -> str | None:
