@@ -18,24 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.ui import model
 
 __all__ = ["REFRESH_S", "SEVERITY_RANK", "JobPage", "LogView", "index_page", "job_page", "main_section"]
 
 #: seconds between two refreshes of a page whose job runs
 REFRESH_S = 10
-#: Cloud Logging's severities, in order (LogSeverity)
-SEVERITY_RANK = {
-    "DEFAULT": 0,
-    "DEBUG": 100,
-    "INFO": 200,
-    "NOTICE": 300,
-    "WARNING": 400,
-    "ERROR": 500,
-    "CRITICAL": 600,
-    "ALERT": 700,
-    "EMERGENCY": 800,
-}
+#: Cloud Logging's severities, in order (LogSeverity): the ones the logs hook and poller use
+SEVERITY_RANK = SEVERITIES
 _CSS = (
     "body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#1d2630;background:#fff;font-size:14px}"
     "h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.05em;margin:1.4em 0 .4em}"
