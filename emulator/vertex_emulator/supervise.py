@@ -99,12 +99,13 @@ class RecordLog:
     def _locked(self) -> _Flock:
         return _Flock(self.fd)
 
-    def append(self, stream: str, texts: list[str], **extra: object) -> None:
-        """Append one record per text (``extra`` keys go into each record), under one lock."""
+    def append(self, stream: str, texts: list[str], *, at: int | None = None, **extra: object) -> None:
+        """Append one record per text (``extra`` keys go into each record), under one lock, stamped
+        ``at`` (ns since the epoch: when the caller read them) or now, and after the file's last record."""
         if not texts:
             return
         with self._lock, self._locked():
-            now = time.time_ns()
+            now = time.time_ns() if at is None else at
             out: list[str] = []
             for text in texts:
                 self.last = stamp = max(now, self.last + 1)
@@ -176,6 +177,7 @@ class _Stream:
     def _emit(self, lines: list[bytes]) -> None:
         if not lines:
             return
+        read_at = time.time_ns()  # before the plain log has them: a reader of it never sees a later stamp
         data = b"".join(line + b"\n" for line in lines)
         try:
             while data:
@@ -185,7 +187,7 @@ class _Stream:
         if self.records is not None:
             texts = [line.decode("utf-8", errors="replace").rstrip("\r") for line in lines]
             try:
-                self.records.append(self.name, texts)
+                self.records.append(self.name, texts, at=read_at)
             except OSError:
                 pass
 
