@@ -57,7 +57,6 @@ class RunInfo:
     notes: list[str] = field(default_factory=list)
 
 
-
 def _settle_used() -> float:
     from airflow_vertex_dist.triggers.log_poller import settle_seconds
 
@@ -68,6 +67,7 @@ def _settle_default() -> float:
     from airflow_vertex_dist.triggers.log_poller import DEFAULT_SETTLE_S
 
     return DEFAULT_SETTLE_S
+
 
 def _x(value: float, digits: int = 2) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}×"
@@ -231,8 +231,10 @@ def waiting_section(info: RunInfo, waiting: list[WaitResult], goals: Goals) -> l
         "N / 100 + 2 calls per interval holds, at most four: its calls per cycle are shown too; the "
         "provider's triggers have no shared cycle). RSS per "
         "job is the loop process's growth from N/2 to N waiting jobs per added job (in parentheses: from "
-        "one warm trigger to N, per job, one-time costs included). Then the N + 1 jobs end, spread evenly "
-        "over one interval, and the delay from each job's end to its trigger's event is recorded."
+        "one warm trigger to N, per job, one-time costs included). Then the N + 1 jobs end within one "
+        "interval, each at an offset drawn at random (seeded by N) in an order drawn at random, so "
+        "that neither follows the order in which the triggers started and polled, and the delay "
+        "from each job's end to its trigger's event is recorded."
     )
     add("")
     rows = []
