@@ -24,11 +24,13 @@ DEFAULT_ANCHOR = BENCH_DIR / ".venv-anchor" / "bin" / "python"
 
 FULL = {"parse_runs": 7, "wait_sizes": "10,100,1000", "interval": 4.0, "backfill_runs": 200,
         "threads": 32, "launches": 5, "gets": 500,
-        "log_sizes": "10,100,1000", "log_interval": 2.0, "log_cycles": 8}  # fmt: skip
+        "log_sizes": "10,100,1000", "log_interval": 2.0, "log_cycles": 8,
+        "capacity_runs": 5, "capacity_interval": 2.0, "stockout_after": 10.0}  # fmt: skip
 QUICK = {"parse_runs": 1, "wait_sizes": "10", "interval": 0.5, "backfill_runs": 10,
          "threads": 4, "launches": 1, "gets": 20,
-         "log_sizes": "4", "log_interval": 0.5, "log_cycles": 2}  # fmt: skip
-SECTIONS = ("parse", "wait", "backfill", "emulator", "logs")
+         "log_sizes": "4", "log_interval": 0.5, "log_cycles": 2,
+         "capacity_runs": 1, "capacity_interval": 0.5, "stockout_after": 1.0}  # fmt: skip
+SECTIONS = ("parse", "wait", "backfill", "emulator", "logs", "capacity")
 
 
 #: the report's heading of each section (what ``--replace-sections`` swaps)
@@ -38,6 +40,7 @@ SECTION_HEADINGS = {
     "backfill": "## 3. Backfill submission",
     "emulator": "## 4. The emulator",
     "logs": "## 5. Replica logs in the task log",
+    "capacity": "## 6. Capacity under a stockout",
 }
 
 
@@ -101,6 +104,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-sizes", help="comma-separated numbers of jobs streaming replica logs")
     p.add_argument("--log-interval", type=float, help="poll interval of the log poller, seconds")
     p.add_argument("--log-cycles", type=int, help="log poller cycles measured per size")
+    p.add_argument("--capacity-runs", type=int, help="submissions per side under the stockout")
+    p.add_argument("--capacity-interval", type=float, help="poll interval of both operators, seconds")
+    p.add_argument(
+        "--stockout-after", type=float, help="seconds a stocked-out job waits PENDING before it fails"
+    )
     p.add_argument("--keep-work", action="store_true", help="keep the temporary work directory")
     p.add_argument("--raw", type=Path, help="raw results as JSON (default: benchmarks/results/<report>.json)")
     p.add_argument("--from-json", type=Path, help="only render the report again from a run's raw results")
@@ -116,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
 def _rerender(raw_path: Path, out: Path) -> None:
     """Render the report again from the raw results a run wrote beside it (no measuring)."""
     from benchmarks.backfill import BackfillResult
+    from benchmarks.capacity import CapacityResult
     from benchmarks.emulator_bench import EmulatorResult
     from benchmarks.log_streaming import LogStreamResult
     from benchmarks.parse_cost import ParseVariant
@@ -130,6 +139,7 @@ def _rerender(raw_path: Path, out: Path) -> None:
         [BackfillResult(**b) for b in raw["backfill"]],
         EmulatorResult(**raw["emulator"]) if raw["emulator"] else None,
         [LogStreamResult(**r) for r in raw.get("logs", [])],
+        [CapacityResult(**r) for r in raw.get("capacity", [])],
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
@@ -175,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 
     from benchmarks.backfill import measure_backfill
+    from benchmarks.capacity import measure_capacity
     from benchmarks.emulator_bench import measure_emulator
     from benchmarks.log_streaming import measure_log_streaming
     from benchmarks.machine import machine_info, versions_of
@@ -194,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             versions["anchor"] = versions_of(anchor)
         parse = waiting = backfill = []
         logs = []
+        capacity = []
         emulator = None
         if "parse" in only:
             _log(f"1. DAG parse cost: {settings['parse_runs']} runs")
@@ -221,6 +233,20 @@ def main(argv: list[str] | None = None) -> int:
             logs = measure_log_streaming(
                 log_sizes, float(settings["log_interval"]), int(settings["log_cycles"]), work, _log
             )
+        if "capacity" in only:
+            _log(
+                f"6. capacity under a stockout: {settings['capacity_runs']} submissions per side, "
+                f"interval {settings['capacity_interval']} s, stockout after {settings['stockout_after']} s"
+            )
+            capacity = measure_capacity(
+                project_python,
+                anchor,
+                int(settings["capacity_runs"]),
+                float(settings["capacity_interval"]),
+                float(settings["stockout_after"]),
+                work,
+                _log,
+            )
         info = RunInfo(
             mode="quick" if args.quick else "full",
             started=started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -240,10 +266,13 @@ def main(argv: list[str] | None = None) -> int:
                 "log-streaming jobs": "/".join(f"{n:,}" for n in log_sizes),
                 "log poll interval": f"{settings['log_interval']:g} s",
                 "log poll cycles": settings["log_cycles"],
+                "capacity submissions per side": settings["capacity_runs"],
+                "capacity poll interval": f"{settings['capacity_interval']:g} s",
+                "stockout after": f"{settings['stockout_after']:g} s",
             },
             notes=notes,
         )
-        text = render(info, parse, waiting, backfill, emulator, logs)
+        text = render(info, parse, waiting, backfill, emulator, logs, capacity)
         out.parent.mkdir(parents=True, exist_ok=True)
         if args.replace_sections and out.exists():
             text = replace_sections(out.read_text(), text, [SECTION_HEADINGS[s] for s in sorted(only)])
@@ -255,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             "backfill": [dataclasses.asdict(b) for b in backfill],
             "emulator": dataclasses.asdict(emulator) if emulator else None,
             "logs": [dataclasses.asdict(r) for r in logs],
+            "capacity": [dataclasses.asdict(r) for r in capacity],
         }
         raw_path = args.raw or BENCH_DIR / "results" / f"{out.stem}.json"
         raw_path.parent.mkdir(parents=True, exist_ok=True)

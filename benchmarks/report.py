@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 from benchmarks.backfill import BackfillResult
+from benchmarks.capacity import CapacityResult
+from benchmarks.capacity_report import capacity_ratio_rows, capacity_section
 from benchmarks.emulator_bench import EmulatorResult
 from benchmarks.log_streaming import LogStreamResult
 from benchmarks.parse_cost import ParseVariant
@@ -79,6 +81,7 @@ def ratios_section(
     waiting: list[WaitResult],
     backfill: list[BackfillResult],
     emulator: EmulatorResult | None,
+    capacity: list[CapacityResult] | None = None,
 ) -> list[str]:
     """The closing summary: every ratio of ours to the anchor's measured in this run."""
     lines: list[str] = []
@@ -177,6 +180,7 @@ def ratios_section(
         rows.append(
             ["hook Get p50 (gRPC)", _x(ratio(o50, p50)), f"{o50 * 1000:.2f} ms vs {p50 * 1000:.2f} ms"]
         )
+    rows += capacity_ratio_rows(capacity or [])
     if rows:
         lines += _table(["measure", "ours / anchor", "ours vs anchor"], rows)
     else:
@@ -192,6 +196,7 @@ def render(
     backfill: list[BackfillResult],
     emulator: EmulatorResult | None,
     logs: list[LogStreamResult] | None = None,
+    capacity: list[CapacityResult] | None = None,
     goals: Goals = _DEFAULT_GOALS,
 ) -> str:
     lines = header_section(info)
@@ -200,5 +205,6 @@ def render(
     lines += backfill_section(backfill, goals)
     lines += emulator_section(emulator)
     lines += logs_section(info, logs or [], goals)
-    lines += ratios_section(parse, waiting, backfill, emulator)
+    lines += capacity_section(info, capacity or [])
+    lines += ratios_section(parse, waiting, backfill, emulator, capacity)
     return "\n".join(lines)

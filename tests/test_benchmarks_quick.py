@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ SECTIONS = [
     "## 3. Backfill submission",
     "## 4. The emulator",
     "## 5. Replica logs in the task log",
+    "## 6. Capacity under a stockout",
     "## Ratios (ours / anchor, same run)",
 ]
 
@@ -49,6 +51,7 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
     env["AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS"] = "0"  # lines at once: two short cycles take some
     argv = [
         sys.executable, "-m", "benchmarks", "--quick", "--no-anchor",
+        "--only", "parse,wait,backfill,emulator,logs",  # capacity: its own test below
         "--out", str(out), "--raw", str(tmp_path / "raw.json"),
         "--parse-runs", "1", "--wait-sizes", "4", "--interval", "0.3", "--backfill-runs", "4",
         "--threads", "2", "--launches", "1", "--gets", "5",
@@ -99,6 +102,109 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
     (logs,) = raw["logs"]
     assert logs["jobs"] == 3 and logs["error"] is None and logs["cycles"] == 2
     assert logs["read_calls"] >= 2 and logs["lines"] > 0
+    assert raw["capacity"] == [] and "## 6. Capacity under a stockout\n\nNot run." in text
+
+
+def _capacity_tables(text: str) -> list[list[list[str]]]:
+    return [t for t in _tables(text) if t[0][2:3] == ["task start → first replica RUNNING (median, min–max)"]]
+
+
+@pytest.mark.slow
+def test_quick_capacity_section_climbs_the_ladder_past_the_stockout(tmp_path: Path) -> None:
+    """Section 6 alone, as ``python -m benchmarks --quick --only capacity --no-anchor``: both of our
+    waits leave the stocked-out rung for the next one and reach a RUNNING replica there."""
+    out, raw_path = tmp_path / "report.md", tmp_path / "raw.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    argv = [
+        sys.executable, "-m", "benchmarks", "--quick", "--only", "capacity", "--no-anchor",
+        "--out", str(out), "--raw", str(raw_path), "--stockout-after", "0.5",
+    ]  # fmt: skip
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    text = out.read_text()
+    assert "## 6. Capacity under a stockout" in text and "no ratios" in text
+    assert "error:" not in text.lower(), text
+    [table] = _capacity_tables(text)
+    header, _rule, *rows = table
+    assert [row[0] for row in rows] == ["ours, deferred (`VertexRungTrigger`)", "ours, waiting in the worker"]
+    assert all(len(row) == len(header) and "never" not in row[2] for row in rows), rows
+
+    raw = json.loads(raw_path.read_text())
+    assert [(r["impl"], r["deferrable"], r["error"]) for r in raw["capacity"]] == [
+        ("ours", True, None),
+        ("ours-worker", False, None),
+    ]
+    for side in raw["capacity"]:
+        [sub] = side["submissions"]
+        assert sub["state"] == "success", sub
+        stocked_out, ran = sub["jobs"]
+        assert (stocked_out["region"], stocked_out["accelerator"], stocked_out["rung"]) == (
+            "us-central1", "NVIDIA_TESLA_A100", "r1",
+        )  # fmt: skip
+        assert stocked_out["state"] == "JOB_STATE_FAILED" and stocked_out["started"] is None
+        assert stocked_out["error"].startswith("Resources are insufficient in region: us-central1.")
+        assert (ran["region"], ran["accelerator"], ran["rung"], ran["state"]) == (
+            "us-east1", "NVIDIA_L4", "r2", "JOB_STATE_SUCCEEDED",
+        )  # fmt: skip
+        assert ran["created"] >= stocked_out["ended"]  # one live job at a time
+        assert sub["started"] <= stocked_out["created"] and ran["started"] is not None
+        assert sub["rung"]["number"] == 2 and [s["outcome"] for s in sub["rung"]["left"]] == ["stockout"]
+        assert sub["calls"]["CreateCustomJob"] == 2
+
+
+def _capacity_result(impl: str, deferrable: bool, *, ran: bool) -> Any:
+    from benchmarks.capacity import CapacityResult, JobSeen, Submission
+
+    stockout = "Resources are insufficient in region: us-central1."
+    rung = "r1" if impl != "provider" else None
+    a100 = "NVIDIA_TESLA_A100"
+    failed = JobSeen("us-central1", a100, rung, "JOB_STATE_FAILED", 100.0, None, 101.0, stockout)
+    jobs = [failed]
+    if ran:
+        jobs.append(JobSeen("us-east1", "NVIDIA_L4", "r2", "JOB_STATE_SUCCEEDED", 103.0, 103.5, 104.0, None))
+    sub = Submission(
+        run=0, started=99.5, ended=105.0 if ran else 101.5, state="success" if ran else "failed", jobs=jobs,
+        calls={"CreateCustomJob": len(jobs), "GetCustomJob": 3},
+        error=None if ran else "RuntimeError: Resources are insufficient in region: us-central1.",
+        rung={"number": 2, "left": [{"outcome": "stockout"}]} if ran else None,
+    )  # fmt: skip
+    return CapacityResult(impl, 1, 2.0, 10.0, deferrable, [sub])
+
+
+def test_the_capacity_section_says_never_for_a_task_that_never_ran() -> None:
+    """A provider that never reached RUNNING reads 'never' (no ratio), ours its time; the raw results
+    render the same after a JSON round trip (``--from-json``)."""
+    import dataclasses
+
+    from benchmarks.capacity import CapacityResult
+    from benchmarks.capacity_report import capacity_ratio_rows, capacity_section
+    from benchmarks.report import RunInfo
+
+    results = [
+        _capacity_result("ours", True, ran=True),
+        _capacity_result("ours-worker", False, ran=True),
+        _capacity_result("provider", False, ran=False),
+    ]
+    assert math.isinf(results[2].submissions[0].to_running_s)
+    assert results[0].submissions[0].to_running_s == 4.0
+    assert results[0].submissions[0].stockout_to_next_create_s == 2.0
+    [row] = capacity_ratio_rows(results)
+    assert row[1] == "n/a"
+    assert row[2] == (
+        "4.00 s (deferred) / 4.00 s (in the worker) vs never (the provider's task ended after 2.00 s)"
+    )
+    info = RunInfo("quick", "2026-01-01 00:00 UTC", 1.0, {}, {}, {})
+    text = "\n".join(capacity_section(info, results))
+    [table] = _capacity_tables(text)
+    _header, _rule, ours, worker, provider = table
+    assert provider[2] == "never" and provider[4] == "—" and provider[7] == "1 of 1 tasks failed"
+    assert provider[5] == "us-central1 A100 FAILED (1 of 1)"
+    assert ours[2] == "4.00 s" and ours[5] == "us-central1 A100 FAILED → us-east1 L4 SUCCEEDED (1 of 1)"
+    assert ours[7] == "1 of 1 tasks succeeded (1 on rung 2)"
+    assert "`RuntimeError: Resources are insufficient in region: us-central1.` (1 of 1)" in text
+    again = [CapacityResult(**json.loads(json.dumps(dataclasses.asdict(r)))) for r in results]
+    assert capacity_section(info, again) == capacity_section(info, results)
+    assert capacity_ratio_rows(again) == [row]
 
 
 def test_replace_sections_swaps_only_the_measured_sections() -> None:
