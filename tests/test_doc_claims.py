@@ -228,9 +228,11 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"\(`XDIST`, (\d+) by default;", lambda: int(_makefile(r"^XDIST \?= (\d+)$")[0])),
         (
             r"`make check` runs ruff, the layer contracts, mypy and the tests not marked `(\w+)` or `(\w+)`",
-            lambda: _makefile(r'^check-tests: .*\n\t.*-m pytest -m "not (\w+) and not (\w+)"')
-            if _makefile(r"^check: .*\n\t.* (lint typecheck check-tests)$")
-            else None,
+            lambda: (
+                _makefile(r'^check-tests: .*\n\t.*-m pytest -m "not (\w+) and not (\w+)"')
+                if _makefile(r"^check: .*\n\t.* (lint typecheck check-tests)$")
+                else None
+            ),
         ),
         (
             r"`make bench` runs the benchmarks .*? and writes `([\w/.]+)`",
@@ -486,9 +488,20 @@ def test_readme_make_test_runs_the_stages_it_lists() -> None:
         r"runs the tests, # the compat suite on every other cell of the support matrix, "
         r"# then the reliability suite",
     )
-    assert _makefile(r"^test: (.*)$") == ("lint typecheck unit",)
-    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* compat (\$\(STACK_JOBS\));")
-    assert _makefile(r"^STACK_JOBS +:= (stack-local stack-celery stack-ui)$")
+    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit)\n")
+    assert _makefile(r"^test: .*\n.*\n\t.*\$\(MAKE\) .* compat (\$\(STACK_JOBS\));")
+    assert _makefile(r"^STACK_JOBS +:= (stack-local stack-local-2 stack-celery stack-ui)$")
+    # every stack test file runs in one of the stack jobs, and in one only
+    makefile = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    jobs = re.findall(r"^(?:STACK_TESTS|STACK_TESTS_2|CELERY_TESTS|UI_TESTS) +:= (.*)$", makefile, re.M)
+    listed = sorted(name for job in jobs for name in job.split())
+    marked = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if re.search(r"mark\.stack\b", path.read_text())
+    )
+    assert len(jobs) == 4
+    assert listed == marked
     assert _makefile(r"^lint: .*\n\t\$\(VENV\)/bin/(ruff) check \.")
     assert _makefile(r"^typecheck: .*\n\t\$\(VENV\)/bin/(mypy)$")
 
