@@ -7,9 +7,18 @@ States are the v1 ``JobState`` names as the JSON form spells them.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-__all__ = ["ACTIVE_STATES", "CUSTOM_JOBS", "JOB_KINDS", "TERMINAL_STATES", "TUNING_JOBS", "JobKind"]
+__all__ = [
+    "ACTIVE_STATES",
+    "CUSTOM_JOBS",
+    "JOB_KINDS",
+    "TERMINAL_STATES",
+    "TUNING_JOBS",
+    "JobKind",
+    "ever_ran",
+]
 
 JobKind = Literal["customJobs", "hyperparameterTuningJobs"]
 CUSTOM_JOBS: JobKind = "customJobs"
@@ -37,3 +46,12 @@ TERMINAL_STATES = frozenset(
         "JOB_STATE_PARTIALLY_SUCCEEDED",
     }
 )
+
+
+def ever_ran(job: Mapping[str, Any]) -> bool:
+    """Whether ``job`` (its JSON form) ever entered RUNNING: it has a ``startTime``, which the service
+    sets then ("Time when the CustomJob for the first time entered the JOB_STATE_RUNNING state", v1
+    CustomJob.start_time; the same for a HyperparameterTuningJob). Replicas write their lines only
+    while a job runs, so a job that ended before (refused capacity or quota while QUEUED or PENDING, a
+    cancel while waiting) has no replica line left to settle: its log stream ends at once."""
+    return bool(job.get("startTime"))

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from pydantic import BaseModel
 
 from airflow_vertex_dist._compat import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout, conf
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES, JobKind
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES, JobKind, ever_ran
 from airflow_vertex_dist.hooks.job_dicts import (
     IfExists,
     check_if_exists,
@@ -402,7 +402,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
                     paused_for_s=paused.paused_for(job),
                     paused_grace_s=self.paused_grace,
                 )
-                if streamer is not None:
+                if streamer is not None and (verdict is None or ever_ran(job)):  # else no line to wait for
                     streamer.poll(force=verdict is not None)
                 if verdict is not None:
                     if not verdict[0] and job_state(job) == "JOB_STATE_PAUSED":  # past its grace

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException
+from airflow_vertex_dist.common.jobs import ever_ran
 from airflow_vertex_dist.operators.ladder_parts import (
     LadderState,
     ladder_table,
@@ -373,7 +374,7 @@ class CapacityLadderMixin:
                 for line in progress.update(job):
                     self.log.info("%s", line)
                 ended = self._ended(job, plan, paused.paused_for(job))
-                if streamer is not None:
+                if streamer is not None and (not ended or ever_ran(job)):  # else no line to wait for
                     streamer.poll(force=ended)
                 if ended:
                     return job

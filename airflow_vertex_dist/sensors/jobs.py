@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException, conf
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.common.jobs import TERMINAL_STATES, ever_ran
 from airflow_vertex_dist.common.replicas import check_replica_names
 from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
 from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
@@ -145,7 +145,8 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         for line in self._progress.update(job):
             self.log.info("%s", line)
         verdict = self.condition(job)
-        self._stream_lines(force=verdict is not None)
+        if verdict is None or ever_ran(job):  # a job that never ran has no replica line to wait for
+            self._stream_lines(force=verdict is not None)
         if verdict is None:
             return False
         return PokeReturnValue(is_done=True, xcom_value=self._settle(job, verdict))

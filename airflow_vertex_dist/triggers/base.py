@@ -32,6 +32,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist.common.jobs import ever_ran
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import compact_job
 from airflow_vertex_dist.hooks.job_types import Job
@@ -137,9 +138,7 @@ class JobWaitTrigger(BaseTrigger):
         """When to give up, on the ``time.monotonic()`` clock; ``None`` (the default): never."""
         return None
 
-    async def give_up(
-        self, message: str, job: Job | None = None, *, left: str = "running"
-    ) -> JobEvent:
+    async def give_up(self, message: str, job: Job | None = None, *, left: str = "running") -> JobEvent:
         """The error event of a wait that stops before the job ended (``left``: the job's state)."""
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
@@ -180,7 +179,7 @@ class JobWaitTrigger(BaseTrigger):
                         self.log.info("%s", line)
                     payload = await self.decide(job)
                     if payload is not None:
-                        if logs is not None:
+                        if logs is not None and ever_ran(job):  # else no replica wrote a line
                             await logs.finish(timeout=2 * self.poll_interval + 5)
                         yield _fire(payload)
                         return

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,56 @@ def test_the_poller_holds_lines_back_and_reads_through_an_ended_job(
     assert horizon < time.time() - 30
     lines, through = asyncio.run(settled())
     assert through and lines == [f"settle line {i}" for i in range(3)]
+
+
+def _planted(em: Emulator, *, ran: bool) -> str:
+    """A job the service ended FAILED (a stockout while PENDING: no ``startTime``; or after it ran),
+    written into the emulator's store as the service would hold it."""
+    from airflow_vertex_dist.common.capacity_messages import stockout_message
+    from airflow_vertex_dist.common.rfc3339 import now_rfc3339
+
+    job = em.store.insert("customJobs", PARENT, container_job("never-ran", PRINTER))
+
+    def fail(body: dict[str, Any]) -> None:
+        body["state"] = "JOB_STATE_FAILED"
+        body["error"] = {"code": 8, "message": stockout_message("us-central1")}
+        if ran:
+            body["startTime"] = body["updateTime"]
+        body["endTime"] = now_rfc3339()
+
+    em.store.update(job["name"], fail)
+    return str(job["name"])
+
+
+@pytest.mark.parametrize("ran", [False, True], ids=["never-ran", "ran"])
+def test_a_job_that_never_ran_ends_its_stream_without_a_last_read(
+    em: Emulator, monkeypatch: pytest.MonkeyPatch, ran: bool
+) -> None:
+    """A job that ended before it ran (no ``startTime``: refused capacity or quota while PENDING) had
+    no replica to write a line: the trigger's stream neither waits the settle window nor reads once
+    more before the event; a job that ran still gets both (the control). The operators' worker-slot
+    waits and the sensors skip their last read on the same test (``common.jobs.ever_ran``)."""
+    from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
+    from airflow_vertex_dist.triggers.log_stream import StartingLogStream
+
+    monkeypatch.setenv(SETTLE_ENV, "0")
+    finishes: list[float] = []
+    real_finish = StartingLogStream.finish
+
+    async def finish(self: StartingLogStream, timeout: float) -> None:
+        finishes.append(timeout)
+        await real_finish(self, timeout)
+
+    monkeypatch.setattr(StartingLogStream, "finish", finish)
+    name = _planted(em, ran=ran)
+    trigger = VertexJobTrigger(job_name=name, stream_logs="all", poll_interval=0.2)
+
+    async def first_event() -> dict[str, Any]:
+        async for event in trigger.run():
+            payload: dict[str, Any] = event.payload
+            return payload
+        raise AssertionError("no event")
+
+    event = asyncio.run(asyncio.wait_for(first_event(), timeout=60))
+    assert event["status"] == "error" and "Resources are insufficient" in event["message"]
+    assert len(finishes) == (1 if ran else 0)
