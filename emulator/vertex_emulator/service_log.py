@@ -98,7 +98,7 @@ class ServiceLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             records = RecordLog(str(self.path))
             try:
-                records.append("service", texts, **extra)
+                records.append("service", texts, fields=extra)
             finally:
                 records.close()
         except OSError as exc:

@@ -45,6 +45,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 
 __all__ = ["MAX_LINE_BYTES", "RecordLog", "descendants", "main"]
 
@@ -99,8 +100,15 @@ class RecordLog:
     def _locked(self) -> _Flock:
         return _Flock(self.fd)
 
-    def append(self, stream: str, texts: list[str], *, at: int | None = None, **extra: object) -> None:
-        """Append one record per text (``extra`` keys go into each record), under one lock, stamped
+    def append(
+        self,
+        stream: str,
+        texts: list[str],
+        *,
+        at: int | None = None,
+        fields: Mapping[str, object] | None = None,
+    ) -> None:
+        """Append one record per text (``fields`` go into each record), under one lock, stamped
         ``at`` (ns since the epoch: when the caller read them) or now, and after the file's last record."""
         if not texts:
             return
@@ -109,7 +117,7 @@ class RecordLog:
             out: list[str] = []
             for text in texts:
                 self.last = stamp = max(now, self.last + 1)
-                record = {"t": stamp, "s": stream, "m": text, **extra}
+                record = {"t": stamp, "s": stream, "m": text, **(fields or {})}
                 out.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             data = "".join(out).encode("utf-8", errors="replace")
             while data:
