@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,13 +48,25 @@ def tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+#: how long an install waits for another to release dpkg's lock
+APT_LOCK_WAIT_S = 900
+
+
 def apt_install(package: str) -> None:
     """Install a distribution package with apt-get, when we are root and have apt-get (else nothing:
     the caller then reports what is missing)."""
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-q"], check=False, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", package], check=True, env=env, capture_output=True)
+        # make test's stack jobs start at once and each may install a package (PostgreSQL, Redis,
+        # Chromium): dpkg takes one at a time, so the others wait for its lock (apt-get's own wait, and
+        # ours for the test processes) instead of failing with "Could not get lock".
+        wait = ["-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"]
+        with open(Path(tempfile.gettempdir()) / "airflow-vertex-dist-apt.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            subprocess.run(["apt-get", *wait, "update", "-q"], check=False, env=env, capture_output=True)
+            subprocess.run(
+                ["apt-get", *wait, "install", "-y", "-q", package], check=True, env=env, capture_output=True
+            )
 
 
 def postgres_bin_dir() -> Path:
