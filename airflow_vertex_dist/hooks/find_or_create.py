@@ -3,8 +3,9 @@
 The JobService has no request id, so a retried or concurrent try would otherwise make a second billed
 job. ``find_or_create`` looks the task's jobs up by label (the run's labels plus the spec's
 fingerprint and the try's retry budget), re-attaches, fails or recreates (``if_exists``), and after
-its Create converges concurrent callers on one live job. It runs on any hook with the calls of
-``JobsApi`` (``find_or_create``).
+its Create converges concurrent callers on one live job. A task instance's first try skips the
+look-up before its Create (``first_try``: it has nothing to find) but never the one after it. It
+runs on any hook with the calls of ``JobsApi`` (``find_or_create``).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def find_or_create(
     if_exists: IfExists = "reattach",
     retry_budget: str | None = None,
     cancel_earlier: bool = True,
+    first_try: bool = False,
 ) -> tuple[Job, bool]:
     """Return ``(job, created)``: this task's live or succeeded job, or a new one.
 
@@ -132,6 +134,18 @@ def find_or_create(
     unfinished jobs again and, when there is more than one, keeps the oldest (by ``createTime``,
     then name: the same choice in every caller) and cancels the others; every caller returns the
     kept job (``created`` is then true only for the caller that made it).
+
+    ``first_try`` is the caller's word that no earlier try of this task instance ran, so none can have
+    made a job: Airflow's first try of a task instance, in its ``execute`` (not resumed from a
+    deferral), in a scheduled, backfill or asset run (``JobAttachingOperator._first_try`` says why
+    nothing else can be). With ``if_exists="reattach"`` the look-up before the Create is then skipped
+    (one List call less; ``fail`` and ``recreate`` keep it), and the one after it lists every job of
+    the run, not only this budget's: it converges as above, and does what the look-up would have done
+    with the rest (another fingerprint's jobs logged and left alone, an earlier budget's unfinished
+    ones cancelled with ``cancel_earlier``). A live job of this budget that was there before -- only a
+    deleted DAG run made again with the same run id can have left one -- is kept over the new one,
+    which is cancelled; one that succeeded is not re-attached to. A try that may have run before (a
+    retry, a cleared task, a resumed deferral) must not pass it.
     """
     job_kind = check_kind(kind)
     check_if_exists(if_exists)
@@ -140,19 +154,14 @@ def find_or_create(
     if retry_budget is not None:
         task_labels[BUDGET_LABEL] = retry_budget
     merged = merge_labels(body.get("labels"), task_labels, field="body.labels")
+    if first_try and if_exists == "reattach":
+        created = hook.create_job(job_kind, {**body, "labels": merged})
+        mine, earlier = _task_jobs(hook, job_kind, labels, body, retry_budget, created=str(created["name"]))
+        skip = _earlier_budgets(hook, earlier, cancel_earlier)
+        live = [job for job in mine if job_state(job) in LIVE_STATES and job["name"] not in skip]
+        return _keep_oldest(hook, live, created)
     mine, earlier = _task_jobs(hook, job_kind, labels, body, retry_budget)
-    skip: set[str] = set()
-    if earlier:
-        if cancel_earlier:
-            skip = _cancel_active(hook, earlier, "made by a try before the task was cleared")
-        else:
-            for job in earlier:
-                hook.log.info(
-                    "Leaving %s (%s), made by a try before the task was cleared, alone "
-                    "(cancel_earlier=False)",
-                    job["name"],
-                    short_state(job_state(job)),
-                )
+    skip = _earlier_budgets(hook, earlier, cancel_earlier)
     if mine:
         if if_exists == "reattach":
             job = adoptable(mine)
@@ -180,11 +189,32 @@ def _runs_body(hook: JobsApi, kind: JobKind, job: Job, body: dict[str, Any]) -> 
     return differs is None
 
 
+def _earlier_budgets(hook: JobsApi, earlier: list[Job], cancel_earlier: bool) -> set[str]:
+    """Cancel (``cancel_earlier``) or leave the unfinished jobs of earlier budgets; the names of those
+    sent a Cancel."""
+    if cancel_earlier:
+        return _cancel_active(hook, earlier, "made by a try before the task was cleared")
+    for job in earlier:
+        hook.log.info(
+            "Leaving %s (%s), made by a try before the task was cleared, alone (cancel_earlier=False)",
+            job["name"],
+            short_state(job_state(job)),
+        )
+    return set()
+
+
 def _task_jobs(
-    hook: JobsApi, kind: JobKind, labels: dict[str, str], body: dict[str, Any], budget: str | None
+    hook: JobsApi,
+    kind: JobKind,
+    labels: dict[str, str],
+    body: dict[str, Any],
+    budget: str | None,
+    *,
+    created: str | None = None,
 ) -> tuple[list[Job], list[Job]]:
     """The run's re-attachable jobs that run ``body``: ``(of this budget, of earlier ones)``.
-    Jobs with another fingerprint, or whose spec is not ``body``'s, are logged, not returned."""
+    Jobs with another fingerprint, or whose spec is not ``body``'s, are logged, not returned; the job
+    named ``created`` (this call's own, made from ``body``) is not compared."""
     fingerprint = spec_fingerprint(body)
     mine: list[Job] = []
     earlier: list[Job] = []
@@ -204,7 +234,7 @@ def _task_jobs(
                 theirs,
                 fingerprint,
             )
-        elif not _runs_body(hook, kind, job, body):
+        elif job["name"] != created and not _runs_body(hook, kind, job, body):
             continue
         elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
             mine.append(job)
@@ -231,6 +261,15 @@ def _converge(
         and job["name"] not in skip
         and (job["name"] == created["name"] or _runs_body(hook, kind, job, body))
     ]
+    return _keep_oldest(hook, live, created)
+
+
+def _keep_oldest(hook: JobsApi, live: list[Job], created: Job) -> tuple[Job, bool]:
+    """Of the task's unfinished jobs ``live`` (after ``created`` was made): keep the oldest and cancel
+    the others; the kept job, and whether it is ``created``. ``created`` counts even when the List
+    did not show it yet."""
+    if job_state(created) in LIVE_STATES and all(job["name"] != created["name"] for job in live):
+        live = [*live, created]
     if len(live) <= 1:
         return created, True
     keep, *others = sorted(live, key=_age)

@@ -229,6 +229,7 @@ class VertexJobsHook(VertexHookBase):
         if_exists: IfExists = "reattach",
         retry_budget: str | None = None,
         cancel_earlier: bool = True,
+        first_try: bool = False,
     ) -> tuple[Job, bool]:
         """Return ``(job, created)``: this task's live or succeeded job, or a new one; the rules are
         ``find_or_create``'s."""
@@ -240,6 +241,7 @@ class VertexJobsHook(VertexHookBase):
             if_exists=if_exists,
             retry_budget=retry_budget,
             cancel_earlier=cancel_earlier,
+            first_try=first_try,
         )
 
 

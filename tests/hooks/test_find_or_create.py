@@ -5,7 +5,10 @@
 * A job of another retry budget (a try before the task was cleared) is never adopted: a clear runs
   the task again; its unfinished job is cancelled, or left alone with ``cancel_earlier=False``.
 * 50 concurrent callers with the same run labels end with exactly one live job, and every caller
-  returns that job.
+  returns that job, whether they look up first or not (``first_try``).
+* A first try (``first_try``) makes one Create and one List: no look-up before its Create; what that
+  look-up would have found, the List after it still handles. A retry looks up first and re-attaches
+  without a Create.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.connection import RetryPolicy
-from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES
+from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES, JobAlreadyExistsError
 from airflow_vertex_dist.hooks.labels import run_labels, spec_fingerprint
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from vertex_emulator import testing
@@ -178,12 +181,15 @@ def test_a_job_of_an_earlier_retry_budget_is_not_adopted(
         _cancel_all(hook, labels)
 
 
+@pytest.mark.parametrize("first_tries", ["none", "half", "all"])
 def test_fifty_concurrent_callers_converge_on_one_live_job(
-    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+    em: Emulator, grpc_conn: str, queued: Callable[[], None], first_tries: str
 ) -> None:
     """Two copies of one task instance (a zombie and its retry) may call find_or_create at once: List
-    then Create has no request id, and before convergence 50 callers made 12 live jobs."""
-    labels = _labels("concurrent")
+    then Create has no request id, and before convergence 50 callers made 12 live jobs. A first try
+    (``first_try``: no look-up before its Create) converges all the same: with half the callers first
+    tries (the zombie is try 1), and with all of them (no caller looks up first)."""
+    labels = _labels(f"concurrent-{first_tries}")
     body = testing.container_job("concurrent", SLEEP)
     queued()
     callers = 50
@@ -192,16 +198,19 @@ def test_fifty_concurrent_callers_converge_on_one_live_job(
     errors: list[BaseException] = []
     before = em.call_counts().get("CreateCustomJob", 0)
 
-    def one() -> None:
+    def one(first_try: bool) -> None:
         try:
             with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
                 hook.get_conn()  # connect first, so the barrier lines up the calls themselves
                 barrier.wait(timeout=60)
-                results.append(hook.find_or_create("customJobs", body, labels=labels))
+                results.append(hook.find_or_create("customJobs", body, labels=labels, first_try=first_try))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=one) for _ in range(callers)]
+    def first(i: int) -> bool:  # whether caller i is a first try
+        return first_tries == "all" or (first_tries == "half" and i % 2 == 0)
+
+    threads = [threading.Thread(target=one, args=(first(i),)) for i in range(callers)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -217,8 +226,134 @@ def test_fifty_concurrent_callers_converge_on_one_live_job(
         assert returned == set(live)  # every caller reports the one kept job: none a cancelled one
         assert sum(created for _, created in results) == 1
         creates = em.call_counts()["CreateCustomJob"] - before
-        print(f"\n{callers} concurrent callers: {creates} Creates, {len(every)} jobs, 1 live")
+        print(f"\n{callers} concurrent callers ({first_tries} first tries): {creates} Creates, 1 live")
         _cancel_all(hook, labels)
+
+
+def _calls(em: Emulator, before: dict[str, int]) -> dict[str, int]:
+    """The JobService calls since ``before`` (``em.call_counts()``), zeros left out."""
+    now = em.call_counts()
+    return {k: now[k] - before.get(k, 0) for k in now if now[k] != before.get(k, 0)}
+
+
+def test_a_first_try_creates_without_a_look_up_and_a_retry_reattaches_without_a_create(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
+    """``first_try``: Create, then the one List that converges (no List before the Create). The retry of
+    the same budget does not pass it: it looks up first and re-attaches with no Create (a retry that
+    skipped its look-up would make a second job, billed until the List after it cancelled one)."""
+    labels = _labels("first-try")
+    body = testing.container_job("first-try", SLEEP)
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        before = em.call_counts()
+        job, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m1", first_try=True
+        )
+        assert created
+        assert _calls(em, before) == {"CreateCustomJob": 1, "ListCustomJobs": 1}
+        before = em.call_counts()
+        again, created = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m1")
+        assert (again["name"], created) == (job["name"], False)
+        assert _calls(em, before) == {"ListCustomJobs": 1}
+        # if_exists="fail" keeps its look-up even on a first try: it must refuse before creating
+        before = em.call_counts()
+        with pytest.raises(JobAlreadyExistsError):
+            hook.find_or_create(
+                "customJobs", body, labels=labels, retry_budget="m1", if_exists="fail", first_try=True
+            )
+        assert _calls(em, before) == {"ListCustomJobs": 1}
+        _cancel_all(hook, labels)
+
+
+def test_a_first_try_still_handles_what_its_skipped_look_up_would_have_found(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Only a deleted DAG run re-created with the same run id has jobs before its first try. The List
+    after the first try's Create sees them: the live job of this budget is kept (the new one is
+    cancelled and the call re-attaches), an earlier budget's unfinished job is cancelled, another
+    spec's job is logged and left alone."""
+    labels = _labels("first-try-after-a-deleted-run")
+    body = testing.container_job("first-try", SLEEP)
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        same, _ = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m0")
+        earlier, _ = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m3", cancel_earlier=False
+        )
+        foreign, _ = hook.find_or_create(
+            "customJobs", testing.container_job("theirs", SLEEP), labels=labels, retry_budget="m0"
+        )
+        capfd.readouterr()
+        before = em.call_counts()
+        job, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m0", first_try=True
+        )
+        assert (job["name"], created) == (same["name"], False)
+        assert _calls(em, before) == {"CreateCustomJob": 1, "ListCustomJobs": 1, "CancelCustomJob": 2}
+        live = [j["name"] for j in hook.find_jobs("customJobs", labels) if j["state"] in LIVE_STATES]
+        assert sorted(live) == sorted([same["name"], foreign["name"]])
+        assert hook.get_job(earlier["name"])["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+        out, err = capfd.readouterr()
+        assert f"Not adopting {foreign['name']} (QUEUED)" in out + err
+        assert (
+            f"Cancelling {earlier['name']} (QUEUED): made by a try before the task was cleared" in out + err
+        )
+        _cancel_all(hook, labels)
+
+
+class _LaggingList:
+    """A JobsApi whose List does not show the job the call just created yet (a List lagging its
+    Create), while another caller's older live job of the task is there, made after the call's own
+    look-up (``looks_up``: that look-up, when the call makes one, finds nothing)."""
+
+    def __init__(self, body: dict[str, Any], labels: dict[str, str], looks_up: bool) -> None:
+        import logging
+
+        self.log = logging.getLogger("lagging-list")
+        self.other = {
+            **body,
+            "name": "projects/p/locations/l/customJobs/1",
+            "state": "JOB_STATE_QUEUED",
+            "createTime": "2026-12-01T00:00:00Z",
+            "labels": {**labels, "airflow-spec": spec_fingerprint(body), "airflow-budget": "m0"},
+        }
+        self.empty_lists = 1 if looks_up else 0
+        self.cancelled: list[str] = []
+
+    def find_jobs(self, kind: str, labels: dict[str, str]) -> list[Any]:
+        if self.empty_lists:
+            self.empty_lists -= 1
+            return []
+        return [self.other]
+
+    def create_job(self, kind: str, body: dict[str, Any]) -> Any:
+        created = "2026-12-01T00:00:05Z"
+        return {
+            **body,
+            "name": "projects/p/locations/l/customJobs/2",
+            "state": "JOB_STATE_QUEUED",
+            "createTime": created,
+        }
+
+    def cancel_job(self, name: str) -> None:
+        self.cancelled.append(name)
+
+
+@pytest.mark.parametrize("first_try", [False, True])
+def test_the_own_job_counts_when_the_list_after_the_create_does_not_show_it_yet(first_try: bool) -> None:
+    """The kept job is the oldest of the listed ones and the call's own: with an older live job listed
+    and its own not yet, the call cancels its own and returns the older one."""
+    from airflow_vertex_dist.hooks.find_or_create import find_or_create
+
+    body = testing.container_job("lagging", SLEEP)
+    labels = _labels("lagging")
+    hook = _LaggingList(body, labels, looks_up=not first_try)
+    job, created = find_or_create(
+        hook, "customJobs", body, labels=labels, retry_budget="m0", first_try=first_try
+    )
+    assert (job["name"], created) == (hook.other["name"], False)
+    assert hook.cancelled == ["projects/p/locations/l/customJobs/2"]
 
 
 def test_lost_create_answers_make_no_duplicate(
