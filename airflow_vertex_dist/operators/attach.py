@@ -33,10 +33,14 @@ if TYPE_CHECKING:
     from airflow_vertex_dist.hooks.job_types import Job
     from airflow_vertex_dist.operators.output_types import JobLink
 
-__all__ = ["STATE_KEY", "JobAttachingOperator"]
+__all__ = ["FIRST_TRY_RUN_TYPES", "STATE_KEY", "JobAttachingOperator"]
 
 #: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
 STATE_KEY = "vertex_job_name"
+
+#: The DAG run types whose try 1 skips find-or-create's look-up (``JobAttachingOperator._first_try``):
+#: their run ids are made by Airflow, once. Not ``manual`` nor ``operator_triggered``: a caller's id.
+FIRST_TRY_RUN_TYPES = frozenset({"scheduled", "backfill", "asset_triggered", "asset_materialization"})
 
 
 class JobAttachingOperator(VertexBaseOperator):
@@ -69,6 +73,27 @@ class JobAttachingOperator(VertexBaseOperator):
         ``None`` when the task instance does not say its ``max_tries``."""
         max_tries = getattr(context["ti"], "max_tries", None)
         return retry_budget(max_tries) if isinstance(max_tries, int) else None
+
+    def _first_try(self, context: Context) -> bool:
+        """Whether no earlier try of this task instance can have made a job: its first try, run for the
+        first time, in a run whose id was made once (``FIRST_TRY_RUN_TYPES``). Find-or-create then
+        skips its look-up before the Create (``first_try``).
+
+        ``attach_or_create`` runs in ``execute``, which Airflow never calls for a resumed deferral (the
+        task runner calls ``resume_execution`` instead), and Airflow 3 runs a try's ``execute`` once:
+        the scheduler adds one to ``try_number`` whenever it schedules a task instance again (a retry,
+        a clear; not a resumed deferral), each try gets a new task instance id
+        (``prepare_db_for_next_try``), and the execution API starts an id only from QUEUED or
+        RESTARTING, refusing (409) one already running or ended. A run deleted and made again with the
+        same run id starts at try 1 again, though: a manual run's id is its caller's choice, and
+        ``dag.test()`` deletes the run of its logical date and makes it again on every call, so a
+        manual (or operator-triggered) run always looks up first. Scheduled, backfill and asset runs
+        get their ids from Airflow, once; should one be deleted and made again all the same, the List
+        after the Create still adopts a live job of it (``find_or_create``)."""
+        ti = context["ti"]
+        run_type = getattr(context.get("dag_run"), "run_type", None)
+        run_type = getattr(run_type, "value", run_type)
+        return getattr(ti, "try_number", None) == 1 and run_type in FIRST_TRY_RUN_TYPES
 
     def _from_task_state(self, context: Context, body: dict[str, Any], budget: str | None) -> Job | None:
         """The job named in Airflow's task state, when it is this task's (same spec fingerprint, same
@@ -140,6 +165,7 @@ class JobAttachingOperator(VertexBaseOperator):
                 if_exists=self.if_exists,
                 retry_budget=budget,
                 cancel_earlier=self.cancel_on_kill,
+                first_try=self._first_try(context),
             )
             if created:
                 self.log.info("Created %s\n%s", job["name"], self.pools_table())
