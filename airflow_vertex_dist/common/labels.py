@@ -22,6 +22,7 @@ to ``MAX_LABEL_LENGTH``, the stricter 63, so they are valid under either reading
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 
@@ -55,7 +56,14 @@ def is_label_char(ch: str) -> bool:
     return ch in "_-" or unicodedata.category(ch) in _LETTER_CATEGORIES | _NUMBER_CATEGORIES
 
 
+#: Text of lowercase ASCII letters, digits, ``_`` and ``-`` only: valid throughout, no character to
+#: look up (the labels the provider writes, and most others, are such text).
+_ASCII_LABEL_TEXT = re.compile(r"[a-z0-9_\-]*")
+
+
 def _bad_chars(text: str) -> str:
+    if _ASCII_LABEL_TEXT.fullmatch(text):
+        return ""
     return "".join(dict.fromkeys(ch for ch in text if not is_label_char(ch)))
 
 

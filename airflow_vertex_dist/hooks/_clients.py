@@ -29,7 +29,7 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio imp
     JobServiceGrpcAsyncIOTransport,
 )
 from google.cloud.aiplatform_v1.services.job_service.transports.rest import JobServiceRestTransport
-from google.protobuf import field_mask_pb2
+from google.protobuf import field_mask_pb2, json_format
 
 from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.common.version import DISTRIBUTION, package_version
@@ -259,14 +259,13 @@ def job_from_dict(kind: JobKind, body: dict[str, Any]) -> Any:
 
 
 def job_to_dict(message: Any) -> dict[str, Any]:
-    """A v1 message as its REST JSON: camelCase keys, enum names, default values omitted."""
-    text = type(message).to_json(
-        message,
+    """A v1 message as its REST JSON: camelCase keys, enum names, default values omitted (what
+    ``to_json`` writes, built directly rather than written and read back)."""
+    result: dict[str, Any] = json_format.MessageToDict(
+        type(message).pb(message),
         use_integers_for_enums=False,
-        indent=None,
         always_print_fields_with_no_presence=False,
     )
-    result: dict[str, Any] = json.loads(text)
     return result
 
 
