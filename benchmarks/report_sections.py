@@ -322,7 +322,10 @@ def backfill_section(backfill: list[BackfillResult], goals: Goals) -> list[str]:
     add(
         "R runs of the seed's Reduction Server training task submitted at once from a thread pool, one "
         "hook per submission (as each task process has its own), then the same R again as every task's "
-        "retry. Ours: `VertexJobsHook.find_or_create` with the run's labels. Anchor: the provider's "
+        "retry. Ours: `VertexJobsHook.find_or_create` with the run's labels, the first wave with "
+        "`first_try=True` as the operators pass it on try 1 of a scheduled, backfill or asset run (a "
+        "Create, then the List that makes concurrent tries converge), the retry wave without it (the "
+        "List that finds the job to re-attach to). Anchor: the provider's "
         "`CustomJobHook.create_custom_job`, which its `CreateCustomJobOperator` calls on every try. "
         "The jobs stay QUEUED (no replica processes). Duplicates: jobs beyond one per run."
     )

@@ -51,12 +51,17 @@ def instances(dr: Any, task_id: str) -> dict[int, tuple[str, Any]]:
 
     with create_session() as session:
         tis = session.scalars(
-            select(TaskInstance).where(TaskInstance.run_id == dr.run_id, TaskInstance.task_id == task_id)
+            select(TaskInstance).where(
+                TaskInstance.dag_id == dr.dag_id,  # other tests' runs can have the same run id
+                TaskInstance.run_id == dr.run_id,
+                TaskInstance.task_id == task_id,
+            )
         ).all()
         out = {}
         for ti in tis:
             value = session.scalar(
                 select(XComModel.value).where(
+                    XComModel.dag_id == dr.dag_id,
                     XComModel.run_id == dr.run_id,
                     XComModel.task_id == task_id,
                     XComModel.map_index == ti.map_index,
