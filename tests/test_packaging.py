@@ -108,6 +108,17 @@ def test_the_license_file_ships_and_matches_the_declared_license(built: tuple[Pa
         assert any(m.name.count("/") == 1 and m.name.endswith("/LICENSE") for m in tf.getmembers())
 
 
+def test_the_sdist_holds_no_virtualenv_and_no_local_results(built: tuple[Path, Path]) -> None:
+    """What git ignores stays out of the sdist, the nested ignore files included (hatchling reads only
+    the root one): a checkout where ``make bench`` ran holds the anchor's virtualenv under benchmarks/."""
+    with tarfile.open(built[1]) as tf:
+        names = [m.name.split("/", 1)[-1] for m in tf.getmembers()]
+    assert not [n for n in names if n.endswith("pyvenv.cfg") or "/site-packages/" in n]
+    assert not [n for n in names if n.startswith(("benchmarks/results/", ".venv", ".nox/"))]
+    ignored = (ROOT / "benchmarks" / ".gitignore").read_text().split()
+    assert ".venv-anchor/" in ignored and "results/" in ignored  # what the sdist's exclude mirrors
+
+
 def test_the_wheel_holds_the_package_only_and_no_demo(built: tuple[Path, Path]) -> None:
     """The demo runs the checkout's dags/ folder, so it lives in scripts/ and is not installed."""
     names, _ = _wheel_metadata(wheel=built[0])
