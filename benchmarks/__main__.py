@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchmarks.before_after import with_before_and_after
 from benchmarks.runner import BENCH_DIR
 
 DEFAULT_ANCHOR = BENCH_DIR / ".venv-anchor" / "bin" / "python"
@@ -113,6 +114,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", type=Path, help="raw results as JSON (default: benchmarks/results/<report>.json)")
     p.add_argument("--from-json", type=Path, help="only render the report again from a run's raw results")
     p.add_argument(
+        "--before",
+        type=Path,
+        help="the earlier report whose ratios the 'Before and after' section sets beside this run's "
+        "(default: the --out file as it was before this run; with --from-json: none unless given)",
+    )
+    p.add_argument(
         "--replace-sections",
         action="store_true",
         help="replace only the measured sections in the existing report (--out), keeping the rest "
@@ -121,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _rerender(raw_path: Path, out: Path) -> None:
+def _rerender(raw_path: Path, out: Path, before: str | None) -> None:
     """Render the report again from the raw results a run wrote beside it (no measuring)."""
     from benchmarks.backfill import BackfillResult
     from benchmarks.capacity import CapacityResult
@@ -141,6 +148,7 @@ def _rerender(raw_path: Path, out: Path) -> None:
         [LogStreamResult(**r) for r in raw.get("logs", [])],
         [CapacityResult(**r) for r in raw.get("capacity", [])],
     )
+    text = with_before_and_after(before, text)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
     _log(f"wrote {out} (from {raw_path})")
@@ -175,8 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     if args.from_json:
-        _rerender(args.from_json, out)
+        _rerender(args.from_json, out, args.before.read_text() if args.before else None)
         return 0
+    if args.before:
+        previous: str | None = args.before.read_text()
+    else:
+        previous = out.read_text() if out.exists() else None
 
     work = Path(tempfile.mkdtemp(prefix="avd-bench-"))
     # This process hosts the emulators and our hooks: give Airflow an isolated, throwaway home.
@@ -276,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         if args.replace_sections and out.exists():
             text = replace_sections(out.read_text(), text, [SECTION_HEADINGS[s] for s in sorted(only)])
+        else:
+            text = with_before_and_after(previous, text)
         out.write_text(text.rstrip("\n") + "\n")
         raw = {
             "info": dataclasses.asdict(info),
