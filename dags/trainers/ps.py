@@ -2,13 +2,16 @@
 
 Protocol: one JSON object per line each way, on a connection a trainer keeps open for the whole run.
 
-- ``{"op": "init", "values": [...]}`` -- rank 0 sets the shard's initial values (first one wins).
+- ``{"op": "init", "values": [...], "step": s}`` -- rank 0 sets the shard's initial values and the
+  step training starts from (``step``: 0 when left out; a resumed run gives its checkpoint's step);
+  the first one wins.
 - ``{"op": "pull"}`` -- the current values, once initialized: ``{"values": [...], "version": n}``.
 - ``{"op": "step", "rank": r, "step": s, "grad": [...], "lr": 0.1}`` -- trainer ``r``'s gradient for
   step ``s``. When every trainer's gradient for ``s`` is in, the server applies
   ``values -= lr * mean(grads)`` (summed in rank order, so a run is deterministic), and every waiting
   trainer gets the new ``{"values", "version"}``.
-- ``{"op": "done"}`` -- the primary says training is over: ``{"version": steps applied, "size": n}``;
+- ``{"op": "done"}`` -- the primary says training is over: ``{"version": the step reached,
+  "applied": steps this server applied, "size": n}`` (``version`` counts from the init's ``step``);
   the server stops once the other trainers have hung up (or after a grace period).
 
 A request that cannot be served gets ``{"error": "..."}`` and the client raises ``PsError``.
@@ -86,6 +89,7 @@ class ShardServer:
         self.timeout = timeout
         self.values: list[float] | None = None
         self.version = 0
+        self.first_step = 0  # the step the init said training starts from
         self._pending: dict[int, list[float]] = {}
         self._lrs: dict[int, float] = {}
         self._cond = threading.Condition()
@@ -142,14 +146,26 @@ class ShardServer:
         if op == "done":
             self.done.set()
             with self._cond:
-                return {"ok": True, "version": self.version, "size": len(self.values or ())}
+                return {
+                    "ok": True, "version": self.version, "applied": self.applied,
+                    "size": len(self.values or ()),
+                }  # fmt: skip
         raise PsError(f"op: must be init, pull, step or done (got {op!r})")
+
+    @property
+    def applied(self) -> int:
+        """Steps this server applied (from the init's ``step`` to ``version``)."""
+        return self.version - self.first_step
 
     def _init(self, request: dict[str, Any]) -> dict[str, Any]:
         values = _floats(request.get("values"), "init.values")
+        start = request.get("step", 0)
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+            raise PsError(f"init.step: must be a non-negative integer (got {start!r})")
         with self._cond:
             if self.values is None:
                 self.values = values
+                self.version = self.first_step = start
                 self._cond.notify_all()
             elif len(self.values) != len(values):
                 raise PsError(f"init.values: the shard has {len(self.values)} values (got {len(values)})")
@@ -263,8 +279,9 @@ class ShardClient:
             raise PsError(f"{self.address}: {reply['error']}")
         return reply
 
-    def init(self, values: Sequence[float]) -> None:
-        self.call({"op": "init", "values": list(values)})
+    def init(self, values: Sequence[float], step: int = 0) -> None:
+        """Set the shard's values and the step training starts from (rank 0; the first init wins)."""
+        self.call({"op": "init", "values": list(values), "step": step})
 
     def pull(self) -> list[float]:
         return [float(v) for v in self.call({"op": "pull"})["values"]]
@@ -274,7 +291,7 @@ class ShardClient:
         return [float(v) for v in reply["values"]]
 
     def done(self) -> dict[str, Any]:
-        """Tell the server training is over; its ``{"version", "size"}`` at that point."""
+        """Tell the server training is over; its ``{"version", "applied", "size"}`` at that point."""
         return self.call({"op": "done"})
 
     def close(self) -> None:

@@ -10,9 +10,15 @@ Run it in every pool of a job, with the same arguments; each replica takes its r
   the new weights;
 - without parameter servers the primary holds the weights itself and serves them at its own address;
   alone (no workers either) it trains by itself the same way;
-- after every epoch the primary writes a checkpoint to ``AIP_CHECKPOINT_DIR`` (``ckpt-<step>.json``);
-  the evaluator (workerpool3) scores each checkpoint on the evaluation rows (``eval-<step>.json``
-  beside it) and exits after the final one, which the primary waits for;
+- after every epoch the primary writes a checkpoint to ``AIP_CHECKPOINT_DIR`` (``ckpt-<step>.json``:
+  epoch, step, weights); the evaluator (workerpool3) scores each checkpoint on the evaluation rows
+  (``eval-<step>.json`` beside it; one scored before is not scored again) and exits once it has seen
+  the final one (epoch ``--epochs`` or later), whose score the primary waits for;
+- resume: every trainer starts from the newest checkpoint in ``AIP_CHECKPOINT_DIR`` (the same
+  directory after a preemption restart or a capacity rung change): training continues after its
+  epoch and step, from its weights; a checkpoint at ``--epochs`` or later means training is done, and
+  the primary writes the model from it. ``metrics.json`` says where the run resumed from, which epochs
+  it trained (``history``) and the step reached in total (``steps``);
 - at the end the primary writes ``model.json`` and ``metrics.json`` to ``AIP_MODEL_DIR`` and reports
   the evaluation metric with cloudml-hypertune (``--metric-id``; ``--metric`` picks accuracy or
   log_loss), so the same code serves a hyperparameter tuning study.
@@ -29,9 +35,11 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +50,21 @@ from trainers.linear import evaluate, gradient, size_for
 from trainers.metrics import report_metric
 from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds, wait_closed
 
-__all__ = ["main", "parse_args", "run"]
+__all__ = [
+    "Checkpoint",
+    "CheckpointError",
+    "checkpoint_names",
+    "is_final",
+    "latest_checkpoint",
+    "main",
+    "parse_args",
+    "read_checkpoint",
+    "run",
+]
 
 log = logging.getLogger("trainers.ps_trainer")
 METRICS = ("accuracy", "log_loss")
+_CKPT_RE = re.compile(r"ckpt-(\d+)\.json")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -91,6 +110,65 @@ def _checkpoint_dir(args: argparse.Namespace) -> str | None:
     return chosen or None
 
 
+# -- checkpoints --------------------------------------------------------------------------------
+
+
+class CheckpointError(ValueError):
+    """A checkpoint the trainers cannot use (the message names the file and the field)."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One ``ckpt-<step>.json``: the weights after ``step`` steps, at the end of epoch ``epoch``."""
+
+    name: str
+    epoch: int
+    step: int
+    weights: tuple[float, ...]
+
+
+def checkpoint_names(names: Iterable[str]) -> list[str]:
+    """The ``ckpt-<step>.json`` names among ``names``, oldest step first (by number, not by text)."""
+    found = [(int(m[1]), n) for n in names if (m := _CKPT_RE.fullmatch(n))]
+    return [n for _, n in sorted(found)]
+
+
+def read_checkpoint(ckpt_dir: str, name: str) -> Checkpoint:
+    try:
+        raw = json.loads(gcs.read_text(gcs.join(ckpt_dir, name)))
+    except ValueError as exc:
+        raise CheckpointError(f"{name}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{name}: must be a JSON object")
+    for key in ("epoch", "step"):
+        value = raw.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CheckpointError(f"{name}: {key} must be a non-negative integer (got {value!r})")
+    weights = raw.get("weights")
+    if not isinstance(weights, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in weights
+    ):
+        raise CheckpointError(f"{name}: weights must be a list of numbers")
+    return Checkpoint(name, raw["epoch"], raw["step"], tuple(float(v) for v in weights))
+
+
+def latest_checkpoint(ckpt_dir: str | None) -> Checkpoint | None:
+    """The newest checkpoint (highest step) in ``ckpt_dir``; None without a directory or a checkpoint."""
+    if ckpt_dir is None:
+        return None
+    names = checkpoint_names(gcs.list_dir(ckpt_dir))
+    return read_checkpoint(ckpt_dir, names[-1]) if names else None
+
+
+def is_final(epoch: int, epochs: int) -> bool:
+    """Whether a checkpoint at the end of ``epoch`` ends a run of ``epochs`` epochs: training is done.
+
+    Decided by the epoch, not by the checkpoint's own ``final`` flag, which an earlier, shorter run
+    (a smaller ``--epochs``) wrote into the same directory.
+    """
+    return epoch >= epochs
+
+
 def _data_dir(args: argparse.Namespace) -> str | None:
     """``--data-dir`` as a local directory (a ``gs://`` one is downloaded to ./data first)."""
     return str(gcs.fetch_dir(args.data_dir, Path("data"))) if args.data_dir else None
@@ -104,9 +182,9 @@ def run_parameter_server(spec: ClusterSpec, args: argparse.Namespace) -> dict[st
     log.info("%s serving a weight shard at %s for %d trainers", spec.key, spec.address, len(spec.trainers))
     server.done.wait()
     server.wait_idle(10.0)  # the trainers hang up after their last step
-    log.info("%s done after %d steps", spec.key, server.version)
+    log.info("%s done after %d steps (at step %d)", spec.key, server.applied, server.version)
     server.stop()  # the port closes: the primary sees this server has stopped
-    return {"role": "parameter_server", "steps": server.version}
+    return {"role": "parameter_server", "steps": server.version, "applied": server.applied}
 
 
 # -- trainers -----------------------------------------------------------------------------------
@@ -131,6 +209,20 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
         data_dir, rows=args.rows, features=args.features, seed=args.seed, eval_fraction=args.eval_fraction
     )
     size = size_for(train.width)
+    # Every trainer (the workers too: synchronous SGD needs them to agree on the step numbers) resumes
+    # from the newest checkpoint when it starts, and they all read the same one: the primary writes a
+    # checkpoint only after the last step of an epoch, and a step ends only once every trainer has sent
+    # its gradient for it, which a trainer does only after this read. So no checkpoint of this run can
+    # appear before every trainer has read the directory (and no earlier run writes any more: a restarted
+    # or retried job starts once the replicas before it have stopped).
+    ckpt_dir = _checkpoint_dir(args)
+    resume = latest_checkpoint(ckpt_dir)
+    if resume is not None and len(resume.weights) != size:
+        raise CheckpointError(
+            f"{resume.name}: {len(resume.weights)} weights, the model has {size} ({train.width} features)"
+        )
+    start_epoch = resume.epoch if resume is not None else 0
+    start_step = resume.step if resume is not None else 0
     shards = spec.parameter_servers
     own_server: ShardServer | None = None
     if not shards:  # the primary holds the weights and serves them at its own address
@@ -145,20 +237,32 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
         "%s is trainer %d of %d; %d train rows (%d on this shard), weights on %s",
         spec.key, rank, world, len(train), len(train.shard(rank, world)), ", ".join(shards),
     )  # fmt: skip
+    # every trainer runs the same number of steps (synchronous SGD): enough for the largest shard
+    steps_per_epoch = max(1, math.ceil(math.ceil(len(train) / world) / args.batch_size))
+    if resume is not None:
+        log.info("resuming from %s (epoch %d, step %d)", resume.name, resume.epoch, resume.step)
+        if resume.step != resume.epoch * steps_per_epoch:
+            log.warning(
+                "%s: step %d is not %d epochs of %d steps (another batch size, dataset or cluster?); "
+                "counting on from step %d", resume.name, resume.step, resume.epoch, steps_per_epoch,
+                resume.step,
+            )  # fmt: skip
+        if is_final(resume.epoch, args.epochs):
+            log.info(
+                "training is done: %s is at epoch %d of --epochs %d", resume.name, resume.epoch, args.epochs
+            )
     if rank == 0:
+        initial = list(resume.weights) if resume is not None else [0.0] * size
         for client, (lo, hi) in zip(clients, bounds, strict=True):
-            client.init([0.0] * (hi - lo))
+            client.init(initial[lo:hi], start_step)
     weights = [v for c in clients for v in c.pull()]
     mine = train.shard(rank, world)
     if not len(mine):
         raise DatasetError(f"trainer {rank} has no rows: {len(train)} train rows for {world} trainers")
-    # every trainer runs the same number of steps (synchronous SGD): enough for the largest shard
-    steps_per_epoch = max(1, math.ceil(math.ceil(len(train) / world) / args.batch_size))
-    ckpt_dir = _checkpoint_dir(args) if rank == 0 else None
-    step = 0
-    history: list[dict[str, Any]] = []
+    step = start_step
+    history: list[dict[str, Any]] = []  # the epochs this run trained
     started = time.monotonic()
-    for epoch in range(args.epochs):
+    for epoch in range(start_epoch, args.epochs):
         for xs, ys in _batches(mine, args.batch_size, steps_per_epoch, epoch):
             grad = gradient(weights, xs, ys, args.l2)
             weights = []
@@ -169,7 +273,7 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
             scores = evaluate(weights, evaluation)
             history.append({"epoch": epoch + 1, "step": step, **scores})
             log.info("epoch %d step %d: %s", epoch + 1, step, scores)
-            final = epoch + 1 == args.epochs
+            final = is_final(epoch + 1, args.epochs)
             report_metric(args.metric_id, scores[args.metric], step)
             if ckpt_dir is not None:
                 gcs.write_json(
@@ -181,10 +285,12 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
     if rank != 0:
         for client in clients:
             client.close()
-        log.info("%s finished %d steps in %.2fs", spec.key, step, elapsed)
-        return {"role": "worker", "rank": rank, "steps": step}
+        log.info("%s finished at step %d (%d this run) in %.2fs", spec.key, step, step - start_step, elapsed)
+        return {"role": "worker", "rank": rank, "steps": step, "steps_run": step - start_step}
 
     scores = evaluate(weights, evaluation)
+    if not history:  # done already (resumed from the final checkpoint): report the model's metric once
+        report_metric(args.metric_id, scores[args.metric], step)
     evaluator = _wait_for_evaluator(spec, ckpt_dir, step, args.eval_timeout)
     model_dir = args.model_dir or os.environ.get("AIP_MODEL_DIR") or "model"
     model = {
@@ -207,6 +313,12 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
         "train_rows": len(train),
         "eval_rows": len(evaluation),
         "steps": step,
+        "steps_run": step - start_step,
+        "resumed_from": (
+            None
+            if resume is None
+            else {"checkpoint": resume.name, "epoch": resume.epoch, "step": resume.step}
+        ),
         "seconds": round(elapsed, 3),
         "history": history,
         "evaluator": evaluator,
@@ -216,7 +328,10 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
     for client in clients:
         if spec.parameter_servers:  # each server's own count of the steps it applied
             reply = client.done()
-            servers.append({"address": client.address, "steps": reply["version"], "size": reply["size"]})
+            servers.append(
+                {"address": client.address, "steps": reply["version"], "applied": reply["applied"],
+                 "size": reply["size"]}
+            )  # fmt: skip
         client.close()
     metrics["parameter_servers"] = servers
     for address in spec.parameter_servers:  # let them exit on their own before the job ends
@@ -262,23 +377,34 @@ def run_evaluator(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]
     )
     log.info("%s scoring checkpoints in %s on %d rows", spec.key, ckpt_dir, len(evaluation))
     deadline = time.monotonic() + args.eval_timeout + args.connect_timeout
-    scored: set[str] = set()
+    seen: set[str] = set()
+    scored = already = 0
     while True:
-        found = [n for n in gcs.list_dir(ckpt_dir) if n.startswith("ckpt-") and n.endswith(".json")]
-        for name in found:
-            if name in scored:
+        final: Checkpoint | None = None
+        for name in checkpoint_names(gcs.list_dir(ckpt_dir)):
+            if name in seen:
                 continue
-            ckpt = json.loads(gcs.read_text(gcs.join(ckpt_dir, name)))
-            scores = evaluate(ckpt["weights"], evaluation)
-            result = {"checkpoint": name, "step": ckpt["step"], "evaluator": spec.key, **scores}
-            gcs.write_json(gcs.join(ckpt_dir, f"eval-{ckpt['step']:08d}.json"), result)
-            scored.add(name)
-            log.info("%s step %d: %s", name, ckpt["step"], scores)
-            if ckpt.get("final"):
-                return {"role": "evaluator", "checkpoints": len(scored), **scores}
+            ckpt = read_checkpoint(ckpt_dir, name)
+            seen.add(name)
+            if is_final(ckpt.epoch, args.epochs):
+                final = ckpt
+            uri = gcs.join(ckpt_dir, f"eval-{ckpt.step:08d}.json")
+            if gcs.exists(uri):  # scored before a restart of the job, or by an earlier run
+                already += 1
+                log.info("%s step %d: scored already", name, ckpt.step)
+                continue
+            scores = evaluate(ckpt.weights, evaluation)
+            result = {"checkpoint": name, "step": ckpt.step, "evaluator": spec.key, **scores}
+            gcs.write_json(uri, result)
+            scored += 1
+            log.info("%s step %d: %s", name, ckpt.step, scores)
             deadline = time.monotonic() + args.eval_timeout  # progress: restart the clock
+        if final is not None:  # every checkpoint listed so far is handled, the final one too
+            return {"role": "evaluator", "checkpoints": scored, "scored_before": already, "final": final.name}
         if time.monotonic() > deadline:
-            raise TimeoutError(f"no final checkpoint in {ckpt_dir} (scored {len(scored)})")
+            raise TimeoutError(
+                f"no final checkpoint in {ckpt_dir} (scored {scored}, {already} scored before)"
+            )
         time.sleep(0.1)
 
 
@@ -305,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("ps_trainer (from %s) starting as %s", Path(__file__).parent, spec.key)
     try:
         run(args, spec)
-    except (ClusterSpecError, DatasetError, PsError, TimeoutError) as exc:
+    except (CheckpointError, ClusterSpecError, DatasetError, PsError, TimeoutError) as exc:
         log.error("%s", exc)
         return 1
     return 0

@@ -1,10 +1,13 @@
 """The parameter-server trainer as real replica processes on the emulator: full PS layout, primary
-with workers and no parameter servers, a lone primary from a python package sdist, a tuning study."""
+with workers and no parameter servers, a lone primary from a python package sdist, a tuning study, a
+Spot preemption after which the restarted job resumes from its checkpoint."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +27,13 @@ from airflow_vertex_dist.specs import (
     Machine,
     Metric,
     PythonPackage,
+    Scheduling,
     Study,
     WorkerPool,
 )
+from tests.emulator.capacity_support import admin
+from tests.polling import poll_until
+from vertex_emulator.config import Capacity
 
 pytestmark = pytest.mark.slow
 
@@ -236,3 +243,101 @@ def test_tuning_study_over_the_learning_rate(tmp_path: Path) -> None:
     assert sorted(seen) == sorted(rates)
     assert max(seen.values()) > 0.85
     assert seen[0.01] < seen[0.5]  # a learning rate that is too small learns less in the same steps
+
+
+# A worker running the example trainer, held the way a VM is taken back: on its first start it stops
+# before its gradient for step HOLD_AT (the first step of epoch 3), so epoch 2's checkpoint is the
+# newest until the test preempts the job; started again after the preemption (HOLD_FLAG exists), it
+# runs as it is.
+HOLD = """
+import os, sys, time
+from trainers import ps, ps_trainer
+hold, at = not os.path.exists(os.environ["HOLD_FLAG"]), int(os.environ["HOLD_AT"])
+step = ps.ShardClient.step
+def held(self, rank, n, grad, lr):
+    if hold and n == at:
+        time.sleep(120)
+        sys.exit("not preempted")
+    return step(self, rank, n, grad, lr)
+ps.ShardClient.step = held
+sys.exit(ps_trainer.main(sys.argv[1:]))
+"""
+
+
+def test_a_preempted_spot_job_resumes_from_its_checkpoint_and_repeats_no_step(tmp_path: Path) -> None:
+    """Primary + worker + 2 parameter servers + evaluator on Spot VMs, preempted after epoch 2: the
+    emulator restarts the whole job (same AIP_CHECKPOINT_DIR), every replica resumes from epoch 2's
+    checkpoint and the job trains epochs 3-4 only, ending with a fresh 4-epoch run's weights."""
+    flag = tmp_path / "preempted"
+    steps_per_epoch = math.ceil(math.ceil(1200 / 2) / 32)  # 1200 train rows, 2 trainers, batch 32
+    at = 2 * steps_per_epoch
+    worker = WorkerPool(
+        machine=Machine(machine_type="n1-standard-4"),
+        container=Container(
+            image_uri="python:3.11",
+            command=(sys.executable, "-c", HOLD),
+            args=ARGS,
+            env={"PYTHONPATH": str(h.DAGS_DIR), "HOLD_FLAG": str(flag), "HOLD_AT": str(at)},
+        ),
+    )
+    job = DistributedTrainingJob(
+        display_name="ps-spot",
+        primary=pool(),
+        workers=worker,
+        parameter_servers=pool(2),
+        evaluators=pool(1),
+        base_output_directory="gs://bkt/spot",
+        scheduling=Scheduling(strategy="SPOT"),
+    )
+    with h.emulator_and_client(tmp_path, capacity=Capacity(spot_notice_s=1.0)) as (em, client):
+        ckpts = em.config.gcs_root / "bkt" / "spot" / "checkpoints"
+        name = h.submit(client, job.to_api())
+        poll_until(
+            lambda: (ckpts / f"eval-{at:08d}.json").exists(), timeout=90, interval=0.05,
+            what="epoch 2's checkpoint, scored",
+        )  # fmt: skip
+        first = files(ckpts)
+        names = [f"{kind}-{s:08d}.json" for kind in ("ckpt", "eval") for s in (steps_per_epoch, at)]
+        assert sorted(first) == names  # the worker holds epoch 3: nothing after epoch 2
+        flag.touch()
+        assert admin(em, "POST", "/emulator/capacity/preempt", {"job": name})[0] == 200
+        h.finish(em, name, timeout=120)
+        logs = h.job_logs(em, name)
+    replicas = json.loads((logs / "replicas.json").read_text())
+    assert {key: r["restarts"] for key, r in replicas.items()} == dict.fromkeys(replicas, 1)
+    out = em.config.gcs_root / "bkt" / "spot"
+    metrics = json.loads((out / "model" / "metrics.json").read_text())
+    model = json.loads((out / "model" / "model.json").read_text())
+    steps = EPOCHS * steps_per_epoch
+    # the restarted job trained epochs 3 and 4 only, on from epoch 2's checkpoint
+    assert metrics["resumed_from"] == {"checkpoint": f"ckpt-{at:08d}.json", "epoch": 2, "step": at}
+    assert [(e["epoch"], e["step"]) for e in metrics["history"]] == [(3, at + steps_per_epoch), (4, steps)]
+    assert metrics["steps"] == model["steps"] == steps and metrics["steps_run"] == steps - at
+    # each parameter server started at step `at` and applied only the steps after it
+    assert [(s["steps"], s["applied"]) for s in metrics["parameter_servers"]] == [(steps, steps - at)] * 2
+    # the same weights as one uninterrupted 4-epoch run: no step repeated, none lost
+    expected = reference_weights(trainers=2, shards=2, lr=0.5, epochs=EPOCHS, rows=1500, seed=7)
+    assert [*model["weights"], model["bias"]] == expected
+    # across both starts, the primary logged each epoch once
+    primary = (logs / "workerpool0-0.log").read_text()
+    epochs = [(int(e), int(s)) for e, s in re.findall(r"epoch (\d+) step (\d+):", primary)]
+    assert epochs == [(e, e * steps_per_epoch) for e in range(1, EPOCHS + 1)]
+    assert f"resuming from ckpt-{at:08d}.json (epoch 2, step {at})" in primary
+    assert f"finished at step {steps} ({steps - at} this run)" in (logs / "workerpool1-0.log").read_text()
+    # the evaluator scored epochs 1-2 before the preemption and did not score them again
+    last = files(ckpts)
+    assert {n: last[n] for n in first} == first
+    assert sorted(last) == [
+        f"{kind}-{e * steps_per_epoch:08d}.json" for kind in ("ckpt", "eval") for e in (1, 2, 3, 4)
+    ]
+    assert metrics["evaluator"]["step"] == steps and metrics["evaluator"]["accuracy"] == metrics["accuracy"]
+    assert metrics["accuracy"] > 0.85 and metrics["log_loss"] < 0.4, metrics
+
+
+def files(ckpts: Path) -> dict[str, tuple[int, int]]:
+    """The checkpoints and scores in ``ckpts``: name -> (inode, mtime); a file written again changes."""
+    return {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
+        for pattern in ("ckpt-*.json", "eval-*.json")
+        for p in ckpts.glob(pattern)
+    }

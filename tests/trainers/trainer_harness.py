@@ -25,14 +25,16 @@ TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
 
 @contextmanager
-def emulator_and_client(tmp_path: Path) -> Iterator[tuple[Emulator, Any]]:
+def emulator_and_client(tmp_path: Path, **config: Any) -> Iterator[tuple[Emulator, Any]]:
     """An emulator whose image map runs the example images from this checkout's ``dags/``, and the
-    stock JobServiceClient over gRPC to it."""
+    stock JobServiceClient over gRPC to it; ``config`` overrides more of the emulator's settings."""
     from trainers.local import image_map
 
     from vertex_emulator import testing
 
-    with testing.running_emulator(tmp_path, image_map=image_map(), stop_grace_s=2.0) as em:
+    with testing.running_emulator(
+        tmp_path, **{"image_map": image_map(), "stop_grace_s": 2.0, **config}
+    ) as em:
         client = testing.grpc_client(em)
         try:
             yield em, client
