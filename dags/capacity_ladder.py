@@ -66,6 +66,7 @@ primary = WorkerPool(
             "--batch_size=64",
             "--learning_rate=0.5",
             "--metric-id=accuracy",
+            "--resume",  # a Spot restart or the next rung continues from the last checkpoint
         ),
     ),
 )

@@ -84,6 +84,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--checkpoint-dir", dest="checkpoint_dir", default=None, help="default: $AIP_CHECKPOINT_DIR"
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the newest checkpoint in the checkpoint directory (after a Spot preemption, a "
+        "retry or a capacity ladder's rung change); without it every run trains from the start, so a "
+        "cleared task retrains",
+    )
     p.add_argument("--connect-timeout", dest="connect_timeout", type=float, default=120.0)
     p.add_argument("--step-timeout", dest="step_timeout", type=float, default=120.0)
     p.add_argument("--eval-timeout", dest="eval_timeout", type=float, default=120.0)
@@ -216,7 +223,7 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
     # appear before every trainer has read the directory (and no earlier run writes any more: a restarted
     # or retried job starts once the replicas before it have stopped).
     ckpt_dir = _checkpoint_dir(args)
-    resume = latest_checkpoint(ckpt_dir)
+    resume = latest_checkpoint(ckpt_dir) if args.resume else None
     if resume is not None and len(resume.weights) != size:
         raise CheckpointError(
             f"{resume.name}: {len(resume.weights)} weights, the model has {size} ({train.width} features)"

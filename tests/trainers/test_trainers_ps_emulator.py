@@ -276,16 +276,16 @@ def test_a_preempted_spot_job_resumes_from_its_checkpoint_and_repeats_no_step(tm
         container=Container(
             image_uri="python:3.11",
             command=(sys.executable, "-c", HOLD),
-            args=ARGS,
+            args=(*ARGS, "--resume"),
             env={"PYTHONPATH": str(h.DAGS_DIR), "HOLD_FLAG": str(flag), "HOLD_AT": str(at)},
         ),
     )
     job = DistributedTrainingJob(
         display_name="ps-spot",
-        primary=pool(),
+        primary=pool(args=(*ARGS, "--resume")),
         workers=worker,
-        parameter_servers=pool(2),
-        evaluators=pool(1),
+        parameter_servers=pool(2, args=(*ARGS, "--resume")),
+        evaluators=pool(1, args=(*ARGS, "--resume")),
         base_output_directory="gs://bkt/spot",
         scheduling=Scheduling(strategy="SPOT"),
     )

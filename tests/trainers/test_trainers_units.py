@@ -327,13 +327,15 @@ def test_training_is_done_at_the_epochs_asked_for_or_later() -> None:
     assert ps_trainer.is_final(4, 4) and ps_trainer.is_final(6, 4)
 
 
-def _train(tmp_path: Path, out: str, epochs: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _train(
+    tmp_path: Path, out: str, epochs: int, monkeypatch: pytest.MonkeyPatch, *, resume: bool = True
+) -> dict[str, Any]:
     """A lone primary in this process (no CLUSTER_SPEC), checkpointing to ``out/checkpoints``."""
     monkeypatch.setattr(metrics, "_reporter", None)
     monkeypatch.setenv("CLOUD_ML_HP_METRIC_FILE", str(tmp_path / out / f"hypertune-{epochs}"))
     args = ps_trainer.parse_args(
         [f"--epochs={epochs}", "--rows=300", "--seed=3", f"--model-dir={tmp_path / out / 'model'}",
-         f"--checkpoint-dir={tmp_path / out / 'checkpoints'}"]
+         f"--checkpoint-dir={tmp_path / out / 'checkpoints'}", *(["--resume"] if resume else [])]
     )  # fmt: skip
     ps_trainer.run(args, ClusterSpec.single())
     result: dict[str, Any] = json.loads((tmp_path / out / "model" / "metrics.json").read_text())
@@ -473,3 +475,15 @@ def test_image_map_flags_parse_back_in_the_emulator_cli(
     base = "vertex_dist_example_trainers-1.2.3"
     assert {f"{base}/pyproject.toml", f"{base}/PKG-INFO", f"{base}/trainers/ps_trainer.py"} <= set(names)
     assert f"{base}/trainers/ddp_trainer.py" in names and names == sorted(names)
+
+
+def test_without_resume_a_run_trains_from_the_start_beside_old_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resuming is asked for (``--resume``): a cleared task, run again into the same directory without
+    it, retrains every epoch rather than finishing from the last run's checkpoint."""
+    _train(tmp_path, "run", 2, monkeypatch, resume=False)
+    again = _train(tmp_path, "run", 4, monkeypatch, resume=False)
+    assert again["resumed_from"] is None
+    assert [e["epoch"] for e in again["history"]] == [1, 2, 3, 4]
+    assert again["steps_run"] == again["steps"]
