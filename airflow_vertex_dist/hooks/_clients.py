@@ -261,11 +261,9 @@ def job_from_dict(kind: JobKind, body: dict[str, Any]) -> Any:
 def job_to_dict(message: Any) -> dict[str, Any]:
     """A v1 message as its REST JSON: camelCase keys, enum names, default values omitted (what
     ``to_json`` writes, built directly rather than written and read back)."""
-    result: dict[str, Any] = json_format.MessageToDict(
-        type(message).pb(message),
-        use_integers_for_enums=False,
-        always_print_fields_with_no_presence=False,
-    )
+    # the defaults are the REST JSON: enum names, camelCase, fields with no presence left out (their
+    # keyword changed name in protobuf 5.26, so none is passed: the lowest supported protobuf has the old one)
+    result: dict[str, Any] = json_format.MessageToDict(type(message).pb(message))
     return result
 
 
