@@ -14,11 +14,12 @@ Run it in every pool of a job, with the same arguments; each replica takes its r
   epoch, step, weights); the evaluator (workerpool3) scores each checkpoint on the evaluation rows
   (``eval-<step>.json`` beside it; one scored before is not scored again) and exits once it has seen
   the final one (epoch ``--epochs`` or later), whose score the primary waits for;
-- resume: every trainer starts from the newest checkpoint in ``AIP_CHECKPOINT_DIR`` (the same
-  directory after a preemption restart or a capacity rung change): training continues after its
-  epoch and step, from its weights; a checkpoint at ``--epochs`` or later means training is done, and
-  the primary writes the model from it. ``metrics.json`` says where the run resumed from, which epochs
-  it trained (``history``) and the step reached in total (``steps``);
+- resume (``--resume``; without it a run trains from the start): every trainer starts from the
+  newest checkpoint in ``AIP_CHECKPOINT_DIR`` (the same directory after a preemption restart or a
+  capacity rung change): training continues after its epoch and step, from its weights; a checkpoint
+  at ``--epochs`` or later means training is done, and the primary writes the model from it.
+  ``metrics.json`` says where the run resumed from, which epochs it trained (``history``) and the step
+  reached in total (``steps``);
 - at the end the primary writes ``model.json`` and ``metrics.json`` to ``AIP_MODEL_DIR`` and reports
   the evaluation metric with cloudml-hypertune (``--metric-id``; ``--metric`` picks accuracy or
   log_loss), so the same code serves a hyperparameter tuning study.
@@ -216,12 +217,12 @@ def run_trainer(spec: ClusterSpec, args: argparse.Namespace) -> dict[str, Any]:
         data_dir, rows=args.rows, features=args.features, seed=args.seed, eval_fraction=args.eval_fraction
     )
     size = size_for(train.width)
-    # Every trainer (the workers too: synchronous SGD needs them to agree on the step numbers) resumes
-    # from the newest checkpoint when it starts, and they all read the same one: the primary writes a
-    # checkpoint only after the last step of an epoch, and a step ends only once every trainer has sent
-    # its gradient for it, which a trainer does only after this read. So no checkpoint of this run can
-    # appear before every trainer has read the directory (and no earlier run writes any more: a restarted
-    # or retried job starts once the replicas before it have stopped).
+    # With --resume every trainer (the workers too: synchronous SGD needs them to agree on the step
+    # numbers) resumes from the newest checkpoint when it starts, and they all read the same one: the
+    # primary writes a checkpoint only after the last step of an epoch, and a step ends only once every
+    # trainer has sent its gradient for it, which a trainer does only after this read. So no checkpoint
+    # of this run can appear before every trainer has read the directory (and no earlier run writes any
+    # more: a restarted or retried job starts once the replicas before it have stopped).
     ckpt_dir = _checkpoint_dir(args)
     resume = latest_checkpoint(ckpt_dir) if args.resume else None
     if resume is not None and len(resume.weights) != size:
