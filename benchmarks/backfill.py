@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.runner import BENCH_DIR, ChildError, child_env
-from benchmarks.waiting import _delta, _read
+from benchmarks.runner import BENCH_DIR, ChildError, call_delta, child_env
+from benchmarks.waiting import _read
 
 __all__ = ["BackfillResult", "measure_backfill"]
 
@@ -63,7 +63,7 @@ def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path
                 _read(proc, "wave_start", deadline)
                 before = em.call_counts()
                 _read(proc, "wave_end", deadline)
-                result.calls.append(_delta(em.call_counts(), before))
+                result.calls.append(call_delta(em.call_counts(), before))
             done = _read(proc, "done", deadline)
             proc.wait(timeout=60)
         except BaseException:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.runner import BENCH_DIR, ChildError, child_env
+from benchmarks.runner import BENCH_DIR, ChildError, call_delta, child_env
 
 __all__ = ["CapacityResult", "JobSeen", "Submission", "measure_capacity"]
 
@@ -266,8 +266,7 @@ def _submit(em: Any, child: _Child, run: int, seen: set[str], timeout: float) ->
     before = em.call_counts()
     child.ask(run)
     answer = child.read("result", time.monotonic() + timeout)
-    after = em.call_counts()
-    calls = {k: n - before.get(k, 0) for k, n in sorted(after.items()) if n != before.get(k, 0)}
+    calls = call_delta(em.call_counts(), before)
     return Submission(
         run=run,
         started=float(answer.get("started") or math.nan),

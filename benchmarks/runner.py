@@ -9,10 +9,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BENCH_DIR", "ChildError", "child_env", "run_json"]
+__all__ = ["BENCH_DIR", "ChildError", "call_delta", "child_env", "run_json"]
 
 #: This directory: child scripts are run by path, so the anchor's interpreter needs no install of them.
 BENCH_DIR = Path(__file__).resolve().parent
+
+
+def call_delta(after: Mapping[str, int], before: Mapping[str, int]) -> dict[str, int]:
+    """The emulator's API calls between two ``call_counts()``: ``{method: calls}``, by method name,
+    methods not called left out."""
+    return {k: n - before.get(k, 0) for k, n in sorted(after.items()) if n != before.get(k, 0)}
 
 
 class ChildError(RuntimeError):

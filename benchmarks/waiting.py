@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.runner import BENCH_DIR, ChildError, child_env
+from benchmarks.runner import BENCH_DIR, ChildError, call_delta, child_env
 
 __all__ = ["WaitResult", "measure_waiting"]
 
@@ -121,10 +121,6 @@ def _read(proc: subprocess.Popen[str], phase: str, deadline: float) -> dict[str,
             raise ChildError(f"no {phase!r} from the waiting child in time")
 
 
-def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
-    return {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
-
-
 def run_one(
     em: Any, impl: str, python: str, n: int, interval: float, work: Path, window_intervals: int = 3
 ) -> WaitResult:
@@ -157,7 +153,7 @@ def run_one(
             start = _read(proc, "window_start", deadline)
             before = em.call_counts()
             end = _read(proc, "window_end", deadline)
-            calls = _delta(em.call_counts(), before)
+            calls = call_delta(em.call_counts(), before)
             ended = _end_all(em, names, interval, seed=n)
             done = _read(proc, "done", deadline)
             proc.wait(timeout=60)
