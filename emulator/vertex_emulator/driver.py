@@ -301,10 +301,11 @@ class JobDriver(threading.Thread):
             if not told:
                 told = True
                 snapshot = room.snapshot()
+                ahead = room.waiting_ahead(self.job_name)
                 self.on_waiting(
                     f"Waiting for room to run {count} replicas: this emulator runs at most "
                     f"{room.ceiling} replicas at once (--max-replica-processes); {snapshot['running']} are "
-                    f"running and {room.waiting_ahead(self.job_name)} jobs wait ahead of this one. It "
+                    f"running and {ahead} {'job waits' if ahead == 1 else 'jobs wait'} ahead of this one. It "
                     "starts when running jobs end."
                 )
             if self.handle_control(self.events.get()):

@@ -140,22 +140,24 @@ def test_a_job_beyond_the_room_left_waits_queued_says_why_and_runs_when_room_fre
 
     def line() -> list[str]:
         waiting = [w["job"] for w in small.service.stats()["replicas"]["waiting"]]
-        return waiting if waiting == [second.name, third.name] else []
+        return waiting if sorted(waiting) == sorted([second.name, third.name]) else []
 
-    poll_until(line, timeout=DEADLINE_S, interval=0.05, what="both jobs in line for room")
+    # the line's order is the order the two jobs' threads reached it, not always their creation order
+    order = poll_until(line, timeout=DEADLINE_S, interval=0.05, what="both jobs in line for room")
     assert client.get_custom_job(name=second.name).state.name == "JOB_STATE_QUEUED"
-    reason = poll_until(
-        lambda: [t for t in service_lines(small, second.name) if t.startswith("Waiting for room")],
-        timeout=DEADLINE_S,
-        interval=0.05,
-        what="the reason in the service log",
-    )
-    assert service_lines(small, second.name)[0] == "Waiting for job to be provisioned."
-    assert reason == [
-        "Waiting for room to run 1 replicas: this emulator runs at most 2 replicas at once "
-        "(--max-replica-processes); 2 are running and 0 jobs wait ahead of this one. It starts when "
-        "running jobs end."
-    ]
+    for name, ahead in zip(order, ["0 jobs wait", "1 job waits"], strict=True):
+        reason = poll_until(
+            lambda name=name: [t for t in service_lines(small, name) if t.startswith("Waiting for room")],
+            timeout=DEADLINE_S,
+            interval=0.05,
+            what="the reason in the service log",
+        )
+        assert service_lines(small, name)[0] == "Waiting for job to be provisioned."
+        assert reason == [
+            "Waiting for room to run 1 replicas: this emulator runs at most 2 replicas at once "
+            f"(--max-replica-processes); 2 are running and {ahead} ahead of this one. It starts when "
+            "running jobs end."
+        ]
     # a job cancelled while it waits ends CANCELLED and leaves the line
     client.cancel_custom_job(name=third.name)
     testing.wait_for_state(client, third.name, ["JOB_STATE_CANCELLED"], timeout=DEADLINE_S)
