@@ -51,6 +51,10 @@ The internals (Task SDK and core modules outside the public interface), each the
   calls only). The log cursor (``triggers/log_cursor.py``) needs both: outside a supervised process
   there are no XComs to keep it in, and the async XCom calls (Airflow >= 3.3) fail on a sync-only
   channel. The Task SDK has no public "am I supervised" question.
+- **Where a trigger runs** (``resume_race_possible``): a triggerer, or ``dag.test()``'s in-process
+  runner (its channel is the internal ``InProcessSupervisorComms`` of
+  ``airflow.sdk.execution_time.supervisor``). Only in a triggerer can Airflow's resume-after-defer race
+  fail a resumed try (``triggers/base.py``'s ``RESUME_HOLD_S``), so only there is the event held.
 - **A task instance's state, read from a trigger** (``task_state``): the Task SDK's public
   ``RuntimeTaskInstanceProtocol.get_task_states`` is a method of the running task's own instance
   (``context["ti"]``), which a trigger does not have; its implementation is a static method of the
@@ -102,6 +106,7 @@ __all__ = [
     "conf",
     "has_supervisor_channel",
     "redact",
+    "resume_race_possible",
     "stored_xcom_values",
     "task_state",
 ]
@@ -140,6 +145,18 @@ def async_supervisor_channel() -> bool:
     """Whether the supervisor channel carries the Task SDK's async calls (``XCom.aget_one``, ...):
     the triggerer's does; ``dag.test()``'s in-process one answers sync calls only."""
     return hasattr(_supervisor_channel(), "asend")
+
+
+def resume_race_possible() -> bool:
+    """Whether a trigger runs where its event resumes the task through a scheduler and an executor (a
+    triggerer), which is where Airflow's resume-after-defer race lives (``triggers/base.py``'s
+    ``RESUME_HOLD_S``): a supervisor channel that is not ``dag.test()``'s in-process one."""
+    channel = _supervisor_channel()
+    if channel is None:
+        return False
+    from airflow.sdk.execution_time.supervisor import InProcessSupervisorComms
+
+    return not isinstance(channel, InProcessSupervisorComms)
 
 
 def _task_states(dag_id: str, task_id: str, run_id: str, map_index: int) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT, resume_race_possible
 from airflow_vertex_dist.common.jobs import ever_ran
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.hooks.job_dicts import compact_job
@@ -41,7 +41,17 @@ from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 from airflow_vertex_dist.triggers.log_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
-__all__ = ["JobWaitTrigger", "trigger_classpath"]
+__all__ = ["RESUME_HOLD_S", "JobWaitTrigger", "trigger_classpath"]
+
+#: Seconds after the deferral before a triggerer hands the task its event. Airflow's scheduler (3.1 to
+#: 3.3.2 at least; apache/airflow#72716, #67287) can read the executor's "success" report of the worker
+#: process that deferred *after* the resumed try was queued or started, take it for the resumed try's
+#: end and fail it as "killed externally": the task loses a try, and its process, still running until
+#: its next heartbeat, may submit a job while its pool slot is already given to another task. The
+#: report comes when the deferring process has exited, normally within a scheduler loop or two; an
+#: event that comes sooner (a job that ends or stocks out within seconds) waits for the rest of this.
+#: Jobs that run longer than this are not delayed at all.
+RESUME_HOLD_S = 5.0
 
 
 def trigger_classpath(cls: type) -> str:
@@ -72,6 +82,9 @@ class JobWaitTrigger(BaseTrigger):
     :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     :param impersonation_chain: replaces the connection's impersonation chain for the job and log
         reads (the task's own; a list or comma separated).
+    :param deferred_at: when the task deferred (Unix seconds); ``None``, the default: now, which is when
+        the operator builds the trigger. In a triggerer, the event is held until ``RESUME_HOLD_S``
+        after it (see ``RESUME_HOLD_S``).
     """
 
     def __init__(
@@ -86,8 +99,10 @@ class JobWaitTrigger(BaseTrigger):
         log_timestamp: str = "",
         log_insert_id: str = "",
         impersonation_chain: str | Sequence[str] = "",
+        deferred_at: float | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
+        self.deferred_at = time.time() if deferred_at is None else float(deferred_at)
         self.job_name = job_name
         self.conn_id = conn_id
         self.project_id = project_id
@@ -118,6 +133,7 @@ class JobWaitTrigger(BaseTrigger):
                 "log_timestamp": self.log_timestamp,
                 "log_insert_id": self.log_insert_id,
                 "impersonation_chain": self.impersonation_chain,
+                "deferred_at": self.deferred_at,
                 **self.serialize_kwargs(),
             },
         )
@@ -148,6 +164,12 @@ class JobWaitTrigger(BaseTrigger):
         return {"status": status, "message": message, "job": compact_job(job) if job else None}
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        async for event in self._wait():
+            if resume_race_possible():
+                await asyncio.sleep(max(0.0, self.deferred_at + RESUME_HOLD_S - time.time()))
+            yield event
+
+    async def _wait(self) -> AsyncIterator[TriggerEvent]:
         started = time.monotonic()
         deadline = self.deadline(started)
         self.begin_wait()

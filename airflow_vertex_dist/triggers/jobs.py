@@ -96,6 +96,7 @@ class VertexJobTrigger(JobWaitTrigger):
         stream_logs: Any = None,
         log_timestamp: str = "",
         log_insert_id: str = "",
+        deferred_at: float | None = None,
     ) -> None:
         parse_job_name(job_name)
         check_wait_settings(partial_success, poll_interval, paused_grace)
@@ -113,6 +114,7 @@ class VertexJobTrigger(JobWaitTrigger):
             log_timestamp=log_timestamp,
             log_insert_id=log_insert_id,
             impersonation_chain=impersonation_chain,
+            deferred_at=deferred_at,
         )
         self.cancel_on_kill = bool(cancel_on_kill)
         self.partial_success = partial_success

@@ -56,6 +56,7 @@ class StateTrigger(BaseTrigger):
             {
                 "channel": _compat.has_supervisor_channel(),
                 "async_channel": _compat.async_supervisor_channel(),
+                "resume_race": _compat.resume_race_possible(),
                 "up": await state("up"),
                 "mapped_0": await state("mapped", 0),
                 "mapped_1": await state("mapped", 1),
@@ -99,6 +100,7 @@ def test_a_trigger_reads_task_states_through_the_supervisor_channel() -> None:
     assert states == {
         "channel": True,
         "async_channel": False,  # dag.test()'s in-process channel answers sync calls only
+        "resume_race": False,  # dag.test() resumes the task itself: no scheduler, no executor
         "up": "success",
         "mapped_0": "success",
         "mapped_1": "success",
@@ -115,6 +117,7 @@ def test_outside_a_supervised_process_there_is_no_channel_and_no_state() -> None
 
     assert not _compat.has_supervisor_channel()
     assert not _compat.async_supervisor_channel()
+    assert not _compat.resume_race_possible()
     assert asyncio.run(_compat.task_state("d", "t", "r")) is None
 
 

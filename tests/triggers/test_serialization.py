@@ -27,6 +27,7 @@ CASES: list[dict[str, Any]] = [
         "timeout": 3600,
         "page_size": 500,
         "impersonation_chain": "hop@p.iam.gserviceaccount.com,target@p.iam.gserviceaccount.com",
+        "deferred_at": 1767225600.25,
     },
 ]
 
