@@ -342,6 +342,16 @@ def render(figures: dict[str, Any]) -> str:
         "  triggerer). `on_kill` now reads the task instance's state through the triggerer's Task SDK",
         "  channel and cancels only a task that is no longer deferred; the frozen-triggerer scenario",
         "  of the Celery profile reproduces the takeover on purpose.",
+        "- A backfill task on the capacity ladder lost its try while resuming: its rung's job stocked out",
+        "  2.5 s after the task deferred, and on a loaded machine Airflow's scheduler read the",
+        "  executor's \"success\" report of the process that had deferred only after the resumed try",
+        "  was queued, took it for that try's end and marked it up for retry (\"killed externally\";",
+        "  apache/airflow#72716 and #67287, open for a queued or running try up to 3.3.2, and 3.1",
+        "  guards no state). The try's process went on until its next heartbeat and submitted the",
+        "  next rung's job while its pool slot was already another task's: 10 GPUs asked against a",
+        "  pool of 8. A trigger in a triggerer now hands its task the event no sooner than 5 s after",
+        "  the deferral (`RESUME_HOLD_S` in `triggers/base.py`); a job that runs longer than that is",
+        "  not delayed, and `dag.test()` never holds.",
         "",
     ]
     return "\n".join(out)
