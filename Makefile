@@ -64,7 +64,7 @@ COMPAT_CELLS ?=
 compat: $(STAMP)
 	$(PY) scripts/compat_cells.py --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
-# Lint, types and the unit/integration/e2e tests, all three at once; then, at once, the compat cells (one
+# Lint, types and the unit/integration/e2e tests, all three at once; then, at once, the compat cells (two
 # at a time), the reliability suite on two real Airflow stacks (its files split in two halves of about
 # equal length, each half on a stack of its own), the same guarantees on its Celery profile and the job
 # view in a browser on a stack of its own; then docs/reliability.md from their figures. These mostly wait
@@ -74,7 +74,7 @@ compat: $(STAMP)
 # failure in the first stage skips the second.
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint typecheck unit
-	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=1 compat $(STACK_JOBS); rc=$$?; \
+	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
 # The reliability suite (tests marked `stack`), four pytest processes at the same time, each with its
