@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.runner import BENCH_DIR, ChildError, call_delta, child_env
-from benchmarks.waiting import _read
+from benchmarks.runner import BENCH_DIR, ChildError, ChildLines, call_delta, child_env
 
 __all__ = ["BackfillResult", "measure_backfill"]
 
@@ -53,18 +52,20 @@ def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path
         "--project", project, "--location", LOCATION, "--body-file", str(body_file),
         "--runs", str(runs), "--threads", str(threads),
     ]  # fmt: skip
-    with open(work / f"backfill-{impl}.stderr", "w") as stderr:
+    stderr_path = work / f"backfill-{impl}.stderr"
+    with open(stderr_path, "w") as stderr:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(home), cwd=home
         )
+        lines = ChildLines(proc, f"backfill {impl}", stderr_path)
         deadline = time.monotonic() + 600
         try:
             for _wave in range(2):
-                _read(proc, "wave_start", deadline)
+                lines.read("wave_start", deadline)
                 before = em.call_counts()
-                _read(proc, "wave_end", deadline)
+                lines.read("wave_end", deadline)
                 result.calls.append(call_delta(em.call_counts(), before))
-            done = _read(proc, "done", deadline)
+            done = lines.read("done", deadline)
             proc.wait(timeout=60)
         except BaseException:
             proc.kill()

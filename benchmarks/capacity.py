@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import json
 import math
-import queue
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.runner import BENCH_DIR, ChildError, call_delta, child_env
+from benchmarks.runner import BENCH_DIR, ChildError, ChildLines, call_delta, child_env
 
 __all__ = ["CapacityResult", "JobSeen", "Submission", "measure_capacity"]
 
@@ -203,37 +201,11 @@ class _Child:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
             env=child_env(home), cwd=home,
         )  # fmt: skip
-        self.stderr_path = Path(self.stderr.name)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, name=f"capacity-{impl}-stdout", daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)  # the child closed its stdout: it exited
+        self.lines = ChildLines(self.proc, f"capacity {impl}", Path(self.stderr.name))
 
     def read(self, phase: str, deadline: float) -> dict[str, Any]:
-        """The child's next message of ``phase`` (ChildError, with its stderr's tail, if it exits first
-        or says nothing within the deadline)."""
-        why = "said nothing in time"
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                why = f"exited (rc={self.proc.wait()})"
-                break
-            try:
-                message: dict[str, Any] = json.loads(line)
-            except ValueError:
-                continue
-            if message.get("phase") == phase:
-                return message
-        self.stderr.flush()
-        tail = self.stderr_path.read_text()[-2000:]
-        raise ChildError(f"the capacity child {why} before {phase!r}:\n{tail}")
+        """The child's next message of ``phase`` (``ChildLines.read``)."""
+        return self.lines.read(phase, deadline)
 
     def ask(self, run: int) -> None:
         assert self.proc.stdin is not None

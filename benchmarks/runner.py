@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BENCH_DIR", "ChildError", "call_delta", "child_env", "run_json"]
+__all__ = ["BENCH_DIR", "ChildError", "ChildLines", "call_delta", "child_env", "run_json"]
 
 #: This directory: child scripts are run by path, so the anchor's interpreter needs no install of them.
 BENCH_DIR = Path(__file__).resolve().parent
@@ -59,3 +62,46 @@ def run_json(argv: Sequence[str], *, env: Mapping[str, str], timeout: float, cwd
     if result.returncode != 0 or not lines:
         raise ChildError(f"{' '.join(argv[:3])} exited {result.returncode}:\n{result.stderr[-3000:]}")
     return json.loads(lines[-1])
+
+
+class ChildLines:
+    """The JSON phase messages of a long-running child (``{"phase": ..., ...}``, one a line on its
+    stdout), read with a deadline that holds even while the child is silent: a thread moves its lines
+    into a queue. ``read`` raises ChildError, with the tail of the child's stderr file, when the child
+    exits or says nothing in time."""
+
+    def __init__(self, proc: subprocess.Popen[str], name: str, stderr_path: Path) -> None:
+        self.proc = proc
+        self.name = name
+        self.stderr_path = stderr_path
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, name=f"{name}-stdout", daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)  # the child closed its stdout: it exited
+
+    def read(self, phase: str, deadline: float) -> dict[str, Any]:
+        """The child's next message of ``phase``; ``deadline`` is on the ``time.monotonic()`` clock."""
+        why = "said nothing in time"
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                why = f"exited (rc={self.proc.wait()})"
+                break
+            try:
+                message: dict[str, Any] = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("phase") == phase:
+                return message
+        try:
+            tail = self.stderr_path.read_text(errors="replace")[-2000:]
+        except OSError:
+            tail = ""
+        raise ChildError(f"the {self.name} child {why} before {phase!r}:\n{tail}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.runner import BENCH_DIR, ChildError, call_delta, child_env
+from benchmarks.runner import BENCH_DIR, ChildError, ChildLines, call_delta, child_env
 
 __all__ = ["WaitResult", "measure_waiting"]
 
@@ -105,22 +105,6 @@ def _end_all(em: Any, names: list[str], spread_s: float, seed: int) -> dict[str,
     return ended
 
 
-def _read(proc: subprocess.Popen[str], phase: str, deadline: float) -> dict[str, Any]:
-    assert proc.stdout is not None
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise ChildError(f"the waiting child exited (rc={proc.wait()}) before {phase!r}")
-        try:
-            msg: dict[str, Any] = json.loads(line)
-        except ValueError:
-            continue
-        if msg.get("phase") == phase:
-            return msg
-        if time.monotonic() > deadline:
-            raise ChildError(f"no {phase!r} from the waiting child in time")
-
-
 def run_one(
     em: Any, impl: str, python: str, n: int, interval: float, work: Path, window_intervals: int = 3
 ) -> WaitResult:
@@ -145,17 +129,18 @@ def run_one(
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(home), cwd=home
         )
+        lines = ChildLines(proc, f"waiting {impl}", stderr_path)
         deadline = time.monotonic() + 600
         try:
-            base = _read(proc, "base", deadline)
-            half = _read(proc, "half", deadline)
-            steady = _read(proc, "steady", deadline)
-            start = _read(proc, "window_start", deadline)
+            base = lines.read("base", deadline)
+            half = lines.read("half", deadline)
+            steady = lines.read("steady", deadline)
+            start = lines.read("window_start", deadline)
             before = em.call_counts()
-            end = _read(proc, "window_end", deadline)
+            end = lines.read("window_end", deadline)
             calls = call_delta(em.call_counts(), before)
             ended = _end_all(em, names, interval, seed=n)
-            done = _read(proc, "done", deadline)
+            done = lines.read("done", deadline)
             proc.wait(timeout=60)
         except BaseException:
             proc.kill()
