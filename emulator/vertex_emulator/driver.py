@@ -359,14 +359,14 @@ class JobDriver(threading.Thread):
                 return  # a cancel is under way: only CANCELLED may follow
             job["state"] = state
             job.update(fields)
+            # the state's service lines are written before the state can be read: a client that sees
+            # the state finds its lines (Logging shows them no later than JobService shows the state)
+            self.on_state(state, None)
 
         try:
-            job = self.store.update(self.job_name, apply)
+            return self.store.update(self.job_name, apply)
         except KeyError:
             return None
-        if job.get("state") == state:
-            self.on_state(state, None)
-        return job
 
     def finish(self, state: str, code: int | None = None, message: str | None = None) -> None:
         if self.final_state is not None:
@@ -387,7 +387,11 @@ class JobDriver(threading.Thread):
                 else:
                     job.pop("error", None)
             job["endTime"] = now_rfc3339()
+            ended = str(job["state"])
+            self.on_state(ended, message if ended == state else None)  # before the state is readable
+            logged.append(ended)
 
+        logged: list[str] = []
         try:
             final = self.store.update(self.job_name, apply)
             self.final_state = str(final.get("state"))
@@ -395,7 +399,8 @@ class JobDriver(threading.Thread):
             self.final_state = state
         detail = f": {message}" if message else ""
         log.info("%s %s ended %s%s", self.kind_label, self.job_name, self.final_state, detail)
-        self.on_state(self.final_state, message if self.final_state == state else None)
+        if not logged:  # the job had ended already, or is gone: its lines as before
+            self.on_state(self.final_state, message if self.final_state == state else None)
 
     def log_dir(self) -> Path:
         return self.config.state_dir / "logs" / self.job_id

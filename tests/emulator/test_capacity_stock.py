@@ -63,7 +63,11 @@ def test_no_free_gpus_is_the_stockout_after_the_wait(
         failed = wait_for_state(client, job.name, ["JOB_STATE_FAILED"])
         assert (failed.error.code, failed.error.message) == (8, STOCKOUT)
         assert not failed.start_time  # it never ran
-        errors = [r["m"] for r in service_lines(em, job.name) if r.get("sev") == "ERROR"]
+        # the service log is written as the job ends, just after its state: read it once it is there
+        errors = wait_until(
+            "the stockout's ERROR line",
+            lambda: [r["m"] for r in service_lines(em, job.name) if r.get("sev") == "ERROR"],
+        )
         assert errors == [STOCKOUT]
         # the other provisioning model's stock is unlimited: not stocked out
         other = _create(client, gpu_job("other-model", strategy=None if strategy else "SPOT"))
