@@ -23,7 +23,7 @@ from vertex_emulator.filters import MAX_DEPTH, FilterError, compile_filter
 from vertex_emulator.grpc_server import MAX_MESSAGE_BYTES, SERVICE_NAME
 from vertex_emulator.rest import MAX_BODY_BYTES, MAX_JSON_DEPTH, json_depth
 
-from ._probes import JOBS, JSON, PARENT, Http, answer, job_bytes, job_count, record
+from ._probes import JOBS, JSON, PARENT, Http, answer, assert_linear, job_bytes, job_count, record
 
 
 def test_wildcard_filters_run_in_linear_time(emulator: Emulator) -> None:
@@ -35,14 +35,21 @@ def test_wildcard_filters_run_in_linear_time(emulator: Emulator) -> None:
     )
     # Nine wildcards and no final "b": a backtracking regex tries ~40^9/9! splits (10 s and more).
     small = 'display_name:"' + "*a" * 9 + '*b"'
-    started = time.perf_counter()
     assert list(client.list_custom_jobs(request={"parent": PARENT, "filter": small})) == []
-    assert time.perf_counter() - started < 1.0
     big = 'display_name:"' + "*a" * 2000 + '*b"'
     started = time.perf_counter()
     assert list(client.list_custom_jobs(request={"parent": PARENT, "filter": big})) == []
-    seconds = time.perf_counter() - started
-    assert seconds < 1.0
+    seconds = time.perf_counter() - started  # for the table; the bound is the ratio below
+    # matching, timed in this thread: no more than a filter of the same length without wildcards
+    (job,) = emulator.store.list("customJobs", PARENT)
+    for wild in (small, big):
+        plain = 'display_name:"' + "a" * (len(wild) - 15) + '"'
+        assert len(plain) == len(wild)
+        assert_linear(
+            lambda wild=wild: compile_filter(wild)(job),
+            lambda plain=plain: compile_filter(plain)(job),
+            f"{wild.count('*')} wildcards",
+        )
     record(
         "wildcard_filter",
         'List filter display_name:"*a*a…*b" (2,000 wildcards) over a 40-character name',
@@ -86,8 +93,8 @@ def test_an_oversized_body_is_refused_before_it_is_read(emulator: Emulator, web:
     status, data = web.request("POST", JOBS, b"", {**JSON, "Content-Length": str(size)}, timeout=10)
     seconds = time.perf_counter() - started
     assert status == 413 and data["error"]["status"] == "INVALID_ARGUMENT", data
-    assert str(MAX_BODY_BYTES) in data["error"]["message"]
-    assert seconds < 2
+    assert str(MAX_BODY_BYTES) in data["error"]["message"]  # answered, with nothing read: had the
+    # server waited for the 50 MB, the request would have timed out (10 s) instead of returning
     record(
         "huge_body",
         "POST customJobs with Content-Length: 50,000,000",
