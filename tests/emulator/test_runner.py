@@ -262,7 +262,8 @@ def test_cancel_while_packages_install(env: Any, tmp_path: Path) -> None:
     t0 = time.monotonic()
     runner.cancel(name)
     job = finished(store, name)
-    assert job["state"] == "JOB_STATE_CANCELLED" and time.monotonic() - t0 < 5
+    # the cancel stopped pip: its setup.py sleeps 60 s (a liveness bound, loose for a loaded host)
+    assert job["state"] == "JOB_STATE_CANCELLED" and time.monotonic() - t0 < 30
     assert "startTime" not in job
     wait_for(lambda: in_groups({pip_group}) == [], what="pip to be stopped")
 

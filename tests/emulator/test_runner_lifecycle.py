@@ -106,7 +106,8 @@ def test_timeout_fails_the_job_and_leaves_no_process(env: Any, tmp_path: Path) -
     t0 = time.monotonic()
     name = create(store, runner, spec)
     job = finished(store, name)
-    assert 1.5 <= time.monotonic() - t0 < 15
+    # the timeout ended it, not the replicas' 60 s sleep (a liveness bound, loose for a loaded host)
+    assert 1.5 <= time.monotonic() - t0 < 45
     assert job["state"] == "JOB_STATE_FAILED" and job["error"]["code"] == 4
     assert "scheduling.timeout of 1.5s" in job["error"]["message"]
     recorded = [tuple(map(int, line.split())) for line in pids.read_text().splitlines()]
