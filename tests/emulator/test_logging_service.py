@@ -103,3 +103,37 @@ def test_the_default_stream_selection_of_a_failed_job_shows_the_service_error(tm
     got = {(e.resource.labels["task_name"], text_of(e)) for e in entries}
     assert ("workerpool1-0", "to stderr") in got and ("workerpool1-0", "to stdout") not in got
     assert any(task == "service" and "workerpool1-0 exited" in text for task, text in got)
+
+
+def test_a_states_lines_are_written_before_jobservice_shows_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that sees a job FAILED finds its ERROR line: the lines of each state are written while
+    the store's committed row (what every JobService read returns) still holds the state before it."""
+    import sqlite3
+
+    from vertex_emulator.service_log import ServiceLog
+
+    committed: list[tuple[str, str]] = []  # (state written, state a reader would see at that moment)
+    original = ServiceLog.state
+    database: list[Path] = []
+
+    def state(self: ServiceLog, state: str, reason: str | None = None) -> None:
+        job_id = self.path.parent.name
+        db = sqlite3.connect(database[0], timeout=30)  # a reader of its own: sees committed rows only
+        try:
+            (seen,) = db.execute("SELECT state FROM jobs WHERE name LIKE ?", (f"%/{job_id}",)).fetchone()
+        finally:
+            db.close()
+        committed.append((state, seen))
+        original(self, state, reason)
+
+    monkeypatch.setattr(ServiceLog, "state", state)
+    with running_emulator(tmp_path) as em:
+        database.append(Path(em.config.state_dir) / "jobs.sqlite3")
+        client = grpc_client(em)
+        code = "import sys; sys.exit(3)"
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(container_job("bad", code)))
+        wait_for_state(client, job.name, {"JOB_STATE_FAILED"})
+    assert [s for s, _ in committed][-2:] == ["JOB_STATE_RUNNING", "JOB_STATE_FAILED"]
+    assert all(written != seen for written, seen in committed if written != "JOB_STATE_QUEUED"), committed
