@@ -48,10 +48,12 @@ __all__ = ["RESUME_HOLD_S", "JobWaitTrigger", "trigger_classpath"]
 #: process that deferred *after* the resumed try was queued or started, take it for the resumed try's
 #: end and fail it as "killed externally": the task loses a try, and its process, still running until
 #: its next heartbeat, may submit a job while its pool slot is already given to another task. The
-#: report comes when the deferring process has exited, normally within a scheduler loop or two; an
-#: event that comes sooner (a job that ends or stocks out within seconds) waits for the rest of this.
-#: Jobs that run longer than this are not delayed at all.
-RESUME_HOLD_S = 5.0
+#: scheduler reads the report in the loop after the deferring process exits; the harm comes when the
+#: resumed try is queued in that same loop, so the event must come a whole scheduler loop after the
+#: exit. 5 s was not enough on a 2-core host at load 17, where one loop took about 5 s and the report
+#: was read 5.4 s after the exit; an event that comes sooner than this (a job that ends or stocks out
+#: within seconds) waits for the rest of it. Jobs that run longer than this are not delayed at all.
+RESUME_HOLD_S = 10.0
 
 
 def trigger_classpath(cls: type) -> str:

@@ -349,7 +349,7 @@ def render(figures: dict[str, Any]) -> str:
         "  apache/airflow#72716 and #67287, open for a queued or running try up to 3.3.2, and 3.1",
         "  guards no state). The try's process went on until its next heartbeat and submitted the",
         "  next rung's job while its pool slot was already another task's: 10 GPUs asked against a",
-        "  pool of 8. A trigger in a triggerer now hands its task the event no sooner than 5 s after",
+        "  pool of 8. A trigger in a triggerer now hands its task the event no sooner than 10 s after",
         "  the deferral (`RESUME_HOLD_S` in `triggers/base.py`); a job that runs longer than that is",
         "  not delayed, and `dag.test()` never holds.",
         "",
