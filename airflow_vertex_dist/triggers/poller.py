@@ -341,6 +341,12 @@ class JobPoller(PollLoop):
                 self._deliver(name, job if job is not None else JobNotFoundError(name))
 
             await asyncio.gather(*(get(name) for name in missing))
+        if not calls and any(
+            k.managed and k.state not in TERMINAL_STATES
+            for k in (self._known.get(n) for n in self._subs)
+            if k
+        ):
+            calls = 1  # a cycle of Gets only (new waiters) learned live managed jobs: the next one Lists them
         self.last_cycle_calls = calls + steady_gets
 
 

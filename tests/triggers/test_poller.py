@@ -223,6 +223,7 @@ async def test_a_few_new_waiters_cost_one_get_each(em: Emulator) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+
 # -- how often the poller looks: as often as the call budget (N / 100 + 2 calls per poll interval, N jobs
 # waiting) allows, at most four times an interval, never less than once an interval
 
@@ -295,6 +296,26 @@ async def test_no_window_of_one_interval_holds_more_calls_than_the_budget(
             for width in (10.0, 30.0):
                 held = _most_starts_in_a_window(starts, width) * last_calls
                 assert held <= max(budget, last_calls) * width / 10.0 + 1e-9, (period, jitter, width, held)
+    finally:
+        await shared.hook.close()
+
+
+async def test_a_cycle_of_gets_for_new_waiters_expects_a_list_next(em: Emulator) -> None:
+    """A few new waiters are looked up by Get; the next cycle Lists them, so that is its expected cost
+    (a cycle of Gets only once read as a free next cycle: CI's run caught the period test mid-cycle)."""
+    parent = "projects/poller-schedule/locations/us-central1"
+    names = insert_jobs(em, parent, 3)
+    shared = poller.JobPoller(
+        poller.PollerKey("vertex_dist_default", "poller-schedule", "us-central1", "customJobs")
+    )
+    shared._subs = {name: {poller._Subscription(shared, name, 1.0)} for name in names}
+    try:
+        await shared.poll_once()
+        assert (shared.get_calls, shared.list_calls) == (3, 0)
+        assert shared.last_cycle_calls == 1
+        await shared.poll_once()
+        assert (shared.get_calls, shared.list_calls) == (3, 1)
+        assert shared.last_cycle_calls == 1
     finally:
         await shared.hook.close()
 
