@@ -59,22 +59,29 @@ check-tests: $(STAMP)
 # virtualenv on an interpreter of this machine (never downloaded), running the compat suite.
 # COMPAT_JOBS cells run at once (scripts/compat_cells.py: each cell's log printed whole when it ends);
 # COMPAT_CELLS picks cells, e.g. COMPAT_CELLS=airflow-3.1,lowest.
+# COMPAT_PHASE=install makes the cells' virtualenvs only; COMPAT_PHASE=test then runs the suite in them.
 COMPAT_JOBS ?= 2
 COMPAT_CELLS ?=
+COMPAT_PHASE ?= all
 compat: $(STAMP)
-	$(PY) scripts/compat_cells.py --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
+	$(PY) scripts/compat_cells.py --phase $(COMPAT_PHASE) --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
-# Lint, types and the unit/integration/e2e tests, all three at once; then, at once, the compat cells (two
-# at a time), the reliability suite on two real Airflow stacks (its files split in two halves of about
-# equal length, each half on a stack of its own), the same guarantees on its Celery profile and the job
-# view in a browser on a stack of its own; then docs/reliability.md from their figures. These mostly wait
-# on servers, replica processes and schedulers rather than compute, so they share a 2-core machine: make
-# runs them as parallel jobs and prints each one's output whole when it ends (--output-sync), so their
-# lines never interleave. Every job of a stage runs to its end (-k) and make test fails if any failed; a
-# failure in the first stage skips the second.
+.PHONY: compat-install
+compat-install: $(STAMP)
+	$(PY) scripts/compat_cells.py --phase install --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
+
+# Lint, types and the unit/integration/e2e tests, all three at once, and meanwhile the compat cells'
+# virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
+# compat suite in those cells (two at a time), the reliability suite on two real Airflow stacks (its files
+# split in two halves of about equal length, each half on a stack of its own), the same guarantees on its
+# Celery profile and the job view in a browser on a stack of its own; then docs/reliability.md from their
+# figures. These mostly wait on servers, replica processes and schedulers rather than compute, so they
+# share a 2-core machine: make runs them as parallel jobs and prints each one's output whole when it ends
+# (--output-sync), so their lines never interleave. Every job of a stage runs to its end (-k) and make
+# test fails if any failed; a failure in the first stage skips the second.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint typecheck unit
-	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 compat $(STACK_JOBS); rc=$$?; \
+	@$(MAKE) --no-print-directory -k -j4 --output-sync=target lint typecheck unit compat-install
+	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 COMPAT_PHASE=test compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
 # The reliability suite (tests marked `stack`), four pytest processes at the same time, each with its

@@ -5,6 +5,12 @@ once (``COMPAT_JOBS``, 2 by default: a cell spends most of its time installing a
 processes and servers, so two share a 2-core machine well). Each cell's output goes to a log of its
 own, printed whole when the cell ends, so the output of two cells never interleaves. Exits non-zero
 when any cell failed, naming them. Extra arguments are passed to every nox call.
+
+``--phase install`` only makes each cell's virtualenv (nox ``--install-only``); ``--phase test`` then runs
+the suite in it without installing again (nox ``-R``; a cell with no virtualenv yet is installed first).
+``make test`` installs the cells while the unit suite runs (an install mostly waits on downloads and
+disk, the unit suite on the cores) and tests them in its second stage; ``--phase all``, the default,
+does both in one nox call.
 """
 
 from __future__ import annotations
@@ -30,12 +36,20 @@ def _cells() -> list[str]:
     return [cell.name for cell in module.CELLS]
 
 
-def _run(nox: str, cell: str, extra: list[str], logs: Path) -> tuple[str, int, float, Path]:
+#: nox's options for each phase: a fresh virtualenv and the suite; the install alone; the suite alone
+PHASES = {
+    "all": ["--reuse-venv=no"],
+    "install": ["--reuse-venv=no", "--install-only"],
+    "test": ["-R"],
+}
+
+
+def _run(nox: str, phase: str, cell: str, extra: list[str], logs: Path) -> tuple[str, int, float, Path]:
     log = logs / f"{cell}.log"
     started = time.monotonic()
     with open(log, "w") as out:
         rc = subprocess.call(
-            [nox, "--reuse-venv=no", "-s", f"compat({cell})", *extra],
+            [nox, *PHASES[phase], "-s", f"compat({cell})", *extra],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -49,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="cells run at once (default: %(default)s)")
     parser.add_argument("--nox", default=str(Path(sys.executable).with_name("nox")), help="the nox to run")
     parser.add_argument("--cells", default="", help="comma-separated cells (default: every one)")
+    parser.add_argument("--phase", choices=sorted(PHASES), default="all", help="default: %(default)s")
     args, extra = parser.parse_known_args(argv)
     if args.jobs < 1:
         parser.error("--jobs: at least 1")
@@ -58,18 +73,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--cells: unknown cell(s) {', '.join(sorted(unknown))}")
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="avd-compat-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(_run, args.nox, cell, extra, Path(tmp)) for cell in cells]
+        futures = [pool.submit(_run, args.nox, args.phase, cell, extra, Path(tmp)) for cell in cells]
         for future in futures:
             cell, rc, seconds, log = future.result()
             verdict = "passed" if rc == 0 else f"FAILED (exit {rc})"
-            print(f"===== compat({cell}): {verdict} in {seconds:.0f} s")
+            what = "" if args.phase == "all" else f" {args.phase}"
+            print(f"===== compat({cell}){what}: {verdict} in {seconds:.0f} s")
             print(log.read_text(errors="replace"), flush=True)
             if rc != 0:
                 failed.append(cell)
     if failed:
-        print(f"compat cells failed: {', '.join(failed)}", file=sys.stderr)
+        print(f"compat cells failed ({args.phase}): {', '.join(failed)}", file=sys.stderr)
         return 1
-    print(f"compat cells passed: {', '.join(cells)}")
+    print(f"compat cells passed ({args.phase}): {', '.join(cells)}")
     return 0
 
 

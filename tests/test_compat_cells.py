@@ -54,5 +54,49 @@ def test_every_cell_runs_and_each_log_is_printed_whole(tmp_path: Path) -> None:
 def test_a_failed_cell_fails_the_run_by_name(tmp_path: Path) -> None:
     result = _run(tmp_path, jobs=1, failing=CELLS[1].name)
     assert result.returncode == 1
-    assert f"compat cells failed: {CELLS[1].name}" in result.stderr
+    assert f"compat cells failed (all): {CELLS[1].name}" in result.stderr
     assert f"===== compat({CELLS[1].name}): FAILED (exit 3)" in result.stdout
+
+
+NOXFILE = """
+import nox
+
+MARK = "import sys; open({log!r}, 'a').write(' '.join(sys.argv[1:]) + chr(10))"
+
+
+@nox.session(venv_backend="uv")
+@nox.parametrize("cell", {cells!r}, ids={cells!r})
+def compat(session, cell):
+    session.run_install("python", "-c", MARK, "install", cell)  # the install step
+    session.run("python", "-c", MARK, "test", cell)  # the suite
+"""
+
+
+def test_the_install_phase_installs_only_and_the_test_phase_reuses_it(tmp_path: Path) -> None:
+    """``make test`` installs the cells in its first stage and tests them in its second: the real nox,
+    on a noxfile whose install and run steps each write a line."""
+    log = tmp_path / "steps.log"
+    log.touch()
+    cells = [cell.name for cell in CELLS]
+    noxfile = tmp_path / "noxfile.py"
+    noxfile.write_text(NOXFILE.format(cells=cells, log=str(log)))
+    nox = Path(sys.executable).with_name("nox")
+
+    def phase(name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "compat_cells.py"), "--phase", name, "--nox", str(nox),
+             "-f", str(noxfile), "--envdir", str(tmp_path / "envs")],
+            capture_output=True, text=True, timeout=300, check=False, env=dict(os.environ),
+        )  # fmt: skip
+
+    installed = phase("install")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert f"compat cells passed (install): {', '.join(cells)}" in installed.stdout
+    assert sorted(log.read_text().splitlines()) == sorted(f"install {c}" for c in cells)  # no suite ran
+    tested = phase("test")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert f"===== compat({cells[0]}) test: passed" in tested.stdout
+    steps = log.read_text().splitlines()
+    assert sorted(steps) == sorted(
+        [f"install {c}" for c in cells] + [f"test {c}" for c in cells]
+    )  # once each
