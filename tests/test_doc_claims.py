@@ -488,8 +488,9 @@ def test_readme_make_test_runs_the_stages_it_lists() -> None:
         r"runs the tests, # the compat suite on every other cell of the support matrix, "
         r"# then the reliability suite",
     )
-    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit)\n")
-    assert _makefile(r"^test: .*\n.*\n\t.*\$\(MAKE\) .* compat (\$\(STACK_JOBS\));")
+    assert _makefile(r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit compat-install)\n")
+    assert _makefile(r"^test: .*\n.*\n\t.*\$\(MAKE\) .* COMPAT_PHASE=(test) compat (\$\(STACK_JOBS\));")
+    assert _makefile(r"^compat-install: .*\n\t.* scripts/compat_cells\.py --phase (install) ")
     assert _makefile(r"^STACK_JOBS +:= (stack-local stack-local-2 stack-celery stack-ui)$")
     # every stack test file runs in one of the stack jobs, and in one only
     makefile = (ROOT / "Makefile").read_text().replace("\\\n", " ")
