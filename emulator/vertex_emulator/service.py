@@ -391,7 +391,9 @@ class JobService:
                 ", ".join(unapplied),
             )
         self.runner.submit(stored["name"])
-        return self._proto(info.kind, self.store.get(stored["name"]))
+        # The job as created, as the service answers a Create (QUEUED); its driver, already started,
+        # may move it on before this answer is sent: a Get shows that, the Create's answer does not.
+        return self._proto(info.kind, stored)
 
     def _get(self, info: MethodInfo, request: Any) -> Any:
         return self._proto(info.kind, self._load(info, request.name))

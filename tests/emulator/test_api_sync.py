@@ -81,6 +81,25 @@ def test_custom_job_lifecycle(client: Any) -> None:
     assert list(client.list_custom_jobs(parent=PARENT)) == []
 
 
+def test_create_answers_the_job_as_created_even_when_its_driver_moves_it_on_at_once(
+    client: Any, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service answers a Create with the job it created (QUEUED). The emulator's driver starts
+    before the answer is sent; a driver that moves the job to RUNNING at once (here, inside
+    ``submit``) must not leak into the Create's answer, as it did when a fast replica start made
+    ``make check`` see RUNNING there. A Get shows the new state."""
+
+    def moved_on_at_once(name: str) -> None:  # a driver that has the job RUNNING before submit returns
+        emulator.store.update(name, lambda job: job.update(state="JOB_STATE_RUNNING"))
+
+    monkeypatch.setattr(emulator.runner, "submit", moved_on_at_once)
+    job = client.create_custom_job(parent=PARENT, custom_job=_custom(container_job("as-created", SLEEP)))
+    assert job.state == aiplatform_v1.JobState.JOB_STATE_QUEUED
+    assert client.get_custom_job(name=job.name).state == aiplatform_v1.JobState.JOB_STATE_RUNNING
+    client.cancel_custom_job(name=job.name)
+    wait_for_state(emulator, job.name, ["JOB_STATE_CANCELLED"], timeout=60)
+
+
 def test_tuning_job_lifecycle(client: Any) -> None:
     body = tuning_job("study", SLEEP, max_trials=3, parallel=1, labels={"team": "ml"})
     created = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=_tuning(body))
