@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -275,13 +275,7 @@ class JobPoller(PollLoop):
             return
         listed: dict[str, Job] = {}
         unknown = [name for name in names if name not in self._known]
-        live_managed = [
-            self._known[name]
-            for name in names
-            if name in self._known
-            and self._known[name].managed
-            and self._known[name].state not in TERMINAL_STATES
-        ]
+        live_managed = self._live_managed(names)
         # A few new waiters are looked up by Get (learning their create time keeps the List bounded);
         # a burst of them (a triggerer start) goes through one unbounded List instead.
         burst = len(unknown) > NEW_JOBS_BY_GET
@@ -341,13 +335,19 @@ class JobPoller(PollLoop):
                 self._deliver(name, job if job is not None else JobNotFoundError(name))
 
             await asyncio.gather(*(get(name) for name in missing))
-        if not calls and any(
-            k.managed and k.state not in TERMINAL_STATES
-            for k in (self._known.get(n) for n in self._subs)
-            if k
-        ):
+        if not calls and self._live_managed(self._subs):
             calls = 1  # a cycle of Gets only (new waiters) learned live managed jobs: the next one Lists them
         self.last_cycle_calls = calls + steady_gets
+
+    def _live_managed(self, names: Iterable[str]) -> list[_Known]:
+        """What is known of ``names`` that a cycle's List looks for: our jobs, not yet ended."""
+        return [
+            known
+            for name in names
+            if (known := self._known.get(name)) is not None
+            and known.managed
+            and known.state not in TERMINAL_STATES
+        ]
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PollerKey, JobPoller]] = (
