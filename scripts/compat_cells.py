@@ -72,12 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--cells: unknown cell(s) {', '.join(sorted(unknown))}")
     failed: list[str] = []
+    what = "" if args.phase == "all" else f" {args.phase}"
     with tempfile.TemporaryDirectory(prefix="avd-compat-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(_run, args.nox, args.phase, cell, extra, Path(tmp)) for cell in cells]
         for future in futures:
             cell, rc, seconds, log = future.result()
             verdict = "passed" if rc == 0 else f"FAILED (exit {rc})"
-            what = "" if args.phase == "all" else f" {args.phase}"
             print(f"===== compat({cell}){what}: {verdict} in {seconds:.0f} s")
             print(log.read_text(errors="replace"), flush=True)
             if rc != 0:
