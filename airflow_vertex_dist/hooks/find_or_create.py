@@ -4,14 +4,16 @@ The JobService has no request id, so a retried or concurrent try would otherwise
 job. ``find_or_create`` looks the task's jobs up by label (the run's labels plus the spec's
 fingerprint and the try's retry budget), re-attaches, fails or recreates (``if_exists``), and after
 its Create converges concurrent callers on one live job. A task instance's first try skips the
-look-up before its Create (``first_try``: it has nothing to find) but never the one after it. It
-runs on any hook with the calls of ``JobsApi`` (``find_or_create``).
+look-up before its Create (``first_try``: it has nothing to find). The List after the Create is
+skipped only when the caller's wait converges instead (``converge_in_wait``: a deferred wait, whose
+trigger reads the same jobs from the shared poller's List, ``sibling_verdict``). It runs on any hook
+with the calls of ``JobsApi`` (``find_or_create``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JOB_KINDS, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
@@ -23,7 +25,13 @@ from airflow_vertex_dist.hooks.job_dicts import (
     short_state,
 )
 from airflow_vertex_dist.hooks.job_types import Job
-from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, SPEC_LABEL, merge_labels, spec_fingerprint
+from airflow_vertex_dist.hooks.labels import (
+    BUDGET_LABEL,
+    SPEC_LABEL,
+    merge_labels,
+    spec_fingerprint,
+    task_labels,
+)
 from airflow_vertex_dist.hooks.spec_match import spec_difference
 
 __all__ = [
@@ -35,6 +43,8 @@ __all__ = [
     "check_kind",
     "find_or_create",
     "newest_first",
+    "SiblingVerdict",
+    "sibling_verdict",
 ]
 
 
@@ -107,6 +117,7 @@ def find_or_create(
     retry_budget: str | None = None,
     cancel_earlier: bool = True,
     first_try: bool = False,
+    converge_in_wait: bool = False,
 ) -> tuple[Job, bool]:
     """Return ``(job, created)``: this task's live or succeeded job, or a new one.
 
@@ -146,16 +157,21 @@ def find_or_create(
     deleted DAG run made again with the same run id can have left one -- is kept over the new one,
     which is cancelled; one that succeeded is not re-attached to. A try that may have run before (a
     retry, a cleared task, a resumed deferral) must not pass it.
+
+    ``converge_in_wait`` is the caller's word that it will wait for the job it gets in a trigger that
+    converges (``VertexJobTrigger`` with ``converge``, fed by the shared poller's List): the List after
+    the Create is then skipped -- a first try makes one call, a Create -- and the trigger does what it
+    would have done (``sibling_verdict``), with no call of its own. A wait in the worker, or no wait,
+    must not pass it.
     """
     job_kind = check_kind(kind)
     check_if_exists(if_exists)
-    fingerprint = spec_fingerprint(body)
-    task_labels = {**labels, SPEC_LABEL: fingerprint}
-    if retry_budget is not None:
-        task_labels[BUDGET_LABEL] = retry_budget
-    merged = merge_labels(body.get("labels"), task_labels, field="body.labels")
+    mine_labels = task_labels(labels, body, retry_budget)
+    merged = merge_labels(body.get("labels"), mine_labels, field="body.labels")
     if first_try and if_exists == "reattach":
         created = hook.create_job(job_kind, {**body, "labels": merged})
+        if converge_in_wait:
+            return created, True
         mine, earlier = _task_jobs(hook, job_kind, labels, body, retry_budget, created=str(created["name"]))
         skip = _earlier_budgets(hook, earlier, cancel_earlier)
         live = [job for job in mine if job_state(job) in LIVE_STATES and job["name"] not in skip]
@@ -171,7 +187,9 @@ def find_or_create(
             raise JobAlreadyExistsError(adoptable(mine))
         skip |= _cancel_active(hook, mine, "if_exists='recreate'")
     created = hook.create_job(job_kind, {**body, "labels": merged})
-    return _converge(hook, job_kind, task_labels, body, created, skip)
+    if converge_in_wait:
+        return created, True
+    return _converge(hook, job_kind, mine_labels, body, created, skip)
 
 
 def _runs_body(hook: JobsApi, kind: JobKind, job: Job, body: dict[str, Any]) -> bool:
@@ -246,7 +264,7 @@ def _task_jobs(
 def _converge(
     hook: JobsApi,
     kind: JobKind,
-    task_labels: dict[str, str],
+    mine: dict[str, str],
     body: dict[str, Any],
     created: Job,
     skip: set[str],
@@ -256,7 +274,7 @@ def _converge(
     cancelled."""
     live = [
         job
-        for job in hook.find_jobs(kind, task_labels)
+        for job in hook.find_jobs(kind, mine)
         if job_state(job) in LIVE_STATES
         and job["name"] not in skip
         and (job["name"] == created["name"] or _runs_body(hook, kind, job, body))
@@ -300,3 +318,72 @@ def _cancel_active(hook: JobsApi, jobs: list[Job], reason: str) -> set[str]:
             hook.cancel_job(job["name"])
             sent.add(str(job["name"]))
     return sent
+
+
+class SiblingVerdict(NamedTuple):
+    """What a converging wait does about the jobs listed beside its own (``sibling_verdict``)."""
+
+    #: the job the task keeps: its own, unless an older live job of its budget runs the same spec
+    keep: Job
+    #: the other live jobs of its budget (never its own): made by concurrent tries, to be cancelled
+    duplicates: list[Job]
+    #: live jobs of an earlier retry budget (a try before the task was cleared)
+    earlier: list[Job]
+
+
+def _budget_number(value: object) -> int | None:
+    """The ``max_tries`` a budget label value (``retry_budget``) records, or ``None``."""
+    text = str(value or "")
+    if text.startswith("m-") and text[2:].isdigit():
+        return -int(text[2:])
+    if text.startswith("m") and text[1:].isdigit():
+        return int(text[1:])
+    return None
+
+
+def sibling_verdict(
+    kind: str, own: Job, labels: dict[str, str], listed: Iterable[Job], log: _Log
+) -> SiblingVerdict:
+    """The convergence of a wait whose job was made without the List after its Create
+    (``converge_in_wait``), from jobs listed with it (the shared poller's List).
+
+    ``own`` is the waited-on job as listed (live), ``labels`` the task's (``task_labels``). Of the
+    listed live jobs that carry the task's labels, fingerprint included, and run ``own``'s spec (a job
+    with copied labels and another spec is logged and left alone, as ``find_or_create`` does), those of
+    the task's budget converge as after a Create: the oldest (by ``createTime``, then name: the same
+    choice in every caller) is kept, the others are duplicates. Jobs of a budget whose ``max_tries``
+    is lower than the task's are ``earlier`` -- a stale trigger of an earlier try never counts a later
+    budget's job as earlier."""
+    job_kind = check_kind(kind)
+    budget = labels.get(BUDGET_LABEL)
+    ours = _budget_number(budget)
+    same: list[Job] = [own]
+    earlier: list[Job] = []
+    for job in listed:
+        job_labels = job.get("labels") or {}
+        if (
+            job.get("name") == own.get("name")
+            or job_state(job) not in LIVE_STATES
+            or any(job_labels.get(k) != v for k, v in labels.items() if k != BUDGET_LABEL)
+        ):
+            continue
+        differs = spec_difference(job_kind, dict(job), dict(own))
+        if differs is not None:
+            log.warning(
+                "Not converging with %s (%s): it carries this task's labels and spec fingerprint, but "
+                "its spec differs from %s's at %s: a job planted with copied labels, or one changed after "
+                "it was made",
+                job["name"],
+                short_state(job_state(job)),
+                own.get("name"),
+                differs,
+            )
+        elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
+            same.append(job)
+        else:
+            theirs = _budget_number(job_labels.get(BUDGET_LABEL))
+            if ours is not None and theirs is not None and theirs < ours:
+                earlier.append(job)
+    keep = sorted(same, key=_age)[0]
+    duplicates = [job for job in same if job is not keep and job is not own]
+    return SiblingVerdict(keep, duplicates, earlier)

@@ -53,6 +53,7 @@ __all__ = [
     "rung_of",
     "sanitize_label_value",
     "spec_fingerprint",
+    "task_labels",
     "validate_labels",
 ]
 
@@ -146,6 +147,15 @@ def run_labels(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> d
         TASK_LABEL: sanitize_label_value(task_id),
         RUN_LABEL: run_hash(dag_id, task_id, run_id, map_index),
     }
+
+
+def task_labels(labels: dict[str, str], body: dict[str, Any], retry_budget: str | None) -> dict[str, str]:
+    """The labels that make a job a task's: the run's (``run_labels``), the spec fingerprint
+    (``spec_fingerprint``) and the retry budget (``retry_budget``), when known."""
+    out = {**labels, SPEC_LABEL: spec_fingerprint(body)}
+    if retry_budget is not None:
+        out[BUDGET_LABEL] = retry_budget
+    return out
 
 
 def retry_budget(max_tries: int) -> str:

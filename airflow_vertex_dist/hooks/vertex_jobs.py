@@ -230,6 +230,7 @@ class VertexJobsHook(VertexHookBase):
         retry_budget: str | None = None,
         cancel_earlier: bool = True,
         first_try: bool = False,
+        converge_in_wait: bool = False,
     ) -> tuple[Job, bool]:
         """Return ``(job, created)``: this task's live or succeeded job, or a new one; the rules are
         ``find_or_create``'s."""
@@ -242,6 +243,7 @@ class VertexJobsHook(VertexHookBase):
             retry_budget=retry_budget,
             cancel_earlier=cancel_earlier,
             first_try=first_try,
+            converge_in_wait=converge_in_wait,
         )
 
 

@@ -22,6 +22,7 @@ from airflow_vertex_dist.hooks.labels import (
     retry_budget,
     run_labels,
     spec_fingerprint,
+    task_labels,
 )
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.operators.base import VertexBaseOperator
@@ -51,6 +52,7 @@ class JobAttachingOperator(VertexBaseOperator):
     if_exists: IfExists
     cancel_on_kill: bool
     wait_for_completion: bool
+    deferrable: bool
     _job_name: str | None
     _cancelled: bool
 
@@ -73,6 +75,15 @@ class JobAttachingOperator(VertexBaseOperator):
         ``None`` when the task instance does not say its ``max_tries``."""
         max_tries = getattr(context["ti"], "max_tries", None)
         return retry_budget(max_tries) if isinstance(max_tries, int) else None
+
+    def converge_labels(self, context: Context) -> dict[str, str]:
+        """This try's task labels (``task_labels``): what its deferred wait converges on."""
+        return task_labels(self._labels(context), self.job_body(), self._budget(context))
+
+    def _converges_in_wait(self) -> bool:
+        """Whether this try waits in the triggerer, whose trigger then converges concurrent tries' jobs
+        (``converge_in_wait``): no List after the Create here."""
+        return self.deferrable and self.wait_for_completion
 
     def _first_try(self, context: Context) -> bool:
         """Whether no earlier try of this task instance can have made a job: its first try, run for the
@@ -166,6 +177,7 @@ class JobAttachingOperator(VertexBaseOperator):
                 retry_budget=budget,
                 cancel_earlier=self.cancel_on_kill,
                 first_try=self._first_try(context),
+                converge_in_wait=self._converges_in_wait(),
             )
             if created:
                 self.log.info("Created %s\n%s", job["name"], self.pools_table())

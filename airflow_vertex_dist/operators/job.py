@@ -11,7 +11,9 @@ A try of the task:
    re-attaches to a queued, running, paused or succeeded job and only creates one when there is none
    (``if_exists``); a job with another fingerprint is never adopted; a cleared task runs again: it
    starts a job of its own and cancels one an earlier try left unfinished (``cancel_on_kill``).
-   Concurrent copies of one try converge on one job (the oldest);
+   Concurrent copies of one try converge on one job (the oldest): by a List after the Create, or,
+   deferred, in the trigger (``VertexJobTrigger``'s ``converge``; its ``reattach`` event hands the
+   task the oldest job, ``execute_complete`` cancels the task's own and defers on it);
 3. logs the pools as a table at submit, pushes the job's name and console link to XCom, and (when it
    waits with ``cancel_on_kill``) the job's owner record, which the provider's listener
    (``airflow_vertex_dist.listeners``) cancels when a user marks the task failed or successful;
@@ -344,8 +346,11 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             self._defer(context, job)
         return self._finish(*self._poll(job))
 
-    def make_trigger(self, job_name: str, job: Mapping[str, Any] | None = None) -> VertexJobTrigger:
-        """The trigger a deferred wait hands to the triggerer (JSON kwargs only)."""
+    def make_trigger(
+        self, job_name: str, job: Mapping[str, Any] | None = None, converge: dict[str, str] | None = None
+    ) -> VertexJobTrigger:
+        """The trigger a deferred wait hands to the triggerer (JSON kwargs only); ``converge``: the task's
+        labels, when the trigger converges concurrent tries' jobs (``converge_in_wait``)."""
         timeout = self.execution_timeout
         # Imported here: a DAG file that only builds the task never pays for the trigger machinery.
         from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
@@ -362,6 +367,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             timeout=timeout.total_seconds() if timeout is not None else None,
             impersonation_chain=self.hook.impersonation_chain_override,
             stream_logs=self._log_selection(job),
+            converge=converge,
         )
 
     def _log_selection(self, job: Mapping[str, Any] | None) -> Any:
@@ -370,7 +376,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         return selection_of(self.stream_logs, job)
 
     def _defer(self, context: Context, job: Mapping[str, Any]) -> None:
-        trigger = self.make_trigger(str(job["name"]), job)
+        trigger = self.make_trigger(str(job["name"]), job, self.converge_labels(context))
         if trigger.stream_logs is not None:  # the cursor its stream reads at its first start
             from airflow_vertex_dist.triggers.log_cursor import seed_cursor
 
@@ -462,13 +468,16 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger fired: success returns the outputs, an error raises its message."""
-        from airflow_vertex_dist.triggers.conditions.events import read_event
+        from airflow_vertex_dist.triggers.conditions.events import read_event, superseded_job
         from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 
         try:
             verdict, job = read_event(event)
         except ValueError as exc:
             raise AirflowException(str(exc)) from None
+        if verdict.status == "reattach" and job is not None:
+            assert isinstance(event, dict)  # read_event checked it
+            return self._reattach(context, superseded_job(event), str(job["name"]), verdict.message)
         self._final_job = job
         if job is not None:
             self._job_name = str(job["name"])
@@ -481,6 +490,30 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             self.log.info("%s", line)
         self.log.info("%s", verdict.message or f"job {job['name']} succeeded")
         return self.job_outputs(job)
+
+    def _reattach(self, context: Context, superseded: str, keep: str, message: str) -> Any:
+        """The trigger found an older job of this task running the same spec (a ``reattach`` event):
+        cancel the job it waited on, make the older one this try's, and wait on it."""
+        self.log.warning("%s", message)
+        try:
+            job, sent = self.hook.cancel_unless_ended(superseded)
+            self.log.info(
+                "%s %s (%s)",
+                "Cancelled" if sent else "Not cancelling",
+                superseded,
+                short_state(job_state(job)),
+            )
+        except Exception as exc:  # the trigger of the kept job may be cancelling it too
+            self.log.warning("Cancel of %s failed: %s", superseded, exc)
+        job = self.hook.get_job(keep)
+        self.log.info("Re-attaching to %s (%s)", keep, short_state(job_state(job)))
+        self.adopt_job(context, job)
+        if self.cancel_on_kill:
+            self._check_still_running(context, job)
+        verdict = job_verdict(job, partial_success=self.partial_success)
+        if verdict is not None:  # it ended meanwhile: nothing to wait for
+            return self._finish(job, verdict)
+        self._defer(context, job)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         try:

@@ -156,6 +156,16 @@ class JobWaitTrigger(BaseTrigger):
         """When to give up, on the ``time.monotonic()`` clock; ``None`` (the default): never."""
         return None
 
+    def watch_converge(self) -> dict[str, str] | None:
+        """The task's labels when the wait converges concurrent tries' jobs (``check_siblings``);
+        ``None`` (the default): it does not."""
+        return None
+
+    async def check_siblings(self, job: Job, siblings: list[Job]) -> JobEvent | None:
+        """With ``watch_converge``: an event that ends this wait because of the jobs listed beside
+        ``job`` (its run's), or ``None`` to go on."""
+        return None
+
     async def give_up(self, message: str, job: Job | None = None, *, left: str = "running") -> JobEvent:
         """The error event of a wait that stops before the job ended (``left``: the job's state)."""
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
@@ -177,6 +187,7 @@ class JobWaitTrigger(BaseTrigger):
         self.begin_wait()
         progress = ProgressLog(getattr(self, "first_seen", "submitted"))
         logs = log_stream_start(self) if self.stream_logs is not None else None
+        converge = self.watch_converge()
         try:
             async with watch_job(
                 self.job_name,
@@ -184,6 +195,7 @@ class JobWaitTrigger(BaseTrigger):
                 poll_interval=self.poll_interval,
                 page_size=self.watch_page_size(),
                 impersonation_chain=parse_impersonation_chain(self.impersonation_chain),
+                converge=converge,
             ) as updates:
                 while True:
                     remaining = None if deadline is None else deadline - time.monotonic()
@@ -201,7 +213,11 @@ class JobWaitTrigger(BaseTrigger):
                         continue
                     for line in progress.update(job):
                         self.log.info("%s", line)
-                    payload = await self.decide(job)
+                    payload = None
+                    if converge is not None and updates.siblings:
+                        payload = await self.check_siblings(job, updates.siblings)
+                    if payload is None:
+                        payload = await self.decide(job)
                     if payload is not None:
                         if logs is not None and ever_ran(job):  # else no replica wrote a line
                             await logs.finish(timeout=2 * self.poll_interval + 5)

@@ -32,6 +32,17 @@ trigger as ``timeout_after``; ``timeout`` (seconds from the start of ``run``) is
 it runs elsewhere. The trigger fires just before the deadline so that it, not the scheduler's timeout
 check (which would drop the trigger without cancelling anything), ends the task.
 
+With ``converge`` (the task's labels, ``task_labels``: the operator passes them for a job it made
+without the List after the Create, ``converge_in_wait``), the trigger does that List's work from the
+shared poller's List, at no call of its own: the run's live jobs of the task's budget that run the same
+spec converge on the oldest (``sibling_verdict``). When the oldest is its own job, the trigger cancels
+the others, and with ``cancel_on_kill`` the live jobs of an earlier retry budget (a try before the task
+was cleared). When it is not, the trigger fires ``reattach`` (``{"status": "reattach", ..., "job":
+<the kept job>, "superseded": <its own>}``) and cancels nothing: the task cancels its own job and defers
+again on the kept one, with a trigger that keeps it (one trigger cancels the rest, not every one). The
+first List that serves the trigger is not bounded by create time, so a job older than its own is in it;
+the later ones see any job of the run made after its own, such as one a stalled try's Create left.
+
 ``on_kill`` (Airflow >= 3.3 calls it when a user kills the deferred task; see ``_compat``) cancels the
 job when ``cancel_on_kill``. A triggerer restart does not call it: the job keeps running. Airflow also
 calls it, with the same "user action" message, on a triggerer that lost the trigger to another
@@ -50,8 +61,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
+from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES, sibling_verdict
 from airflow_vertex_dist.hooks.job_dicts import check_wait_settings, compact_job, job_state, parse_job_name
 from airflow_vertex_dist.hooks.job_types import Job
+from airflow_vertex_dist.hooks.labels import RUN_LABEL
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
 from airflow_vertex_dist.triggers.conditions.events import JobEvent
 from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
@@ -77,6 +90,8 @@ class VertexJobTrigger(JobWaitTrigger):
     :param timeout: seconds from the start of ``run`` to the deadline, when the triggerer gives
         no ``timeout_after``.
     :param page_size: List page size of the shared poller.
+    :param converge: the task's labels (run labels, ``airflow-spec``, ``airflow-budget``): converge
+        concurrent tries' jobs (see the module doc); ``None``: do not.
     """
 
     def __init__(
@@ -97,8 +112,15 @@ class VertexJobTrigger(JobWaitTrigger):
         log_timestamp: str = "",
         log_insert_id: str = "",
         deferred_at: float | None = None,
+        converge: dict[str, str] | None = None,
     ) -> None:
         parse_job_name(job_name)
+        if converge is not None and not (
+            isinstance(converge, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in converge.items())
+            and converge.get(RUN_LABEL)
+        ):
+            raise ValueError(f"converge: the task's labels as strings, with {RUN_LABEL!r} (got {converge!r})")
         check_wait_settings(partial_success, poll_interval, paused_grace)
         if timeout is not None and not float(timeout) > 0:
             raise ValueError(f"timeout: must be a positive number of seconds or None (got {timeout!r})")
@@ -121,6 +143,7 @@ class VertexJobTrigger(JobWaitTrigger):
         self.paused_grace = float(paused_grace)
         self.timeout = None if timeout is None else float(timeout)
         self.page_size = int(page_size)
+        self.converge = dict(converge) if converge is not None else None
         self._paused = PausedClock()
 
     def serialize_kwargs(self) -> dict[str, Any]:
@@ -130,6 +153,7 @@ class VertexJobTrigger(JobWaitTrigger):
             "paused_grace": self.paused_grace,
             "timeout": self.timeout,
             "page_size": self.page_size,
+            "converge": self.converge,
         }
 
     def watch_page_size(self) -> int:
@@ -149,6 +173,48 @@ class VertexJobTrigger(JobWaitTrigger):
             candidates.append(started + self.timeout)
         return min(candidates) - DEADLINE_MARGIN_S if candidates else None
 
+    # -- convergence -----------------------------------------------------------------------------------
+    def watch_converge(self) -> dict[str, str] | None:
+        return self.converge
+
+    async def check_siblings(self, job: Job, siblings: list[Job]) -> JobEvent | None:
+        """Converge with the run's listed jobs (see the module doc)."""
+        if self.converge is None or job_state(job) not in LIVE_STATES:
+            return None
+        kind = parse_job_name(self.job_name).kind
+        verdict = sibling_verdict(kind, job, self.converge, siblings, self.log)
+        keep = str(verdict.keep["name"])
+        if keep != self.job_name:
+            # Not ours to keep: the task cancels its own job and waits on the kept one, whose waiter
+            # (this task's, once it re-deferred) cancels the rest; one trigger cancels, not every one.
+            message = (
+                f"job {self.job_name}: an older job of this task, {keep}, runs the same spec (concurrent "
+                f"tries each made one): keeping {keep}, the task cancels {self.job_name}"
+            )
+            self.log.warning("%s", message)
+            event = self.event("reattach", message, verdict.keep)
+            event["superseded"] = self.job_name
+            return event
+        if verdict.duplicates:
+            self.log.warning(
+                "%d unfinished jobs of this task were created at the same time (concurrent tries); "
+                "keeping the oldest, %s, and cancelling %s",
+                len(verdict.duplicates) + 1,
+                keep,
+                ", ".join(str(other["name"]) for other in verdict.duplicates),
+            )
+            for other in verdict.duplicates:
+                await self._cancel_named(str(other["name"]))
+        if self.cancel_on_kill:
+            for other in verdict.earlier:
+                self.log.warning(
+                    "Cancelling %s (%s): made by a try before the task was cleared",
+                    other["name"],
+                    job_state(other),
+                )
+                await self._cancel_named(str(other["name"]))
+        return None
+
     # -- the verdict -----------------------------------------------------------------------------------
     def begin_wait(self) -> None:
         self._paused = PausedClock()
@@ -164,9 +230,7 @@ class VertexJobTrigger(JobWaitTrigger):
             event = await self.give_up(str(event["message"]), job, left="PAUSED")
         return event
 
-    async def give_up(
-        self, message: str, job: Job | None = None, *, left: str = "running"
-    ) -> JobEvent:
+    async def give_up(self, message: str, job: Job | None = None, *, left: str = "running") -> JobEvent:
         """The error event of a task that stops waiting: cancel the job first if ``cancel_on_kill``."""
         cancelled = await self._cancel() if self.cancel_on_kill else None
         message += cancel_outcome(self.cancel_on_kill, cancelled is not None, left=left)
@@ -175,9 +239,14 @@ class VertexJobTrigger(JobWaitTrigger):
 
     async def _cancel(self) -> Job | None:
         """Cancel the job unless it already ended; the job after the request, or ``None`` on error."""
+        return await self._cancel_named(self.job_name)
+
+    async def _cancel_named(self, job_name: str) -> Job | None:
+        """Cancel ``job_name`` unless it already ended; the job after the request, or ``None`` on
+        error."""
         from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
 
-        name = parse_job_name(self.job_name)
+        name = parse_job_name(job_name)
         try:
             async with VertexJobsAsyncHook(
                 self.conn_id,
@@ -186,14 +255,14 @@ class VertexJobTrigger(JobWaitTrigger):
                 retry_policy=ON_KILL_RETRY,
                 impersonation_chain=self.impersonation_chain or None,
             ) as hook:
-                job, sent = await hook.cancel_unless_ended(self.job_name)
+                job, sent = await hook.cancel_unless_ended(job_name)
                 if not sent:
-                    self.log.info("Job %s already ended (%s): not cancelling", self.job_name, job_state(job))
+                    self.log.info("Job %s already ended (%s): not cancelling", job_name, job_state(job))
                     return job
-                self.log.info("Cancelled job %s (was %s)", self.job_name, job_state(job))
-                return await hook.get_job(self.job_name)
+                self.log.info("Cancelled job %s (was %s)", job_name, job_state(job))
+                return await hook.get_job(job_name)
         except Exception as exc:
-            self.log.warning("Cancelling job %s failed: %s", self.job_name, exc)
+            self.log.warning("Cancelling job %s failed: %s", job_name, exc)
             return None
 
     async def on_kill(self) -> None:

@@ -17,6 +17,12 @@ calls; the smallest ``poll_interval`` stays the longest a waiter goes between lo
 A newly registered job costs one Get (up to ten per cycle; a larger burst, such as a triggerer
 starting with many deferred tasks, is served by one List without the create-time bound).
 
+A converging waiter (``watch_job(converge=...)``: a task's labels) also gets, with each job dict a List
+brought, the listed jobs of its run (``JobWatch.siblings``), from which its trigger converges
+concurrent tries (``VertexJobTrigger``). Until its job was in a List without the create-time bound, the
+cycle's List has none, so a job of the run older than every job waited on is in it too; the cycle
+makes no Get for such a new waiter (the List finds it).
+
 Transient API errors never end a wait: the hook retries them with backoff, and a cycle that still
 fails is retried at the next interval with a growing delay. A job that no longer exists is reported
 to its waiters as ``JobNotFoundError``; any other API error is passed to the waiters as is.
@@ -46,7 +52,7 @@ from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
 from airflow_vertex_dist.hooks.job_types import Job
-from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RUN_LABEL
 from airflow_vertex_dist.triggers._poll_loop import PollLoop, is_transient
 
 __all__ = [
@@ -115,25 +121,40 @@ def list_filter(oldest_create_time: str | None, *, ended: bool = False) -> str:
 
 
 class _Subscription:
-    """One waiter on one job: holds the latest job dict (or error) until the waiter takes it."""
+    """One waiter on one job: holds the latest job dict (or error) until the waiter takes it.
 
-    def __init__(self, poller: JobPoller, name: str, interval: float) -> None:
+    A converging waiter (``converge``: the task's labels, ``task_labels``) also gets, with each job
+    dict the List brought, the listed jobs of the same run (``siblings``, set by ``next``); its first
+    such List is one without the create-time bound (``checked`` once its job was in one), so a job
+    older than its own is in it too."""
+
+    def __init__(
+        self, poller: JobPoller, name: str, interval: float, converge: dict[str, str] | None = None
+    ) -> None:
         self.poller = poller
         self.name = name
         self.interval = interval
+        self.converge = converge
+        self.checked = False
+        #: the jobs of this run listed with the value ``next`` returned last (converging waiters only;
+        #: empty when that value came from a Get)
+        self.siblings: list[Job] = []
         self._value: Job | BaseException | None = None
+        self._value_siblings: list[Job] = []
         self._ready = asyncio.Event()
         self.closed = False
 
-    def deliver(self, value: Job | BaseException) -> None:
+    def deliver(self, value: Job | BaseException, siblings: list[Job] | None = None) -> None:
         # Latest wins: a slow waiter sees the newest state, never a backlog.
         self._value = value
+        self._value_siblings = siblings or []
         self._ready.set()
 
     async def next(self) -> Job:
         await self._ready.wait()
         self._ready.clear()
         value, self._value = self._value, None
+        self.siblings, self._value_siblings = self._value_siblings, []
         if isinstance(value, BaseException):
             raise value
         assert value is not None
@@ -186,10 +207,12 @@ class JobPoller(PollLoop):
         self.last_cycle_calls = 1
 
     # -- registration ----------------------------------------------------------------------------
-    def subscribe(self, name: str, interval: float) -> _Subscription:
+    def subscribe(self, name: str, interval: float, converge: dict[str, str] | None = None) -> _Subscription:
         if not interval > 0:
             raise ValueError(f"poll_interval: must be a positive number of seconds (got {interval!r})")
-        sub = _Subscription(self, name, float(interval))
+        if converge is not None and not converge.get(RUN_LABEL):
+            raise ValueError(f"converge: the task's labels, with {RUN_LABEL!r} (got {converge!r})")
+        sub = _Subscription(self, name, float(interval), dict(converge) if converge is not None else None)
         self._subs.setdefault(name, set()).add(sub)
         self._start()
         return sub
@@ -257,7 +280,11 @@ class JobPoller(PollLoop):
             for sub in list(subs):
                 sub.deliver(exc)
 
-    def _deliver(self, name: str, value: Job | BaseException) -> None:
+    def _deliver(
+        self, name: str, value: Job | BaseException, runs: dict[str, list[Job]] | None = None
+    ) -> None:
+        """Hand ``value`` to ``name``'s waiters; ``runs`` (listed jobs by run label): the List it came
+        from, whose jobs of the same run converging waiters get with it."""
         if isinstance(value, dict):
             labels = value.get("labels") or {}
             self._known[name] = _Known(
@@ -266,7 +293,10 @@ class JobPoller(PollLoop):
                 state=job_state(value),
             )
         for sub in list(self._subs.get(name, ())):
-            sub.deliver(value)
+            if runs is not None and sub.converge is not None:
+                sub.deliver(value, runs.get(sub.converge[RUN_LABEL], []))
+            else:
+                sub.deliver(value)
 
     async def poll_once(self) -> None:
         """One cycle: a List for the managed, non-terminal (or not yet seen) jobs; a Get for the rest."""
@@ -277,12 +307,13 @@ class JobPoller(PollLoop):
         unknown = [name for name in names if name not in self._known]
         live_managed = self._live_managed(names)
         # A few new waiters are looked up by Get (learning their create time keeps the List bounded);
-        # a burst of them (a triggerer start) goes through one unbounded List instead.
-        burst = len(unknown) > NEW_JOBS_BY_GET
+        # a burst of them (a triggerer start), or a converging waiter not yet checked (its job's
+        # siblings may be older than the oldest job waited on), goes through one unbounded List instead.
+        unbounded = len(unknown) > NEW_JOBS_BY_GET or self._unchecked(names)
         calls = 0
-        if burst or live_managed:
+        if unbounded or live_managed:
             oldest = None
-            if not burst and all(k.create_time for k in live_managed):
+            if not unbounded and all(k.create_time for k in live_managed):
                 oldest = min((k.create_time for k in live_managed), key=rfc3339_key)
             jobs = await self.hook.list_jobs(
                 self.key.kind, filter=list_filter(oldest), page_size=self.page_size
@@ -291,13 +322,17 @@ class JobPoller(PollLoop):
             self.list_calls += pages
             calls += pages
             listed = {str(job.get("name")): job for job in jobs}
+        runs = self._runs(listed.values()) if listed else None
         missing = [name for name in names if name not in listed]
         # what the next cycle will cost again: its List pages and the Gets of unmanaged jobs (polled by
         # Get every cycle); a job that left the list (ended) or is new costs its Get once, not per cycle
         steady_gets = sum(1 for name in missing if name in self._known and not self._known[name].managed)
         for name in names:
             if name in listed:
-                self._deliver(name, listed[name])
+                if unbounded:
+                    for sub in self._subs.get(name, ()):
+                        sub.checked = True
+                self._deliver(name, listed[name], runs)
         left = [
             name
             for name in missing
@@ -339,6 +374,29 @@ class JobPoller(PollLoop):
             calls = 1  # a cycle of Gets only (new waiters) learned live managed jobs: the next one Lists them
         self.last_cycle_calls = calls + steady_gets
 
+    def _unchecked(self, names: Iterable[str]) -> bool:
+        """Whether a converging waiter of ``names`` still needs an unbounded List: one that was not in
+        one yet while its job is unknown or live and ours (a job that ended, or is not ours, has no
+        sibling to converge with)."""
+        for name in names:
+            known = self._known.get(name)
+            if known is not None and (not known.managed or known.state in TERMINAL_STATES):
+                continue
+            if any(sub.converge is not None and not sub.checked for sub in self._subs.get(name, ())):
+                return True
+        return False
+
+    def _runs(self, jobs: Iterable[Job]) -> dict[str, list[Job]] | None:
+        """The listed jobs by run label, when a converging waiter is registered (else ``None``)."""
+        if not any(sub.converge is not None for subs in self._subs.values() for sub in subs):
+            return None
+        runs: dict[str, list[Job]] = {}
+        for job in jobs:
+            run = (job.get("labels") or {}).get(RUN_LABEL)
+            if run:
+                runs.setdefault(str(run), []).append(job)
+        return runs
+
     def _live_managed(self, names: Iterable[str]) -> list[_Known]:
         """What is known of ``names`` that a cycle's List looks for: our jobs, not yet ended."""
         return [
@@ -373,16 +431,24 @@ def active_pollers() -> list[JobPoller]:
 class JobWatch:
     """``async with`` registration of one waiter; iterate it for the job dict after every poll."""
 
-    def __init__(self, key: PollerKey, job_name: str, poll_interval: float, page_size: int) -> None:
+    def __init__(
+        self,
+        key: PollerKey,
+        job_name: str,
+        poll_interval: float,
+        page_size: int,
+        converge: dict[str, str] | None = None,
+    ) -> None:
         self.key = key
         self.job_name = job_name
         self.poll_interval = poll_interval
         self.page_size = page_size
+        self.converge = converge
         self._sub: _Subscription | None = None
 
     async def __aenter__(self) -> JobWatch:
         self._sub = get_poller(self.key, page_size=self.page_size).subscribe(
-            self.job_name, self.poll_interval
+            self.job_name, self.poll_interval, self.converge
         )
         return self
 
@@ -399,6 +465,12 @@ class JobWatch:
             raise RuntimeError("JobWatch.next() outside its 'async with' block")
         return await self._sub.next()
 
+    @property
+    def siblings(self) -> list[Job]:
+        """With ``converge``: the listed jobs of the run of the job ``next`` returned last (its own
+        included), when a List brought it; empty when a Get did."""
+        return self._sub.siblings if self._sub is not None else []
+
     def __aiter__(self) -> AsyncIterator[Job]:
         return self._iterate()
 
@@ -414,13 +486,16 @@ def watch_job(
     poll_interval: float = 10.0,
     page_size: int = DEFAULT_PAGE_SIZE,
     impersonation_chain: Sequence[str] = (),
+    converge: dict[str, str] | None = None,
 ) -> JobWatch:
     """Wait on ``job_name`` through the shared poller of the running event loop.
 
     The project, location and kind come from the job name; ``conn_id`` gives the credentials and
     endpoint (``impersonation_chain``, when given, replaces the connection's). Pollers are shared by
     every waiter with the same connection, impersonation chain, project, location and kind; the poll
-    interval is the smallest of their ``poll_interval``.
+    interval is the smallest of their ``poll_interval``. ``converge`` (the task's labels,
+    ``task_labels``) makes the watch give, with each listed update, the jobs of the same run
+    (``JobWatch.siblings``); the first List it is served by is not bounded by create time.
     """
     name = parse_job_name(job_name)
     key = PollerKey(
@@ -430,4 +505,4 @@ def watch_job(
         kind=name.kind,
         impersonation_chain=tuple(impersonation_chain),
     )
-    return JobWatch(key, str(name), float(poll_interval), page_size)
+    return JobWatch(key, str(name), float(poll_interval), page_size, converge)

@@ -8,7 +8,8 @@
   returns that job, whether they look up first or not (``first_try``).
 * A first try (``first_try``) makes one Create and one List: no look-up before its Create; what that
   look-up would have found, the List after it still handles. A retry looks up first and re-attaches
-  without a Create.
+  without a Create. A caller whose trigger converges (``converge_in_wait``) makes no List after its
+  Create: a first try makes one call.
 """
 
 from __future__ import annotations
@@ -380,3 +381,27 @@ def test_lost_create_answers_make_no_duplicate(
                 _cancel_all(hook, labels)
     finally:
         update_faults(em.config.faults, {"lost_answer_rate": {}})
+
+
+def test_converging_in_the_wait_skips_the_list_after_the_create(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
+    """``converge_in_wait``: the caller's trigger converges, so no List follows the Create. A first try
+    makes one call, a Create; any other try keeps its look-up before the Create (List, Create)."""
+    labels = _labels("converge-in-wait")
+    body = testing.container_job("converge-in-wait", SLEEP)
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        before = em.call_counts()
+        first, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m1", first_try=True, converge_in_wait=True
+        )
+        assert created and _calls(em, before) == {"CreateCustomJob": 1}
+        # a cleared task (budget m2): its look-up comes first and cancels the earlier budget's job
+        before = em.call_counts()
+        second, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m2", converge_in_wait=True
+        )
+        assert created and second["name"] != first["name"]
+        assert _calls(em, before) == {"ListCustomJobs": 1, "CreateCustomJob": 1, "CancelCustomJob": 1}
+        _cancel_all(hook, labels)

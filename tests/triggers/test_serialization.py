@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -29,6 +30,18 @@ CASES: list[dict[str, Any]] = [
         "impersonation_chain": "hop@p.iam.gserviceaccount.com,target@p.iam.gserviceaccount.com",
         "deferred_at": 1767225600.25,
     },
+    {
+        "job_name": NAME,
+        "converge": {
+            "managed-by": "airflow-vertex-dist",
+            "airflow-dag": "d",
+            "airflow-task": "t",
+            "airflow-run": "r-0123abcd",
+            "airflow-spec": "s0123456789abcdef",
+            "airflow-budget": "m2",
+        },
+        "stream_logs": ["workerpool0-0"],
+    },
 ]
 
 
@@ -41,7 +54,13 @@ def test_serialize_mirrors_init(kwargs: dict[str, Any]) -> None:
     assert rebuilt.serialize() == (classpath, stored)
     for key, value in kwargs.items():
         assert stored[key] == value
-    assert all(isinstance(v, str | int | float | bool | type(None)) for v in stored.values())  # plain JSON
+    assert json.loads(json.dumps(stored)) == stored  # plain JSON
+    assert all(  # scalars, or a list or dict of strings
+        isinstance(v, str | int | float | bool | type(None))
+        or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+        or (isinstance(v, dict) and all(isinstance(x, str) for x in [*v, *v.values()]))
+        for v in stored.values()
+    )
 
 
 @pytest.mark.parametrize("kwargs", CASES)
