@@ -24,11 +24,11 @@ from benchmarks.runner import BENCH_DIR
 DEFAULT_ANCHOR = BENCH_DIR / ".venv-anchor" / "bin" / "python"
 
 FULL = {"parse_runs": 7, "wait_sizes": "10,100,1000", "interval": 4.0, "backfill_runs": 200,
-        "threads": 32, "launches": 5, "gets": 500,
+        "backfill_repeats": 3, "threads": 32, "launches": 5, "gets": 500,
         "log_sizes": "10,100,1000", "log_interval": 2.0, "log_cycles": 8,
         "capacity_runs": 5, "capacity_interval": 2.0, "stockout_after": 10.0}  # fmt: skip
 QUICK = {"parse_runs": 1, "wait_sizes": "10", "interval": 0.5, "backfill_runs": 10,
-         "threads": 4, "launches": 1, "gets": 20,
+         "backfill_repeats": 1, "threads": 4, "launches": 1, "gets": 20,
          "log_sizes": "4", "log_interval": 0.5, "log_cycles": 2,
          "capacity_runs": 1, "capacity_interval": 0.5, "stockout_after": 1.0}  # fmt: skip
 SECTIONS = ("parse", "wait", "backfill", "emulator", "logs", "capacity")
@@ -99,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--wait-sizes", help="comma-separated numbers of waiting jobs")
     p.add_argument("--interval", type=float, help="poll interval of the waiting triggers, seconds")
     p.add_argument("--backfill-runs", type=int)
+    p.add_argument("--backfill-repeats", type=int, help="backfill pairs of waves (median reported)")
     p.add_argument("--threads", type=int, help="backfill submitter threads")
     p.add_argument("--launches", type=int, help="emulator create -> running launches")
     p.add_argument("--gets", type=int, help="Get calls per latency series")
@@ -228,9 +229,16 @@ def main(argv: list[str] | None = None) -> int:
             _log(f"2. waiting at scale: {sizes} jobs, interval {settings['interval']} s")
             waiting = measure_waiting(project_python, anchor, sizes, float(settings["interval"]), work, _log)
         if "backfill" in only:
-            _log(f"3. backfill: {settings['backfill_runs']} runs x 2 waves")
+            repeats = int(settings["backfill_repeats"])
+            _log(f"3. backfill: {settings['backfill_runs']} runs x 2 waves x {repeats}")
             backfill = measure_backfill(
-                project_python, anchor, int(settings["backfill_runs"]), int(settings["threads"]), work, _log
+                project_python,
+                anchor,
+                int(settings["backfill_runs"]),
+                int(settings["threads"]),
+                work,
+                _log,
+                repeats=repeats,
             )
         if "emulator" in only:
             _log(f"4. emulator: {settings['launches']} launches, {settings['gets']} Gets per series")
@@ -272,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 "poll interval": f"{settings['interval']:g} s",
                 "window intervals": 3,
                 "backfill runs": settings["backfill_runs"],
+                "backfill repeats": settings["backfill_repeats"],
                 "backfill threads": settings["threads"],
                 "emulator launches": settings["launches"],
                 "Gets per series": settings["gets"],

@@ -1,9 +1,11 @@
-"""3. Backfill submission: R runs of a training task submitted at once, then again (every task retried):
-API calls per submission, wall time per wave, and duplicate jobs (more than one job for one run)."""
+"""3. Backfill submission: R runs of a training task submitted at once, then again (every task retried),
+``repeats`` times: API calls per submission, wall time per wave (the median of the repeats), and
+duplicate jobs (more than one job for one run)."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -29,8 +31,27 @@ class BackfillResult:
     duplicates: int = 0
     error: str | None = None
 
+    def _of(self, wave: int, values: list[Any]) -> list[Any]:
+        """``values`` (one a wave) of the first-try waves (``wave`` 0) or the retry waves (1)."""
+        return values[wave::2]
+
     def calls_per_submission(self, wave: int) -> float:
-        return sum(self.calls[wave].values()) / self.runs if wave < len(self.calls) else float("nan")
+        """Calls per submission of the first-try waves (``wave`` 0) or the retry waves (1)."""
+        calls = self._of(wave, self.calls)
+        return sum(sum(c.values()) for c in calls) / (self.runs * len(calls)) if calls else float("nan")
+
+    def wall(self, wave: int) -> float:
+        """The median wall time of the first-try waves (``wave`` 0) or the retry waves (1)."""
+        walls = self._of(wave, self.wall_s)
+        return statistics.median(walls) if walls else float("nan")
+
+    def calls_of(self, wave: int) -> dict[str, int]:
+        """The calls of the first-try waves (``wave`` 0) or the retry waves (1), summed."""
+        out: dict[str, int] = {}
+        for calls in self._of(wave, self.calls):
+            for method, n in calls.items():
+                out[method] = out.get(method, 0) + n
+        return out
 
 
 def _body() -> dict[str, Any]:
@@ -40,9 +61,11 @@ def _body() -> dict[str, Any]:
     return body
 
 
-def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path) -> BackfillResult:
+def run_one(
+    em: Any, impl: str, python: str, runs: int, threads: int, work: Path, repeats: int = 1, round_: int = 0
+) -> BackfillResult:
     result = BackfillResult(impl=impl, runs=runs, threads=threads)
-    project = f"bench-backfill-{impl}-{runs}"
+    project = f"bench-backfill-{impl}-{runs}-{round_}"
     body_file = work / "backfill-body.json"
     body_file.write_text(json.dumps(_body()))
     home = work / "backfill-airflow-home"
@@ -50,7 +73,7 @@ def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path
     argv = [
         python, str(BENCH_DIR / "backfill_child.py"), "--impl", impl, "--target", em.grpc_target,
         "--project", project, "--location", LOCATION, "--body-file", str(body_file),
-        "--runs", str(runs), "--threads", str(threads),
+        "--runs", str(runs), "--threads", str(threads), "--repeats", str(repeats),
     ]  # fmt: skip
     stderr_path = work / f"backfill-{impl}.stderr"
     with open(stderr_path, "w") as stderr:
@@ -60,7 +83,7 @@ def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path
         lines = ChildLines(proc, f"backfill {impl}", stderr_path)
         deadline = time.monotonic() + 600
         try:
-            for _wave in range(2):
+            for _wave in range(2 * repeats):
                 lines.read("wave_start", deadline)
                 before = em.call_counts()
                 lines.read("wave_end", deadline)
@@ -84,7 +107,13 @@ def run_one(em: Any, impl: str, python: str, runs: int, threads: int, work: Path
 
 
 def measure_backfill(
-    project_python: str, anchor_python: str | None, runs: int, threads: int, work: Path, log: Any = print
+    project_python: str,
+    anchor_python: str | None,
+    runs: int,
+    threads: int,
+    work: Path,
+    log: Any = print,
+    repeats: int = 1,
 ) -> list[BackfillResult]:
     from vertex_emulator.app import Emulator
     from vertex_emulator.config import Faults
@@ -92,20 +121,32 @@ def measure_backfill(
 
     # Jobs stay QUEUED (as a backfill's jobs would, waiting for quota): no replica processes start.
     config = make_config(work / "backfill-emulator", faults=Faults(queued_s=3600.0))
-    impls = [("ours", project_python)] + ([("provider", anchor_python)] if anchor_python else [])
-    results = []
+    impls = [("ours", project_python), ("ours-worker", project_python)]
+    impls += [("provider", anchor_python)] if anchor_python else []
+    results = {impl: BackfillResult(impl=impl, runs=runs, threads=threads) for impl, _ in impls}
     with Emulator(config) as em:
-        for impl, python in impls:
-            assert python is not None
-            try:
-                res = run_one(em, impl, python, runs, threads, work)
-            except ChildError as exc:
-                res = BackfillResult(impl=impl, runs=runs, threads=threads, error=str(exc)[-500:])
-            results.append(res)
-            log(
-                f"  backfill {impl:8s}: waves {[round(w, 2) for w in res.wall_s]} s, "
-                f"calls/submission {[round(res.calls_per_submission(w), 2) for w in range(len(res.calls))]}, "
-                f"jobs {res.jobs}, duplicates {res.duplicates}"
-                + (f"  ERROR {res.error}" if res.error else "")
-            )
-    return results
+        # Rounds interleave the submitters, so drift on the host (another process, the store growing)
+        # falls on each alike; every round is a child of its own, on runs of its own.
+        for round_ in range(repeats):
+            for impl, python in impls:
+                assert python is not None
+                total = results[impl]
+                if total.error:
+                    continue
+                try:
+                    res = run_one(em, impl, python, runs, threads, work, 1, round_)
+                except ChildError as exc:
+                    total.error = str(exc)[-500:]
+                    log(f"  backfill {impl:11s} round {round_ + 1}: ERROR {total.error}")
+                    continue
+                total.wall_s += res.wall_s
+                total.created += res.created
+                total.calls += res.calls
+                total.jobs += res.jobs
+                total.duplicates += res.duplicates
+                log(
+                    f"  backfill {impl:11s} round {round_ + 1}: waves {[round(w, 2) for w in res.wall_s]} s, "
+                    f"calls/submission {[round(res.calls_per_submission(w), 2) for w in (0, 1)]}, "
+                    f"jobs {res.jobs}, duplicates {res.duplicates}"
+                )
+    return list(results.values())

@@ -1,9 +1,13 @@
 """Child of the backfill benchmark: R runs of one training task submitted at once from T threads, then
-the same R again (every task retried), each submission as its own task would make it.
+the same R again (every task retried), each submission as its own task would make it; ``--repeats``
+such pairs, each on R runs of its own.
 
 ``ours``: ``VertexJobsHook.find_or_create`` with the run's labels (one hook per submission, as each
 task process has its own), and ``first_try=True`` in the first wave, as the operator passes it on try
-1 of a backfill run's task (the second wave is every task's retry: ``False``). ``provider``: the
+1 of a backfill run's task (the second wave is every task's retry: ``False``), with
+``converge_in_wait=True`` as a deferrable operator passes it (its trigger converges: no List after the
+Create). ``ours-worker``: the same without ``converge_in_wait``, as an operator that waits in its
+worker (or does not wait) calls it: the List after the Create converges. ``provider``: the
 Google provider's ``CustomJobHook.create_custom_job`` (what its ``CreateCustomJobOperator`` does on
 every try), with only its client factory patched to reach the emulator without credentials. Stdlib
 only at module level; prints one JSON object per line: ``wave_start`` / ``wave_end`` (the parent
@@ -29,7 +33,7 @@ def _say(**payload: Any) -> None:
 
 
 def _ours(
-    target: str, project: str, location: str, body: dict[str, Any]
+    target: str, project: str, location: str, body: dict[str, Any], converge_in_wait: bool = True
 ) -> Callable[[int, bool], tuple[str, bool]]:
     extra = {"project": project, "location": location, "api_endpoint": target, "emulator": True}
     os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps({"conn_type": "vertex_dist", "extra": extra})
@@ -39,7 +43,9 @@ def _ours(
     def submit(i: int, first_try: bool) -> tuple[str, bool]:
         labels = run_labels("bench_backfill", "train", f"backfill__2026-01-01T00:00:00+00:00__{i:04d}")
         with VertexJobsHook() as hook:
-            job, created = hook.find_or_create("customJobs", body, labels=labels, first_try=first_try)
+            job, created = hook.find_or_create(
+                "customJobs", body, labels=labels, first_try=first_try, converge_in_wait=converge_in_wait
+            )
         return str(job["name"]), created
 
     return submit
@@ -75,26 +81,30 @@ def _provider(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--impl", choices=("ours", "provider"), required=True)
+    parser.add_argument("--impl", choices=("ours", "ours-worker", "provider"), required=True)
     parser.add_argument("--target", required=True)
     parser.add_argument("--project", required=True)
     parser.add_argument("--location", required=True)
     parser.add_argument("--body-file", required=True)
     parser.add_argument("--runs", type=int, required=True)
     parser.add_argument("--threads", type=int, required=True)
-    parser.add_argument("--waves", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1, help="pairs of waves (first tries, retries)")
     args = parser.parse_args()
     body = json.loads(Path(args.body_file).read_text())
-    make = _ours if args.impl == "ours" else _provider
-    submit = make(args.target, args.project, args.location, body)
-    submit(args.runs, True)  # warm-up (imports, connection, first channel): one more run, not timed
+    if args.impl == "provider":
+        submit = _provider(args.target, args.project, args.location, body)
+    else:
+        submit = _ours(args.target, args.project, args.location, body, converge_in_wait=args.impl == "ours")
+    warm_up = args.runs * args.repeats
+    submit(warm_up, True)  # warm-up (imports, connection, first channel): one more run, not timed
     waves = []
     with ThreadPoolExecutor(max_workers=args.threads) as pool:
-        for wave in range(args.waves):
+        for wave in range(2 * args.repeats):
             _say(phase="wave_start", wave=wave)
             start = time.perf_counter()
-            first = [wave == 0] * args.runs
-            outcomes = list(pool.map(submit, range(args.runs), first))
+            first = [wave % 2 == 0] * args.runs
+            runs = range((wave // 2) * args.runs, (wave // 2 + 1) * args.runs)
+            outcomes = list(pool.map(submit, runs, first))
             elapsed = time.perf_counter() - start
             _say(phase="wave_end", wave=wave)
             waves.append({"wall_s": elapsed, "created": sum(1 for _, c in outcomes if c)})

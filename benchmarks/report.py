@@ -163,8 +163,8 @@ def ratios_section(
         rows.append(
             [
                 "backfill wall time, first try",
-                _x(ratio(bo.wall_s[0], bp.wall_s[0])),
-                f"{bo.wall_s[0]:.2f} s vs {bp.wall_s[0]:.2f} s",
+                _x(ratio(bo.wall(0), bp.wall(0))),
+                f"{bo.wall(0):.2f} s vs {bp.wall(0):.2f} s",
             ]
         )
         rows.append(

@@ -88,11 +88,16 @@ def test_quick_mode_writes_a_well_formed_report(tmp_path: Path) -> None:
     assert wait["missing"] == 0 and wait["non_success"] == 0 and len(wait["delays_s"]) == 5
     assert set(wait["calls_by_method"]) <= {"ListCustomJobs", "GetCustomJob"}
 
-    (backfill,) = raw["backfill"]
-    assert backfill["error"] is None
-    assert backfill["created"] == [4, 0]  # the retry wave re-attaches to every job
-    assert backfill["jobs"] == 4 and backfill["duplicates"] == 0
-    assert backfill["calls"][1] == {"ListCustomJobs": 4}
+    backfill = {b["impl"]: b for b in raw["backfill"]}
+    assert set(backfill) == {"ours", "ours-worker"}
+    for b in backfill.values():
+        assert b["error"] is None
+        assert b["created"] == [4, 0]  # the retry wave re-attaches to every job
+        assert b["jobs"] == 4 and b["duplicates"] == 0
+        assert b["calls"][1] == {"ListCustomJobs": 4}
+    # a deferrable operator's first try is its Create alone; one waiting in its worker Lists after it
+    assert backfill["ours"]["calls"][0] == {"CreateCustomJob": 4}
+    assert backfill["ours-worker"]["calls"][0] == {"CreateCustomJob": 4, "ListCustomJobs": 4}
 
     emulator = raw["emulator"]
     assert emulator["errors"] == [] and emulator["replicas"] == 21
