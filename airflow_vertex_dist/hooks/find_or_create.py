@@ -347,13 +347,15 @@ def sibling_verdict(
     """The convergence of a wait whose job was made without the List after its Create
     (``converge_in_wait``), from jobs listed with it (the shared poller's List).
 
-    ``own`` is the waited-on job as listed (live), ``labels`` the task's (``task_labels``). Of the
-    listed live jobs that carry the task's labels, fingerprint included, and run ``own``'s spec (a job
-    with copied labels and another spec is logged and left alone, as ``find_or_create`` does), those of
-    the task's budget converge as after a Create: the oldest (by ``createTime``, then name: the same
-    choice in every caller) is kept, the others are duplicates. Jobs of a budget whose ``max_tries``
-    is lower than the task's are ``earlier`` -- a stale trigger of an earlier try never counts a later
-    budget's job as earlier."""
+    ``own`` is the waited-on job as listed, ``labels`` the task's (``task_labels``). Of the listed live
+    jobs that carry the task's labels, fingerprint included, and run ``own``'s spec (a job with copied
+    labels and another spec is logged and left alone, as ``find_or_create`` does), those of the task's
+    budget converge with ``own`` as after a Create: the oldest (by ``createTime``, then name: the same
+    choice in every caller) is kept, the others are duplicates. ``own`` counts whatever its state:
+    when it no longer runs (another try's trigger cancelled it) an older live job is still kept, and
+    when ``own`` is the oldest it is kept even so (the wait then ends on its state). Jobs of a budget
+    whose ``max_tries`` is lower than the task's are ``earlier`` -- a stale trigger of an earlier try
+    never counts a later budget's job as earlier."""
     job_kind = check_kind(kind)
     budget = labels.get(BUDGET_LABEL)
     ours = _budget_number(budget)

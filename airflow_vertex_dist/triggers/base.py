@@ -162,8 +162,9 @@ class JobWaitTrigger(BaseTrigger):
         return None
 
     async def check_siblings(self, job: Job, siblings: list[Job]) -> JobEvent | None:
-        """With ``watch_converge``: an event that ends this wait because of the jobs listed beside
-        ``job`` (its run's), or ``None`` to go on."""
+        """With ``watch_converge``, after every update: an event that ends this wait because of the
+        jobs listed beside ``job`` (its run's; empty when no List brought the update), or ``None`` to
+        go on."""
         return None
 
     async def give_up(self, message: str, job: Job | None = None, *, left: str = "running") -> JobEvent:
@@ -214,7 +215,7 @@ class JobWaitTrigger(BaseTrigger):
                     for line in progress.update(job):
                         self.log.info("%s", line)
                     payload = None
-                    if converge is not None and updates.siblings:
+                    if converge is not None:
                         payload = await self.check_siblings(job, updates.siblings)
                     if payload is None:
                         payload = await self.decide(job)

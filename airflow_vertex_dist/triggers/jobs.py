@@ -144,6 +144,7 @@ class VertexJobTrigger(JobWaitTrigger):
         self.timeout = None if timeout is None else float(timeout)
         self.page_size = int(page_size)
         self.converge = dict(converge) if converge is not None else None
+        self._cancelled_looked = False
         self._paused = PausedClock()
 
     def serialize_kwargs(self) -> dict[str, Any]:
@@ -178,9 +179,17 @@ class VertexJobTrigger(JobWaitTrigger):
         return self.converge
 
     async def check_siblings(self, job: Job, siblings: list[Job]) -> JobEvent | None:
-        """Converge with the run's listed jobs (see the module doc)."""
-        if self.converge is None or job_state(job) not in LIVE_STATES:
+        """Converge with the run's listed jobs (see the module doc). A job being cancelled, or
+        cancelled, with no List behind it (it left the poller's List) is looked for once by a List of
+        its own: another try's trigger may have cancelled it for an older job of the task."""
+        if self.converge is None:
             return None
+        state = job_state(job)
+        if not siblings:
+            if state not in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED") or self._cancelled_looked:
+                return None
+            self._cancelled_looked = True
+            siblings = await self._list_run()
         kind = parse_job_name(self.job_name).kind
         verdict = sibling_verdict(kind, job, self.converge, siblings, self.log)
         keep = str(verdict.keep["name"])
@@ -195,6 +204,8 @@ class VertexJobTrigger(JobWaitTrigger):
             event = self.event("reattach", message, verdict.keep)
             event["superseded"] = self.job_name
             return event
+        if state not in LIVE_STATES:
+            return None  # its own state ends the wait; nothing here is to be cancelled for it
         if verdict.duplicates:
             self.log.warning(
                 "%d unfinished jobs of this task were created at the same time (concurrent tries); "
@@ -214,6 +225,28 @@ class VertexJobTrigger(JobWaitTrigger):
                 )
                 await self._cancel_named(str(other["name"]))
         return None
+
+    async def _list_run(self) -> list[Job]:
+        """The task's jobs of every budget, by a List of this trigger's own (``converge`` but the
+        budget)."""
+        from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, label_filter
+        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
+
+        assert self.converge is not None
+        name = parse_job_name(self.job_name)
+        run = {k: v for k, v in self.converge.items() if k != BUDGET_LABEL}
+        try:
+            async with VertexJobsAsyncHook(
+                self.conn_id,
+                project_id=name.project,
+                location=name.location,
+                retry_policy=ON_KILL_RETRY,
+                impersonation_chain=self.impersonation_chain or None,
+            ) as hook:
+                return list(await hook.list_jobs(name.kind, filter=label_filter(run)))
+        except Exception as exc:
+            self.log.warning("Listing the jobs of %s's run failed: %s", self.job_name, exc)
+            return []
 
     # -- the verdict -----------------------------------------------------------------------------------
     def begin_wait(self) -> None:

@@ -8,7 +8,8 @@ work from the shared poller's List:
 * 50 concurrent first tries make 50 Creates and no List; their 50 triggers end with one live job, the
   oldest: its trigger cancels the others, every other trigger fires ``reattach`` naming it;
 * a job a stalled try's Create leaves later, with no one waiting on it, is cancelled by the waiting
-  trigger at its next cycle;
+  trigger at its next cycle; a trigger that finds its job already cancelled that way hands its task
+  the kept job;
 * a job with copied labels and another spec is left alone, a live job of an earlier retry budget is
   cancelled, one of a later budget is not (a stale trigger never cancels a newer try's job).
 """
@@ -200,6 +201,32 @@ async def test_a_job_a_stalled_create_leaves_later_is_cancelled_by_the_waiting_t
     finally:
         await _stop(tasks)
         em.store.update(own, lambda job: job.update(state="JOB_STATE_CANCELLED"))
+
+
+async def test_a_trigger_whose_job_another_trigger_cancelled_reattaches_to_the_kept_one(
+    em: Emulator,
+) -> None:
+    """The oldest job's trigger may cancel a duplicate before the duplicate's own trigger looked (a
+    task deferring later, in another triggerer): that trigger then finds its job cancelled with no List
+    behind it, looks the run up once itself, and hands its task the kept job instead of failing it."""
+    body = testing.container_job("c", SLEEP)
+    labels = task_labels(_labels("cancelled-first"), body, "m1")
+    kept = _insert(em, body, labels)
+    late = _insert(em, body, labels)
+    first = await _events([VertexJobTrigger(job_name=kept, poll_interval=0.3, converge=labels)])
+    try:
+        await eventually(lambda: _state(em, late) == "JOB_STATE_CANCELLED")
+        before = em.call_counts()
+        second = await _events([VertexJobTrigger(job_name=late, poll_interval=0.3, converge=labels)])
+        event = await asyncio.wait_for(second[late], timeout=30)
+        verdict, job = read_event(event)
+        assert verdict.status == "reattach" and job is not None and job["name"] == kept, event
+        assert superseded_job(event) == late
+        assert delta(em.call_counts(), before).get("ListCustomJobs", 0) >= 1
+        assert not first[kept].done()
+    finally:
+        await _stop(first)
+        em.store.update(kept, lambda job: job.update(state="JOB_STATE_CANCELLED"))
 
 
 async def test_copied_labels_are_left_alone_and_only_earlier_budgets_are_cancelled(
