@@ -58,7 +58,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES, sibling_verdict
@@ -70,6 +70,9 @@ from airflow_vertex_dist.triggers.conditions.events import JobEvent
 from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE
 from airflow_vertex_dist.triggers.task_state import task_instance_state
+
+if TYPE_CHECKING:
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
 
 __all__ = ["VertexJobTrigger"]
 
@@ -230,20 +233,13 @@ class VertexJobTrigger(JobWaitTrigger):
         """The task's jobs of every budget, by a List of this trigger's own (``converge`` but the
         budget)."""
         from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, label_filter
-        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
 
         assert self.converge is not None
-        name = parse_job_name(self.job_name)
         run = {k: v for k, v in self.converge.items() if k != BUDGET_LABEL}
         try:
-            async with VertexJobsAsyncHook(
-                self.conn_id,
-                project_id=name.project,
-                location=name.location,
-                retry_policy=ON_KILL_RETRY,
-                impersonation_chain=self.impersonation_chain or None,
-            ) as hook:
-                return list(await hook.list_jobs(name.kind, filter=label_filter(run)))
+            async with self._short_hook(self.job_name) as hook:
+                kind = parse_job_name(self.job_name).kind
+                return list(await hook.list_jobs(kind, filter=label_filter(run)))
         except Exception as exc:
             self.log.warning("Listing the jobs of %s's run failed: %s", self.job_name, exc)
             return []
@@ -270,6 +266,20 @@ class VertexJobTrigger(JobWaitTrigger):
         job = cancelled or job
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
+    def _short_hook(self, job_name: str) -> VertexJobsAsyncHook:
+        """A hook of its own for a few calls about ``job_name`` (``async with``), with the short retry
+        ``on_kill`` must keep to."""
+        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
+
+        name = parse_job_name(job_name)
+        return VertexJobsAsyncHook(
+            self.conn_id,
+            project_id=name.project,
+            location=name.location,
+            retry_policy=ON_KILL_RETRY,
+            impersonation_chain=self.impersonation_chain or None,
+        )
+
     async def _cancel(self) -> Job | None:
         """Cancel the job unless it already ended; the job after the request, or ``None`` on error."""
         return await self._cancel_named(self.job_name)
@@ -277,17 +287,8 @@ class VertexJobTrigger(JobWaitTrigger):
     async def _cancel_named(self, job_name: str) -> Job | None:
         """Cancel ``job_name`` unless it already ended; the job after the request, or ``None`` on
         error."""
-        from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
-
-        name = parse_job_name(job_name)
         try:
-            async with VertexJobsAsyncHook(
-                self.conn_id,
-                project_id=name.project,
-                location=name.location,
-                retry_policy=ON_KILL_RETRY,
-                impersonation_chain=self.impersonation_chain or None,
-            ) as hook:
+            async with self._short_hook(job_name) as hook:
                 job, sent = await hook.cancel_unless_ended(job_name)
                 if not sent:
                     self.log.info("Job %s already ended (%s): not cancelling", job_name, job_state(job))
