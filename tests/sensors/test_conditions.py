@@ -173,7 +173,9 @@ def test_read_event_checks_the_payload_a_resumed_task_gets() -> None:
     verdict, got = read_event({"status": "error", "message": "job x failed: boom", "job": None})
     assert not verdict.ok and verdict.message == "job x failed: boom" and got is None
     for bad in (None, "success", {"status": "done"}, {"message": "no status"}):
-        with pytest.raises(ValueError, match=r"^event: expected \{'status': 'success'\|'error'\|'reattach', \.\.\.\}"):
+        with pytest.raises(
+            ValueError, match=r"^event: expected \{'status': 'success'\|'error'\|'reattach', \.\.\.\}"
+        ):
             read_event(bad)
     for job_field in (None, {}, {"state": "JOB_STATE_SUCCEEDED"}):
         with pytest.raises(ValueError, match="^event: a success event carries the job"):
