@@ -39,6 +39,11 @@ CRASHES = [
         "a running job planted with every label of the task's job, the `airflow-spec` fingerprint of the "
         "spec it submits included, that runs other code",
     ),
+    (
+        "converged_in_the_trigger",
+        "a backfill's deferred first try (its Create alone, no List) beside a live job of the task made "
+        "before, as a concurrent try's would be",
+    ),
 ]
 
 
@@ -151,6 +156,12 @@ def _crash_outcome(key: str, fig: dict[str, Any]) -> str:
             f"({'same' if fig['same_fingerprint'] else '**another**'} fingerprint as the planted one); "
             f"the planted job left {fig['planted_state']} (not adopted"
             + ("; the task log names the field that differs)" if fig["logged_not_adopting"] else ")")
+        )
+    if key == "converged_in_the_trigger":
+        return (
+            f"run {fig['outcome']} in {fig['tries']} try; {fig['jobs_of_the_task']} jobs: the one made "
+            f"before {fig['older_state']} (its trigger found it, the task waited on it), the try's own "
+            + ", ".join(fig["own_states"])
         )
     if key == "dagrun_timeout":
         return f"run {fig['outcome']}; job {fig['job_state']}; replica processes left: {fig['replicas_left']}"

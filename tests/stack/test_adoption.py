@@ -5,6 +5,9 @@
 * Nor is a job planted with every label of the task's job, the ``airflow-spec`` fingerprint of the
   spec the task submits included, that runs other code: the task compares the job's spec with its own,
   says in its log why it does not adopt it, and starts its own job; the planted one runs on untouched.
+* A backfill's deferred first try submits with its Create alone; when a live job of the task that
+  runs its spec was there before (as a concurrent try's would be), its trigger finds it, the task
+  cancels its own job and waits on that one, and the run succeeds with that job as its output.
 * A run past its ``dagrun_timeout`` is ended by the scheduler; the package's listener cancels the job
   its deferred task waited on, and no replica process is left.
 """
@@ -12,8 +15,10 @@
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -146,3 +151,67 @@ def test_dagrun_timeout_cancels_the_job(stack: AirflowStack) -> None:
     assert state == "failed"
     assert done["name"] == job["name"]
     assert len(run_jobs(stack, "stack_timeout", run_id)) == 1
+
+
+@pytest.mark.timeout(900)  # a probe run, then the backfill
+def test_a_backfills_deferred_first_try_converges_in_its_trigger(stack: AirflowStack) -> None:
+    """The task's labels and spec are read from a manual probe run of the same DAG and params; the
+    older job is that spec under the backfill run's labels, made before the backfill starts. The
+    first try's look-up before its Create is skipped (a backfill's try 1), so only its trigger can
+    find the older job."""
+    dag_id = "stack_converge"
+    code = "import time; time.sleep(25); print('trained')"
+    probe_id = "manual__converge_probe"
+    run_id = "backfill__2024-01-01T00:00:00+00:00"
+    stack.api("PATCH", f"/api/v2/dags/{dag_id}", json_body={"is_paused": False})  # paused: no run starts
+    try:
+        stack.trigger(dag_id, {"code": code}, run_id=probe_id)
+        assert stack.wait_run(dag_id, probe_id, timeout=300) == "success"
+        (probe,) = run_jobs(stack, dag_id, probe_id)
+        older_body = {
+            "displayName": probe["displayName"],
+            "labels": {**probe["labels"], **run_labels(dag_id, "train", run_id, -1)},
+            "jobSpec": probe["jobSpec"],
+        }
+        resp = stack._http.post(f"{stack.rest_endpoint}{JOBS_URL}", json=older_body)
+        resp.raise_for_status()
+        older = resp.json()
+        stack.api(
+            "POST",
+            "/api/v2/backfills",
+            json_body={
+                "dag_id": dag_id,
+                "from_date": "2024-01-01T00:00:00Z",
+                "to_date": "2024-01-01T00:00:00Z",
+                "dag_run_conf": {"code": code},
+            },
+        )
+        state = stack.wait_run(dag_id, run_id, timeout=300)
+    finally:
+        stack.api("PATCH", f"/api/v2/dags/{dag_id}", json_body={"is_paused": True})
+    jobs = {j["name"]: j for j in run_jobs(stack, dag_id, run_id)}
+    own = [j for name, j in jobs.items() if name != older["name"]]
+    ti = stack.task_instance(dag_id, run_id, "train")
+    log = stack.task_log(dag_id, run_id, "train", int(ti["try_number"]))
+    run = quote(run_id, safe="")
+    output = stack.api(
+        "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/train/xcomEntries/return_value"
+    )["value"]
+    Figures.record(
+        "crashes",
+        "converged_in_the_trigger",
+        {
+            "outcome": state,
+            "tries": int(ti["try_number"]),
+            "jobs_of_the_task": len(jobs),
+            "older_state": jobs[older["name"]]["state"],
+            "own_states": sorted(j["state"] for j in own),
+        },
+    )
+    assert state == "success"
+    assert int(ti["try_number"]) == 1  # the first try, never retried
+    assert jobs[older["name"]]["state"] == "JOB_STATE_SUCCEEDED"
+    assert len(own) == 1 and own[0]["state"] == "JOB_STATE_CANCELLED"
+    assert f"an older job of this task, {older['name']}, runs the same spec" in log, log[-4000:]
+    value = output if isinstance(output, dict) else json.loads(output)
+    assert value["name"] == older["name"] and value["state"] == "JOB_STATE_SUCCEEDED"

@@ -79,6 +79,21 @@ with DAG(
     )
 stack_backfill = dag
 
+# Backfilled one date at a time, deferred: a backfill's first try submits with its Create alone, and
+# its trigger converges with a job of the task that was there before (test_adoption.py).
+with DAG(
+    "stack_converge",
+    schedule="@daily",
+    start_date=START,
+    end_date=START + timedelta(days=1),
+    catchup=False,
+    is_paused_upon_creation=True,
+    params=PARAMS,
+    default_args=DEFAULT_ARGS,
+) as dag:
+    VertexTrainingOperator(task_id="train", spec=spec(workers=False), deferrable=True, poll_interval=1.0)
+stack_converge = dag
+
 # A run that times out (dagrun_timeout) while its task waits deferred: the scheduler ends the run and
 # the package's listener cancels the job.
 with DAG(
