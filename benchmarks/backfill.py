@@ -78,14 +78,23 @@ def run_one(
     stderr_path = work / f"backfill-{impl}.stderr"
     with open(stderr_path, "w") as stderr:
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(home), cwd=home
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=child_env(home),
+            cwd=home,
         )
+        assert proc.stdin is not None
         lines = ChildLines(proc, f"backfill {impl}", stderr_path)
         deadline = time.monotonic() + 600
         try:
             for _wave in range(2 * repeats):
                 lines.read("wave_start", deadline)
                 before = em.call_counts()
+                proc.stdin.write("go\n")  # the wave's calls start only now, after the count was read
+                proc.stdin.flush()
                 lines.read("wave_end", deadline)
                 result.calls.append(call_delta(em.call_counts(), before))
             done = lines.read("done", deadline)

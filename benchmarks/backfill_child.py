@@ -11,7 +11,9 @@ worker (or does not wait) calls it: the List after the Create converges. ``provi
 Google provider's ``CustomJobHook.create_custom_job`` (what its ``CreateCustomJobOperator`` does on
 every try), with only its client factory patched to reach the emulator without credentials. Stdlib
 only at module level; prints one JSON object per line: ``wave_start`` / ``wave_end`` (the parent
-counts API calls between them) per wave, then ``done``.
+counts API calls between them) per wave, then ``done``. After ``wave_start`` it waits for a line on
+its stdin, which the parent writes once it has read the emulator's call counts: no call of the wave
+can come before them.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def main() -> None:
     with ThreadPoolExecutor(max_workers=args.threads) as pool:
         for wave in range(2 * args.repeats):
             _say(phase="wave_start", wave=wave)
+            sys.stdin.readline()  # the parent read the call counts
             start = time.perf_counter()
             first = [wave % 2 == 0] * args.runs
             runs = range((wave // 2) * args.runs, (wave // 2 + 1) * args.runs)
