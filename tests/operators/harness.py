@@ -7,6 +7,7 @@ would; the ``vertex_dist_default`` connection points the hooks at a local emulat
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -30,6 +31,7 @@ __all__ = [
     "poll",
     "register_dag",
     "run_dag",
+    "share_in_process_api",
     "ti_state",
 ]
 
@@ -40,16 +42,33 @@ _migrated = False
 
 
 def migrate_db() -> None:
-    """Create the metadata DB of the test-wide AIRFLOW_HOME once per process."""
+    """Create the metadata DB of the test-wide AIRFLOW_HOME once per process (and share the in-process
+    Execution API, ``share_in_process_api``)."""
     global _migrated
     if _migrated:
         return
+    share_in_process_api()
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.utils import db
 
     db.resetdb()
     DagBundlesManager().sync_bundles_to_db()
     _migrated = True
+
+
+def share_in_process_api() -> None:
+    """One in-process Execution API per test process, as Airflow 3.3's Task SDK keeps it for
+    ``dag.test()`` (its supervisor's ``in_process_api_server`` is an ``lru_cache``). Airflow 3.1 and
+    3.2 build a new one for every task ``dag.test()`` runs: a FastAPI app whose versioned routes
+    (Cadwyn) take seconds of CPU to build, the same work each time, which made those compat cells
+    spend most of their time building it (three times the 3.3 cell's CPU). Feature-detected: where
+    the function is cached already, nothing changes."""
+    from airflow.sdk.execution_time import supervisor
+
+    if not hasattr(supervisor.in_process_api_server, "cache_info"):
+        supervisor.in_process_api_server = functools.lru_cache(maxsize=1)(  # type: ignore[assignment]
+            supervisor.in_process_api_server
+        )
 
 
 def connection_env(em: Emulator, *, transport: str = "grpc") -> str:
@@ -81,6 +100,7 @@ def register_dag(dag: Any) -> None:
 def run_dag(dag: Any, *, logical_date: datetime | None = None) -> Any:
     """Register and run ``dag`` once with ``dag.test()``; the DagRun. The same ``logical_date`` twice
     runs the same task instances again (a new try each)."""
+    share_in_process_api()
     register_dag(dag)
     when = logical_date or datetime.now(timezone.utc)
     return dag.test(logical_date=when, run_after=when)
