@@ -43,11 +43,13 @@ from tests.polling import poll_until
 
 from .procs import MARKER_ENV, Proc, ProcessScan, StackError, free_port, postgres_bin_dir, tail
 
-__all__ = ["AirflowStack"]
+__all__ = ["SHORT_TRAINING", "AirflowStack"]
 
 VENV_BIN = Path(sys.executable).parent
 SERVICES = ("api-server", "dag-processor", "scheduler", "triggerer")
 TERMINAL_RUN_STATES = {"success", "failed"}
+#: The code of a backfill's runs (their conf's ``code``): a three-second training that prints a line.
+SHORT_TRAINING = "import time; time.sleep(3); print('trained')"
 
 
 class AirflowStack(ProcessScan):
@@ -342,6 +344,22 @@ class AirflowStack(ProcessScan):
         if resp.status_code >= 400:
             raise StackError(f"{method} {path} -> {resp.status_code}: {resp.text[:2000]}")
         return resp.json() if resp.content else None
+
+    def backfill(
+        self, dag_id: str, from_date: str, to_date: str, *, code: str, max_active_runs: int | None = None
+    ) -> Any:
+        """Start a backfill of ``dag_id`` from ``from_date`` to ``to_date`` (days, ``YYYY-MM-DD``: their
+        midnight UTC) through the REST API (``POST /api/v2/backfills``), every run's conf
+        ``{"code": code}``."""
+        body: dict[str, Any] = {
+            "dag_id": dag_id,
+            "from_date": f"{from_date}T00:00:00Z",
+            "to_date": f"{to_date}T00:00:00Z",
+            "dag_run_conf": {"code": code},
+        }
+        if max_active_runs is not None:
+            body["max_active_runs"] = max_active_runs
+        return self.api("POST", "/api/v2/backfills", json_body=body)
 
     def trigger(self, dag_id: str, conf: dict[str, Any] | None = None, run_id: str | None = None) -> str:
         body: dict[str, Any] = {"logical_date": None, "conf": conf or {}}

@@ -176,16 +176,7 @@ def test_a_backfills_deferred_first_try_converges_in_its_trigger(stack: AirflowS
         resp = stack._http.post(f"{stack.rest_endpoint}{JOBS_URL}", json=older_body)
         resp.raise_for_status()
         older = resp.json()
-        stack.api(
-            "POST",
-            "/api/v2/backfills",
-            json_body={
-                "dag_id": dag_id,
-                "from_date": "2024-01-01T00:00:00Z",
-                "to_date": "2024-01-01T00:00:00Z",
-                "dag_run_conf": {"code": code},
-            },
-        )
+        stack.backfill(dag_id, "2024-01-01", "2024-01-01", code=code)
         state = stack.wait_run(dag_id, run_id, timeout=300)
     finally:
         stack.api("PATCH", f"/api/v2/dags/{dag_id}", json_body={"is_paused": True})

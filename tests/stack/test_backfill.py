@@ -19,7 +19,7 @@ from airflow_vertex_dist.hooks.labels import RUN_LABEL, run_labels
 from tests.polling import poll_until
 
 from .figures import Figures
-from .stack import AirflowStack
+from .stack import SHORT_TRAINING, AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
@@ -72,17 +72,7 @@ def test_backfill_50_runs_under_kills_and_faults(stack: AirflowStack) -> None:
     kills: Counter[str] = Counter()
     try:
         stack.api("PATCH", f"/api/v2/dags/{DAG_ID}", json_body={"is_paused": False})
-        stack.api(
-            "POST",
-            "/api/v2/backfills",
-            json_body={
-                "dag_id": DAG_ID,
-                "from_date": "2024-01-01T00:00:00Z",
-                "to_date": "2024-02-19T00:00:00Z",
-                "max_active_runs": 10,
-                "dag_run_conf": {"code": "import time; time.sleep(3); print('trained')"},
-            },
-        )
+        stack.backfill(DAG_ID, "2024-01-01", "2024-02-19", code=SHORT_TRAINING, max_active_runs=10)
         deadline = time.monotonic() + 900
         while True:
             runs = backfill_runs(stack)

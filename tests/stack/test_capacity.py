@@ -26,7 +26,7 @@ from airflow_vertex_dist.hooks.labels import RUN_LABEL, run_labels
 from tests.polling import poll_until
 
 from .figures import Figures
-from .stack import AirflowStack
+from .stack import SHORT_TRAINING, AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
@@ -89,17 +89,7 @@ def test_backfill_20_runs_on_a_ladder_within_8_gpus(stack: AirflowStack) -> None
     started = time.monotonic()
     try:
         stack.api("PATCH", f"/api/v2/dags/{DAG_ID}", json_body={"is_paused": False})
-        stack.api(
-            "POST",
-            "/api/v2/backfills",
-            json_body={
-                "dag_id": DAG_ID,
-                "from_date": "2024-01-01T00:00:00Z",
-                "to_date": "2024-01-20T00:00:00Z",
-                "max_active_runs": RUNS,
-                "dag_run_conf": {"code": "import time; time.sleep(3); print('trained')"},
-            },
-        )
+        stack.backfill(DAG_ID, "2024-01-01", "2024-01-20", code=SHORT_TRAINING, max_active_runs=RUNS)
 
         def done() -> list[dict[str, Any]] | None:
             runs = backfill_runs(stack)

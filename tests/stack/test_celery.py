@@ -18,6 +18,7 @@ from tests.polling import poll_until
 
 from .celery_stack import WORKERS, CeleryStack
 from .figures import Figures
+from .stack import SHORT_TRAINING
 from .test_crashes import SLEEP, attempt_log, job_replicas_gone, run_jobs, wait_job
 from .test_triggerers import DAG_ID as TRIGGERERS_DAG
 from .test_triggerers import USER_ACTION, WAIT_FOR_FILE, holders, kill_one_of_two_triggerers, trigger_logs
@@ -201,16 +202,8 @@ def test_scheduler_kill9_mid_backfill_under_faults(celery_stack: CeleryStack) ->
     started = time.monotonic()
     try:
         stack.api("PATCH", f"/api/v2/dags/{dag_id}", json_body={"is_paused": False})
-        stack.api(
-            "POST",
-            "/api/v2/backfills",
-            json_body={
-                "dag_id": dag_id,
-                "from_date": "2024-01-01T00:00:00Z",
-                "to_date": f"2024-01-{BACKFILL_RUNS:02d}T00:00:00Z",
-                "max_active_runs": 10,
-                "dag_run_conf": {"code": "import time; time.sleep(3); print('trained')"},
-            },
+        stack.backfill(
+            dag_id, "2024-01-01", f"2024-01-{BACKFILL_RUNS:02d}", code=SHORT_TRAINING, max_active_runs=10
         )
         poll_until(
             lambda: len(ended()) >= BACKFILL_RUNS // 3, timeout=600, interval=1.0, what="a third ended"
