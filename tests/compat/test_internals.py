@@ -112,6 +112,14 @@ def test_a_trigger_reads_task_states_through_the_supervisor_channel() -> None:
     }
 
 
+def test_dag_test_runs_its_tasks_against_one_in_process_api() -> None:
+    """The harness (``airflow_db``) gives this release's ``dag.test()`` one in-process Execution API
+    for all its tasks, as Airflow 3.3 keeps it (``share_in_process_api``)."""
+    from airflow.sdk.execution_time import supervisor
+
+    assert supervisor.in_process_api_server() is supervisor.in_process_api_server()
+
+
 def test_outside_a_supervised_process_there_is_no_channel_and_no_state() -> None:
     import asyncio
 

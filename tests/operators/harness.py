@@ -100,7 +100,6 @@ def register_dag(dag: Any) -> None:
 def run_dag(dag: Any, *, logical_date: datetime | None = None) -> Any:
     """Register and run ``dag`` once with ``dag.test()``; the DagRun. The same ``logical_date`` twice
     runs the same task instances again (a new try each)."""
-    share_in_process_api()
     register_dag(dag)
     when = logical_date or datetime.now(timezone.utc)
     return dag.test(logical_date=when, run_after=when)
