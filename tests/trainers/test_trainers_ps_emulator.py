@@ -17,7 +17,7 @@ from trainers import linear
 from trainers.data import load
 from trainers.local import PREP_IMAGE, PS_TRAINER_IMAGE, build_sdist
 from trainers.ps import shard_bounds
-from trainers.ps_trainer import _batches
+from trainers.sync_sgd import _batches
 
 from airflow_vertex_dist.specs import (
     Container,

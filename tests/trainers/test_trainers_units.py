@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import trainer_harness as h
-from trainers import metrics, ps_trainer
+from trainers import checkpoints, metrics, ps_trainer
 from trainers.cluster import ClusterSpec, ClusterSpecError
 from trainers.data import DatasetError, read_dataset, split, synthesize, write_dataset
 from trainers.ps import PsError, ShardClient, ShardServer, shard_bounds, wait_closed
@@ -304,27 +304,27 @@ def _ckpt(directory: Path, step: int, epoch: int, weights: list[float], **extra:
 def test_the_newest_checkpoint_is_the_highest_step(tmp_path: Path) -> None:
     names = ["eval-00000004.json", "ckpt-00000010.json", "ckpt-00000004.json", "model.json",
              "ckpt-100000000.json", "ckpt-x.json", ".ckpt-00000012.json.tmp"]  # fmt: skip
-    assert ps_trainer.checkpoint_names(names) == [
+    assert checkpoints.checkpoint_names(names) == [
         "ckpt-00000004.json", "ckpt-00000010.json", "ckpt-100000000.json",
     ]  # fmt: skip
-    assert ps_trainer.latest_checkpoint(None) is None
-    assert ps_trainer.latest_checkpoint(str(tmp_path / "none-yet")) is None
+    assert checkpoints.latest_checkpoint(None) is None
+    assert checkpoints.latest_checkpoint(str(tmp_path / "none-yet")) is None
     _ckpt(tmp_path, 99999999, 2, [0.5, -1])  # 8 digits sort before 9 as text; by number it is older
     _ckpt(tmp_path, 100000000, 3, [0.25, 2])
     (tmp_path / "eval-200000000.json").write_text("{}")
-    assert ps_trainer.latest_checkpoint(str(tmp_path)) == ps_trainer.Checkpoint(
+    assert checkpoints.latest_checkpoint(str(tmp_path)) == checkpoints.Checkpoint(
         "ckpt-100000000.json", 3, 100000000, (0.25, 2.0)
     )
     _ckpt(tmp_path, 200000000, -1, [0.0])
     with pytest.raises(
-        ps_trainer.CheckpointError, match=r"ckpt-200000000.json: epoch must be a non-negative"
+        checkpoints.CheckpointError, match=r"ckpt-200000000.json: epoch must be a non-negative"
     ):
-        ps_trainer.latest_checkpoint(str(tmp_path))
+        checkpoints.latest_checkpoint(str(tmp_path))
 
 
 def test_training_is_done_at_the_epochs_asked_for_or_later() -> None:
-    assert not ps_trainer.is_final(2, 4)
-    assert ps_trainer.is_final(4, 4) and ps_trainer.is_final(6, 4)
+    assert not checkpoints.is_final(2, 4)
+    assert checkpoints.is_final(4, 4) and checkpoints.is_final(6, 4)
 
 
 def _train(
