@@ -106,52 +106,11 @@ class ClusterSpec:
             raw = text
         if not isinstance(raw, Mapping):
             raise ClusterSpecError(f"CLUSTER_SPEC: must be a JSON object (got {type(raw).__name__})")
-        clusters = raw.get("cluster")
-        if not isinstance(clusters, Mapping):
-            raise ClusterSpecError("CLUSTER_SPEC.cluster: required, an object of pool name -> addresses")
-        cluster: dict[str, tuple[str, ...]] = {}
-        for name, addrs in clusters.items():
-            where = f"CLUSTER_SPEC.cluster.{name}"
-            if _pool_number(str(name)) is None:
-                raise ClusterSpecError(f"{where}: pool names are workerpool0..workerpool3")
-            if not isinstance(addrs, list) or not all(isinstance(a, str) for a in addrs):
-                raise ClusterSpecError(f"{where}: must be a list of 'host:port' strings")
-            for i, addr in enumerate(addrs):
-                split_address(addr, field=f"{where}[{i}]")
-            cluster[str(name)] = tuple(addrs)
-        if len(cluster.get("workerpool0", ())) != 1:
-            raise ClusterSpecError(
-                "CLUSTER_SPEC.cluster.workerpool0: the primary pool must have exactly 1 address "
-                f"(got {len(cluster.get('workerpool0', ()))})"
-            )
-        task = raw.get("task")
-        if not isinstance(task, Mapping):
-            raise ClusterSpecError("CLUSTER_SPEC.task: required, an object with type and index")
-        pool = _pool_number(str(task.get("type", "")))
-        if pool is None:
-            raise ClusterSpecError(
-                f"CLUSTER_SPEC.task.type: must be workerpool0..workerpool3 (got {task.get('type')!r})"
-            )
-        index = task.get("index", 0)
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise ClusterSpecError(f"CLUSTER_SPEC.task.index: must be an integer (got {index!r})")
-        size = len(cluster.get(f"workerpool{pool}", ()))
-        if not 0 <= index < size:
-            raise ClusterSpecError(
-                f"CLUSTER_SPEC.task.index: {index} is out of range for workerpool{pool} ({size} replicas)"
-            )
-        trial = task.get("trial")
-        job = raw.get("job") or {}
-        if isinstance(job, str):  # some real jobs carry the spec as a JSON string
-            try:
-                job = json.loads(job)
-            except ValueError:
-                job = {}
-        if not isinstance(job, Mapping):
-            job = {}
-        return cls(
-            cluster=cluster, pool=pool, index=index, trial=None if trial is None else str(trial), job=job
-        )
+        cluster = _parse_cluster(raw.get("cluster"))
+        pool, index = _parse_task(raw.get("task"), cluster)
+        trial = raw["task"].get("trial")
+        trial_id = None if trial is None else str(trial)
+        return cls(cluster=cluster, pool=pool, index=index, trial=trial_id, job=_job(raw))
 
     # -- views ------------------------------------------------------------------------------
 
@@ -245,3 +204,56 @@ def ddp_world(spec: ClusterSpec) -> DdpWorld:
         )
     host, port = split_address(spec.primary_address, field="CLUSTER_SPEC.cluster.workerpool0[0]")
     return DdpWorld(rank=rank, world_size=len(spec.trainers), master_addr=host, master_port=port)
+
+
+def _parse_cluster(clusters: Any) -> dict[str, tuple[str, ...]]:
+    """CLUSTER_SPEC.cluster: pool name -> addresses, checked (one primary address)."""
+    if not isinstance(clusters, Mapping):
+        raise ClusterSpecError("CLUSTER_SPEC.cluster: required, an object of pool name -> addresses")
+    cluster: dict[str, tuple[str, ...]] = {}
+    for name, addrs in clusters.items():
+        where = f"CLUSTER_SPEC.cluster.{name}"
+        if _pool_number(str(name)) is None:
+            raise ClusterSpecError(f"{where}: pool names are workerpool0..workerpool3")
+        if not isinstance(addrs, list) or not all(isinstance(a, str) for a in addrs):
+            raise ClusterSpecError(f"{where}: must be a list of 'host:port' strings")
+        for i, addr in enumerate(addrs):
+            split_address(addr, field=f"{where}[{i}]")
+        cluster[str(name)] = tuple(addrs)
+    if len(cluster.get("workerpool0", ())) != 1:
+        raise ClusterSpecError(
+            "CLUSTER_SPEC.cluster.workerpool0: the primary pool must have exactly 1 address "
+            f"(got {len(cluster.get('workerpool0', ()))})"
+        )
+    return cluster
+
+
+def _parse_task(task: Any, cluster: Mapping[str, tuple[str, ...]]) -> tuple[int, int]:
+    """CLUSTER_SPEC.task: this replica's pool number and index in it, checked against the cluster."""
+    if not isinstance(task, Mapping):
+        raise ClusterSpecError("CLUSTER_SPEC.task: required, an object with type and index")
+    pool = _pool_number(str(task.get("type", "")))
+    if pool is None:
+        raise ClusterSpecError(
+            f"CLUSTER_SPEC.task.type: must be workerpool0..workerpool3 (got {task.get('type')!r})"
+        )
+    index = task.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ClusterSpecError(f"CLUSTER_SPEC.task.index: must be an integer (got {index!r})")
+    size = len(cluster.get(f"workerpool{pool}", ()))
+    if not 0 <= index < size:
+        raise ClusterSpecError(
+            f"CLUSTER_SPEC.task.index: {index} is out of range for workerpool{pool} ({size} replicas)"
+        )
+    return pool, index
+
+
+def _job(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """CLUSTER_SPEC.job, the job's spec: an object, or {} when it is missing or unreadable."""
+    job = raw.get("job") or {}
+    if isinstance(job, str):  # some real jobs carry the spec as a JSON string
+        try:
+            job = json.loads(job)
+        except ValueError:
+            job = {}
+    return job if isinstance(job, Mapping) else {}
