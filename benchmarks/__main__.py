@@ -155,30 +155,166 @@ def _rerender(raw_path: Path, out: Path, before: str | None) -> None:
     _log(f"wrote {out} (from {raw_path})")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's settings: the mode's (quick or full), each overridden by its flag when given."""
     settings: dict[str, Any] = dict(QUICK if args.quick else FULL)
     for key in settings:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
-    sizes = [int(s) for s in str(settings["wait_sizes"]).split(",") if s.strip()]
-    log_sizes = [int(s) for s in str(settings["log_sizes"]).split(",") if s.strip()]
+    for key in ("wait_sizes", "log_sizes"):
+        _sizes(settings[key])  # a bad list fails now, not after an hour of measuring
+    return settings
+
+
+def _sections(args: argparse.Namespace) -> set[str]:
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - set(SECTIONS)
     if unknown:
         _parser().error(
             f"--only: unknown section(s) {', '.join(sorted(unknown))} (choose from {', '.join(SECTIONS)})"
         )
+    return only
+
+
+def _anchor_python(args: argparse.Namespace) -> str | None:
+    """The anchor venv's interpreter, or None when it is not measured (absent, or ``--no-anchor``)."""
+    if args.no_anchor:
+        return None
+    candidate = Path(args.anchor_python) if args.anchor_python else DEFAULT_ANCHOR
+    if candidate.exists():
+        return os.path.abspath(candidate)
+    if args.anchor_python:
+        _parser().error(
+            f"--anchor-python: {candidate} does not exist (run `make bench` to create the anchor venv)"
+        )
+    return None
+
+
+def _sizes(text: object) -> list[int]:
+    return [int(s) for s in str(text).split(",") if s.strip()]
+
+
+@dataclasses.dataclass
+class _Results:
+    """What the measured sections found (an unmeasured section stays empty)."""
+
+    parse: list[Any] = dataclasses.field(default_factory=list)
+    waiting: list[Any] = dataclasses.field(default_factory=list)
+    backfill: list[Any] = dataclasses.field(default_factory=list)
+    emulator: Any = None
+    logs: list[Any] = dataclasses.field(default_factory=list)
+    capacity: list[Any] = dataclasses.field(default_factory=list)
+
+    def raw(self, info: Any) -> dict[str, Any]:
+        """The results as JSON (``--from-json`` renders the report again from it)."""
+        return {
+            "info": dataclasses.asdict(info),
+            "parse": [dataclasses.asdict(v) | {"dag_file": str(v.dag_file)} for v in self.parse],
+            "waiting": [dataclasses.asdict(w) for w in self.waiting],
+            "backfill": [dataclasses.asdict(b) for b in self.backfill],
+            "emulator": dataclasses.asdict(self.emulator) if self.emulator else None,
+            "logs": [dataclasses.asdict(r) for r in self.logs],
+            "capacity": [dataclasses.asdict(r) for r in self.capacity],
+        }
+
+
+def _measure_clients(
+    only: set[str], settings: dict[str, Any], python: str, anchor: str | None, work: Path, quick: bool
+) -> _Results:
+    """Sections 1-3: DAG parse cost, waiting at scale and backfill submissions."""
+    from benchmarks.backfill import measure_backfill
+    from benchmarks.parse_cost import measure_parse_cost
+    from benchmarks.waiting import measure_waiting
+
+    found = _Results()
+    if "parse" in only:
+        _log(f"1. DAG parse cost: {settings['parse_runs']} runs")
+        runs = int(settings["parse_runs"])
+        found.parse = measure_parse_cost(python, anchor, runs, work, _log, warmup=not quick)
+    if "wait" in only:
+        sizes = _sizes(settings["wait_sizes"])
+        _log(f"2. waiting at scale: {sizes} jobs, interval {settings['interval']} s")
+        found.waiting = measure_waiting(python, anchor, sizes, float(settings["interval"]), work, _log)
+    if "backfill" in only:
+        repeats = int(settings["backfill_repeats"])
+        _log(f"3. backfill: {settings['backfill_runs']} runs x 2 waves x {repeats}")
+        found.backfill = measure_backfill(
+            python,
+            anchor,
+            int(settings["backfill_runs"]),
+            int(settings["threads"]),
+            work,
+            _log,
+            repeats=repeats,
+        )
+    return found
+
+
+def _measure_services(
+    found: _Results, only: set[str], settings: dict[str, Any], python: str, anchor: str | None, work: Path
+) -> None:
+    """Sections 4-6: the emulator, replica log streaming and capacity under a stockout."""
+    from benchmarks.capacity import measure_capacity
+    from benchmarks.emulator_bench import measure_emulator
+    from benchmarks.log_streaming import measure_log_streaming
+
+    if "emulator" in only:
+        _log(f"4. emulator: {settings['launches']} launches, {settings['gets']} Gets per series")
+        found.emulator = measure_emulator(
+            python, anchor, int(settings["launches"]), int(settings["gets"]), work, _log
+        )
+    if "logs" in only:
+        log_sizes = _sizes(settings["log_sizes"])
+        _log(
+            f"5. replica logs: {log_sizes} jobs streaming, interval {settings['log_interval']} s, "
+            f"{settings['log_cycles']} cycles"
+        )
+        found.logs = measure_log_streaming(
+            log_sizes, float(settings["log_interval"]), int(settings["log_cycles"]), work, _log
+        )
+    if "capacity" in only:
+        _log(
+            f"6. capacity under a stockout: {settings['capacity_runs']} submissions per side, "
+            f"interval {settings['capacity_interval']} s, stockout after {settings['stockout_after']} s"
+        )
+        found.capacity = measure_capacity(
+            python,
+            anchor,
+            int(settings["capacity_runs"]),
+            float(settings["capacity_interval"]),
+            float(settings["stockout_after"]),
+            work,
+            _log,
+        )
+
+
+def _settings_table(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as the report's table shows them."""
+    return {
+        "DAG parse runs": settings["parse_runs"],
+        "waiting jobs": "/".join(f"{n:,}" for n in _sizes(settings["wait_sizes"])),
+        "poll interval": f"{settings['interval']:g} s",
+        "window intervals": 3,
+        "backfill runs": settings["backfill_runs"],
+        "backfill repeats": settings["backfill_repeats"],
+        "backfill threads": settings["threads"],
+        "emulator launches": settings["launches"],
+        "Gets per series": settings["gets"],
+        "log-streaming jobs": "/".join(f"{n:,}" for n in _sizes(settings["log_sizes"])),
+        "log poll interval": f"{settings['log_interval']:g} s",
+        "log poll cycles": settings["log_cycles"],
+        "capacity submissions per side": settings["capacity_runs"],
+        "capacity poll interval": f"{settings['capacity_interval']:g} s",
+        "stockout after": f"{settings['stockout_after']:g} s",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    settings = _settings(args)
+    only = _sections(args)
     project_python = os.path.abspath(sys.executable)
-    anchor: str | None = None
-    if not args.no_anchor:
-        candidate = Path(args.anchor_python) if args.anchor_python else DEFAULT_ANCHOR
-        if candidate.exists():
-            anchor = os.path.abspath(candidate)
-        elif args.anchor_python:
-            _parser().error(
-                f"--anchor-python: {candidate} does not exist (run `make bench` to create the anchor venv)"
-            )
+    anchor = _anchor_python(args)
     out = args.out or (
         BENCH_DIR / "results" / "quick.md" if args.quick else BENCH_DIR.parent / "docs" / "benchmarks.md"
     )
@@ -197,14 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 
-    from benchmarks.backfill import measure_backfill
-    from benchmarks.capacity import measure_capacity
-    from benchmarks.emulator_bench import measure_emulator
-    from benchmarks.log_streaming import measure_log_streaming
     from benchmarks.machine import machine_info, versions_of
-    from benchmarks.parse_cost import measure_parse_cost
     from benchmarks.report import RunInfo, render
-    from benchmarks.waiting import measure_waiting
 
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
@@ -216,57 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         versions = {"project": versions_of(project_python)}
         if anchor:
             versions["anchor"] = versions_of(anchor)
-        parse = waiting = backfill = []
-        logs = []
-        capacity = []
-        emulator = None
-        if "parse" in only:
-            _log(f"1. DAG parse cost: {settings['parse_runs']} runs")
-            parse = measure_parse_cost(
-                project_python, anchor, int(settings["parse_runs"]), work, _log, warmup=not args.quick
-            )
-        if "wait" in only:
-            _log(f"2. waiting at scale: {sizes} jobs, interval {settings['interval']} s")
-            waiting = measure_waiting(project_python, anchor, sizes, float(settings["interval"]), work, _log)
-        if "backfill" in only:
-            repeats = int(settings["backfill_repeats"])
-            _log(f"3. backfill: {settings['backfill_runs']} runs x 2 waves x {repeats}")
-            backfill = measure_backfill(
-                project_python,
-                anchor,
-                int(settings["backfill_runs"]),
-                int(settings["threads"]),
-                work,
-                _log,
-                repeats=repeats,
-            )
-        if "emulator" in only:
-            _log(f"4. emulator: {settings['launches']} launches, {settings['gets']} Gets per series")
-            emulator = measure_emulator(
-                project_python, anchor, int(settings["launches"]), int(settings["gets"]), work, _log
-            )
-        if "logs" in only:
-            _log(
-                f"5. replica logs: {log_sizes} jobs streaming, interval {settings['log_interval']} s, "
-                f"{settings['log_cycles']} cycles"
-            )
-            logs = measure_log_streaming(
-                log_sizes, float(settings["log_interval"]), int(settings["log_cycles"]), work, _log
-            )
-        if "capacity" in only:
-            _log(
-                f"6. capacity under a stockout: {settings['capacity_runs']} submissions per side, "
-                f"interval {settings['capacity_interval']} s, stockout after {settings['stockout_after']} s"
-            )
-            capacity = measure_capacity(
-                project_python,
-                anchor,
-                int(settings["capacity_runs"]),
-                float(settings["capacity_interval"]),
-                float(settings["stockout_after"]),
-                work,
-                _log,
-            )
+        found = _measure_clients(only, settings, project_python, anchor, work, args.quick)
+        _measure_services(found, only, settings, project_python, anchor, work)
         info = RunInfo(
             mode="quick" if args.quick else "full",
             started=started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -274,44 +355,20 @@ def main(argv: list[str] | None = None) -> int:
             machine=machine_info()
             | {"load_start": round(load_at_start, 2), "load_end": round(os.getloadavg()[0], 2)},
             versions=versions,
-            settings={
-                "DAG parse runs": settings["parse_runs"],
-                "waiting jobs": "/".join(f"{n:,}" for n in sizes),
-                "poll interval": f"{settings['interval']:g} s",
-                "window intervals": 3,
-                "backfill runs": settings["backfill_runs"],
-                "backfill repeats": settings["backfill_repeats"],
-                "backfill threads": settings["threads"],
-                "emulator launches": settings["launches"],
-                "Gets per series": settings["gets"],
-                "log-streaming jobs": "/".join(f"{n:,}" for n in log_sizes),
-                "log poll interval": f"{settings['log_interval']:g} s",
-                "log poll cycles": settings["log_cycles"],
-                "capacity submissions per side": settings["capacity_runs"],
-                "capacity poll interval": f"{settings['capacity_interval']:g} s",
-                "stockout after": f"{settings['stockout_after']:g} s",
-            },
+            settings=_settings_table(settings),
             notes=notes,
         )
-        text = render(info, parse, waiting, backfill, emulator, logs, capacity)
+        sections = (found.parse, found.waiting, found.backfill, found.emulator, found.logs, found.capacity)
+        text = render(info, *sections)
         out.parent.mkdir(parents=True, exist_ok=True)
         if args.replace_sections and out.exists():
             text = replace_sections(out.read_text(), text, [SECTION_HEADINGS[s] for s in sorted(only)])
         else:
             text = with_before_and_after(previous, text)
         out.write_text(text.rstrip("\n") + "\n")
-        raw = {
-            "info": dataclasses.asdict(info),
-            "parse": [dataclasses.asdict(v) | {"dag_file": str(v.dag_file)} for v in parse],
-            "waiting": [dataclasses.asdict(w) for w in waiting],
-            "backfill": [dataclasses.asdict(b) for b in backfill],
-            "emulator": dataclasses.asdict(emulator) if emulator else None,
-            "logs": [dataclasses.asdict(r) for r in logs],
-            "capacity": [dataclasses.asdict(r) for r in capacity],
-        }
         raw_path = args.raw or BENCH_DIR / "results" / f"{out.stem}.json"
         raw_path.parent.mkdir(parents=True, exist_ok=True)
-        raw_path.write_text(json.dumps(raw, indent=1, default=str) + "\n")
+        raw_path.write_text(json.dumps(found.raw(info), indent=1, default=str) + "\n")
         _log(f"wrote {out} and {raw_path} ({time.monotonic() - t0:.0f} s)")
     finally:
         if args.keep_work:
