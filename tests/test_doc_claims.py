@@ -391,7 +391,10 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         ),
         (
             r"(\d+) a page by default and at most ([\d,]+), with page tokens",
-            lambda: (_of(f"{EM}.cloud_logging.api:DEFAULT_PAGE_SIZE"), _of(f"{EM}.cloud_logging.api:MAX_PAGE_SIZE")),
+            lambda: (
+                _of(f"{EM}.cloud_logging.api:DEFAULT_PAGE_SIZE"),
+                _of(f"{EM}.cloud_logging.api:MAX_PAGE_SIZE"),
+            ),
         ),
         (r"A filter is at most ([\d,]+) characters", f"{EM}.cloud_logging.query:MAX_FILTER_CHARS"),
         (
@@ -411,7 +414,9 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         ),
         (
             r"the first `(max\(2, parallelTrialCount\))` trials are random",
-            lambda: [_of(f"{EM}.tuning.search:Search")(ONE_PARAMETER, seed=0, parallel=p).n_init for p in PARALLEL],
+            lambda: [
+                _of(f"{EM}.tuning.search:Search")(ONE_PARAMETER, seed=0, parallel=p).n_init for p in PARALLEL
+            ],
             _evaluated("parallelTrialCount", PARALLEL),
         ),
         (
@@ -420,11 +425,16 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         ),
         (
             r"`page_size` \(default (\d+), at most ([\d,]+)\)",
-            lambda: (_of(f"{EM}.jobservice.service:DEFAULT_PAGE_SIZE"), _of(f"{EM}.jobservice.service:MAX_PAGE_SIZE")),
+            lambda: (
+                _of(f"{EM}.jobservice.service:DEFAULT_PAGE_SIZE"),
+                _of(f"{EM}.jobservice.service:MAX_PAGE_SIZE"),
+            ),
         ),
         (
             r"the exit code reported \(default (\d+)\)",
-            lambda: _one({_of(f"{EM}.core.config:Faults")().crash_exit_code, _cli_default("crash_exit_code")}),
+            lambda: _one(
+                {_of(f"{EM}.core.config:Faults")().crash_exit_code, _cli_default("crash_exit_code")}
+            ),
         ),
         (
             r"\| `--fault-codes A,B` \| `error_codes` \| [^|]*\(default `(\w+)`\)",
