@@ -125,7 +125,7 @@ def measure_backfill(
     repeats: int = 1,
 ) -> list[BackfillResult]:
     from vertex_emulator.app import Emulator
-    from vertex_emulator.config import Faults
+    from vertex_emulator.core.config import Faults
     from vertex_emulator.testing import make_config
 
     # Jobs stay QUEUED (as a backfill's jobs would, waiting for quota): no replica processes start.

@@ -267,7 +267,7 @@ def measure_capacity(
     """R submissions per side (ours deferred, ours waiting in the worker, the provider's when there is
     an anchor), interleaved run by run, after one untimed warm-up submission each."""
     from vertex_emulator.app import Emulator
-    from vertex_emulator.config import Capacity
+    from vertex_emulator.core.config import Capacity
     from vertex_emulator.testing import make_config
 
     capacity = Capacity(stock={LOCATION: {A100: 0}}, stockout_after_s=stockout_after)

@@ -69,8 +69,8 @@ def _percentile(values: list[float], q: float) -> float:
 def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
     from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller
     from vertex_emulator.app import Emulator
-    from vertex_emulator.log_records import records_path
-    from vertex_emulator.supervise import RecordLog
+    from vertex_emulator.runtime.log_records import records_path
+    from vertex_emulator.runtime.supervise import RecordLog
     from vertex_emulator.testing import PARENT, make_config
 
     config = make_config(work)

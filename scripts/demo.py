@@ -223,7 +223,7 @@ def _summary(out: TextIO, result: dict[str, Any], job: dict[str, Any] | None, em
 def run_demo(workdir: Path | str | None = None, *, out: TextIO | None = None) -> int:
     """Run the demo; 0 when the DAG run succeeded and nothing was left running."""
     from vertex_emulator.app import Emulator
-    from vertex_emulator.config import EmulatorConfig
+    from vertex_emulator.core.config import EmulatorConfig
 
     stream = out or sys.stdout
 

@@ -42,18 +42,44 @@ def test_every_contract_is_kept() -> None:
     assert f"Contracts: {len(contracts)} kept, 0 broken." in report, report[-4000:]
 
 
-def test_the_layers_place_every_subpackage_and_module() -> None:
-    """A new subpackage or top-level module must be given its layer: the contract file is the picture
-    of the whole package, not of the parts that existed when it was written."""
-    layers = _config()["importlinter:contract:layers"]["layers"]
-    placed = {
+def _placed(contract: str) -> tuple[set[str], set[str]]:
+    """The names a layers contract places: (required, optional); an optional one is in parentheses."""
+    layers = _config()[f"importlinter:contract:{contract}"]["layers"]
+    names = {
         name.strip()
         for line in layers.splitlines()
         if line.strip() and not line.strip().startswith("#")
         for name in re.split(r"[|:]", line)
     }
+    optional = {name[1:-1] for name in names if name.startswith("(") and name.endswith(")")}
+    return {name for name in names if not name.startswith("(")}, optional
+
+
+def test_the_layers_place_every_subpackage_and_module() -> None:
+    """A new subpackage or top-level module must be given its layer: the contract file is the picture
+    of the whole package, not of the parts that existed when it was written."""
+    required, optional = _placed("layers")
+    assert not optional
     children = {info.name for info in pkgutil.iter_modules(airflow_vertex_dist.__path__)}
-    assert children == placed
+    assert children == required
+
+
+def test_the_emulator_layers_place_every_subpackage_and_module() -> None:
+    """The same for the emulator's contract: every service folder and top-level module has its layer.
+    An optional layer (in parentheses) may be missing, and nothing but it."""
+    import vertex_emulator
+
+    required, optional = _placed("emulator-layers")
+    children = {info.name for info in pkgutil.iter_modules(vertex_emulator.__path__)}
+    assert required <= children, required - children
+    assert children - required <= optional, children - required - optional
+
+
+def test_the_placement_check_reads_optional_layers() -> None:
+    """A parenthesised name is optional, the others required (import-linter's own syntax)."""
+    required, optional = _placed("emulator-layers")
+    assert "core" in required and "(_generated)" not in required
+    assert optional == {"_generated"}
 
 
 def _layers() -> list[set[str]]:

@@ -109,9 +109,9 @@ def provider_verdict(case: Case) -> tuple[str, str]:
 
 def emulator_verdict(case: Case) -> tuple[str, str]:
     """("ok" | "bad", the problems): what the emulator's Create checks say, no server needed."""
-    from vertex_emulator.gcs import check_request_uris
+    from vertex_emulator.core.gcs import check_request_uris
+    from vertex_emulator.jobservice.service import job_from_proto
     from vertex_emulator.rules import check_create
-    from vertex_emulator.service import job_from_proto
 
     message = _message(case)
     problems = check_create(case.kind, message, case.location)
@@ -182,7 +182,7 @@ _WIRED = [
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from vertex_emulator import testing
-    from vertex_emulator.config import Faults
+    from vertex_emulator.core.config import Faults
 
     # jobs stay QUEUED: this is about what Create accepts, not about running the replicas
     with testing.running_emulator(

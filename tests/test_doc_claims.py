@@ -103,7 +103,7 @@ def _conn_id_defaults() -> set[str]:
 
 def _shortest_token() -> int:
     """The shortest access token the emulator accepts on a non-loopback host."""
-    check_exposure = _of("vertex_emulator.config:check_exposure")
+    check_exposure = _of("vertex_emulator.core.config:check_exposure")
     for length in range(1, 257):
         try:
             check_exposure("10.0.0.5", "x" * length)
@@ -177,7 +177,7 @@ STUDY = {
 
 
 def _config() -> Any:
-    return _of("vertex_emulator.config:EmulatorConfig")(state_dir=Path("s"), gcs_root=Path("g"))
+    return _of("vertex_emulator.core.config:EmulatorConfig")(state_dir=Path("s"), gcs_root=Path("g"))
 
 
 def _cli_default(name: str) -> Any:
@@ -374,61 +374,71 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"`EmulatorConfig\.stop_grace_s`, (\d+) s\)", lambda: _config().stop_grace_s),
         (
             r"`scheduling\.timeout` \(default (\d+) days\)",
-            lambda: _of(f"{EM}.custom_job:DEFAULT_TIMEOUT_S") / 86400,
+            lambda: _of(f"{EM}.runtime.custom_job:DEFAULT_TIMEOUT_S") / 86400,
         ),
         (r"before it is read when over (\d+) MiB \(413\)", _mib(f"{EM}.rest:MAX_BODY_BYTES")),
         (
             r"JSON may nest (\d+) levels and filter parentheses (\d+)",
-            lambda: (_of(f"{EM}.rest:MAX_JSON_DEPTH"), _of(f"{EM}.filters:MAX_DEPTH")),
+            lambda: (_of(f"{EM}.rest:MAX_JSON_DEPTH"), _of(f"{EM}.jobservice.filters:MAX_DEPTH")),
         ),
-        (r"a gRPC request over (\d+) MiB", _mib(f"{EM}.grpc_server:MAX_MESSAGE_BYTES")),
-        (r"past (\d+) MiB, gRPC itself refuses", _mib(f"{EM}.grpc_server:_TRANSPORT_MAX_BYTES")),
+        (r"a gRPC request over (\d+) MiB", _mib(f"{EM}.jobservice.grpc_server:MAX_MESSAGE_BYTES")),
+        (r"past (\d+) MiB, gRPC itself refuses", _mib(f"{EM}.jobservice.grpc_server:_TRANSPORT_MAX_BYTES")),
         (r"\(at least (\d+) characters;", _shortest_token),
         (
             r"copied from the emulator's environment when set: (.*?) \(`",
-            lambda: sorted({*_of(f"{EM}.cluster:LOCAL_ENV_NAMES"), "LC_*"}),
+            lambda: sorted({*_of(f"{EM}.runtime.cluster:LOCAL_ENV_NAMES"), "LC_*"}),
             lambda text: sorted(re.findall(r"`(\w+\*?)`", text)),
         ),
         (
             r"(\d+) a page by default and at most ([\d,]+), with page tokens",
-            lambda: (_of(f"{EM}.logging_api:DEFAULT_PAGE_SIZE"), _of(f"{EM}.logging_api:MAX_PAGE_SIZE")),
+            lambda: (
+                _of(f"{EM}.cloud_logging.api:DEFAULT_PAGE_SIZE"),
+                _of(f"{EM}.cloud_logging.api:MAX_PAGE_SIZE"),
+            ),
         ),
-        (r"A filter is at most ([\d,]+) characters", f"{EM}.log_filter:MAX_FILTER_CHARS"),
+        (r"A filter is at most ([\d,]+) characters", f"{EM}.cloud_logging.query:MAX_FILTER_CHARS"),
         (
             r"parsed in one pass, with at most (\d+) comparisons and search terms",
-            f"{EM}.log_filter:MAX_TERMS",
+            f"{EM}.cloud_logging.query:MAX_TERMS",
         ),
-        (r"nests at most (\d+) groups and holds at most", f"{EM}.log_filter:MAX_DEPTH"),
+        (r"nests at most (\d+) groups and holds at most", f"{EM}.cloud_logging.query:MAX_DEPTH"),
         (
             r"or object resource \(a bucket insert, an upload's metadata\) nested past (\d+) levels",
-            f"{EM}.storage:MAX_JSON_DEPTH",
+            f"{EM}.cloud_storage.api:MAX_JSON_DEPTH",
         ),
-        (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.tuning:STOPPING_POLL_S"),
+        (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.runtime.tuning_job:STOPPING_POLL_S"),
         (
             r"`maxFailedTrialCount: 0` is, in the emulator, `([^`]+)`",
-            lambda: [_of(f"{EM}.tuning:failed_trial_limit")(0, n) for n in TRIALS],
+            lambda: [_of(f"{EM}.runtime.tuning_job:failed_trial_limit")(0, n) for n in TRIALS],
             _evaluated("maxTrialCount", TRIALS),
         ),
         (
             r"the first `(max\(2, parallelTrialCount\))` trials are random",
-            lambda: [_of(f"{EM}.search:Search")(ONE_PARAMETER, seed=0, parallel=p).n_init for p in PARALLEL],
+            lambda: [
+                _of(f"{EM}.tuning.search:Search")(ONE_PARAMETER, seed=0, parallel=p).n_init for p in PARALLEL
+            ],
             _evaluated("parallelTrialCount", PARALLEL),
         ),
         (
             r"with probability ([\d.]+), a perturbation",
-            lambda: float(_source(_of(f"{EM}.search:Search"), r"rng\.random\(\) < ([\d.]+)")[0]),
+            lambda: float(_source(_of(f"{EM}.tuning.search:Search"), r"rng\.random\(\) < ([\d.]+)")[0]),
         ),
         (
             r"`page_size` \(default (\d+), at most ([\d,]+)\)",
-            lambda: (_of(f"{EM}.service:DEFAULT_PAGE_SIZE"), _of(f"{EM}.service:MAX_PAGE_SIZE")),
+            lambda: (
+                _of(f"{EM}.jobservice.service:DEFAULT_PAGE_SIZE"),
+                _of(f"{EM}.jobservice.service:MAX_PAGE_SIZE"),
+            ),
         ),
         (
             r"the exit code reported \(default (\d+)\)",
-            lambda: _one({_of(f"{EM}.config:Faults")().crash_exit_code, _cli_default("crash_exit_code")}),
+            lambda: _one(
+                {_of(f"{EM}.core.config:Faults")().crash_exit_code, _cli_default("crash_exit_code")}
+            ),
         ),
         (
             r"\| `--fault-codes A,B` \| `error_codes` \| [^|]*\(default `(\w+)`\)",
-            lambda: _one({_cli_default("fault_codes"), *_of(f"{EM}.config:Faults")().error_codes}),
+            lambda: _one({_cli_default("fault_codes"), *_of(f"{EM}.core.config:Faults")().error_codes}),
         ),
     ],
 }
@@ -621,7 +631,7 @@ def test_quickstart_job_output_keys_are_pushed() -> None:
 
 
 def test_python_package_pip_flags_are_the_emulators() -> None:
-    from vertex_emulator import packages
+    from vertex_emulator.runtime import packages
 
     stated = claim(page("how-to/python-package.md"), r"\(`pip install (--[^`]*) <dir>`\)")[1].split()
     passed = re.findall(r'"(--[\w-]+)"', inspect.getsource(packages.install_packages))

@@ -156,7 +156,7 @@ def test_included_files_exist() -> None:
 @pytest.mark.parametrize("block", PLAIN_PYTHON, ids=[b.id for b in PLAIN_PYTHON])
 def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     from airflow_vertex_dist.specs.examples import PARAMETER_SERVER_EXAMPLE
-    from vertex_emulator.cluster import cluster_spec, replicas_of
+    from vertex_emulator.runtime.cluster import cluster_spec, replicas_of
 
     env = _env(tmp_path)
     metrics = tmp_path / "hypertune" / "output.metrics"

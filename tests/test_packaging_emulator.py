@@ -56,7 +56,7 @@ def test_the_emulator_wheel_holds_its_package_its_script_and_its_pytest_plugin(w
     requires = " ".join(meta.get_all("Requires-Dist") or [])
     assert "airflow" not in requires, requires
     assert "vertex-emulator = vertex_emulator.cli:console_main" in entry_points
-    assert "[pytest11]" in entry_points and "vertex_emulator.pytest_plugin" in entry_points
+    assert "[pytest11]" in entry_points and "vertex_emulator.testing.pytest_plugin" in entry_points
 
 
 SDK_RUN = r"""

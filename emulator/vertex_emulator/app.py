@@ -8,17 +8,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from vertex_emulator.callers import warn_if_unchecked
-from vertex_emulator.capacity import HostCeilings
-from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
-from vertex_emulator.gpu_ledger import GpuCapacity
-from vertex_emulator.grpc_server import GrpcServer
-from vertex_emulator.httpserve import Ceilings
-from vertex_emulator.logging_api import LogEntriesApi, grpc_handler
+from vertex_emulator.capacity.host import HostCeilings
+from vertex_emulator.capacity.ledger import GpuCapacity
+from vertex_emulator.cloud_logging.api import LogEntriesApi, grpc_handler
+from vertex_emulator.cloud_storage.api import STORAGE_HOST, StorageServer
+from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.jobservice.grpc_server import GrpcServer
+from vertex_emulator.jobservice.service import JobService, RunnerLike
 from vertex_emulator.rest import RestServer
-from vertex_emulator.service import JobService, RunnerLike
-from vertex_emulator.storage import STORAGE_HOST, StorageServer
-from vertex_emulator.store import JobStore
+from vertex_emulator.server.callers import warn_if_unchecked
+from vertex_emulator.server.httpserve import Ceilings
 
 __all__ = ["Emulator"]
 
@@ -31,7 +31,7 @@ def _private_dir(path: Path) -> None:
 def _make_runner(
     store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity
 ) -> RunnerLike:
-    from vertex_emulator.runner import Runner
+    from vertex_emulator.runtime.runner import Runner
 
     runner: RunnerLike = Runner(store, config, ceilings, gpus)
     return runner
@@ -52,14 +52,14 @@ class Emulator:
     """A local Vertex AI JobService.
 
     ``Emulator(config).start()`` binds both servers (port 0: an ephemeral port) and the local
-    Cloud Storage API (storage.py; on 127.0.0.1, port 0 a free one too, unless
+    Cloud Storage API (cloud_storage/api.py; on 127.0.0.1, port 0 a free one too, unless
     ``config.storage_port`` is None), sets
     ``config.web_base_url`` and ``config.storage_endpoint``, lets the runner recover jobs left
     unfinished by a previous run, then serves. ``stop()`` (or leaving the ``with`` block) stops the
     servers, then every replica.
     The state directory is created with mode 0700; servers bind ``config.host`` (127.0.0.1); a
     non-loopback host without ``config.auth_token`` is a ValueError. Every surface serves only the
-    emulator's own local user, or a caller with ``config.auth_token`` (callers.py).
+    emulator's own local user, or a caller with ``config.auth_token`` (server/callers.py).
     """
 
     def __init__(self, config: EmulatorConfig) -> None:
@@ -71,7 +71,7 @@ class Emulator:
         self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
         #: the host's ceilings on replicas, shared by the runner (room) and the service (Create)
         self.ceilings = HostCeilings(config.max_replica_processes, config.max_job_replicas)
-        #: GPU quotas, free capacity and Spot preemption (gpu_ledger.py), shared the same way
+        #: GPU quotas, free capacity and Spot preemption (capacity/ledger.py), shared the same way
         self.gpus = GpuCapacity(config.capacity, config.faults)
         self.runner: RunnerLike = _make_runner(self.store, config, self.ceilings, self.gpus)
         self.service = JobService(

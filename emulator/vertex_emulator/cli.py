@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from vertex_emulator.config import BindError, EmulatorConfig, check_exposure
+from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure
 
 __all__ = ["build_parser", "console_main", "main", "parse_config"]
 
@@ -174,7 +174,7 @@ def _add_capacity_flags(parser: argparse.ArgumentParser) -> None:
 
 def _capacity_json(args: argparse.Namespace) -> dict[str, Any]:
     """The capacity settings the file and flags ask for, as JSON (flags over the file)."""
-    from vertex_emulator.capacity_settings import load_capacity_file
+    from vertex_emulator.capacity.settings import load_capacity_file
 
     data: dict[str, Any] = load_capacity_file(args.capacity_file) if args.capacity_file else {}
     for name in _COUNT_FLAGS:
@@ -353,8 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> EmulatorConfig:
-    from vertex_emulator.capacity_settings import CapacityError, capacity_from_json
-    from vertex_emulator.faults import FaultsError, faults_from_json
+    from vertex_emulator.capacity.settings import CapacityError, capacity_from_json
+    from vertex_emulator.core.faults import FaultsError, faults_from_json
 
     try:
         faults = faults_from_json(
@@ -480,7 +480,8 @@ def main(argv: list[str]) -> int:
             print(f"  REST: {emulator.rest_endpoint}  (JobServiceClient(transport='rest'), curl)")
             print(f"  GCS:  {config.storage_endpoint}  (STORAGE_EMULATOR_HOST of every replica)")
             print(f"  jobs: {emulator.rest_endpoint}/ui/   stats: {emulator.rest_endpoint}/emulator/stats")
-            for line in emulator.store.damage:  # a damaged state directory, set aside (store_repair.py)
+            # a damaged state directory, set aside (core/jobstore_repair.py)
+            for line in emulator.store.damage:
                 print(f"  damaged state, quarantined: {line}", file=sys.stderr)
             print(
                 f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint} "

@@ -113,7 +113,7 @@ def output_directory(job: dict[str, Any], gcs_root: Path | None) -> tuple[str, s
         return None
     local = ""
     if gcs_root is not None and uri.startswith("gs://"):
-        from vertex_emulator.gcs import to_local_path
+        from vertex_emulator.core.gcs import to_local_path
 
         try:
             local = str(to_local_path(uri, gcs_root))

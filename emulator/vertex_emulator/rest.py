@@ -1,7 +1,7 @@
 """The JobService over HTTP/JSON (the v1 REST mapping), plus the emulator's web pages and admin API.
 
 Built on the standard library's HTTP server (HTTP/1.1 keep-alive), one thread per connection within
-the listener's ceilings (httpserve.py: connections, idle, header and body deadlines): the emulator
+the listener's ceilings (server/httpserve.py: connections, idle, header and body deadlines): the emulator
 serves a handful of local clients, so no web framework is needed.
 
 REST mapping, as the stock client's REST transport (``transports/rest_base.py``) sends it::
@@ -28,7 +28,7 @@ Other paths:
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).
 * ``GET``/``PUT /emulator/capacity``: read or change the GPU capacity settings at runtime (quotas,
-  free GPUs, Spot; capacity_settings.py; PUT takes a partial object and wakes the jobs waiting);
+  free GPUs, Spot; capacity/settings.py; PUT takes a partial object and wakes the jobs waiting);
   ``POST /emulator/capacity/preempt`` ``{"job": NAME, "replica": KEY}`` preempts a replica of a
   running Spot job now (``replica`` defaults to ``workerpool0-0``).
 
@@ -37,9 +37,9 @@ its jobs name: a ``Host`` that is not a loopback name or the address served is r
 rebinding), so is an ``Origin`` other than the emulator's own, a write whose body is not
 ``application/json`` (a web page's form or "simple request"), and, when the server has an access
 token, a request without ``Authorization: Bearer <token>`` -- without one, a connection from
-another local account than the emulator's (callers.py). A body is bounded by its
+another local account than the emulator's (server/callers.py). A body is bounded by its
 ``Content-Length`` before it is read (``MAX_BODY_BYTES``, 413) and by its nesting
-(``MAX_JSON_DEPTH``, 400, counted in linear time by jsonlimits.py). A ``Transfer-Encoding`` (chunked)
+(``MAX_JSON_DEPTH``, 400, counted in linear time by server/jsonlimits.py). A ``Transfer-Encoding`` (chunked)
 body is refused with 411 and the connection closed, so it cannot be read as a next request.
 """
 
@@ -54,13 +54,15 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from vertex_emulator import callers, logging_api, pages
-from vertex_emulator.capacity_settings import CapacityError, capacity_to_json, update_capacity
-from vertex_emulator.faults import FaultsError, faults_to_json, update_faults
-from vertex_emulator.gpu_ledger import PreemptError
-from vertex_emulator.httpserve import BoundedHTTPServer, Ceilings, Deadlines
-from vertex_emulator.jsonlimits import json_depth
-from vertex_emulator.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
+from vertex_emulator import pages
+from vertex_emulator.capacity.ledger import PreemptError
+from vertex_emulator.capacity.settings import CapacityError, capacity_to_json, update_capacity
+from vertex_emulator.cloud_logging import api as logging_api
+from vertex_emulator.core.faults import FaultsError, faults_to_json, update_faults
+from vertex_emulator.jobservice.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
+from vertex_emulator.server import callers
+from vertex_emulator.server.httpserve import BoundedHTTPServer, Ceilings, Deadlines
+from vertex_emulator.server.jsonlimits import json_depth
 
 __all__ = [
     "INDEX_LIMIT",
@@ -216,7 +218,7 @@ class _Handler(Deadlines):
                     "UNAUTHENTICATED",
                     "this emulator requires its access token: send 'Authorization: Bearer <token>'",
                 )
-        elif not callers.http_caller_allowed(self):  # no token: only the emulator's own user (callers.py)
+        elif not callers.http_caller_allowed(self):  # no token: only its own user (server/callers.py)
             raise _Refused(403, "PERMISSION_DENIED", callers.PEER_REFUSAL)
         if method in _MUTATING and (method != "DELETE" or self._content_length() > 0):
             ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()

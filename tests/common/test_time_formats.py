@@ -17,7 +17,7 @@ from airflow_vertex_dist.common.rfc3339 import (
     rfc3339_nanos,
     seconds_since,
 )
-from vertex_emulator import custom_job
+from vertex_emulator.runtime import custom_job
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ def test_the_image_map_runs_the_trainer_modules(common: Any) -> None:
 def test_copy_tree_through_the_cloud_storage_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a local mount the helpers use google-cloud-storage, as a replica does; against the
     emulator's storage server ``copy_tree`` copies with objects.copy (``copy_blob``)."""
-    from vertex_emulator.storage import StorageServer
+    from vertex_emulator.cloud_storage.api import StorageServer
 
     root = tmp_path / "gcs"
     (root / "my-bucket" / "runs" / "1" / "model" / "sub").mkdir(parents=True)

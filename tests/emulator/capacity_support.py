@@ -14,7 +14,7 @@ from typing import Any
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.log_records import SERVICE_KEY, records_path
+from vertex_emulator.runtime.log_records import SERVICE_KEY, records_path
 
 __all__ = [
     "A100",

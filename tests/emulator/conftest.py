@@ -10,9 +10,9 @@ import pytest
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import EmulatorConfig
-from vertex_emulator.runner import Runner
-from vertex_emulator.store import JobStore
+from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.runtime.runner import Runner
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from typing import Any
 
 import psutil
 
-from vertex_emulator.runner import Runner
-from vertex_emulator.store import JobStore
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.runtime.runner import Runner
 
 __all__ = [
     "PARENT",

@@ -1,4 +1,4 @@
-"""GPU quota per region and accelerator, as Vertex AI applies it (vertex_emulator.gpu_capacity): a Create
+"""GPU quota per region and accelerator, as Vertex AI applies it (vertex_emulator.capacity.gpus): a Create
 over the quota by itself is RESOURCE_EXHAUSTED naming the quota metric; a job over the quota left beside
 running jobs waits QUEUED until they free it (or is refused, with ``over_quota = "refuse"``); SPOT and
 FLEX_START jobs count against the preemptible metric; a tuning job's trials are counted one by one.
@@ -14,8 +14,8 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
 
-from vertex_emulator.config import Capacity
-from vertex_emulator.gpu_ledger import Key, Ledger
+from vertex_emulator.capacity.ledger import Key, Ledger
+from vertex_emulator.core.config import Capacity
 from vertex_emulator.testing import PARENT, container_job, running_emulator, wait_for_state
 
 from .capacity_support import (

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from vertex_emulator.capacity_settings import capacity_to_json
+from vertex_emulator.capacity.gpus import quota_metric, spec_gpus
+from vertex_emulator.capacity.settings import capacity_to_json
 from vertex_emulator.cli import parse_config
-from vertex_emulator.config import Capacity
-from vertex_emulator.gpu_capacity import quota_metric, spec_gpus
+from vertex_emulator.core.config import Capacity
 from vertex_emulator.testing import running_emulator
 
 from .capacity_support import A100, admin

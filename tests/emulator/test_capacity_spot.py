@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import CustomJob
 
-from vertex_emulator.config import Capacity, Faults
-from vertex_emulator.gpu_capacity import preempted_message
+from vertex_emulator.capacity.gpus import preempted_message
+from vertex_emulator.core.config import Capacity, Faults
 from vertex_emulator.testing import PARENT, running_emulator, wait_for_state
 
 from .capacity_support import admin, client_for, gpu_job, service_lines, wait_for_file_lines

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vertex_emulator.cluster import (
+from vertex_emulator.core.gcs import join_uri, to_local_path
+from vertex_emulator.runtime.cluster import (
     cluster_map,
     expand_env,
     is_reduction_server,
@@ -16,7 +17,6 @@ from vertex_emulator.cluster import (
     replica_env,
     replicas_of,
 )
-from vertex_emulator.gcs import join_uri, to_local_path
 
 
 def _pool(n: int, image: str = "trainer:1") -> dict[str, object]:

@@ -1,7 +1,7 @@
 """Conformance of Create with the v1 protos, generated from the descriptors (nothing hand-listed).
 
 Every scalar, bool, enum, map and well-known-value field reachable from ``CustomJob`` and
-``HyperparameterTuningJob`` (``vertex_emulator.fields.walk``) is submitted once at
+``HyperparameterTuningJob`` (``vertex_emulator.rules.fields.walk``) is submitted once at
 its zero value and once at a valid non-zero value, over gRPC and over REST with the stock
 ``JobServiceClient``. Each request is accepted unless a documented Vertex AI rule forbids it:
 
@@ -28,8 +28,8 @@ import pytest
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
-from vertex_emulator.fields import ROOTS, ProtoField, field_doc, walk
+from vertex_emulator.core.config import Faults
+from vertex_emulator.rules.fields import ROOTS, ProtoField, field_doc, walk
 from vertex_emulator.testing import PARENT
 
 SPEC = "jobSpec"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from vertex_emulator import custom_job
-from vertex_emulator.custom_job import CustomJobRun
+from vertex_emulator.runtime import custom_job
+from vertex_emulator.runtime.custom_job import CustomJobRun
 
 from .runner_support import PARENT, finished, pool
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from vertex_emulator import testing
-from vertex_emulator.hypertune import curve, final_measurement, measurements
-from vertex_emulator.stopping import decay_curve_should_stop, median_should_stop
+from vertex_emulator.tuning.hypertune import curve, final_measurement, measurements
+from vertex_emulator.tuning.stopping import decay_curve_should_stop, median_should_stop
 
 GOOD_A = [(1.0, 3.0), (2.0, 6.0), (3.0, 9.0)]
 GOOD_B = [(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]
@@ -94,7 +94,7 @@ def test_convex_stopping_is_accepted_and_logged_as_not_applied(
     body = testing.tuning_job("convex", max_trials=2)
     body["studySpec"]["convexAutomatedStoppingSpec"] = {"maxStepCount": "10"}
     message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
-    with caplog.at_level(logging.WARNING, logger="vertex_emulator.tuning"):
+    with caplog.at_level(logging.WARNING, logger="vertex_emulator.runtime.tuning_job"):
         with testing.running_emulator(tmp_path) as em:
             client = testing.grpc_client(em)
             try:
@@ -109,7 +109,7 @@ def test_convex_stopping_is_accepted_and_logged_as_not_applied(
     said = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "vertex_emulator.tuning" and job.name in r.getMessage()
+        if r.name == "vertex_emulator.runtime.tuning_job" and job.name in r.getMessage()
     ]
     assert said == [f"{job.name}: convexAutomatedStoppingSpec is accepted but not applied locally"]
 

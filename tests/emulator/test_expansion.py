@@ -13,7 +13,7 @@ from typing import Any
 from google.cloud.aiplatform_v1 import CustomJob
 
 from vertex_emulator.app import Emulator
-from vertex_emulator.cluster import expand_references
+from vertex_emulator.runtime.cluster import expand_references
 from vertex_emulator.testing import PARENT, wait_for_state
 
 RECORD = (

@@ -12,8 +12,8 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from vertex_emulator import testing
-from vertex_emulator.config import Faults
-from vertex_emulator.faults import FaultInjector, FaultsError, faults_from_json, faults_to_json
+from vertex_emulator.core.config import Faults
+from vertex_emulator.core.faults import FaultInjector, FaultsError, faults_from_json, faults_to_json
 from vertex_emulator.testing import PARENT
 
 MISSING = f"{PARENT}/customJobs/1234567890123456789"

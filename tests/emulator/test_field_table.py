@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from vertex_emulator import testing
-from vertex_emulator.fidelity import NOTES, field_table, note_for, unapplied_fields
-from vertex_emulator.fields import ROOTS, walk
+from vertex_emulator.jobservice.fidelity import NOTES, field_table, note_for, unapplied_fields
+from vertex_emulator.rules.fields import ROOTS, walk
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "emulator.md"
 
@@ -31,7 +31,7 @@ def test_the_table_has_a_row_per_field_and_the_page_renders_it() -> None:
     assert (
         "| `HyperparameterTuningJob.studySpec.parameters.doubleValueSpec.defaultValue` | refused |" in table
     )
-    assert "from vertex_emulator.fidelity import field_table" in DOC.read_text()
+    assert "from vertex_emulator.jobservice.fidelity import field_table" in DOC.read_text()
 
 
 def test_create_logs_the_fields_not_applied_locally_once(
@@ -57,7 +57,7 @@ def test_create_logs_the_fields_not_applied_locally_once(
             ],
         },
     }
-    with caplog.at_level(logging.INFO, logger="vertex_emulator.service"):
+    with caplog.at_level(logging.INFO, logger="vertex_emulator.jobservice.service"):
         with testing.running_emulator(tmp_path) as em:
             client = testing.grpc_client(em)
             try:
@@ -67,7 +67,7 @@ def test_create_logs_the_fields_not_applied_locally_once(
     lines = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "vertex_emulator.service" and job.name in r.getMessage()
+        if r.name == "vertex_emulator.jobservice.service" and job.name in r.getMessage()
     ]
     assert len(lines) == 1
     named = lines[0].split(": ")[-1].split(", ")

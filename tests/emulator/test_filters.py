@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from vertex_emulator.filters import FilterError, compile_filter
+from vertex_emulator.jobservice.filters import FilterError, compile_filter
 
 JOBS: list[dict[str, Any]] = [
     {

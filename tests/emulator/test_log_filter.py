@@ -7,8 +7,13 @@ from typing import Any
 import pytest
 
 from tests.security._probes import assert_linear
-from vertex_emulator.log_filter import LogFilterError, compile_log_filter, parse_log_filter, severity_number
-from vertex_emulator.timefmt import rfc3339_nanos
+from vertex_emulator.cloud_logging.query import (
+    LogFilterError,
+    compile_log_filter,
+    parse_log_filter,
+    severity_number,
+)
+from vertex_emulator.core.timefmt import rfc3339_nanos
 
 
 def _entry(**fields: Any) -> dict[str, Any]:

@@ -276,8 +276,8 @@ def test_a_plain_log_line_read_later_sorts_after_every_line_read_before(tmp_path
     lines; a line read later sorts later even when its file's modification time is older."""
     import os
 
-    from vertex_emulator.logging_api import LogEntriesApi
-    from vertex_emulator.store import JobStore
+    from vertex_emulator.cloud_logging.api import LogEntriesApi
+    from vertex_emulator.core.jobstore import JobStore
 
     store = JobStore(tmp_path / "jobs.sqlite3")
     try:

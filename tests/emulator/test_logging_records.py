@@ -14,10 +14,10 @@ import pytest
 
 from tests.emulator.logging_support import PROJECT, text_of
 from tests.polling import poll_until
-from vertex_emulator.log_records import RecordIndex, records_path
-from vertex_emulator.logging_api import LogEntriesApi
-from vertex_emulator.store import JobStore
-from vertex_emulator.supervise import RecordLog
+from vertex_emulator.cloud_logging.api import LogEntriesApi
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.runtime.log_records import RecordIndex, records_path
+from vertex_emulator.runtime.supervise import RecordLog
 from vertex_emulator.testing import PARENT
 
 

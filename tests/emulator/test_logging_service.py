@@ -112,7 +112,7 @@ def test_a_states_lines_are_written_before_jobservice_shows_the_state(
     the store's committed row (what every JobService read returns) still holds the state before it."""
     import sqlite3
 
-    from vertex_emulator.service_log import ServiceLog
+    from vertex_emulator.runtime.service_log import ServiceLog
 
     committed: list[tuple[str, str]] = []  # (state written, state a reader would see at that moment)
     original = ServiceLog.state

@@ -184,6 +184,6 @@ def test_a_reader_resuming_after_its_cursor_misses_nothing(tmp_path: Path) -> No
 
 
 def _rfc3339(nanos: int) -> str:
-    from vertex_emulator.timefmt import format_rfc3339_nanos
+    from vertex_emulator.core.timefmt import format_rfc3339_nanos
 
     return format_rfc3339_nanos(nanos)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vertex_emulator.procs import kill_leftovers, leftovers
+from vertex_emulator.runtime.procs import kill_leftovers, leftovers
 
 _SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 

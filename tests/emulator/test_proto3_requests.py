@@ -26,7 +26,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 def _queued() -> Any:
-    from vertex_emulator.config import Faults
+    from vertex_emulator.core.config import Faults
 
     return Faults(queued_s=3600.0)
 

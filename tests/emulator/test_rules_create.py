@@ -198,7 +198,7 @@ def test_package_uris_are_cloud_storage_locations(uri: str) -> None:
 
 def test_no_service_limit_on_replicas_trials_or_grid_ranges_none_is_documented() -> None:
     """The v1 protos, the tuning pages and the quotas page give no cap on these: the rules refuse none
-    (the host's ceilings, vertex_emulator.capacity, are what holds such a job back)."""
+    (the host's ceilings, vertex_emulator.capacity.host, are what holds such a job back)."""
     from google.cloud import aiplatform_v1
 
     workers = {**POOL, "replicaCount": str(2**31 - 1)}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from vertex_emulator.cluster import job_spec_as_dict
+from vertex_emulator.runtime.cluster import job_spec_as_dict
 
 from .runner_support import (
     TRAINERS,

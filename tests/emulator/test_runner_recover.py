@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from vertex_emulator.config import EmulatorConfig
-from vertex_emulator.runner import Runner
-from vertex_emulator.store import JobStore
+from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.runtime.runner import Runner
 
 from .runner_support import TRAINERS, alive, finished, pool, wait_for
 

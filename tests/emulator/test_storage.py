@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from vertex_emulator.storage import StorageServer
+from vertex_emulator.cloud_storage.api import StorageServer
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vertex_emulator.store import JobStore, _after
-from vertex_emulator.timefmt import parse_rfc3339
+from vertex_emulator.core.jobstore import JobStore, _after
+from vertex_emulator.core.timefmt import parse_rfc3339
 
 PARENT = "projects/p/locations/us-central1"
 

@@ -1,5 +1,5 @@
 """A damaged state directory: the emulator starts, reports the damage, sets it aside and keeps every
-good job (store_repair.py, ``Runner.recover``, the List's own guard)."""
+good job (core/jobstore_repair.py, ``Runner.recover``, the List's own guard)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from vertex_emulator import testing
-from vertex_emulator.store import JobStore
+from vertex_emulator.core.jobstore import JobStore
 
 PARENT = testing.PARENT
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from vertex_emulator.config import EmulatorConfig
-from vertex_emulator.hypertune import final_measurement
-from vertex_emulator.runner import Runner
-from vertex_emulator.store import JobStore
-from vertex_emulator.tuning import failed_trial_limit
+from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.runtime.runner import Runner
+from vertex_emulator.runtime.tuning_job import failed_trial_limit
+from vertex_emulator.tuning.hypertune import final_measurement
 
 from .runner_support import PARENT, TRAINERS, finished, in_groups, wait_for
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.polling import poll_until
-from vertex_emulator.hypertune import MetricsLog, final_measurement
 from vertex_emulator.testing import PARENT, wait_for_state
+from vertex_emulator.tuning.hypertune import MetricsLog, final_measurement
 
 #: The library's own limit (hypertune.py: ``_MAX_NUM_METRIC_ENTRIES_TO_PRESERVE``).
 KEPT_BY_THE_LIBRARY = 100

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vertex_emulator.search import (
+from vertex_emulator.tuning.search import (
     Observation,
     Search,
     format_value,

@@ -10,7 +10,7 @@ import pytest
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 NO_FAULTS = {"error_rate": {}, "error_codes": ["UNAVAILABLE"], "latency_s": 0.0, "seed": None}
 

@@ -26,7 +26,7 @@ from airflow_vertex_dist.hooks.labels import run_labels, spec_fingerprint
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 FAST_RETRY = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=30.0, rpc_timeout_s=10.0)
 SLEEP = "import time; time.sleep(120)"

@@ -17,7 +17,7 @@ from airflow_vertex_dist.hooks.labels import (
     spec_fingerprint,
     validate_labels,
 )
-from vertex_emulator.filters import compile_filter
+from vertex_emulator.jobservice.filters import compile_filter
 
 
 def valid_value(value: str) -> bool:

@@ -11,7 +11,7 @@ from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 FAST = RetryPolicy(initial_s=0.01, maximum_s=0.02, deadline_s=0.5, rpc_timeout_s=10.0)
 

@@ -26,7 +26,7 @@ from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.triggers._poll_loop import is_transient as poller_is_transient
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 FAST_RETRY = RetryPolicy(initial_s=0.05, maximum_s=0.2, deadline_s=30.0, rpc_timeout_s=10.0)
 

@@ -17,8 +17,8 @@ from airflow_vertex_dist.hooks.labels import label_filter, run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import CREATE_TOKEN_LABEL, VertexJobsAsyncHook, VertexJobsHook
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
-from vertex_emulator.service import ApiError
+from vertex_emulator.core.faults import update_faults
+from vertex_emulator.jobservice.service import ApiError
 
 FAST_RETRY = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=20.0, rpc_timeout_s=10.0)
 SLEEP = "import time; time.sleep(120)"

@@ -44,7 +44,7 @@ from airflow_vertex_dist.specs import (
 )
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
+from vertex_emulator.core.config import Faults
 
 from .harness import CONN_ENV, PY, connection_env, dag_xcom, logged, poll, run_dag, ti_state
 
@@ -106,7 +106,7 @@ def live_jobs_watch(em: Emulator, locations: tuple[str, ...] = ("us-central1",))
 
 
 def _seed_failing_first_draw_only(rate: float) -> int:
-    """A seed whose first draw fails a call at ``rate`` and whose second passes (faults.py draws)."""
+    """A seed whose first draw fails a call at ``rate`` and whose second passes (core/faults.py draws)."""
     for seed in range(10_000):
         rng = random.Random(seed)
         if rng.random() < rate <= rng.random():

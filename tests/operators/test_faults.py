@@ -17,7 +17,7 @@ from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
+from vertex_emulator.core.config import Faults
 
 from .harness import CONN_ENV, connection_env, dag_xcom, run_dag, ti_state
 from .test_training import PARENT, spec

@@ -19,7 +19,7 @@ from airflow.sdk.api.datamodels._generated import DagRunType
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 from .test_training import spec
 

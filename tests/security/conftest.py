@@ -11,7 +11,7 @@ import pytest
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
+from vertex_emulator.core.config import Faults
 
 from ._probes import TOKEN, Http
 

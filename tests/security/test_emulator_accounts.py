@@ -24,9 +24,10 @@ from typing import Any
 import pytest
 
 from tests.emulator.logging_support import logging_client
-from vertex_emulator import callers, testing
+from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
+from vertex_emulator.core.config import Faults
+from vertex_emulator.server import callers
 
 from ._probes import TOKEN, record
 

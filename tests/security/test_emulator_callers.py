@@ -16,7 +16,7 @@ import pytest
 
 from vertex_emulator import cli, testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import check_exposure
+from vertex_emulator.core.config import check_exposure
 
 from ._probes import JOBS, JSON, PARENT, TOKEN, Http, answer, job_bytes, job_count, record
 

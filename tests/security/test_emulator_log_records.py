@@ -1,4 +1,4 @@
-"""Log lines the Logging API reads back (log_records.py) as a parser of untrusted input: a replica
+"""Log lines the Logging API reads back (runtime/log_records.py) as a parser of untrusted input: a replica
 prints anything, and a record may be planted in ``<state_dir>/logs``.
 
 A line nested past the JSON parser's recursion, a line longer than any record, a planted record whose
@@ -19,8 +19,8 @@ import pytest
 
 from tests.emulator.logging_support import gapic
 from vertex_emulator.app import Emulator
-from vertex_emulator.log_records import MAX_RECORD_BYTES, RecordIndex, records_path
-from vertex_emulator.supervise import MAX_LINE_BYTES, RecordLog
+from vertex_emulator.runtime.log_records import MAX_RECORD_BYTES, RecordIndex, records_path
+from vertex_emulator.runtime.supervise import MAX_LINE_BYTES, RecordLog
 
 from ._probes import JSON, PARENT, Http, answer, assert_linear, record
 

@@ -2,11 +2,12 @@
 small multiple of benign input of the same size (ratios, never absolute wall-clock goals), and input
 past a bound is a 4xx / INVALID_ARGUMENT naming the field.
 
-Parsers: the JSON depth guard of REST bodies (jsonlimits.py), the JobService List filter
-(filters.py, with its ``create_time`` values), List page tokens (page_tokens.py), the Cloud Logging
-filter of ``entries.list`` (log_filter.py: at most 20,000 characters, Cloud Logging's own limit, 64
+Parsers: the JSON depth guard of REST bodies (server/jsonlimits.py), the JobService List filter
+(jobservice/filters.py, with its ``create_time`` values), List page tokens (jobservice/page_tokens.py),
+the Cloud Logging filter of ``entries.list`` (cloud_logging/query.py: at most 20,000 characters, Cloud
+Logging's own limit, 64
 nested groups and 100 comparisons and search terms, the ``=`` values of one field joined by OR
-counting once; tested as a request runs it, over 5,000 entries) and RFC 3339 times (timefmt.py: any
+counting once; tested as a request runs it, over 5,000 entries) and RFC 3339 times (core/timefmt.py: any
 number of fraction digits, one scan). The log lines entries.list reads back are in
 test_emulator_log_records.py, Cloud Storage's resources in test_emulator_storage_data.py.
 """
@@ -26,15 +27,15 @@ from hypothesis import strategies as st
 from tests.emulator.logging_support import gapic
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.filters import MAX_TERMS, FilterError, compile_filter
-from vertex_emulator.jsonlimits import json_depth
-from vertex_emulator.log_entries import JobMeta, replica_line_entry
-from vertex_emulator.log_filter import MAX_DEPTH as MAX_LOG_DEPTH
-from vertex_emulator.log_filter import MAX_FILTER_CHARS as MAX_LOG_FILTER_CHARS
-from vertex_emulator.log_filter import MAX_TERMS as MAX_LOG_TERMS
-from vertex_emulator.log_filter import LogFilterError, parse_log_filter
-from vertex_emulator.page_tokens import MAX_TOKEN_CHARS, TokenError, decode_token, encode_token
-from vertex_emulator.timefmt import parse_rfc3339, rfc3339_nanos
+from vertex_emulator.cloud_logging.entries import JobMeta, replica_line_entry
+from vertex_emulator.cloud_logging.query import MAX_DEPTH as MAX_LOG_DEPTH
+from vertex_emulator.cloud_logging.query import MAX_FILTER_CHARS as MAX_LOG_FILTER_CHARS
+from vertex_emulator.cloud_logging.query import MAX_TERMS as MAX_LOG_TERMS
+from vertex_emulator.cloud_logging.query import LogFilterError, parse_log_filter
+from vertex_emulator.core.timefmt import parse_rfc3339, rfc3339_nanos
+from vertex_emulator.jobservice.filters import MAX_TERMS, FilterError, compile_filter
+from vertex_emulator.jobservice.page_tokens import MAX_TOKEN_CHARS, TokenError, decode_token, encode_token
+from vertex_emulator.server.jsonlimits import json_depth
 
 from ._probes import JOBS, JSON, PARENT, RATIO, SLACK_S, Http, answer, assert_linear, best_of, record
 

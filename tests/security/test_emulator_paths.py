@@ -15,7 +15,7 @@ import pytest
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.gcs import check_request_uris, gcs_parts, to_local_path
+from vertex_emulator.core.gcs import check_request_uris, gcs_parts, to_local_path
 
 from ._probes import JOBS, JSON, PARENT, Http, answer, job_bytes, job_count, record
 

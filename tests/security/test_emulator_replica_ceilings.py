@@ -1,4 +1,4 @@
-"""The host's ceilings on replicas (``vertex_emulator.capacity``): a job with more replicas than the
+"""The host's ceilings on replicas (``vertex_emulator.capacity.host``): a job with more replicas than the
 emulator can ever run is refused at Create with RESOURCE_EXHAUSTED naming the ceiling and its flag; a job
 that fits the ceiling but not the room left waits QUEUED, says why in its ``service`` log, and starts when
 the running job ends; a tuning job's trials share the same room.
@@ -21,13 +21,13 @@ from tests.emulator.logging_support import job_filter, logging_client, text_of
 from tests.polling import poll_until
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.capacity import HostCeilings, Room
+from vertex_emulator.capacity.host import HostCeilings, Room
 from vertex_emulator.cli import parse_config
-from vertex_emulator.cluster import replica_env, replicas_of
-from vertex_emulator.config import EmulatorConfig
-from vertex_emulator.runner import Runner
-from vertex_emulator.service import job_to_proto
-from vertex_emulator.store import JobStore
+from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.jobservice.service import job_to_proto
+from vertex_emulator.runtime.cluster import replica_env, replicas_of
+from vertex_emulator.runtime.runner import Runner
 
 from ._probes import JSON, PARENT, Http, answer, record
 

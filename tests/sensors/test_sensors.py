@@ -18,7 +18,7 @@ from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSenso
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
+from vertex_emulator.core.config import Faults
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 

@@ -31,7 +31,7 @@ from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, Scheduling, WorkerPool
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.config import Faults
+from vertex_emulator.core.config import Faults
 
 from .figures import Figures
 

@@ -174,7 +174,7 @@ def test_files_at_local_paths_and_under_a_mount(tmp_path: Path, monkeypatch: pyt
 
 def test_gs_uris_go_through_google_cloud_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In a replica (no GCS_MOUNT_ROOT), gs:// is the Cloud Storage API: here the emulator's."""
-    from vertex_emulator.storage import StorageServer
+    from vertex_emulator.cloud_storage.api import StorageServer
 
     root = tmp_path / "gcs"
     (root / "bkt").mkdir(parents=True)

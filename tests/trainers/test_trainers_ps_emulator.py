@@ -33,7 +33,7 @@ from airflow_vertex_dist.specs import (
 )
 from tests.emulator.capacity_support import admin
 from tests.polling import poll_until
-from vertex_emulator.config import Capacity
+from vertex_emulator.core.config import Capacity
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.triggers import _poll_loop, poller
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 NO_FAULTS = {"error_rate": {}, "error_codes": ["UNAVAILABLE"], "latency_s": 0.0, "seed": None}
 

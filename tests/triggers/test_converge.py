@@ -33,7 +33,7 @@ from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 from tests.triggers.test_poller import delta, eventually
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 FAST_RETRY = RetryPolicy(initial_s=0.01, maximum_s=0.05, deadline_s=30.0, rpc_timeout_s=10.0)
 PROJECT = "test-project"

@@ -19,7 +19,7 @@ from airflow_vertex_dist.triggers import poller
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.faults import update_faults
+from vertex_emulator.core.faults import update_faults
 
 PARENT = testing.PARENT
 MANAGED = run_labels("trigger_tests", "wait", "manual__1", -1)

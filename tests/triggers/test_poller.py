@@ -14,7 +14,7 @@ from airflow_vertex_dist.triggers import poller
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.filters import compile_filter
+from vertex_emulator.jobservice.filters import compile_filter
 
 MANAGED = run_labels("poller_tests", "wait", "manual__1", -1)
 

@@ -1,7 +1,7 @@
 """Rule ``required``: every field the v1 reference marks ``Required.`` is set.
 
 Source: the v1 protos' comments (``google/cloud/aiplatform_v1/types/``), read from the generated
-classes' docstrings by ``vertex_emulator.fields.field_doc``, so a field Google marks Required in a new
+classes' docstrings by ``vertex_emulator.rules.fields.field_doc``, so a field Google marks Required in a new
 release is checked without anyone listing it. The service's answer for such a field is ``Required
 field is not set.`` (googleapis/go-genai issue 508: ``1.Field: batch_prediction_job.display_name;
 Message: Required field is not set.``), naming the field from the request's own field
@@ -19,8 +19,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from vertex_emulator.fields import ProtoField, field_doc
 from vertex_emulator.rules._common import problem
+from vertex_emulator.rules.fields import ProtoField, field_doc
 
 __all__ = ["required_problems"]
 

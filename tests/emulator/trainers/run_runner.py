@@ -10,9 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from vertex_emulator.config import EmulatorConfig
-from vertex_emulator.runner import Runner
-from vertex_emulator.store import JobStore
+from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.runtime.runner import Runner
 
 state_dir, gcs_root, jobs = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(Path(sys.argv[3]).read_text())
 store = JobStore(state_dir / "jobs.sqlite3")

@@ -1,0 +1,406 @@
+"""A job's driver thread: the base of every kind of job the emulator runs.
+
+One driver thread per job (``JobDriver``; the kinds are in drivers.py). It loads the job, takes
+it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there; a job over its GPU
+quota waits QUEUED, and one with no free GPUs in its region waits PENDING, then fails with the
+stockout -- a FLEX_START job waits up to its ``max_wait_duration`` instead -- capacity/ledger.py; a job
+whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py; a cancel
+still ends any wait), reads cancel and close requests from its event queue and writes the job's
+terminal state.
+The driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
+
+The thread rule: a replica's supervisor asks for the parent-death signal (``PR_SET_PDEATHSIG``,
+procs.py), and Linux sends that signal when the *thread* that started the supervisor exits, not when
+the process does. A replica started from a short-lived thread (a gRPC or REST request thread, a
+timer) would be stopped as soon as that thread ends. So every replica of a job is started -- and
+restarted -- from that job's own driver thread, which lives as long as the job runs;
+``JobDriver.check_driver_thread`` refuses any other thread (tests/emulator/test_driver.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from vertex_emulator.capacity.gpus import (
+    STOCKOUT_CODE,
+    Provisioning,
+    flex_start_message,
+    max_wait_s,
+    provisioning,
+    region_of,
+    stockout_message,
+)
+from vertex_emulator.capacity.host import HostCeilings
+from vertex_emulator.capacity.ledger import GpuCapacity, Key, Ledger
+from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.jobkinds import TERMINAL_STATES
+from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.core.timefmt import now_rfc3339
+
+__all__ = ["DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
+
+log = logging.getLogger(__name__)
+
+
+def job_id_of(name: str) -> str:
+    """The numeric id at the end of a job's resource name."""
+    return name.rsplit("/", 1)[-1]
+
+
+class JobError(Exception):
+    """The job cannot run: it ends FAILED with this error code and message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Interrupted(Exception):
+    """Preparation stopped for a cancel or close request."""
+
+
+class DriverHost(Protocol):
+    """What a driver needs from the runner that owns it (the runner is the one implementation)."""
+
+    @property
+    def store(self) -> JobStore: ...
+
+    @property
+    def config(self) -> EmulatorConfig: ...
+
+    @property
+    def ceilings(self) -> HostCeilings:
+        """The host's ceilings on replicas and the room every job's replicas share."""
+        ...
+
+    @property
+    def gpus(self) -> GpuCapacity:
+        """The GPU quota and capacity books every job shares (capacity/ledger.py)."""
+        ...
+
+    def launch(self, driver: JobDriver) -> bool:
+        """Register and start ``driver``; False when the emulator is closing or the job already runs."""
+        ...
+
+    def release(self, driver: JobDriver) -> None:
+        """Forget ``driver``: its thread is ending."""
+        ...
+
+    def cancel(self, name: str) -> None:
+        """Begin cancelling job ``name`` (non-blocking)."""
+        ...
+
+
+class JobDriver(threading.Thread):
+    """A job's driver thread: the QUEUED/PENDING phases, cancel/close events, terminal updates.
+
+    Subclasses implement ``run``. Every replica of the job must be started from this thread (the
+    thread rule, in the module docstring): call ``check_driver_thread`` before starting one.
+    """
+
+    kind_label = "job"
+
+    def __init__(self, host: DriverHost, name: str) -> None:
+        super().__init__(name=f"emulator-{job_id_of(name)}", daemon=True)
+        self.host = host
+        self.store = host.store
+        self.config = host.config
+        self.job_name = name
+        self.job_id = job_id_of(name)
+        self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.closing = False
+        self.final_state: str | None = None
+        self.done = threading.Event()
+        #: set with every cancel/close request, for work that cannot read the event queue (pip)
+        self.stop_requested = threading.Event()
+
+    # -- requests from other threads ----------------------------------------------------------
+
+    def request_cancel(self) -> None:
+        self.events.put(("cancel",))
+        self.stop_requested.set()
+
+    def request_close(self) -> None:
+        self.events.put(("close",))
+        self.stop_requested.set()
+
+    # -- helpers for subclasses ---------------------------------------------------------------
+
+    def check_driver_thread(self, action: str) -> None:
+        """Raise RuntimeError unless the caller is this job's driver thread (the thread rule)."""
+        current = threading.current_thread()
+        if current is not self:
+            raise RuntimeError(
+                f"{action} must run on the job's driver thread {self.name!r}, not on {current.name!r}: "
+                "the parent-death signal fires when the thread that started a replica exits"
+            )
+
+    def schedule(self) -> dict[str, Any] | None:
+        """Load the job and take it through QUEUED and PENDING (with the scheduling faults' delays).
+
+        The job dict, ready to start; ``None`` when it is gone, already over, or a cancel or close
+        came during the wait.
+        """
+        try:
+            job = self.store.get(self.job_name)
+        except KeyError:
+            return None
+        if job.get("state") in TERMINAL_STATES:
+            return None
+        faults = self.config.faults
+        with faults.lock:
+            queued_s, pending_s = faults.queued_s, faults.pending_s
+        if job.get("state") == "JOB_STATE_QUEUED":
+            self.on_state("JOB_STATE_QUEUED", None)
+            if self.wait_phase(queued_s):
+                return None
+        if not self.wait_for_quota(job):
+            return None
+        if not self.wait_for_room(self.replicas_needed(job)):
+            return None
+        self.set_state("JOB_STATE_PENDING")
+        if not self.wait_for_gpus(job):
+            return None
+        if self.wait_phase(pending_s):
+            return None
+        return job
+
+    def replicas_needed(self, job: dict[str, Any]) -> int:
+        """The replica slots the job runs in (a CustomJob: its replicas; 0 for a job that runs none)."""
+        return 0
+
+    def gpus_needed(self, job: dict[str, Any]) -> dict[str, int]:
+        """The GPUs the job holds while it runs, per accelerator type (none for a job that runs none)."""
+        return {}
+
+    # -- GPU quota and free capacity (capacity/ledger.py) ---------------------------------------------
+
+    def _gpu_request(self, job: dict[str, Any]) -> tuple[str, dict[str, int], Provisioning, dict[str, Any]]:
+        spec: dict[str, Any] = job.get("jobSpec") or {}
+        return region_of(self.job_name), self.gpus_needed(job), provisioning(spec), spec
+
+    def _wait_in_line(
+        self,
+        ledger: Ledger,
+        needs: dict[Key, int],
+        tell: Callable[[list[Key]], None],
+        deadline: Callable[[], float | None] | None = None,
+    ) -> bool | None:
+        """Take ``needs`` from ``ledger``, waiting in line: True when granted, False when a cancel or
+        close ended the wait, None when ``deadline()`` (a monotonic time, or None: no deadline) passed.
+        ``tell(short)`` is called once, when the job first has to wait."""
+        told = False
+        while True:
+            short = ledger.acquire(self.job_name, needs, lambda: self.events.put(("capacity",)))
+            if not short:
+                return True
+            if not told:
+                told = True
+                tell(short)
+            until = deadline() if deadline is not None else None
+            timeout = None if until is None else until - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                ledger.release(self.job_name)  # out of line
+                return None
+            try:
+                event = self.events.get(timeout=timeout)
+            except queue.Empty:
+                continue
+            if self.handle_control(event):
+                ledger.release(self.job_name)
+                return False
+
+    def wait_for_quota(self, job: dict[str, Any]) -> bool:
+        """Wait QUEUED until the project's quota has room for the job's GPUs in its region (Vertex AI
+        "keeps the job queued until you have sufficient quotas"); False when a cancel or close ended
+        the wait. The quota is freed when the driver's thread ends (``release_resources``)."""
+        region, gpus, how, _ = self._gpu_request(job)
+        if not gpus:
+            return True
+        books = self.host.gpus
+        needs = books.quota_needs(region, gpus, how)
+
+        def tell(short: list[Key]) -> None:
+            parts = [
+                f"{needs[key]} {key[1]} for {books.metric(key)} (limit {books.quota.limit_of(key)}, "
+                f"{books.quota.in_use(key)} in use)"
+                for key in short
+            ]
+            self.on_waiting(
+                f"Waiting for quota in {region}: the job needs {'; '.join(parts)}. It starts when running "
+                "jobs free their GPUs or the quota is raised.",
+                str(job.get("state") or "JOB_STATE_QUEUED").removeprefix("JOB_STATE_"),
+            )
+
+        return self._wait_in_line(books.quota, needs, tell) is True
+
+    def wait_for_gpus(self, job: dict[str, Any]) -> bool:
+        """Wait PENDING until the region has free GPUs for the job. A STANDARD or SPOT job waits at most
+        ``Capacity.stockout_after_s``, then fails with the stockout (code 8); a FLEX_START job waits up
+        to its ``max_wait_duration`` (0: for ever), then fails. False when the job cannot start."""
+        region, gpus, how, spec = self._gpu_request(job)
+        if not gpus:
+            return True
+        books = self.host.gpus
+        needs = books.stock_needs(region, gpus, how)
+        started = time.monotonic()
+        wait_s = max_wait_s(spec) if how == "flex_start" else None
+
+        def deadline() -> float | None:
+            if how == "flex_start":
+                return None if wait_s is None else started + wait_s
+            with books.settings.lock:  # read at each wake: a change applies to the jobs waiting
+                return started + books.settings.stockout_after_s
+
+        def tell(short: list[Key]) -> None:
+            wanted = ", ".join(f"{needs[key]} {key[1]}" for key in short)
+            if how == "flex_start":
+                limit = "for ever (max_wait_duration 0s)" if wait_s is None else f"up to {wait_s:g}s"
+                why = f"Dynamic Workload Scheduler (FLEX_START) waits {limit} for {wanted} in {region}."
+            else:
+                kind = "Spot " if how == "spot" else ""
+                why = f"No free {kind}capacity in {region} for {wanted}; the job fails if none frees up."
+            self.on_waiting(why, "PENDING")
+
+        granted = self._wait_in_line(books.stock, needs, tell, deadline)
+        if granted is None:
+            if how == "flex_start":
+                self.finish("JOB_STATE_FAILED", STOCKOUT_CODE, flex_start_message(region, wait_s or 0.0))
+            else:
+                self.finish("JOB_STATE_FAILED", STOCKOUT_CODE, stockout_message(region))
+        return granted is True
+
+    def release_resources(self) -> None:
+        """Free the job's replica slots, quota and GPUs (or leave their lines): call as the thread ends."""
+        self.release_room()
+        self.host.gpus.quota.release(self.job_name)
+        self.host.gpus.stock.release(self.job_name)
+
+    def wait_for_room(self, count: int) -> bool:
+        """Wait, in the job's current state (QUEUED for a new job), until ``count`` replica slots are
+        free under the host's ceiling (capacity.Room; first come, first served); False when a cancel or
+        close ended the wait, or the job can never fit (it is then FAILED, code 8 RESOURCE_EXHAUSTED).
+        The slots are freed when the driver's thread ends (``release_room``)."""
+        if count <= 0:
+            return True
+        ceilings = self.host.ceilings
+        problem = ceilings.ceiling_problem("customJobs", count)
+        if problem is not None:  # a job stored before the ceiling was lowered (an emulator restart)
+            self.finish("JOB_STATE_FAILED", 8, problem.partition(": ")[2])
+            return False
+        room = ceilings.room
+        told = False
+        while not room.acquire(self.job_name, count, lambda: self.events.put(("room",))):
+            if not told:
+                told = True
+                snapshot = room.snapshot()
+                ahead = room.waiting_ahead(self.job_name)
+                self.on_waiting(
+                    f"Waiting for room to run {count} replicas: this emulator runs at most "
+                    f"{room.ceiling} replicas at once (--max-replica-processes); {snapshot['running']} are "
+                    f"running and {ahead} {'job waits' if ahead == 1 else 'jobs wait'} ahead of this one. It "
+                    "starts when running jobs end."
+                )
+            if self.handle_control(self.events.get()):
+                return False
+        return True
+
+    def release_room(self) -> None:
+        """Free the job's replica slots (or leave the line): call as the driver's thread ends."""
+        self.host.ceilings.room.release(self.job_name)
+
+    def on_waiting(self, reason: str, state: str = "QUEUED") -> None:
+        """The job waits, in ``state`` (``reason``: why, and for what); subclasses log it."""
+        log.info("%s %s: %s", self.kind_label, self.job_name, reason)
+
+    def wait_phase(self, seconds: float) -> bool:
+        """Stay in the current phase for ``seconds``; True when a cancel or close ended the job."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                event = self.events.get(timeout=remaining)
+            except queue.Empty:
+                return False
+            if self.handle_control(event):
+                return True
+
+    def handle_control(self, event: tuple[Any, ...]) -> bool:
+        """Handle cancel/close; True when the job is over (or the emulator is closing)."""
+        if event[0] == "close":
+            self.closing = True
+            return True
+        if event[0] == "cancel":
+            self.on_cancel()
+            self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
+            return True
+        return False
+
+    def on_cancel(self) -> None:
+        """Stop what the job runs (subclasses)."""
+
+    def on_state(self, state: str, reason: str | None) -> None:
+        """The job entered ``state`` (``reason``: a failed job's error message); subclasses log it."""
+
+    def set_state(self, state: str, **fields: Any) -> dict[str, Any] | None:
+        def apply(job: dict[str, Any]) -> None:
+            if job.get("state") in TERMINAL_STATES:
+                return
+            if job.get("state") == "JOB_STATE_CANCELLING" and state != "JOB_STATE_CANCELLED":
+                return  # a cancel is under way: only CANCELLED may follow
+            job["state"] = state
+            job.update(fields)
+            # the state's service lines are written before the state can be read: a client that sees
+            # the state finds its lines (Logging shows them no later than JobService shows the state)
+            self.on_state(state, None)
+
+        try:
+            return self.store.update(self.job_name, apply)
+        except KeyError:
+            return None
+
+    def finish(self, state: str, code: int | None = None, message: str | None = None) -> None:
+        if self.final_state is not None:
+            return
+
+        def apply(job: dict[str, Any]) -> None:
+            if job.get("state") in TERMINAL_STATES:
+                return
+            if job.get("state") == "JOB_STATE_CANCELLING" and state != "JOB_STATE_CANCELLED":
+                # the job ended on its own while a cancel was being handled: the cancel wins,
+                # as the service reports a cancelled job whatever its replicas did meanwhile
+                job["state"] = "JOB_STATE_CANCELLED"
+                job["error"] = {"code": 1, "message": f"{self.kind_label} {self.job_name} was cancelled."}
+            else:
+                job["state"] = state
+                if code is not None:
+                    job["error"] = {"code": code, "message": message or ""}
+                else:
+                    job.pop("error", None)
+            job["endTime"] = now_rfc3339()
+            ended = str(job["state"])
+            self.on_state(ended, message if ended == state else None)  # before the state is readable
+            logged.append(ended)
+
+        logged: list[str] = []
+        try:
+            final = self.store.update(self.job_name, apply)
+            self.final_state = str(final.get("state"))
+        except KeyError:
+            self.final_state = state
+        detail = f": {message}" if message else ""
+        log.info("%s %s ended %s%s", self.kind_label, self.job_name, self.final_state, detail)
+        if not logged:  # the job had ended already, or is gone: its lines as before
+            self.on_state(self.final_state, message if self.final_state == state else None)
+
+    def log_dir(self) -> Path:
+        return self.config.state_dir / "logs" / self.job_id

@@ -1,0 +1,445 @@
+"""HyperparameterTuningJobs in the emulator: trials as real CustomJobs, metrics from cloudml-hypertune.
+
+A tuning job goes QUEUED -> PENDING -> RUNNING like a CustomJob, then runs up to
+``parallelTrialCount`` trials at a time until ``maxTrialCount`` trials have run or the search space
+is used up (grid search). The trials' replicas count against the host's ceiling (capacity/host.py): no
+more trials start at once than the ceiling holds, and a trial's CustomJob waits QUEUED for room. Each
+trial is a CustomJob inserted in the store (``trials[].customJob`` names it; Get and List return it)
+whose spec is ``trialJobSpec`` with:
+
+- ``--<parameter_id>=<value>`` appended to every pool's ``args`` (container or python package; the
+  Reduction Server pool excepted) -- values formatted as the service does (search.format_value);
+- ``baseOutputDirectory`` = ``<tuning base>/<trial id>``, so ``AIP_MODEL_DIR`` is
+  ``<base>/<trial id>/model/`` as documented;
+- ``task.trial`` in CLUSTER_SPEC/TF_CONFIG and ``CLOUD_ML_TRIAL_ID`` set to the trial id ("1", "2"...),
+  and a ``CLOUD_ML_HP_METRIC_FILE`` of its own per replica.
+
+A trial's reports are the JSON lines cloudml-hypertune writes to the *primary replica's* metrics
+file. The library rewrites that file with only its last 100 reports at every report, so the file is
+read every ``METRICS_POLL_S`` while the trial runs (and once more when it ends), keeping every report
+seen (hypertune.MetricsLog): a trainer that reports more than 100 times within one interval loses
+reports, as it would lose them from the file anyway. Every ``STOPPING_POLL_S`` the reports seen so
+far are published as the running trial's ``trials[].measurements`` ("used for early stopping
+computations", v1 ``Trial.measurements``). When the trial's CustomJob ends, its final measurement
+is, for each study metric, the value of the last report (``LAST_MEASUREMENT``, the default) or of
+the best one in the metric's goal (``BEST_MEASUREMENT``) that reports it, over all of its reports;
+``stepCount`` is that report's ``global_step`` for the first metric.
+A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleReason`` when its job
+failed (the job's error is quoted) or it reported none of the study's metrics.
+
+Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``; see
+``stopping`` for the rules): every ``STOPPING_POLL_S`` the running
+trials' reports are compared; a trial a rule condemns goes STOPPING ("should stop according to the
+service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
+reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a
+failed trial. With ``useElapsedDuration`` the rules' x-axis is the seconds from the trial's start to
+each line's cloudml-hypertune ``timestamp`` (every measurement carries that ``elapsedDuration``), else
+``global_step``. ``convexAutomatedStoppingSpec`` is accepted and not applied (the emulator's log says
+so once per job).
+
+Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
+been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
+service decides") is, in the emulator, ``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))``.
+
+Random draws (RANDOM_SEARCH, the stand-in for ALGORITHM_UNSPECIFIED) are seeded with the integer in
+the job's label ``emulator-seed`` when it has one, else with a hash of the job's resource name --
+so a given job always draws the same trials, and a label makes two jobs draw alike.
+
+Cancelling the tuning job cancels its running trials' CustomJobs; their trials end INFEASIBLE
+("stopped: the tuning job was cancelled") and the job ends CANCELLED (code 1). The job SUCCEEDS
+when the trials have run out. ``trials[]`` is updated in the store as each trial starts and ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import math
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vertex_emulator.capacity.host import spec_replicas
+from vertex_emulator.core.gcs import join_uri
+from vertex_emulator.core.timefmt import now_rfc3339
+from vertex_emulator.runtime.cluster import is_reduction_server
+from vertex_emulator.runtime.custom_job import CustomJobRun
+from vertex_emulator.runtime.driver import DriverHost, JobDriver
+from vertex_emulator.tuning.hypertune import MetricsLog, curve, final_measurement, measurements
+from vertex_emulator.tuning.search import Observation, ParamSpec, Search, Value, format_value
+from vertex_emulator.tuning.stopping import Curve, decay_curve_should_stop, median_should_stop
+
+__all__ = [
+    "METRICS_POLL_S",
+    "SEED_LABEL",
+    "STOPPING_POLL_S",
+    "TuningRun",
+    "failed_trial_limit",
+    "seed_for",
+    "trial_job_spec",
+]
+
+SEED_LABEL = "emulator-seed"
+#: Seconds between two looks at running trials' reports: their measurements are published and the
+#: early-stopping rule, when one is set, is applied.
+STOPPING_POLL_S = 0.2
+#: Seconds between two reads of a running trial's metrics file (which cloudml-hypertune rewrites
+#: with its last 100 reports at every report).
+METRICS_POLL_S = 0.02
+
+_LOG = logging.getLogger(__name__)
+_RULES = {
+    "medianAutomatedStoppingSpec": median_should_stop,
+    "decayCurveStoppingSpec": decay_curve_should_stop,
+}
+
+
+def failed_trial_limit(max_failed: int, max_trials: int) -> int:
+    """How many failed trials fail the job (``0`` means: the emulator's documented rule)."""
+    if max_failed > 0:
+        return max_failed
+    return min(max_trials, max(3, math.ceil(max_trials / 5)))
+
+
+def seed_for(job: Mapping[str, Any]) -> int:
+    label = (job.get("labels") or {}).get(SEED_LABEL)
+    if label is not None and str(label).isdigit():
+        return int(label)
+    return int.from_bytes(hashlib.sha256(str(job.get("name", "")).encode()).digest()[:8], "big")
+
+
+def trial_job_spec(
+    trial_spec: Mapping[str, Any],
+    trial_id: str,
+    args: Sequence[str],
+) -> dict[str, Any]:
+    """``trialJobSpec`` for one trial: parameters appended to the args, base output dir per trial."""
+    spec = copy.deepcopy(dict(trial_spec))
+    for pool in spec.get("workerPoolSpecs") or []:
+        if not pool or is_reduction_server(pool):
+            continue
+        for key in ("containerSpec", "pythonPackageSpec"):
+            if pool.get(key):
+                pool[key]["args"] = [*(pool[key].get("args") or []), *args]
+    base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    if base:
+        spec["baseOutputDirectory"] = {"outputUriPrefix": join_uri(base, trial_id)}
+    return spec
+
+
+class TuningRun(JobDriver):
+    """Drives one HyperparameterTuningJob."""
+
+    kind_label = "HyperparameterTuningJob"
+
+    def __init__(self, host: DriverHost, name: str) -> None:
+        super().__init__(host, name)
+        self.trial_runs: dict[str, CustomJobRun] = {}
+        #: ``time.time()`` when each trial was started (the origin of its measurements' elapsedDuration)
+        self.trial_started: dict[str, float] = {}
+        #: every report each trial's primary has written (read while it runs: see METRICS_POLL_S)
+        self.trial_logs: dict[str, MetricsLog] = {}
+        #: the trials whose files the watcher reads (those running), under ``_watch_lock``
+        self._watched: dict[str, MetricsLog] = {}
+        self._watch_lock = threading.Lock()
+
+    def _watch_metrics(self) -> None:
+        """Read the running trials' metrics files every ``METRICS_POLL_S`` until the job is done."""
+        while not self.done.wait(METRICS_POLL_S):
+            with self._watch_lock:
+                logs = list(self._watched.values())
+            for log in logs:
+                log.poll()
+
+    def _unwatch(self, trial_id: str) -> MetricsLog | None:
+        """Stop reading trial ``trial_id``'s file and read it one last time; its log."""
+        with self._watch_lock:
+            self._watched.pop(trial_id, None)
+        log = self.trial_logs.get(trial_id)
+        if log is not None:
+            log.poll()
+        return log
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:
+            self.finish("JOB_STATE_FAILED", 13, f"Internal emulator error while running the job: {exc!r}")
+            self._stop_trials("stopped: the emulator failed while running the tuning job")
+        finally:
+            self.host.release(self)
+            self.done.set()
+
+    # -- the study loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        job = self.schedule()
+        if job is None:
+            return
+        study: dict[str, Any] = job.get("studySpec") or {}
+        max_trials = int(job.get("maxTrialCount") or 0)
+        trial_replicas = spec_replicas(job.get("trialJobSpec") or {})
+        # no more trials at once than the host's ceiling holds: the others would only wait QUEUED
+        parallel = self.host.ceilings.parallel_trials(
+            max(1, int(job.get("parallelTrialCount") or 1)), trial_replicas
+        )
+        limit = failed_trial_limit(int(job.get("maxFailedTrialCount") or 0), max_trials)
+        metrics = list(study.get("metrics") or [])
+        selection = str(study.get("measurementSelectionType") or "LAST_MEASUREMENT")
+        try:
+            search = Search(study, seed=seed_for(job), parallel=parallel)
+            if max_trials < 1:
+                raise ValueError(f"maxTrialCount: must be at least 1 (got {max_trials})")
+        except ValueError as exc:
+            self.finish("JOB_STATE_FAILED", 3, str(exc))
+            return
+        if not metrics:
+            self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
+            return
+        specs = {p.id: p for p in _all_params(search)}
+        rule_key = next((key for key in _RULES if study.get(key) is not None), None)
+        if study.get("convexAutomatedStoppingSpec") is not None:
+            _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
+        by_elapsed = rule_key is not None and bool((study.get(rule_key) or {}).get("useElapsedDuration"))
+        first_metric = str(metrics[0]["metricId"])
+        maximize = str(metrics[0].get("goal") or "MAXIMIZE") != "MINIMIZE"
+        completed: list[Curve] = []  # curves of the trials that ran to their end
+        stopping: set[str] = set()
+        self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
+        threading.Thread(target=self._watch_metrics, name=f"metrics-{self.job_id}", daemon=True).start()
+        published: dict[str, int] = {}  # trial id -> the MetricsLog version its measurements show
+        next_look = time.monotonic() + STOPPING_POLL_S
+        history: dict[str, Observation] = {}
+        started = 0
+        failed = 0
+        exhausted = False
+        last_failure = ""
+        while True:
+            while not exhausted and len(self.trial_runs) < parallel and started < max_trials:
+                point = search.suggest(list(history.values()))
+                if point is None:
+                    exhausted = True
+                    break
+                started += 1
+                trial_id = str(started)
+                history[trial_id] = Observation(point)
+                if not self._start_trial(job, trial_id, point, specs):
+                    return  # the emulator is closing
+            if not self.trial_runs:
+                break
+            try:
+                event = self.events.get(timeout=max(0.0, next_look - time.monotonic()))
+            except queue.Empty:
+                event = ("look",)
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + STOPPING_POLL_S
+                self._publish_measurements(metrics, published)
+                if rule_key is not None:
+                    self._early_stop(
+                        _RULES[rule_key], first_metric, maximize, completed, stopping, by_elapsed
+                    )
+            if event[0] == "close":
+                self.closing = True
+                return
+            if event[0] == "cancel":
+                self._stop_trials("stopped: the tuning job was cancelled")
+                self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
+                return
+            if event[0] == "running":
+                _, trial_id, uris = event
+                if uris:
+                    self._update_trial(trial_id, {"webAccessUris": uris})
+                continue
+            if event[0] != "trial_done":
+                continue
+            _, trial_id, run = event
+            self.trial_runs.pop(trial_id, None)
+            if self.closing or run.closing:
+                return
+            stopped = trial_id in stopping
+            stopping.discard(trial_id)
+            objective, reason = self._settle_trial(trial_id, run, metrics, selection, stopped=stopped)
+            if reason is None and not stopped:
+                origin = self.trial_started.get(trial_id) if by_elapsed else None
+                completed.append(curve(self._reports(trial_id), first_metric, origin))
+            history[trial_id] = Observation(history[trial_id].parameters, objective)
+            if reason is not None:
+                failed += 1
+                last_failure = f"trial {trial_id}: {reason}"
+                if failed >= limit:
+                    self._stop_trials("stopped: the tuning job failed")
+                    self.finish(
+                        "JOB_STATE_FAILED",
+                        3,
+                        f"{failed} trials failed, reaching the limit of {limit} failed trials "
+                        f"(maxFailedTrialCount {job.get('maxFailedTrialCount') or 0}). "
+                        f"The last failure: {last_failure}",
+                    )
+                    return
+        self.finish("JOB_STATE_SUCCEEDED")
+
+    def _start_trial(
+        self, job: Mapping[str, Any], trial_id: str, point: Mapping[str, Value], specs: Any
+    ) -> bool:
+        args = [f"--{pid}={format_value(specs[pid], value)}" for pid, value in point.items()]
+        spec = trial_job_spec(job.get("trialJobSpec") or {}, trial_id, args)
+        display = str(job.get("displayName") or "tuning")
+        body: dict[str, Any] = {"displayName": f"{display}-trial-{trial_id}"[:128], "jobSpec": spec}
+        if job.get("encryptionSpec"):
+            body["encryptionSpec"] = job["encryptionSpec"]
+        parent = self.job_name.split("/hyperparameterTuningJobs/")[0]
+        custom = self.store.insert("customJobs", parent, body)
+        self.trial_started[trial_id] = time.time()
+        trial = {
+            "id": trial_id,
+            "state": "ACTIVE",
+            "parameters": [{"parameterId": pid, "value": value} for pid, value in point.items()],
+            "startTime": now_rfc3339(),
+            "customJob": custom["name"],
+        }
+
+        def add(j: dict[str, Any]) -> None:
+            j.setdefault("trials", []).append(trial)
+
+        self.store.update(self.job_name, add)
+        run = CustomJobRun(
+            self.host,
+            custom["name"],
+            trial=trial_id,
+            on_running=lambda uris: self.events.put(("running", trial_id, uris)),
+            on_done=lambda r: self.events.put(("trial_done", trial_id, r)),
+        )
+        log = MetricsLog(run.metric_file("workerpool0-0"))
+        self.trial_logs[trial_id] = log
+        with self._watch_lock:
+            self._watched[trial_id] = log
+        if not self.host.launch(run):
+            return False  # the emulator is closing
+        self.trial_runs[trial_id] = run
+        return True
+
+    def _reports(self, trial_id: str) -> list[dict[str, Any]]:
+        log = self.trial_logs.get(trial_id)
+        return log.reports() if log is not None else []
+
+    def _publish_measurements(self, metrics: Sequence[Mapping[str, Any]], published: dict[str, int]) -> None:
+        """Running trials' reports seen since the last look become their ``measurements``."""
+        for trial_id in list(self.trial_runs):
+            log = self.trial_logs.get(trial_id)
+            if log is None or published.get(trial_id) == log.version:
+                continue
+            published[trial_id] = log.version
+            reported = measurements(log.reports(), metrics, self.trial_started.get(trial_id))
+            if reported:
+                self._update_trial(trial_id, {"measurements": reported})
+
+    def _early_stop(
+        self,
+        rule: Any,
+        metric_id: str,
+        maximize: bool,
+        completed: Sequence[Curve],
+        stopping: set[str],
+        by_elapsed: bool = False,
+    ) -> None:
+        """Stop the running trials ``rule`` condemns: the trial is STOPPING, its CustomJob cancelled."""
+        for trial_id, run in list(self.trial_runs.items()):
+            if trial_id in stopping:
+                continue
+            origin = self.trial_started.get(trial_id) if by_elapsed else None
+            points = curve(self._reports(trial_id), metric_id, origin)
+            if rule(points, completed, maximize=maximize):
+                stopping.add(trial_id)
+                self._update_trial(trial_id, {"state": "STOPPING"})
+                self.host.cancel(run.job_name)
+
+    def _settle_trial(
+        self,
+        trial_id: str,
+        run: CustomJobRun,
+        metrics: Sequence[Mapping[str, Any]],
+        selection: str,
+        *,
+        stopped: bool = False,
+    ) -> tuple[float | None, str | None]:
+        """Record a finished trial; (objective, None) on success, (None, reason) when INFEASIBLE.
+
+        An early-stopped trial (``stopped``) whose job the emulator cancelled ends SUCCEEDED with the
+        final measurement its reports give, as any trial that is done with a final measurement."""
+        try:
+            custom = self.store.get(run.job_name)
+        except KeyError:
+            custom = {"state": "JOB_STATE_FAILED", "error": {"message": "its CustomJob was deleted"}}
+        state = str(custom.get("state"))
+        self._unwatch(trial_id)  # its replicas are gone: read what they left, once more
+        lines = self._reports(trial_id)
+        fields: dict[str, Any] = {"endTime": now_rfc3339()}
+        started = self.trial_started.get(trial_id)
+        reported = measurements(lines, metrics, started)
+        if reported:
+            fields["measurements"] = reported
+        final = final_measurement(lines, metrics, selection, started)
+        reason: str | None = None
+        if stopped and final is not None:
+            pass
+        elif state != "JOB_STATE_SUCCEEDED":
+            message = (custom.get("error") or {}).get("message", "")
+            reason = f"its CustomJob {run.job_name} ended {state.removeprefix('JOB_STATE_')}: {message}"
+        elif final is None:
+            ids = ", ".join(str(m["metricId"]) for m in metrics)
+            reason = (
+                f"no final measurement: the primary replica reported none of the study's metrics ({ids}) "
+                "through cloudml-hypertune"
+            )
+        if reason is None and final is not None:
+            fields.update(state="SUCCEEDED", finalMeasurement=final)
+            self._update_trial(trial_id, fields)
+            first = str(metrics[0]["metricId"])
+            objective = next((float(m["value"]) for m in final["metrics"] if m["metricId"] == first), None)
+            return objective, None
+        fields.update(state="INFEASIBLE", infeasibleReason=reason)
+        self._update_trial(trial_id, fields)
+        return None, reason
+
+    def _update_trial(self, trial_id: str, fields: Mapping[str, Any]) -> None:
+        def apply(job: dict[str, Any]) -> None:
+            for trial in job.get("trials") or []:
+                if trial.get("id") == trial_id:
+                    trial.update(fields)
+
+        try:
+            self.store.update(self.job_name, apply)
+        except KeyError:
+            pass
+
+    def _stop_trials(self, reason: str) -> None:
+        """Cancel running trials' CustomJobs, wait for them, mark their trials INFEASIBLE."""
+        runs = dict(self.trial_runs)
+        for run in runs.values():
+            self.host.cancel(run.job_name)
+        for run in runs.values():
+            run.done.wait(timeout=self.config.stop_grace_s + 10.0)
+        stamp = now_rfc3339()
+        for trial_id in runs:
+            self._update_trial(
+                trial_id, {"state": "INFEASIBLE", "infeasibleReason": reason, "endTime": stamp}
+            )
+        self.trial_runs.clear()
+
+    def on_cancel(self) -> None:
+        self._stop_trials("stopped: the tuning job was cancelled")
+
+
+def _all_params(search: Search) -> list[ParamSpec]:
+    out: list[ParamSpec] = []
+
+    def walk(specs: Sequence[ParamSpec]) -> None:
+        for p in specs:
+            out.append(p)
+            walk([c for _, c in p.children])
+
+    walk(search.params)
+    return out
