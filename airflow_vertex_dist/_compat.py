@@ -48,7 +48,7 @@ The internals (Task SDK and core modules outside the public interface), each the
 - **The supervisor channel** (``airflow.sdk.execution_time.task_runner.SUPERVISOR_COMMS``): whether this
   process has one (a task in a worker, a trigger in a triggerer, ``dag.test()``'s in-process one), and
   whether it carries the Task SDK's async calls (the triggerer's does; the in-process one answers sync
-  calls only). The log cursor (``triggers/log_cursor.py``) needs both: outside a supervised process
+  calls only). The log cursor (``logs/cursor.py``) needs both: outside a supervised process
   there are no XComs to keep it in, and the async XCom calls (Airflow >= 3.3) fail on a sync-only
   channel. The Task SDK has no public "am I supervised" question.
 - **Where a trigger runs** (``resume_race_possible``): a triggerer, or ``dag.test()``'s in-process

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from airflow.sdk import BaseOperatorLink
 
+from airflow_vertex_dist.jobs.outputs import LINK_XCOM_KEY
+
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
@@ -22,9 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "OwnedJob", "OwnerRecord", "VertexJobLink"]
 
-#: The XCom key of ``{"name", "console_url"}`` (defined here, below the operators, which re-export it
-#: from ``airflow_vertex_dist.operators.outputs``).
-LINK_XCOM_KEY = "vertex_job"
 #: The XCom key of an ``OwnedJob`` record (``{"name", "conn_id", "impersonation_chain"}``): pushed
 #: by an operator that owns its job and cancels it when killed (``cancel_on_kill``);
 #: ``airflow_vertex_dist.listeners`` cancels that job when a user marks the task failed or
@@ -70,8 +69,8 @@ class OwnedJob:
     def hook(self, **kwargs: Any) -> VertexJobsHook:
         """A hook for the job's project and location with the task's credentials (``kwargs``: the
         hook's other settings, e.g. ``retry_policy``)."""
-        from airflow_vertex_dist.hooks.job_dicts import parse_job_name
         from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+        from airflow_vertex_dist.jobs.dicts import parse_job_name
 
         where = parse_job_name(self.name)
         return VertexJobsHook(

@@ -146,7 +146,7 @@ def owned_job(task_instance: Any) -> OwnedJob | None:
 def _cancel(owned: OwnedJob, action: str, deadline: float | None = None) -> str | None:
     """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent.
     ``deadline`` (``time.monotonic()``) shortens ``CANCEL_RETRY`` to what is left of a budget."""
-    from airflow_vertex_dist.hooks.job_dicts import job_state
+    from airflow_vertex_dist.jobs.dicts import job_state
 
     policy = CANCEL_RETRY
     if deadline is not None:

@@ -53,13 +53,13 @@ def _calls(result: CapacityResult) -> str:
 
 
 def _settle() -> float:
-    from airflow_vertex_dist.triggers.log_poller import settle_seconds
+    from airflow_vertex_dist.logs.poller import settle_seconds
 
     return settle_seconds()
 
 
 def _grace() -> float:
-    from airflow_vertex_dist.triggers.log_stream import FINAL_LINES_GRACE_S
+    from airflow_vertex_dist.logs.trigger_stream import FINAL_LINES_GRACE_S
 
     return FINAL_LINES_GRACE_S
 

@@ -3,7 +3,7 @@
 ``python -m benchmarks.log_streaming --sizes 10,100,1000 --interval 2`` starts an emulator, stores N
 CustomJobs whose two replicas' structured logs a writer thread appends to as their supervisors would
 (stdout records stamped when written; a line carries the wall time it was written), subscribes every
-job to one shared log poller (``triggers/log_poller.py``, the one a triggerer runs) and counts the
+job to one shared log poller (``logs/poller.py``, the one a triggerer runs) and counts the
 emulator's ``ListLogEntries`` calls per poll interval, and the delay from a line being written to the
 poller handing it to its trigger (which writes it to the task log). The replicas are files, not
 processes: what is measured is the read side. Prints Markdown rows; ``make bench`` (and
@@ -67,7 +67,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
-    from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller
+    from airflow_vertex_dist.logs.poller import ReadBudget, get_log_poller
     from vertex_emulator.app import Emulator
     from vertex_emulator.runtime.log_records import records_path
     from vertex_emulator.runtime.supervise import RecordLog

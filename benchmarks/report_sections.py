@@ -58,13 +58,13 @@ class RunInfo:
 
 
 def _settle_used() -> float:
-    from airflow_vertex_dist.triggers.log_poller import settle_seconds
+    from airflow_vertex_dist.logs.poller import settle_seconds
 
     return settle_seconds()
 
 
 def _settle_default() -> float:
-    from airflow_vertex_dist.triggers.log_poller import DEFAULT_SETTLE_S
+    from airflow_vertex_dist.logs.poller import DEFAULT_SETTLE_S
 
     return DEFAULT_SETTLE_S
 
@@ -440,7 +440,7 @@ def logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> li
         "`python -m benchmarks.log_streaming` prints its rows). N CustomJobs with two replicas each, "
         "whose log files a writer appends to (about "
         "two lines per job and interval), all streaming through one shared log poller "
-        "(`triggers/log_poller.py`, the one a triggerer runs) against the emulator's Logging API; "
+        "(`logs/poller.py`, the one a triggerer runs) against the emulator's Logging API; "
         "entries.list calls counted at the emulator; the delay is from a line being written to the "
         "poller handing it to its task's trigger (which writes it to the task log), and includes the "
         "settle window a line waits before a read takes it (`[vertex_dist] log_settle_seconds`, "

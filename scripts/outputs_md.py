@@ -1,6 +1,6 @@
 """Write the XCom value tables into docs/how-to/outputs.md, between its two markers, from the
-``TypedDict``s the operators and sensors return (``airflow_vertex_dist.operators.output_types`` and the
-trial types of ``airflow_vertex_dist.triggers.conditions.trials``), so the page cannot drift from the
+``TypedDict``s the operators and sensors return (``airflow_vertex_dist.jobs.output_types`` and the
+trial types of ``airflow_vertex_dist.jobs.trials``), so the page cannot drift from the
 types mypy checks. ``tests/test_reference_tables.py`` fails when the committed tables differ from what
 this writes.
 
@@ -20,8 +20,8 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "outputs.md"
 START = "<!-- xcom-types:start (written by scripts/outputs_md.py) -->"
 END = "<!-- xcom-types:end -->"
 
-OUTPUTS = "airflow_vertex_dist.operators.output_types"
-TRIALS = "airflow_vertex_dist.triggers.conditions.trials"
+OUTPUTS = "airflow_vertex_dist.jobs.output_types"
+TRIALS = "airflow_vertex_dist.jobs.trials"
 #: (module, TypedDict, what it is, the TypedDict whose keys it extends or ""), in reading order
 TYPES = (
     (OUTPUTS, "JobLink", "The value under `vertex_job`, pushed as soon as the job is known.", ""),

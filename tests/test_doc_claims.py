@@ -146,7 +146,7 @@ def _torch_group() -> str:
 
 
 def _tuning_output() -> Any:
-    return _of("airflow_vertex_dist.operators.outputs:tuning_output")(STUDY, "https://console")
+    return _of("airflow_vertex_dist.jobs.outputs:tuning_output")(STUDY, "https://console")
 
 
 def _evaluated(variable: str, values: tuple[int, ...]) -> Callable[[str], list[int]]:
@@ -207,8 +207,8 @@ def _mib(path: str) -> Callable[[], float]:
 
 OP = "airflow_vertex_dist.operators.job:VertexJobOperator"
 SENSOR = "airflow_vertex_dist.sensors:VertexJobSensor"
-LOGS = "airflow_vertex_dist.operators.log_stream"
-POLLER = "airflow_vertex_dist.triggers.log_poller"
+LOGS = "airflow_vertex_dist.logs.worker_stream"
+POLLER = "airflow_vertex_dist.logs.poller"
 RS = "airflow_vertex_dist.specs:ReductionServer.model_fields"
 EGRESS = "airflow_vertex_dist.specs:egress_gbps"
 EM = "vertex_emulator"
@@ -310,7 +310,7 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"\(([\d,]+) entries a page\)", f"{POLLER}:PAGE_SIZE"),
         (
             r"an XCom of its own task instance, `(\w+)`",
-            "airflow_vertex_dist.triggers.log_cursor:CURSOR_XCOM_KEY",
+            "airflow_vertex_dist.logs.cursor:CURSOR_XCOM_KEY",
         ),
         (
             r"log_settle_seconds = ([\d.]+)",
@@ -621,7 +621,7 @@ def test_index_spec_names_are_in_the_specs_package() -> None:
 
 
 def test_quickstart_job_output_keys_are_pushed() -> None:
-    from airflow_vertex_dist.operators.outputs import job_output
+    from airflow_vertex_dist.jobs.outputs import job_output
 
     keys = re.findall(r"`(\w+)`", claim(page("quickstart.md"), r"the job as JSON \((.*?)\)\.")[1])
     out = job_output(

@@ -99,9 +99,14 @@ def test_a_training_dag_loads_only_what_it_uses(tmp_path: Path) -> None:
         "pydantic.functional_serializers",  # the specs' durations serialize without it
         "airflow_vertex_dist.hooks.vertex_jobs",  # the hook class is looked up on first use
         "airflow_vertex_dist.hooks.connection",
-        "airflow_vertex_dist.triggers.conditions",  # the wait rules are needed when the task runs
-        "airflow_vertex_dist.operators.output_types",  # the XCom types: for type checkers and docs
-        "airflow_vertex_dist.hooks.job_types",
+        # the wait rules are needed when the task runs
+        "airflow_vertex_dist.jobs.events",
+        "airflow_vertex_dist.jobs.states",
+        "airflow_vertex_dist.jobs.replicas",
+        "airflow_vertex_dist.jobs.trials",
+        "airflow_vertex_dist.jobs.progress",
+        "airflow_vertex_dist.jobs.output_types",  # the XCom types: for type checkers and docs
+        "airflow_vertex_dist.jobs.types",
     }
     # What Airflow's own DAG-building API loads is not ours to save (Airflow 3.1's loads
     # pydantic.functional_serializers itself).

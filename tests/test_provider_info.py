@@ -38,8 +38,11 @@ def test_every_section_names_a_declared_integration() -> None:
     info = get_provider_info()
     declared = [entry["integration-name"] for entry in info["integrations"]]
     assert len(declared) == len(set(declared)) and declared
-    used = {entry["integration-name"] for section in ("hooks", "operators", "sensors", "triggers")
-            for entry in info[section]}
+    used = {
+        entry["integration-name"]
+        for section in ("hooks", "operators", "sensors", "triggers")
+        for entry in info[section]
+    }
     assert used == set(declared)
     for entry in info["integrations"]:
         assert entry["external-doc-url"].startswith("https://cloud.google.com/vertex-ai/docs/")
@@ -47,8 +50,12 @@ def test_every_section_names_a_declared_integration() -> None:
 
 def test_every_named_module_and_class_exists() -> None:
     info = get_provider_info()
-    modules = [m for section in ("hooks", "operators", "sensors", "triggers") for entry in info[section]
-               for m in entry["python-modules"]]
+    modules = [
+        m
+        for section in ("hooks", "operators", "sensors", "triggers")
+        for entry in info[section]
+        for m in entry["python-modules"]
+    ]
     for module in modules:
         importlib.import_module(module)
     for dotted in [info["connection-types"][0]["hook-class-name"], *info["extra-links"]]:
@@ -121,7 +128,7 @@ def test_every_option_of_the_providers_section_that_the_code_reads_is_declared()
 
 
 def test_the_declared_defaults_are_the_codes_fallbacks() -> None:
-    from airflow_vertex_dist.triggers.log_poller import DEFAULT_READS_PER_MINUTE
+    from airflow_vertex_dist.logs.poller import DEFAULT_READS_PER_MINUTE
 
     option = get_provider_info()["config"][SECTION]["options"]["log_reads_per_minute"]
     assert int(option["default"]) == DEFAULT_READS_PER_MINUTE

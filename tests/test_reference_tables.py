@@ -53,9 +53,9 @@ def test_the_committed_xcom_tables_are_what_the_script_writes() -> None:
 
 def test_the_xcom_values_have_the_keys_of_their_types() -> None:
     """What job_output and tuning_output return at run time has exactly the documented keys."""
-    from airflow_vertex_dist.operators.output_types import JobOutput, TuningOutput
-    from airflow_vertex_dist.operators.outputs import job_output, tuning_output
-    from airflow_vertex_dist.triggers.conditions.trials import BestTrial, TrialCounts, TrialRow
+    from airflow_vertex_dist.jobs.output_types import JobOutput, TuningOutput
+    from airflow_vertex_dist.jobs.outputs import job_output, tuning_output
+    from airflow_vertex_dist.jobs.trials import BestTrial, TrialCounts, TrialRow
 
     name = "projects/p/locations/us-central1/hyperparameterTuningJobs/4"
     study = {

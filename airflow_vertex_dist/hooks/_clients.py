@@ -31,9 +31,9 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio imp
 from google.cloud.aiplatform_v1.services.job_service.transports.rest import JobServiceRestTransport
 from google.protobuf import field_mask_pb2, json_format
 
-from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.common.version import DISTRIBUTION, package_version
 from airflow_vertex_dist.hooks.connection import RetryPolicy, VertexConnection
+from airflow_vertex_dist.jobs.kinds import CUSTOM_JOBS, JobKind
 
 __all__ = [
     "SCOPES",

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from google.cloud.aiplatform_v1 import types as v1
 
-from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.hooks._clients import job_to_dict
-from airflow_vertex_dist.hooks.job_dicts import JobName
-from airflow_vertex_dist.hooks.job_types import Job, JobList
+from airflow_vertex_dist.jobs.dicts import JobName
+from airflow_vertex_dist.jobs.kinds import CUSTOM_JOBS, JobKind
+from airflow_vertex_dist.jobs.types import Job, JobList
 
 if TYPE_CHECKING:
     from google.api_core.retry import Retry

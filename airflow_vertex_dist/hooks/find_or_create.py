@@ -15,16 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
-from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JOB_KINDS, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
-from airflow_vertex_dist.hooks.job_dicts import (
-    REATTACHABLE_STATES,
-    IfExists,
-    check_if_exists,
-    job_state,
-    short_state,
-)
-from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import (
     BUDGET_LABEL,
     SPEC_LABEL,
@@ -33,6 +24,15 @@ from airflow_vertex_dist.hooks.labels import (
     task_labels,
 )
 from airflow_vertex_dist.hooks.spec_match import spec_difference
+from airflow_vertex_dist.jobs.dicts import (
+    REATTACHABLE_STATES,
+    IfExists,
+    check_if_exists,
+    job_state,
+    short_state,
+)
+from airflow_vertex_dist.jobs.kinds import CUSTOM_JOBS, JOB_KINDS, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.jobs.types import Job
 
 __all__ = [
     "LIVE_STATES",

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import BaseHook
-from airflow_vertex_dist.common.jobs import JobKind
 from airflow_vertex_dist.hooks.connection import (
     CONN_TYPE,
     DEFAULT_CONN_ID,
@@ -22,7 +21,8 @@ from airflow_vertex_dist.hooks.connection import (
     connection_fields,
     parse_impersonation_chain,
 )
-from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+from airflow_vertex_dist.jobs.dicts import parse_job_name
+from airflow_vertex_dist.jobs.kinds import JobKind
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from airflow_vertex_dist.common.jobs import JobKind
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.find_or_create import JobsApi
-from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name, short_state
-from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, SPEC_LABEL, rung_of, spec_fingerprint
 from airflow_vertex_dist.hooks.spec_match import spec_difference
+from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name, short_state
+from airflow_vertex_dist.jobs.kinds import JobKind
+from airflow_vertex_dist.jobs.types import Job
 
 __all__ = ["LadderJobs", "RungJob", "ladder_jobs"]
 

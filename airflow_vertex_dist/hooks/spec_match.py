@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.hooks.labels import PROVIDER_LABELS
+from airflow_vertex_dist.jobs.kinds import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.specs._api import CUSTOM_JOB_OUTPUT_ONLY, TUNING_JOB_OUTPUT_ONLY
 
 __all__ = ["canonical_spec", "spec_difference"]

@@ -22,7 +22,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.hooks.connection import VertexConnection, ui_field_behaviour
 from airflow_vertex_dist.hooks.find_or_create import (
     NO_CANCEL_STATES,
@@ -31,10 +30,11 @@ from airflow_vertex_dist.hooks.find_or_create import (
     newest_first,
 )
 from airflow_vertex_dist.hooks.hook_base import VertexHookBase, connection_form_widgets
-from airflow_vertex_dist.hooks.job_dicts import IfExists, job_state, parse_job_name
-from airflow_vertex_dist.hooks.job_types import Job, JobList, Trial
 from airflow_vertex_dist.hooks.labels import MAX_LABELS, label_filter, validate_labels
 from airflow_vertex_dist.hooks.off_loop import load_clients
+from airflow_vertex_dist.jobs.dicts import IfExists, job_state, parse_job_name
+from airflow_vertex_dist.jobs.kinds import CUSTOM_JOBS, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.jobs.types import Job, JobList, Trial
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1.services.job_service import JobServiceAsyncClient, JobServiceClient
@@ -125,8 +125,8 @@ class VertexJobsHook(VertexHookBase):
         return self._create(check_kind(kind), body)
 
     def _create(self, kind: JobKind, body: dict[str, Any]) -> Job:
-        from airflow_vertex_dist.common.failures import is_capacity_quota_error
         from airflow_vertex_dist.hooks._clients import is_transient, job_from_dict
+        from airflow_vertex_dist.jobs.failures import is_capacity_quota_error
 
         # A token from an earlier job's body (a copied job dict) must not make us "find" that job.
         labels = {k: v for k, v in (body.get("labels") or {}).items() if k != CREATE_TOKEN_LABEL}

@@ -14,8 +14,6 @@ import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_vertex_dist._compat import AirflowException
-from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES, JobKind
-from airflow_vertex_dist.hooks.job_dicts import REATTACHABLE_STATES, IfExists, job_state, short_state
 from airflow_vertex_dist.hooks.labels import (
     BUDGET_LABEL,
     SPEC_LABEL,
@@ -24,15 +22,17 @@ from airflow_vertex_dist.hooks.labels import (
     spec_fingerprint,
     task_labels,
 )
+from airflow_vertex_dist.jobs.dicts import REATTACHABLE_STATES, IfExists, job_state, short_state
+from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.jobs.outputs import LINK_XCOM_KEY
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
 from airflow_vertex_dist.operators.base import VertexBaseOperator
-from airflow_vertex_dist.operators.outputs import LINK_XCOM_KEY
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.hooks.job_types import Job
-    from airflow_vertex_dist.operators.output_types import JobLink
+    from airflow_vertex_dist.jobs.output_types import JobLink
+    from airflow_vertex_dist.jobs.types import Job
 
 __all__ = ["FIRST_TRY_RUN_TYPES", "STATE_KEY", "JobAttachingOperator"]
 
@@ -241,7 +241,7 @@ class JobAttachingOperator(VertexBaseOperator):
         message = f"the task instance was set to {state} while it started job {name}"
         if job_state(job) in TERMINAL_STATES:
             raise AirflowException(f"{message}; the job had already ended ({short_state(job_state(job))})")
-        from airflow_vertex_dist.triggers.conditions.states import cancel_outcome
+        from airflow_vertex_dist.jobs.states import cancel_outcome
 
         cancelled = self._cancel(name, reason=f"task set to {state}")
         raise AirflowException(message + cancel_outcome(True, cancelled))

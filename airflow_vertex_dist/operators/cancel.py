@@ -6,17 +6,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import AirflowException
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
+from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
+from airflow_vertex_dist.jobs.outputs import job_output
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
 from airflow_vertex_dist.operators.base import VertexBaseOperator
-from airflow_vertex_dist.operators.outputs import job_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.operators.output_types import JobLink, JobOutput
+    from airflow_vertex_dist.jobs.output_types import JobLink, JobOutput
 
 __all__ = ["VertexCancelJobOperator"]
 

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from pydantic import BaseModel
 
 from airflow_vertex_dist._compat import AirflowException, AirflowTaskTimeout, TaskDeferralTimeout, conf
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES, JobKind, ever_ran
-from airflow_vertex_dist.hooks.job_dicts import (
+from airflow_vertex_dist.hooks.labels import SPEC_LABEL, spec_fingerprint
+from airflow_vertex_dist.jobs.dicts import (
     IfExists,
     check_if_exists,
     check_wait_settings,
@@ -55,12 +55,12 @@ from airflow_vertex_dist.hooks.job_dicts import (
     parse_job_name,
     short_state,
 )
-from airflow_vertex_dist.hooks.labels import SPEC_LABEL, spec_fingerprint
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES, JobKind, ever_ran
+from airflow_vertex_dist.jobs.outputs import job_output
 from airflow_vertex_dist.links import VertexJobLink
+from airflow_vertex_dist.logs.worker_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.attach import JobAttachingOperator
 from airflow_vertex_dist.operators.ladder import CapacityLadderMixin
-from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.outputs import job_output
 from airflow_vertex_dist.operators.spec_field import (
     check_keys,
     coerce_spec,
@@ -72,7 +72,7 @@ from airflow_vertex_dist.operators.spec_field import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.operators.output_types import CostOutput, JobOutput
+    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput
     from airflow_vertex_dist.specs.capacity import CapacityLadder, Rung
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
@@ -92,7 +92,7 @@ def job_verdict(
     (``job_event``), so a deferred and a
     non-deferred wait end a task alike.
     """
-    from airflow_vertex_dist.triggers.conditions.states import job_event  # the wait rules: not at parse time
+    from airflow_vertex_dist.jobs.states import job_event  # the wait rules: not at parse time
 
     event = job_event(
         job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s
@@ -316,7 +316,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         cost = self.rung_cost(job)
         if cost is not None:
             return cost
-        from airflow_vertex_dist.operators.outputs import job_cost
+        from airflow_vertex_dist.jobs.outputs import job_cost
         from airflow_vertex_dist.specs.capacity import spec_price_per_hour
 
         price, basis = spec_price_per_hour(self.validated_spec, self.hook.location)
@@ -371,14 +371,14 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         )
 
     def _log_selection(self, job: Mapping[str, Any] | None) -> Any:
-        from airflow_vertex_dist.operators.log_stream import selection_of
+        from airflow_vertex_dist.logs.worker_stream import selection_of
 
         return selection_of(self.stream_logs, job)
 
     def _defer(self, context: Context, job: Mapping[str, Any]) -> None:
         trigger = self.make_trigger(str(job["name"]), job, self.converge_labels(context))
         if trigger.stream_logs is not None:  # the cursor its stream reads at its first start
-            from airflow_vertex_dist.triggers.log_cursor import seed_cursor
+            from airflow_vertex_dist.logs.cursor import seed_cursor
 
             seed_cursor(context["ti"])
         self.log.info("Deferring: waiting for %s in the triggerer", job["name"])
@@ -390,8 +390,8 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
 
     def _poll(self, job: Mapping[str, Any]) -> tuple[Mapping[str, Any], tuple[bool, str]]:
         """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval``."""
-        from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
-        from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome
+        from airflow_vertex_dist.jobs.progress import ProgressLog
+        from airflow_vertex_dist.jobs.states import PausedClock, cancel_outcome
 
         name = str(job["name"])
         streamer = self._log_streamer(job)
@@ -431,7 +431,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
                 streamer.hook.close()
 
     def _log_streamer(self, job: Mapping[str, Any]) -> Any:
-        from airflow_vertex_dist.operators.log_stream import LogStreamer
+        from airflow_vertex_dist.logs.worker_stream import LogStreamer
 
         selection = self._log_selection(job)
         if selection is None:
@@ -449,7 +449,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         )
 
     def _failure_details(self, job: Mapping[str, Any]) -> str:
-        from airflow_vertex_dist.operators.log_stream import failure_details, shown_by
+        from airflow_vertex_dist.logs.worker_stream import failure_details, shown_by
 
         hook = self._logs_hook(parse_job_name(str(job["name"])).project)
         try:
@@ -468,8 +468,8 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resume after the trigger fired: success returns the outputs, an error raises its message."""
-        from airflow_vertex_dist.triggers.conditions.events import read_event, superseded_job
-        from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
+        from airflow_vertex_dist.jobs.events import read_event, superseded_job
+        from airflow_vertex_dist.jobs.progress import ProgressLog
 
         try:
             verdict, job = read_event(event)

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException
-from airflow_vertex_dist.common.jobs import ever_ran
+from airflow_vertex_dist.jobs.kinds import ever_ran
 from airflow_vertex_dist.operators.ladder_parts import (
     LadderState,
     ladder_table,
@@ -51,10 +51,10 @@ from airflow_vertex_dist.operators.ladder_parts import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.common.failures import Failure
-    from airflow_vertex_dist.hooks.job_types import Job
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
-    from airflow_vertex_dist.operators.output_types import CostOutput, LadderStep, RungOutput
+    from airflow_vertex_dist.jobs.failures import Failure
+    from airflow_vertex_dist.jobs.output_types import CostOutput, LadderStep, RungOutput
+    from airflow_vertex_dist.jobs.types import Job
     from airflow_vertex_dist.specs.capacity import CapacityLadder, RungPlan
 
 __all__ = ["CANCEL_WAIT_S", "LADDER_XCOM_KEY", "LadderState", "ladder_table", "prices_table"]
@@ -76,8 +76,8 @@ class CapacityLadderMixin:
     """The ladder walk of ``VertexJobOperator`` (see the module doc); the operator sets ``capacity``."""
 
     if TYPE_CHECKING:
-        from airflow_vertex_dist.common.jobs import JobKind
-        from airflow_vertex_dist.hooks.job_dicts import IfExists
+        from airflow_vertex_dist.jobs.dicts import IfExists
+        from airflow_vertex_dist.jobs.kinds import JobKind
 
         capacity: CapacityLadder | None
         job_kind: ClassVar[JobKind]
@@ -172,7 +172,7 @@ class CapacityLadderMixin:
         }
 
     def rung_cost(self, job: Mapping[str, Any]) -> CostOutput | None:
-        from airflow_vertex_dist.operators.outputs import job_cost
+        from airflow_vertex_dist.jobs.outputs import job_cost
 
         plan = self._rung_plan
         if plan is None:
@@ -203,9 +203,9 @@ class CapacityLadderMixin:
         """Resume after the rung's trigger fired: judge the job, then succeed, fail or go on. The walk's
         state comes from the deferral's kwargs or, where Airflow did not keep them, from the XCom the
         task pushed before deferring; the rung from the job's ``airflow-rung`` label."""
-        from airflow_vertex_dist.common.jobs import TERMINAL_STATES
         from airflow_vertex_dist.hooks.labels import rung_of
-        from airflow_vertex_dist.triggers.conditions.events import read_event
+        from airflow_vertex_dist.jobs.events import read_event
+        from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 
         try:
             _verdict, compact = read_event(event)
@@ -271,9 +271,9 @@ class CapacityLadderMixin:
         )
 
     def _create(self, context: Context, plan: RungPlan, state: LadderState) -> Job | _Move:
-        from airflow_vertex_dist.common.failures import classify_create_error
         from airflow_vertex_dist.hooks.find_or_create import find_or_create
         from airflow_vertex_dist.hooks.labels import rung_label
+        from airflow_vertex_dist.jobs.failures import classify_create_error
 
         region = region_of(plan, self.hook.location)
         hook = self.region_hook(region)
@@ -315,7 +315,7 @@ class CapacityLadderMixin:
         return job
 
     def _ended(self, job: Mapping[str, Any], plan: RungPlan, paused_for_s: float | None = None) -> bool:
-        from airflow_vertex_dist.common.failures import classify_job
+        from airflow_vertex_dist.jobs.failures import classify_job
 
         verdict = verdict_of(
             job, self.partial_success, paused_for_s=paused_for_s, paused_grace_s=self.paused_grace
@@ -361,8 +361,8 @@ class CapacityLadderMixin:
     def _poll_rung(self, plan: RungPlan, job: Job) -> Job:
         """Poll until the job ended for the task, or waited past the rung's ``pending_limit``."""
         from airflow_vertex_dist._compat import AirflowTaskTimeout
-        from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
-        from airflow_vertex_dist.triggers.conditions.states import PausedClock
+        from airflow_vertex_dist.jobs.progress import ProgressLog
+        from airflow_vertex_dist.jobs.states import PausedClock
 
         name = str(job["name"])
         streamer = self._log_streamer(job)
@@ -401,7 +401,7 @@ class CapacityLadderMixin:
         job: Mapping[str, Any],
     ) -> Any:
         """Succeed with the job's outputs, fail the task, or say which rung to go to (``_Move``)."""
-        from airflow_vertex_dist.common.failures import classify_job
+        from airflow_vertex_dist.jobs.failures import classify_job
 
         plan = plans[number - 1]
         self._rung_plan, self._rung_steps = plan, state.steps
@@ -481,8 +481,8 @@ class CapacityLadderMixin:
     def _end_job(self, name: str, *, reason: str, wait_s: float = CANCEL_WAIT_S) -> None:
         """Cancel the job unless it ended, and wait until it has: the next rung's job is only created
         once this one is no longer live. A job still not ended after ``wait_s`` fails the task."""
-        from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-        from airflow_vertex_dist.hooks.job_dicts import job_state, short_state
+        from airflow_vertex_dist.jobs.dicts import job_state, short_state
+        from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 
         job = self.hook.get_job(name)
         if job_state(job) in TERMINAL_STATES:
@@ -507,14 +507,14 @@ class CapacityLadderMixin:
         self, context: Context, plans: Sequence[RungPlan]
     ) -> tuple[LadderState, int, tuple[int, Job] | None]:
         """This task's jobs on every rung: ``(history, rung to start at, (rung, live job) or None)``."""
-        from airflow_vertex_dist.common.failures import classify_job
         from airflow_vertex_dist.hooks.find_or_create import (
             LIVE_STATES,
             NO_CANCEL_STATES,
             JobAlreadyExistsError,
         )
-        from airflow_vertex_dist.hooks.job_dicts import job_state, short_state
         from airflow_vertex_dist.hooks.rung_jobs import ladder_jobs
+        from airflow_vertex_dist.jobs.dicts import job_state, short_state
+        from airflow_vertex_dist.jobs.failures import classify_job
 
         regions = self._regions(plans)
         hooks = {region: self.region_hook(region) for region in regions}
@@ -585,7 +585,7 @@ class CapacityLadderMixin:
 
     def _history(self, mine: Sequence[Any], plans: Sequence[RungPlan], until: Any = None) -> LadderState:
         """The rungs this budget's ended jobs left, read back from the jobs (oldest first)."""
-        from airflow_vertex_dist.common.failures import classify_job
+        from airflow_vertex_dist.jobs.failures import classify_job
 
         state = LadderState()
         for rung, job in mine:
@@ -613,8 +613,8 @@ class CapacityLadderMixin:
     def cancel_ladder_jobs(self, context: Context, reason: str) -> None:
         """Cancel this task's unfinished jobs on every rung (the deferral timed out)."""
         from airflow_vertex_dist.hooks.find_or_create import NO_CANCEL_STATES
-        from airflow_vertex_dist.hooks.job_dicts import job_state
         from airflow_vertex_dist.hooks.rung_jobs import ladder_jobs
+        from airflow_vertex_dist.jobs.dicts import job_state
 
         plans = self.ladder_plans
         regions = self._regions(plans)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.operators.output_types import LadderStep
+    from airflow_vertex_dist.jobs.output_types import LadderStep
     from airflow_vertex_dist.specs.capacity import RungPlan
 
 __all__ = [
@@ -121,7 +121,7 @@ def verdict_of(
 ) -> tuple[bool, str] | None:
     """``(succeeded, message)`` once the job ended for the task (the wait's rules: ``job_event``; a job
     PAUSED for ``paused_for_s`` past ``paused_grace_s`` has ended for it)."""
-    from airflow_vertex_dist.triggers.conditions.states import job_event
+    from airflow_vertex_dist.jobs.states import job_event
 
     event = job_event(
         job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s

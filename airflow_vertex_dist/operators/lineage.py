@@ -110,7 +110,7 @@ def pools_of(job_spec: Mapping[str, Any], *, reduction_server: bool = False) -> 
 
 
 def _best_trial_id(job: Mapping[str, Any]) -> str | None:
-    from airflow_vertex_dist.triggers.conditions.trials import trial_summary
+    from airflow_vertex_dist.jobs.trials import trial_summary
 
     best = trial_summary(dict(job)).get("best")
     return str(best["id"]) if isinstance(best, Mapping) and best.get("id") is not None else None

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from airflow_vertex_dist.common.jobs import CUSTOM_JOBS, JobKind
+from airflow_vertex_dist.jobs.kinds import CUSTOM_JOBS, JobKind
 from airflow_vertex_dist.operators.job import VertexJobOperator
 from airflow_vertex_dist.specs import DistributedTrainingJob
 

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from airflow_vertex_dist.common.jobs import TUNING_JOBS, JobKind
+from airflow_vertex_dist.jobs.kinds import TUNING_JOBS, JobKind
+from airflow_vertex_dist.jobs.outputs import tuning_output
 from airflow_vertex_dist.operators.job import VertexJobOperator
-from airflow_vertex_dist.operators.outputs import tuning_output
 from airflow_vertex_dist.specs import HyperparameterTuningJob
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.operators.output_types import TuningOutput
+    from airflow_vertex_dist.jobs.output_types import TuningOutput
 
 __all__ = ["VertexTuningOperator"]
 

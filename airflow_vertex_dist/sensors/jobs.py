@@ -22,26 +22,26 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException, conf
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES, ever_ran
 from airflow_vertex_dist.common.replicas import check_replica_names
 from airflow_vertex_dist.hooks import DEFAULT_CONN_ID
-from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
+from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name
+from airflow_vertex_dist.jobs.events import Verdict, read_event
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES, ever_ran
+from airflow_vertex_dist.jobs.outputs import job_output, tuning_output
+from airflow_vertex_dist.jobs.progress import ProgressLog
+from airflow_vertex_dist.jobs.replicas import replica_condition
+from airflow_vertex_dist.jobs.states import job_condition, normalize_state
+from airflow_vertex_dist.jobs.trials import check_trial_condition, trial_condition
 from airflow_vertex_dist.links import LINK_XCOM_KEY, VertexJobLink
+from airflow_vertex_dist.logs.worker_stream import StreamLogs, check_stream_logs
 from airflow_vertex_dist.operators.base import VertexHookMixin
-from airflow_vertex_dist.operators.log_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.outputs import job_output, tuning_output
 from airflow_vertex_dist.operators.spec_field import has_jinja
-from airflow_vertex_dist.triggers.conditions.events import Verdict, read_event
-from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
-from airflow_vertex_dist.triggers.conditions.replicas import replica_condition
-from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
-from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
     from airflow.triggers.base import BaseTrigger
 
-    from airflow_vertex_dist.operators.output_types import JobLink, JobOutput, TuningOutput
+    from airflow_vertex_dist.jobs.output_types import JobLink, JobOutput, TuningOutput
 
 __all__ = ["VertexJobSensor", "VertexReplicaSensor", "VertexTrialSensor"]
 
@@ -159,8 +159,8 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             return result.xcom_value
         trigger = self.make_trigger(self._name)
         if getattr(trigger, "stream_logs", None) is not None:  # the cursor its stream reads first
-            from airflow_vertex_dist.triggers.log_cursor import seed_cursor
-            from airflow_vertex_dist.triggers.log_poller import LogCursor
+            from airflow_vertex_dist.logs.cursor import seed_cursor
+            from airflow_vertex_dist.logs.poller import LogCursor
 
             cursor = LogCursor(getattr(trigger, "log_timestamp", ""), getattr(trigger, "log_insert_id", ""))
             seed_cursor(context["ti"], cursor)
@@ -173,7 +173,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
 
     def _stream_lines(self, *, force: bool) -> None:
         """Poke mode: write the job's new replica lines (a rescheduled poke starts a new stream)."""
-        from airflow_vertex_dist.operators.log_stream import LogStreamer, selection_of
+        from airflow_vertex_dist.logs.worker_stream import LogStreamer, selection_of
 
         if self._history_only:
             return
@@ -196,7 +196,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         )
 
     def _trigger_kwargs(self, name: str) -> dict[str, Any]:
-        from airflow_vertex_dist.operators.log_stream import selection_of
+        from airflow_vertex_dist.logs.worker_stream import selection_of
 
         cursor: dict[str, str] = {}
         if self._streamer is not None:  # the first poke wrote lines: the trigger goes on after them

@@ -32,13 +32,13 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT, resume_race_possible
-from airflow_vertex_dist.common.jobs import ever_ran
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
-from airflow_vertex_dist.hooks.job_dicts import compact_job
-from airflow_vertex_dist.hooks.job_types import Job
-from airflow_vertex_dist.triggers.conditions.events import EventStatus, JobEvent
-from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
-from airflow_vertex_dist.triggers.log_stream import log_stream_start
+from airflow_vertex_dist.jobs.dicts import compact_job
+from airflow_vertex_dist.jobs.events import EventStatus, JobEvent
+from airflow_vertex_dist.jobs.kinds import ever_ran
+from airflow_vertex_dist.jobs.progress import ProgressLog
+from airflow_vertex_dist.jobs.types import Job
+from airflow_vertex_dist.logs.trigger_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
 __all__ = ["RESUME_HOLD_S", "JobWaitTrigger", "trigger_classpath"]
@@ -80,7 +80,7 @@ class JobWaitTrigger(BaseTrigger):
     :param poll_interval: seconds between polls (the shared poller uses its waiters' smallest).
     :param stream_logs: replica selection whose log lines the trigger writes to its log (which
         reaches the task log): ``"default"``, ``"all"``, a list of replica keys, or ``None`` (off).
-        Lines come from the process's shared log poller (``log_poller``).
+        Lines come from the process's shared log poller (``logs.poller``).
     :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     :param impersonation_chain: replaces the connection's impersonation chain for the job and log
         reads (the task's own; a list or comma separated).
@@ -110,7 +110,7 @@ class JobWaitTrigger(BaseTrigger):
         self.project_id = project_id
         self.location = location
         self.poll_interval = float(poll_interval)
-        #: replica log streaming (triggers/log_stream.py); None: off
+        #: replica log streaming (logs/trigger_stream.py); None: off
         self.stream_logs = stream_logs
         self.log_timestamp = str(log_timestamp or "")
         self.log_insert_id = str(log_insert_id or "")

@@ -62,12 +62,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES, sibling_verdict
-from airflow_vertex_dist.hooks.job_dicts import check_wait_settings, compact_job, job_state, parse_job_name
-from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import RUN_LABEL
+from airflow_vertex_dist.jobs.dicts import check_wait_settings, compact_job, job_state, parse_job_name
+from airflow_vertex_dist.jobs.events import JobEvent
+from airflow_vertex_dist.jobs.states import PausedClock, cancel_outcome, job_event
+from airflow_vertex_dist.jobs.types import Job
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
-from airflow_vertex_dist.triggers.conditions.events import JobEvent
-from airflow_vertex_dist.triggers.conditions.states import PausedClock, cancel_outcome, job_event
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE
 from airflow_vertex_dist.triggers.task_state import task_instance_state
 

@@ -47,13 +47,13 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
-from airflow_vertex_dist.hooks.job_dicts import job_state, parse_job_name
-from airflow_vertex_dist.hooks.job_types import Job
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RUN_LABEL
-from airflow_vertex_dist.triggers._poll_loop import PollLoop, is_transient
+from airflow_vertex_dist.hooks.poll_loop import PollLoop, is_transient
+from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name
+from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.jobs.types import Job
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",

@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_vertex_dist.common.failures import classify_job
 from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
-from airflow_vertex_dist.hooks.job_dicts import compact_job, parse_job_name
-from airflow_vertex_dist.hooks.job_types import Job
-from airflow_vertex_dist.triggers.conditions.events import JobEvent
+from airflow_vertex_dist.jobs.dicts import compact_job, parse_job_name
+from airflow_vertex_dist.jobs.events import JobEvent
+from airflow_vertex_dist.jobs.failures import classify_job
+from airflow_vertex_dist.jobs.types import Job
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
 __all__ = ["VertexRungTrigger"]

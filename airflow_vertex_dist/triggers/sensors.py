@@ -1,6 +1,6 @@
 """The deferrable triggers of the job, replica and trial sensors.
 
-What they wait for is pure and lives in ``airflow_vertex_dist.triggers.conditions``. The waiting
+What they wait for is pure and lives in ``airflow_vertex_dist.jobs``. The waiting
 itself (the shared poller, the progress log, the replica log stream, serialization, the one event) is
 ``JobWaitTrigger``'s: these triggers only say when the wait is
 over. N waiting sensors cost about one List call per interval. Each fires one event,
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_vertex_dist.common.replicas import check_replica_names
-from airflow_vertex_dist.hooks.job_types import Job
+from airflow_vertex_dist.jobs.events import JobEvent, Verdict
+from airflow_vertex_dist.jobs.replicas import replica_condition
+from airflow_vertex_dist.jobs.states import job_condition, normalize_state
+from airflow_vertex_dist.jobs.trials import check_trial_condition, trial_condition
+from airflow_vertex_dist.jobs.types import Job
 from airflow_vertex_dist.triggers.base import JobWaitTrigger
-from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
-from airflow_vertex_dist.triggers.conditions.replicas import replica_condition
-from airflow_vertex_dist.triggers.conditions.states import job_condition, normalize_state
-from airflow_vertex_dist.triggers.conditions.trials import check_trial_condition, trial_condition
 
 __all__ = [
     "SensorTrigger",

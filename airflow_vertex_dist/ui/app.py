@@ -139,8 +139,8 @@ def read_log_view(owned: OwnedJob, job: dict[str, Any]) -> LogView:
     """The newest ``LOG_LINES`` replica lines of the job, every replica and severity, in one
     ``entries.list`` call through the provider's ``VertexLogsHook``, grouped by replica (a trial's
     lines under ``trial <id> / <replica>``), oldest first."""
-    from airflow_vertex_dist.hooks.job_dicts import parse_job_name
     from airflow_vertex_dist.hooks.logs import VertexLogsHook, jobs_filter
+    from airflow_vertex_dist.jobs.dicts import parse_job_name
 
     where = parse_job_name(owned.name)
     hook = VertexLogsHook(

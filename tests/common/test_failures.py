@@ -1,5 +1,5 @@
-"""Failure classification (``common.failures``): every class from the job dict or the Create error, with
-the texts Vertex AI is reported to use (``common.capacity_messages``)."""
+"""Failure classification (``jobs.failures``): every class from the job dict or the Create error, with
+the texts Vertex AI is reported to use (``jobs.capacity_messages``)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.common.capacity_messages import (
+from airflow_vertex_dist.jobs.capacity_messages import (
     quota_message,
     quota_metric,
     quota_metrics_named,
     stockout_message,
 )
-from airflow_vertex_dist.common.failures import (
+from airflow_vertex_dist.jobs.failures import (
     CAPACITY,
     FAIL_FAST,
     classify_create_error,

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from airflow_vertex_dist.common.trial_values import typed_parameters, typed_value, whole_number_parameters
-from airflow_vertex_dist.hooks.job_dicts import compact_job
-from airflow_vertex_dist.operators.outputs import tuning_output
-from airflow_vertex_dist.triggers.conditions.trials import best_trial, trial_summary
+from airflow_vertex_dist.jobs.dicts import compact_job
+from airflow_vertex_dist.jobs.outputs import tuning_output
+from airflow_vertex_dist.jobs.trials import best_trial, trial_summary
 
 STUDY: dict[str, Any] = {
     "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from operators.harness import CONN_ENV, connection_env, dag_xcom, logged, run_dag, ti_state
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 from vertex_emulator import Capacity, testing
 from vertex_emulator.app import Emulator
 

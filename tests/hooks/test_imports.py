@@ -10,15 +10,15 @@ MODULES = [
     "airflow_vertex_dist.hooks",
     "airflow_vertex_dist.hooks.labels",
     "airflow_vertex_dist.hooks.connection",
-    "airflow_vertex_dist.hooks.job_dicts",
+    "airflow_vertex_dist.jobs.dicts",
     "airflow_vertex_dist.hooks.vertex_jobs",
     "airflow_vertex_dist.hooks.logs",
     "airflow_vertex_dist.hooks.off_loop",
-    "airflow_vertex_dist.triggers.conditions.events",
-    "airflow_vertex_dist.triggers.conditions.progress",
-    "airflow_vertex_dist.triggers.conditions.replicas",
-    "airflow_vertex_dist.triggers.conditions.states",
-    "airflow_vertex_dist.triggers.conditions.trials",
+    "airflow_vertex_dist.jobs.events",
+    "airflow_vertex_dist.jobs.progress",
+    "airflow_vertex_dist.jobs.replicas",
+    "airflow_vertex_dist.jobs.states",
+    "airflow_vertex_dist.jobs.trials",
     "airflow_vertex_dist.triggers.jobs",
     "airflow_vertex_dist.triggers.poller",
     "airflow_vertex_dist.triggers.sensors",
@@ -42,8 +42,8 @@ def test_no_google_cloud_module_on_import() -> None:
 def test_pure_modules_import_neither_airflow_nor_google() -> None:
     code = (
         "import json, sys\n"
-        "import airflow_vertex_dist.hooks.labels, airflow_vertex_dist.hooks.job_dicts\n"
-        "from airflow_vertex_dist.triggers.conditions import events, progress, states\n"
+        "import airflow_vertex_dist.hooks.labels, airflow_vertex_dist.jobs.dicts\n"
+        "from airflow_vertex_dist.jobs import events, progress, states\n"
         "heavy = ('airflow', 'grpc', 'proto')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
     )

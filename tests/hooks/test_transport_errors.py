@@ -22,8 +22,8 @@ from google.api_core import exceptions
 
 from airflow_vertex_dist.hooks._clients import is_transient
 from airflow_vertex_dist.hooks.connection import RetryPolicy
+from airflow_vertex_dist.hooks.poll_loop import is_transient as poller_is_transient
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
-from airflow_vertex_dist.triggers._poll_loop import is_transient as poller_is_transient
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.faults import update_faults

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.find_or_create import JobAlreadyExistsError
 from airflow_vertex_dist.hooks.labels import label_filter, run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import CREATE_TOKEN_LABEL, VertexJobsAsyncHook, VertexJobsHook
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.faults import update_faults

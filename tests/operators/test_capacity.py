@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.common.capacity_messages import stockout_message
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from airflow_vertex_dist.jobs.capacity_messages import stockout_message
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import (
     CapacityLadder,

@@ -212,7 +212,7 @@ def test_the_walks_state_and_tables() -> None:
 
 
 def test_job_cost_is_the_price_times_the_hours_it_ran() -> None:
-    from airflow_vertex_dist.operators.outputs import job_cost
+    from airflow_vertex_dist.jobs.outputs import job_cost
 
     ran = {"startTime": "2024-01-01T00:00:00Z", "endTime": "2024-01-01T01:30:00Z"}
     assert job_cost(ran, 2.0, "on-demand") == {

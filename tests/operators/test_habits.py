@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.operators.log_stream import check_stream_logs, selection_of
+from airflow_vertex_dist.jobs.progress import ProgressLog
+from airflow_vertex_dist.logs.worker_stream import check_stream_logs, selection_of
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.sensors.jobs import VertexJobSensor, VertexReplicaSensor, VertexTrialSensor
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
-from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
 
 from .harness import PY
 

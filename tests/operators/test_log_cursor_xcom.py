@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG, task
 
+from airflow_vertex_dist.logs.cursor import CURSOR_XCOM_KEY, CursorStore
+from airflow_vertex_dist.logs.poller import LogCursor
+from airflow_vertex_dist.logs.trigger_stream import log_stream_start
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
-from airflow_vertex_dist.triggers.log_cursor import CURSOR_XCOM_KEY, CursorStore
-from airflow_vertex_dist.triggers.log_poller import LogCursor
-from airflow_vertex_dist.triggers.log_stream import log_stream_start
 
 from .harness import dag_xcom, run_dag, ti_state
 
@@ -95,7 +95,7 @@ def test_a_first_start_reads_the_seeded_cursor_without_an_error(supervisor_chann
     (which the Task SDK logs for a missing XCom, as the unseeded task instance shows)."""
     from airflow.sdk import get_current_context
 
-    from airflow_vertex_dist.triggers.log_cursor import seed_cursor
+    from airflow_vertex_dist.logs.cursor import seed_cursor
 
     with DAG("log_cursor_seed", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=timezone.utc)) as dag:
 

@@ -73,7 +73,7 @@ def test_replica_lines_keep_their_severity_and_are_written_once(
 def test_a_deferring_task_seeds_its_streams_cursor(vertex_conn: Emulator) -> None:
     """The XCom the trigger's stream reads at its first start exists before it starts (no
     ``XCom not found`` ERROR in the triggerer: tests/operators/test_log_cursor_xcom.py)."""
-    from airflow_vertex_dist.triggers.log_cursor import CURSOR_XCOM_KEY
+    from airflow_vertex_dist.logs.cursor import CURSOR_XCOM_KEY
 
     code = "print('one line', flush=True)"
     spec = DistributedTrainingJob(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from airflow.sdk import DAG
 
-from airflow_vertex_dist.operators.log_stream import check_stream_logs, failing_replica
+from airflow_vertex_dist.logs.worker_stream import check_stream_logs, failing_replica
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 from vertex_emulator.app import Emulator
@@ -131,7 +131,7 @@ def test_failure_details_are_bounded_and_masked() -> None:
     from airflow.sdk.execution_time.secrets_masker import mask_secret
 
     from airflow_vertex_dist.hooks.logs import LogLine
-    from airflow_vertex_dist.operators.log_stream import FAILURE_LINES, MAX_LINE_CHARS, failure_details
+    from airflow_vertex_dist.logs.worker_stream import FAILURE_LINES, MAX_LINE_CHARS, failure_details
 
     mask_secret("s3cr3t-token-value")
     lines = [

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.logs import LogLine
-from airflow_vertex_dist.operators.log_stream import (
+from airflow_vertex_dist.logs.worker_stream import (
     LogStreamer,
     failing_replica,
     failure_details,

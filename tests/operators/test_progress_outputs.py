@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from airflow_vertex_dist.operators.outputs import job_output, tuning_output
-from airflow_vertex_dist.triggers.conditions.progress import ProgressLog
+from airflow_vertex_dist.jobs.outputs import job_output, tuning_output
+from airflow_vertex_dist.jobs.progress import ProgressLog
 
 NAME = "projects/p/locations/l/customJobs/9"
 TUNING = "projects/p/locations/l/hyperparameterTuningJobs/5"

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.common.replicas import check_replica_names
-from airflow_vertex_dist.hooks.job_dicts import compact_job
-from airflow_vertex_dist.triggers.conditions.events import read_event
-from airflow_vertex_dist.triggers.conditions.replicas import (
+from airflow_vertex_dist.jobs.dicts import compact_job
+from airflow_vertex_dist.jobs.events import read_event
+from airflow_vertex_dist.jobs.replicas import (
     expected_replicas,
     replica_condition,
     resolve_replicas,
 )
-from airflow_vertex_dist.triggers.conditions.states import job_condition, job_event, normalize_state
-from airflow_vertex_dist.triggers.conditions.trials import (
+from airflow_vertex_dist.jobs.states import job_condition, job_event, normalize_state
+from airflow_vertex_dist.jobs.trials import (
     best_trial,
     check_trial_condition,
     trial_condition,

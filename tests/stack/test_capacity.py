@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.hooks.labels import RUN_LABEL, run_labels
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 from tests.polling import poll_until
 
 from .figures import Figures

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from airflow_vertex_dist.hooks import poll_loop as _poll_loop
 from airflow_vertex_dist.hooks.connection import RetryPolicy
-from airflow_vertex_dist.triggers import _poll_loop, poller
+from airflow_vertex_dist.triggers import poller
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.faults import update_faults

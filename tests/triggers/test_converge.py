@@ -27,8 +27,8 @@ from airflow_vertex_dist.hooks.connection import RetryPolicy
 from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES
 from airflow_vertex_dist.hooks.labels import run_labels, task_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from airflow_vertex_dist.jobs.events import read_event, superseded_job
 from airflow_vertex_dist.triggers import poller
-from airflow_vertex_dist.triggers.conditions.events import read_event, superseded_job
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 from tests.triggers.test_poller import delta, eventually
 from vertex_emulator import testing

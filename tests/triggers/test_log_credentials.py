@@ -16,8 +16,8 @@ import pytest
 from google.auth import impersonated_credentials
 
 from airflow_vertex_dist.hooks.logs import VertexLogsHook
-from airflow_vertex_dist.triggers.log_poller import LogPoller, get_log_poller
-from airflow_vertex_dist.triggers.log_stream import TriggerLogStream
+from airflow_vertex_dist.logs.poller import LogPoller, get_log_poller
+from airflow_vertex_dist.logs.trigger_stream import TriggerLogStream
 from tests.service_accounts import service_account_info
 
 CONN = "gcp_logs"

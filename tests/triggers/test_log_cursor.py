@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import types
 
-from airflow_vertex_dist.triggers.log_cursor import CursorStore, later
-from airflow_vertex_dist.triggers.log_poller import LogCursor
-from airflow_vertex_dist.triggers.log_stream import log_stream_start
+from airflow_vertex_dist.logs.cursor import CursorStore, later
+from airflow_vertex_dist.logs.poller import LogCursor
+from airflow_vertex_dist.logs.trigger_stream import log_stream_start
 
 
 def test_the_later_cursor_wins_by_time_then_insert_id() -> None:

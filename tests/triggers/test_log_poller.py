@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.triggers import log_poller
-from airflow_vertex_dist.triggers.log_poller import LogCursor, ReadBudget, get_log_poller
+from airflow_vertex_dist.logs import poller as log_poller
+from airflow_vertex_dist.logs.poller import LogCursor, ReadBudget, get_log_poller
 from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
@@ -156,7 +156,7 @@ def test_resource_exhausted_backs_off_and_recovers(em: Emulator, fast: None) -> 
 
 def test_default_selection_takes_the_primary_and_every_replicas_warnings() -> None:
     from airflow_vertex_dist.hooks.logs import LogLine
-    from airflow_vertex_dist.triggers.log_poller import selection_takes
+    from airflow_vertex_dist.logs.poller import selection_takes
 
     def line(replica: str, severity: str) -> LogLine:
         return LogLine("1", replica, None, severity, "2026-01-01T00:00:00Z", "i", "x")
@@ -189,7 +189,7 @@ def test_module_imports_no_google_cloud(tmp_path: Path) -> None:
     import sys
 
     code = (
-        "import sys, airflow_vertex_dist.triggers.log_poller\n"
+        "import sys, airflow_vertex_dist.logs.poller\n"
         "print(sorted(m for m in sys.modules if m.startswith('google.cloud.')))"
     )
     out = subprocess.run(
@@ -217,7 +217,7 @@ def test_the_job_trigger_carries_its_log_settings_and_cursor() -> None:
 
 
 def test_the_budget_comes_from_the_providers_config_section(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_vertex_dist.triggers.log_poller import process_budget
+    from airflow_vertex_dist.logs.poller import process_budget
 
     monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_READS_PER_MINUTE", "600")
 
@@ -233,7 +233,7 @@ def test_a_worker_slot_wait_reads_at_most_once_per_min_interval(
     import logging
 
     from airflow_vertex_dist.hooks.logs import VertexLogsHook
-    from airflow_vertex_dist.operators.log_stream import LogStreamer
+    from airflow_vertex_dist.logs.worker_stream import LogStreamer
 
     monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "0")  # the pacing alone (settling:
     # test_log_settle.py)
@@ -266,7 +266,7 @@ def test_a_sensor_that_streamed_in_its_first_poke_hands_its_cursor_to_its_trigge
 
 
 def test_the_settle_window_is_at_most_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_vertex_dist.triggers.log_poller import settle_seconds
+    from airflow_vertex_dist.logs.poller import settle_seconds
 
     monkeypatch.setenv("AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS", "60")
     assert settle_seconds() == 60.0

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.logs import VertexLogsHook
-from airflow_vertex_dist.operators.log_stream import LogStreamer
-from airflow_vertex_dist.triggers.log_poller import ReadBudget, get_log_poller, settle_seconds, settled_until
+from airflow_vertex_dist.logs.poller import ReadBudget, get_log_poller, settle_seconds, settled_until
+from airflow_vertex_dist.logs.worker_stream import LogStreamer
 from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, grpc_client, wait_for_state
 
@@ -129,8 +129,8 @@ def test_the_poller_holds_lines_back_and_reads_through_an_ended_job(
 def _planted(em: Emulator, *, ran: bool) -> str:
     """A job the service ended FAILED (a stockout while PENDING: no ``startTime``; or after it ran),
     written into the emulator's store as the service would hold it."""
-    from airflow_vertex_dist.common.capacity_messages import stockout_message
     from airflow_vertex_dist.common.rfc3339 import now_rfc3339
+    from airflow_vertex_dist.jobs.capacity_messages import stockout_message
 
     job = em.store.insert("customJobs", PARENT, container_job("never-ran", PRINTER))
 
@@ -152,9 +152,9 @@ def test_a_job_that_never_ran_ends_its_stream_without_a_last_read(
     """A job that ended before it ran (no ``startTime``: refused capacity or quota while PENDING) had
     no replica to write a line: the trigger's stream neither waits the settle window nor reads once
     more before the event; a job that ran still gets both (the control). The operators' worker-slot
-    waits and the sensors skip their last read on the same test (``common.jobs.ever_ran``)."""
+    waits and the sensors skip their last read on the same test (``jobs.kinds.ever_ran``)."""
+    from airflow_vertex_dist.logs.trigger_stream import StartingLogStream
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
-    from airflow_vertex_dist.triggers.log_stream import StartingLogStream
 
     monkeypatch.setenv(SETTLE_ENV, "0")
     finishes: list[float] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from airflow_vertex_dist.triggers.conditions.states import PausedClock, job_event
+from airflow_vertex_dist.jobs.states import PausedClock, job_event
 
 NAME = "projects/p/locations/us-central1/customJobs/1"
 

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 import pytest
 from airflow.triggers.base import TriggerEvent
 
-from airflow_vertex_dist.hooks.job_types import Job
+from airflow_vertex_dist.jobs.events import JobEvent
+from airflow_vertex_dist.jobs.types import Job
 from airflow_vertex_dist.triggers import base
 from airflow_vertex_dist.triggers.base import RESUME_HOLD_S, JobWaitTrigger
-from airflow_vertex_dist.triggers.conditions.events import JobEvent
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
 NAME = "projects/p/locations/us-central1/customJobs/123"

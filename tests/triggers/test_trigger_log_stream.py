@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.logs import LogLine
-from airflow_vertex_dist.triggers import log_stream
-from airflow_vertex_dist.triggers.log_poller import LogCursor
+from airflow_vertex_dist.logs import trigger_stream as log_stream
+from airflow_vertex_dist.logs.poller import LogCursor
 
 KWARGS_CURSOR = LogCursor("2026-01-01T00:00:00Z", "id-0")
 SAVED_CURSOR = LogCursor("2026-01-01T00:00:05Z", "id-5")

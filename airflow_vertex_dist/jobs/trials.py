@@ -9,10 +9,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.common.trial_values import typed_value, whole_number_parameters
-from airflow_vertex_dist.hooks.job_dicts import error_suffix, job_state, short_state
-from airflow_vertex_dist.triggers.conditions.events import Verdict
+from airflow_vertex_dist.jobs.dicts import error_suffix, job_state, short_state
+from airflow_vertex_dist.jobs.events import Verdict
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 
 __all__ = [
     "BestTrial",

@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_vertex_dist.links import LINK_XCOM_KEY
-
 if TYPE_CHECKING:  # types only: a DAG file that builds a task creates none of these classes
-    from airflow_vertex_dist.operators.output_types import CostOutput, JobOutput, RungOutput, TuningOutput
-    from airflow_vertex_dist.triggers.conditions.trials import TrialCounts
+    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput, RungOutput, TuningOutput
+    from airflow_vertex_dist.jobs.trials import TrialCounts
 
 __all__ = ["LINK_XCOM_KEY", "job_cost", "job_output", "tuning_output"]
+
+#: The XCom key of ``{"name", "console_url"}``, the job link a task pushes as soon as its job is known
+#: (``airflow_vertex_dist.links`` reads it back for the extra link).
+LINK_XCOM_KEY = "vertex_job"
 
 
 def _kind(name: str) -> str:
@@ -99,7 +101,7 @@ def tuning_output(
     rung: RungOutput | None = None,
     cost: CostOutput | None = None,
 ) -> TuningOutput:
-    from airflow_vertex_dist.triggers.conditions.trials import trial_summary  # not needed at parse time
+    from airflow_vertex_dist.jobs.trials import trial_summary  # not needed at parse time
 
     summary = trial_summary(job)
     counts: TrialCounts = {

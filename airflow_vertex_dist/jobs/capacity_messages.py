@@ -1,7 +1,7 @@
 """What Vertex AI says when capacity runs out: the exact texts, codes and quota metric names, with
 their sources, in one place.
 
-The provider's failure classification (``airflow_vertex_dist.common.failures``) matches these; a
+The provider's failure classification (``airflow_vertex_dist.jobs.failures``) matches these; a
 local emulator that models capacity should answer with the same texts and codes (it must not import
 this module: copy the texts, from the same sources). Where no source gives the exact text, the module
 says so, and the classifier falls back on the job's state and the rung's strategy instead of a text.

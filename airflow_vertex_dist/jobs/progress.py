@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_vertex_dist.hooks.job_dicts import job_state, short_state
-from airflow_vertex_dist.triggers.conditions.replicas import (
+from airflow_vertex_dist.jobs.dicts import job_state, short_state
+from airflow_vertex_dist.jobs.replicas import (
     expected_replicas,
     replicas_up,
     web_access_enabled,
 )
-from airflow_vertex_dist.triggers.conditions.trials import trial_summary
+from airflow_vertex_dist.jobs.trials import trial_summary
 
 __all__ = ["ProgressLog"]
 

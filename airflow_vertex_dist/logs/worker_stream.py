@@ -24,7 +24,7 @@ from typing import Any
 
 from airflow_vertex_dist._compat import redact
 from airflow_vertex_dist.common.log_severity import python_level
-from airflow_vertex_dist.hooks.job_dicts import parse_job_name
+from airflow_vertex_dist.jobs.dicts import parse_job_name
 
 __all__ = [
     "FAILURE_LINES",
@@ -75,7 +75,7 @@ def selection_of(value: StreamLogs, job: Mapping[str, Any] | None = None) -> Any
         return "all"
     keys = list(value)
     if any("*" in key for key in keys):
-        from airflow_vertex_dist.triggers.conditions.replicas import resolve_replicas
+        from airflow_vertex_dist.jobs.replicas import resolve_replicas
 
         if job is None:
             raise ValueError("stream_logs: a pool pattern needs the job to expand it")
@@ -86,7 +86,7 @@ def selection_of(value: StreamLogs, job: Mapping[str, Any] | None = None) -> Any
 def shown_by(selection: Any) -> Callable[[Any], bool]:
     """Whether a line was written to the task log by a stream with ``selection`` (``selection_of``):
     the streams' own rule (``selection_takes``), nothing when streaming is off."""
-    from airflow_vertex_dist.triggers.log_poller import selection_takes
+    from airflow_vertex_dist.logs.poller import selection_takes
 
     return lambda line: selection is not None and selection_takes(selection, line)
 
@@ -137,7 +137,7 @@ class LogStreamer:
         *,
         min_interval_s: float = 1.2,
     ) -> None:
-        from airflow_vertex_dist.triggers.log_poller import LogCursor, settle_seconds
+        from airflow_vertex_dist.logs.poller import LogCursor, settle_seconds
 
         self.hook = hook
         self.settle = settle_seconds()
@@ -154,7 +154,7 @@ class LogStreamer:
         settled (``[vertex_dist] log_settle_seconds`` old); returns how many. ``force`` (the wait
         has its verdict, the job ended): let the settle window pass, then read every line left."""
         from airflow_vertex_dist.hooks.logs import jobs_filter
-        from airflow_vertex_dist.triggers.log_poller import LogCursor, settled_until
+        from airflow_vertex_dist.logs.poller import LogCursor, settled_until
 
         now = time.monotonic()
         if not force and now - self._last_read < self.min_interval_s:

@@ -9,10 +9,10 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
 from airflow_vertex_dist.common.replicas import check_replica_names
-from airflow_vertex_dist.hooks.job_dicts import error_suffix, job_state, short_state
-from airflow_vertex_dist.triggers.conditions.events import Verdict
+from airflow_vertex_dist.jobs.dicts import error_suffix, job_state, short_state
+from airflow_vertex_dist.jobs.events import Verdict
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 
 __all__ = [
     "expected_replicas",
@@ -21,7 +21,6 @@ __all__ = [
     "resolve_replicas",
     "web_access_enabled",
 ]
-
 
 
 def _job_spec(job: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ class                       when
 The first four are capacity (``CAPACITY``): a ladder moves to its next rung or retries, as the rung
 says. ``user code``, ``bad image``, ``permission`` and ``invalid request`` are ``FAIL_FAST``: trying
 again, here or elsewhere, would fail the same way and burn the same GPUs. The texts and their sources
-are in ``airflow_vertex_dist.common.capacity_messages``.
+are in ``airflow_vertex_dist.jobs.capacity_messages``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from airflow_vertex_dist.common.capacity_messages import (
+from airflow_vertex_dist.common.regex import LazyRegex
+from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
+from airflow_vertex_dist.jobs.capacity_messages import (
     PREEMPTION_RE,
     QUOTA_RE,
     RATE_LIMIT_MARKER,
@@ -43,9 +45,7 @@ from airflow_vertex_dist.common.capacity_messages import (
     STOCKOUT_RE,
     quota_metrics_named,
 )
-from airflow_vertex_dist.common.jobs import TERMINAL_STATES
-from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 
 __all__ = [
     "CAPACITY",

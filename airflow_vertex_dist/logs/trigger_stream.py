@@ -4,7 +4,7 @@ In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows it
 (``[<replica key>] <text>``, in order per replica, each at the logging level of its Cloud Logging
 severity: ``python_level``) while the triggerer waits for the job. The stream
 resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
-instance's XCom (``airflow_vertex_dist.triggers.log_cursor``), so a restarted triggerer does not
+instance's XCom (``airflow_vertex_dist.logs.cursor``), so a restarted triggerer does not
 write the lines already shown again.
 
 The triggerer (Airflow 3.3) writes a trigger's log lines to the task's log file from a separate log
@@ -24,9 +24,9 @@ from typing import Any, Protocol
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.common.log_severity import python_level
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
-from airflow_vertex_dist.hooks.job_dicts import parse_job_name
-from airflow_vertex_dist.triggers.log_cursor import XCOM_TIMEOUT_S, CursorStore, later
-from airflow_vertex_dist.triggers.log_poller import LogCursor, get_log_poller
+from airflow_vertex_dist.jobs.dicts import parse_job_name
+from airflow_vertex_dist.logs.cursor import XCOM_TIMEOUT_S, CursorStore, later
+from airflow_vertex_dist.logs.poller import LogCursor, get_log_poller
 
 __all__ = [
     "FINAL_LINES_GRACE_S",

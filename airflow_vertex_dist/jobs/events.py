@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, cast, get_args
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.hooks.job_types import CompactJob
+    from airflow_vertex_dist.jobs.types import CompactJob
 
 __all__ = ["SUPERSEDED_KEY", "EventStatus", "JobEvent", "Verdict", "read_event", "superseded_job"]
 

@@ -1,5 +1,5 @@
-"""The loop both shared pollers of a triggerer run: the job poller (``poller.py``) and the replica log
-poller (``log_poller.py``).
+"""The loop both shared pollers of a triggerer run: the job poller (``triggers/poller.py``) and the
+replica log poller (``logs/poller.py``).
 
 A poller runs one task on its event loop while it has waiters: a cycle (``poll_once``), then a wait
 until the next cycle is due or a new waiter wakes it. A cycle that fails with a transient API error

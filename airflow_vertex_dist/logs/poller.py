@@ -42,7 +42,7 @@ from airflow_vertex_dist.common.log_severity import SEVERITIES
 from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos, rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter, time_clauses
-from airflow_vertex_dist.triggers._poll_loop import MAX_BACKOFF_S, PollLoop
+from airflow_vertex_dist.hooks.poll_loop import MAX_BACKOFF_S, PollLoop
 
 __all__ = [
     "DEFAULT_READS_PER_MINUTE",

@@ -1,7 +1,7 @@
 """Helpers over the v1 JSON job dicts the hooks return (camelCase keys, enum names as strings).
 
-Pure: no Google or Airflow imports. The job kinds and states and the RFC 3339 times are in
-``airflow_vertex_dist.common`` (shared with the emulator).
+Pure: no Google or Airflow imports. The job kinds and state sets are in ``jobs.kinds``, the RFC 3339
+times in ``airflow_vertex_dist.common``.
 """
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from airflow_vertex_dist.common.jobs import (
+from airflow_vertex_dist.common.regex import LazyRegex
+from airflow_vertex_dist.common.trial_values import typed_parameters, whole_number_parameters
+from airflow_vertex_dist.jobs.kinds import (
     CUSTOM_JOBS,
     TUNING_JOBS,
     JobKind,
 )
-from airflow_vertex_dist.common.regex import LazyRegex
-from airflow_vertex_dist.common.trial_values import typed_parameters, whole_number_parameters
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.hooks.job_types import CompactJob
+    from airflow_vertex_dist.jobs.types import CompactJob
 
 __all__ = [
     "FAILURE_STATES",
@@ -54,7 +54,7 @@ PARTIAL_SUCCESS = ("fail", "succeed")
 
 def check_wait_settings(partial_success: str, poll_interval: float, paused_grace: float) -> None:
     """The wait settings the operators and the trigger share; ``ValueError`` naming the bad one.
-    (Here rather than with the wait rules in ``triggers.conditions``: a DAG file that builds an
+    (Here rather than with the wait rules in ``jobs.states``: a DAG file that builds an
     operator checks these, and need not load the rest.)"""
     if partial_success not in PARTIAL_SUCCESS:
         raise ValueError(

@@ -1,5 +1,5 @@
 """The two kinds of job the package drives and the job states the service reports, defined once for
-the hooks (the client) and the emulator (the server).
+the whole provider (the emulator, a distribution of its own, has its own).
 
 A kind is the collection in a job's resource name: ``projects/P/locations/L/<kind>/<id>``.
 States are the v1 ``JobState`` names as the JSON form spells them.

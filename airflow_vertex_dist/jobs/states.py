@@ -9,10 +9,10 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_vertex_dist.common.jobs import ACTIVE_STATES, TERMINAL_STATES
 from airflow_vertex_dist.common.rfc3339 import seconds_since
-from airflow_vertex_dist.hooks.job_dicts import compact_job, error_suffix, job_state, short_state
-from airflow_vertex_dist.triggers.conditions.events import JobEvent, Verdict
+from airflow_vertex_dist.jobs.dicts import compact_job, error_suffix, job_state, short_state
+from airflow_vertex_dist.jobs.events import JobEvent, Verdict
+from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES
 
 __all__ = [
     "PausedClock",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.triggers.conditions.trials import BestTrial, TrialCounts, TrialRow
+    from airflow_vertex_dist.jobs.trials import BestTrial, TrialCounts, TrialRow
 
 __all__ = ["CostOutput", "JobErrorOutput", "JobLink", "JobOutput", "LadderStep", "RungOutput", "TuningOutput"]
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT, async_supervisor_channel, has_supervisor_channel
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
-from airflow_vertex_dist.triggers.log_poller import LogCursor
+from airflow_vertex_dist.logs.poller import LogCursor
 
 __all__ = ["CURSOR_XCOM_KEY", "CursorStore", "later", "seed_cursor"]
 

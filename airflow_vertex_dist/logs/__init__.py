@@ -1,0 +1,18 @@
+"""Replica log streaming: the lines a job's replicas write to Cloud Logging, in the task log.
+
+- ``poller``: ``LogCursor`` (where a stream stands), the read budget and the shared, quota-aware
+  log poller of a triggerer process (one ``entries.list`` per interval for every stream of a project),
+  with the settle window that keeps each replica's lines in order.
+- ``cursor``: the stream's cursor saved in its task instance's XCom, so a restarted triggerer or a
+  resumed task does not write the same lines again.
+- ``trigger_stream``: the trigger's side (lines written to the trigger's log while a deferred task waits).
+- ``worker_stream``: the worker's side (a non-deferred wait), the ``stream_logs`` argument, and a failed
+  job's cause quoted from its failing replica's last lines, through the secrets masker.
+
+The lines are read through ``airflow_vertex_dist.hooks.logs``; the triggers, operators and sensors use
+this package.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
