@@ -65,21 +65,13 @@ def test_the_layers_place_every_subpackage_and_module() -> None:
 
 
 def test_the_emulator_layers_place_every_subpackage_and_module() -> None:
-    """The same for the emulator's contract: every service folder and top-level module has its layer.
-    An optional layer (in parentheses) may be missing, and nothing but it."""
+    """The same for the emulator's contract: every service folder and top-level module has its layer."""
     import vertex_emulator
 
     required, optional = _placed("emulator-layers")
+    assert not optional
     children = {info.name for info in pkgutil.iter_modules(vertex_emulator.__path__)}
-    assert required <= children, required - children
-    assert children - required <= optional, children - required - optional
-
-
-def test_the_placement_check_reads_optional_layers() -> None:
-    """A parenthesised name is optional, the others required (import-linter's own syntax)."""
-    required, optional = _placed("emulator-layers")
-    assert "core" in required and "(_generated)" not in required
-    assert optional == {"_generated"}
+    assert children == required
 
 
 def _layers() -> list[set[str]]:

@@ -1,5 +1,5 @@
 """The machine catalog's rules, as the spec models apply them: machine types, accelerators and their
-counts, boot disks, regions (``specs/catalog.py``, generated from ``catalog/vertex_catalog.json``, which
+counts, boot disks, regions (``_generated/catalog.py``, generated from ``catalog/vertex_catalog.json``, which
 cites the source of every figure).
 
 Each function returns the rule a value breaks, ``"<field>: <rule>; <what to do>"`` with the field named
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from airflow_vertex_dist.specs import catalog
+from airflow_vertex_dist._generated import catalog
 from airflow_vertex_dist.specs.errors import did_you_mean
 
 __all__ = [

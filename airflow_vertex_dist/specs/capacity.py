@@ -174,7 +174,7 @@ def _trial(spec: JobSpec) -> DistributedTrainingJob:
 def gpu_count(spec: JobSpec) -> int:
     """The GPUs the job holds at once: every pool's replicas times its GPUs (a tuning job: times
     ``parallel_trial_count``)."""
-    from airflow_vertex_dist.specs import catalog
+    from airflow_vertex_dist._generated import catalog
     from airflow_vertex_dist.specs.machine import GPU_TYPES
 
     job = _trial(spec)

@@ -1,5 +1,5 @@
-"""Prices per hour of Vertex AI custom training, from the machine catalog (``specs/catalog.py``, generated
-from ``catalog/vertex_catalog.json``, whose ``prices_about`` says how each figure was obtained).
+"""Prices per hour of Vertex AI custom training, from the machine catalog (``_generated/catalog.py``,
+generated from ``catalog/vertex_catalog.json``, whose ``prices_about`` says how each figure was obtained).
 
 ``price_per_hour`` prices one replica: its machine type and, where the machine type does not include
 them, its accelerators. It answers ``None`` where any part of that price is unknown rather than a partial
@@ -14,7 +14,7 @@ price_per_hour("n1-standard-8", "NVIDIA_TESLA_T4", 1, "us-central1")  # None: no
 
 from __future__ import annotations
 
-from airflow_vertex_dist.specs import catalog
+from airflow_vertex_dist._generated import catalog
 
 __all__ = ["NO_ACCELERATOR", "price_per_hour"]
 

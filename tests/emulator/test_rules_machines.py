@@ -9,7 +9,8 @@ import pytest
 from google.cloud.aiplatform_v1.types import DiskSpec, MachineSpec
 from google.protobuf import json_format
 
-from vertex_emulator.rules import catalog, machines
+from vertex_emulator._generated import catalog
+from vertex_emulator.rules import machines
 
 PATH = "job_spec.worker_pool_specs[0].machine_spec"
 DISK = "job_spec.worker_pool_specs[0].disk_spec"

@@ -52,7 +52,7 @@ class CapacityError(ValueError):
 
 
 def _accelerators() -> frozenset[str]:
-    from vertex_emulator.rules.catalog import ACCELERATOR_KINDS
+    from vertex_emulator._generated.catalog import ACCELERATOR_KINDS
 
     return frozenset(ACCELERATOR_KINDS)
 

@@ -19,8 +19,8 @@ The rules, by concern (each module cites its sources; ``sources.RULES`` lists th
 * ``scheduling``: strategies (flex-start, Spot), timeouts, ``max_wait_duration``;
 * ``study`` and ``parameters``: the study, its parameters and the trial counts.
 
-The rule modules are imported when a request is first checked, so ``rules.catalog`` (pure data) can be
-imported alone.
+The rule modules are imported when a request is first checked; the machine catalog they read is
+generated data of its own (``vertex_emulator._generated.catalog``).
 """
 
 from __future__ import annotations

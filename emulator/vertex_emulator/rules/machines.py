@@ -1,5 +1,5 @@
 """The emulator's rules for machines, boot disks and locations, from its own copy of the machine catalog
-(``vertex_emulator.rules.catalog``, generated from ``catalog/vertex_catalog.json``; never from the
+(``vertex_emulator._generated.catalog``, generated from ``catalog/vertex_catalog.json``; never from the
 provider's specs).
 
 Inputs are the v1 JSON forms ``json_format.MessageToDict`` writes (camelCase names, enum names, fields at
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vertex_emulator.rules import catalog
+from vertex_emulator._generated import catalog
 
 __all__ = ["MACHINE_RULES", "MESSAGES", "disk_problems", "location_problems", "machine_problems"]
 
