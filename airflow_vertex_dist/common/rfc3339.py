@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from airflow_vertex_dist.common.regex import LazyRegex
+
 __all__ = [
     "format_rfc3339",
     "format_rfc3339_nanos",
@@ -21,6 +23,7 @@ __all__ = [
 ]
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_DIGITS = LazyRegex(r"[0-9]*")
 
 
 def format_rfc3339(when: datetime) -> str:
@@ -40,12 +43,17 @@ def format_rfc3339_nanos(nanos: int) -> str:
     return f"{stamp}.{frac:09d}Z"
 
 
-def _fraction(rest: str) -> tuple[str, str]:
-    """The leading digits of ``rest`` and what follows them."""
-    digits = ""
-    while rest and rest[0].isdigit():
-        digits, rest = digits + rest[0], rest[1:]
-    return digits, rest
+def _split_fraction(text: str) -> tuple[str, str, str]:
+    """``text`` as the part before its fraction, the fraction's digits (maybe empty; ASCII, as RFC
+    3339's ``DIGIT``) and what follows them, in one scan at the regex engine's speed: a value of
+    400,000 digits is read in linear time (a character-by-character rebuild of the digits was
+    quadratic: 80,000 digits took half a second)."""
+    head, dot, rest = text.partition(".")
+    if not dot:
+        return text, "", ""
+    match = _DIGITS.match(rest)
+    end = match.end() if match else 0
+    return head, rest[:end], rest[end:]
 
 
 def parse_rfc3339(value: str) -> datetime:
@@ -57,9 +65,8 @@ def parse_rfc3339(value: str) -> datetime:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     # datetime.fromisoformat takes at most 6 fraction digits: trim nanoseconds.
-    if "." in text:
-        head, _, rest = text.partition(".")
-        digits, rest = _fraction(rest)
+    head, digits, rest = _split_fraction(text)
+    if digits:
         text = f"{head}.{(digits + '000000')[:6]}{rest}"
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None:
@@ -69,13 +76,9 @@ def parse_rfc3339(value: str) -> datetime:
 
 def rfc3339_nanos(value: str) -> int:
     """An RFC 3339 timestamp as integer nanoseconds since the epoch (keeps all 9 fraction digits)."""
-    seconds = parse_rfc3339(value)
-    nanos = 0
-    head, dot, rest = value.strip().partition(".")
-    if dot:
-        digits, rest = _fraction(rest)
-        nanos = int((digits + "000000000")[:9])
-    whole = seconds.replace(microsecond=0)
+    whole = parse_rfc3339(value).replace(microsecond=0)
+    _, digits, _ = _split_fraction(value.strip())
+    nanos = int((digits + "000000000")[:9]) if digits else 0
     return int(whole.timestamp()) * 1_000_000_000 + nanos
 
 
