@@ -230,3 +230,21 @@ def test_the_public_airflow_modules_exist_with_their_names() -> None:
             continue
         loaded = importlib.import_module(module)
         assert all(hasattr(loaded, name) for name in names or ()), module
+
+
+def test_the_layers_picture_is_drawn_from_the_contracts(tmp_path: Path) -> None:
+    """docs/architecture.md's picture is generated from .importlinter and current; a changed contract
+    makes it stale (the check reads the contract file, not a copy of the picture)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import layers_picture
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert layers_picture.updated(page) == page, "run: python scripts/layers_picture.py"
+    assert layers_picture.main(["--check"]) == 0
+    changed = tmp_path / "contracts"
+    changed.write_text(CONTRACTS.read_text().replace("    logs\n", "    logs | pages\n", 1))
+    redrawn = layers_picture.updated(page, changed)
+    assert redrawn != page and '["logs · pages"]' in redrawn
+    assert [row for row in layers_picture.layers("layers") if "hooks" in row] == [["hooks"]]
