@@ -8,7 +8,8 @@
   parameter in their own signatures. Every other docstring warning still fails a strict build.
 
 The code's docstrings name code with Markdown code spans (double backticks), which mkdocstrings renders
-as they are: no Sphinx roles, so nothing here rewrites the rendered pages (tests/test_docstrings.py).
+as they are: no Sphinx roles, so nothing here rewrites the rendered pages (scripts/docstring_roles.py,
+run by make lint).
 """
 
 from __future__ import annotations

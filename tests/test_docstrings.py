@@ -1,36 +1,17 @@
-"""One docstring style: Markdown code spans (double backticks), which mkdocstrings renders as they are.
-
-Sphinx roles (a role name such as ``:class:`` or ``:func:`` before a backticked name) would reach the
-API reference as a role name in front of the code; the docs build has no step that strips them, so none
-may appear. ``:param x:`` fields (the configured docstring style) are not roles and stay.
-"""
+"""One docstring style (scripts/docstring_roles.py, which ``make lint`` runs over the package, the
+example DAGs and the scripts): no Sphinx role reaches the API reference."""
 
 from __future__ import annotations
 
-import ast
-import re
-from collections.abc import Iterator
+import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-#: what the docs render: the package's docstrings, and the example DAGs and scripts they include
-TREES = ("airflow_vertex_dist", "dags", "scripts")
-ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`")
+sys.path.insert(0, str(ROOT / "scripts"))
 
+import docstring_roles  # noqa: E402
 
-def _docstrings(path: Path) -> Iterator[tuple[int, str]]:
-    """Every docstring of a module: of the module, classes and functions, and attribute docstrings (a
-    string expression statement after an assignment)."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            if isinstance(node.value.value, str):
-                yield node.lineno, node.value.value
-
-
-def _sources() -> list[Path]:
-    return sorted(p for tree in TREES for p in (ROOT / tree).rglob("*.py") if "__pycache__" not in p.parts)
+ROLE = docstring_roles.ROLE
 
 
 def test_the_role_pattern_finds_roles_and_not_fields() -> None:
@@ -41,7 +22,15 @@ def test_the_role_pattern_finds_roles_and_not_fields() -> None:
     assert not ROLE.search("``Machine`` and ``load_spec``")
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_sphinx_role_in_a_docstring(path: Path) -> None:
-    found = [f"{path.relative_to(ROOT)}:{line}" for line, text in _docstrings(path) if ROLE.search(text)]
-    assert not found, f"Sphinx roles in docstrings (use ``name``): {found}"
+def test_the_check_names_every_role_in_the_rendered_trees(tmp_path: Path) -> None:
+    role = ":func" + ":`load_spec`"
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "dags" / "a.py").write_text(f'"""Uses {role}."""\n\nX = 1\n"""Also {role}."""\n')
+    (tmp_path / "scripts" / "b.py").write_text('"""Fine: ``load_spec``.\n\n:param x: a field."""\n')
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "c.py").write_text(f'"""Not rendered: {role}."""\n')
+    assert docstring_roles.roles(tmp_path) == ["dags/a.py:1", "dags/a.py:4"]
+    assert docstring_roles.main(["--root", str(tmp_path)]) == 1
+    (tmp_path / "dags" / "a.py").write_text('"""Uses ``load_spec``."""\n')
+    assert docstring_roles.main(["--root", str(tmp_path)]) == 0
