@@ -1,5 +1,6 @@
-"""Cloud Logging's severities, in one place for the logs hook, the log poller and the emulator's
-Logging API (a neutral module: the emulator imports it without loading the hooks or Airflow)."""
+"""Cloud Logging's severities, in one place for the logs hook and the log poller (a pure module: the
+DAG-parse path loads no ``google.*``, so the proto enum is not imported here; tests/test_wire_pairs.py
+checks this table against it)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from airflow_vertex_dist.common.durations import MAX_DURATION_S, duration_to_api, parse_duration
 from airflow_vertex_dist.common.rfc3339 import (
@@ -109,26 +107,3 @@ def test_fraction_digits_are_read_in_linear_time() -> None:
     assert_linear(lambda: rfc3339_nanos(digits), lambda: rfc3339_nanos(benign), "rfc3339_nanos")
     assert rfc3339_nanos(digits) == rfc3339_nanos("2026-01-01T00:00:00.111111111Z")
     assert parse_rfc3339(digits) == parse_rfc3339("2026-01-01T00:00:00.111111Z")
-
-
-_OFFSETS = st.sampled_from(["Z", "+00:00", "+02:00", "-07:30", "+14:00", "-12:00"])
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    when=st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9999, 12, 30)),
-    fraction=st.text(alphabet="0123456789", max_size=9),
-    offset=_OFFSETS,
-)
-def test_times_read_as_protobuf_reads_them(when: datetime, fraction: str, offset: str) -> None:
-    """protobuf's own Timestamp JSON reader is the oracle: every time it reads (0-9 fraction digits,
-    ``Z`` or an offset) reads here to the same instant, to the nanosecond."""
-    from google.protobuf.timestamp_pb2 import Timestamp
-
-    text = when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + offset
-    oracle = Timestamp()
-    oracle.FromJsonString(text)
-    assert rfc3339_nanos(text) == oracle.seconds * 1_000_000_000 + oracle.nanos
-    assert parse_rfc3339(text) == oracle.ToDatetime(tzinfo=timezone.utc).replace(
-        microsecond=int((fraction + "000000")[:6])
-    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from google.logging.type.log_severity_pb2 import LogSeverity
+
 __all__ = ["JOB_KINDS", "SEVERITIES", "TERMINAL_STATES", "JobKind"]
 
 #: The collection in a job's resource name: ``projects/P/locations/L/<kind>/<id>``.
@@ -23,15 +25,6 @@ TERMINAL_STATES = frozenset(
     }
 )
 
-#: Cloud Logging's severities, name -> number (google/logging/type/log_severity.proto).
-SEVERITIES: dict[str, int] = {
-    "DEFAULT": 0,
-    "DEBUG": 100,
-    "INFO": 200,
-    "NOTICE": 300,
-    "WARNING": 400,
-    "ERROR": 500,
-    "CRITICAL": 600,
-    "ALERT": 700,
-    "EMERGENCY": 800,
-}
+#: Cloud Logging's severities, name -> number: the proto enum itself
+#: (google/logging/type/log_severity.proto, as googleapis-common-protos ships it).
+SEVERITIES: dict[str, int] = dict(LogSeverity.items())
