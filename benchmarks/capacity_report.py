@@ -7,7 +7,7 @@ import statistics
 from collections import Counter
 
 from benchmarks.capacity import A100, LOCATION, OTHER_REGION, CapacityResult
-from benchmarks.report_sections import RunInfo, _find, _secs, _table, _x
+from benchmarks.report_common import RunInfo, _find, _secs, _table, _x
 from benchmarks.stats import ratio, summarize
 
 __all__ = ["HEADING", "capacity_ratio_rows", "capacity_section"]

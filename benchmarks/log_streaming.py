@@ -24,6 +24,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vertex_emulator.app import Emulator
+    from vertex_emulator.runtime.supervise import RecordLog
 
 __all__ = ["HEADER", "LogStreamResult", "main", "measure", "measure_log_streaming"]
 
@@ -66,75 +71,33 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+#: the connection the shared log poller's hook reads, pointed at the benchmark's emulator while it runs
+_CONN_ENV = "AIRFLOW_CONN_VERTEX_DIST_DEFAULT"
+
+
 def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
-    from airflow_vertex_dist.logs.poller import ReadBudget, get_log_poller
     from vertex_emulator.app import Emulator
-    from vertex_emulator.runtime.log_records import records_path
     from vertex_emulator.runtime.supervise import RecordLog
-    from vertex_emulator.testing import PARENT, make_config
+    from vertex_emulator.testing import make_config
 
     config = make_config(work)
-    saved_conn = os.environ.get("AIRFLOW_CONN_VERTEX_DIST_DEFAULT")
+    saved_conn = os.environ.get(_CONN_ENV)
     with Emulator(config) as em:
-        os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = json.dumps(
+        os.environ[_CONN_ENV] = json.dumps(
             {
                 "conn_type": "vertex_dist",
                 "extra": {"project": "test-project", "api_endpoint": em.grpc_target, "emulator": True},
             }
         )
-        files: list[Path] = []
-        ids: list[str] = []
-        for i in range(jobs):
-            job = em.store.insert("customJobs", PARENT, {"displayName": f"stream-{i}"})
-            job_id = str(job["name"]).rsplit("/", 1)[-1]
-            ids.append(job_id)
-            folder = Path(config.state_dir) / "logs" / job_id
-            folder.mkdir(parents=True)
-            for key in ("workerpool0-0", "workerpool1-0"):
-                files.append(records_path(folder, key))
+        ids, files = _store_jobs(em, Path(config.state_dir), jobs)
         stop = threading.Event()
         rng = random.Random(seed)
 
         # each replica's structured log, written as its supervisor writes it (stdout, stamped on write)
         logs = {path: RecordLog(str(path)) for path in files}
-
-        def write() -> None:
-            # about two lines per job and interval, spread over the interval
-            per_tick = max(1, jobs // 10)
-            while not stop.is_set():
-                for path in rng.sample(files, min(per_tick, len(files))):
-                    logs[path].append("stdout", [f"t={time.time():.6f} loss=0.1"])
-                stop.wait(interval / 10 * 0.5)
-
-        writer = threading.Thread(target=write, daemon=True)
-
-        async def run() -> tuple[int, int, list[float]]:
-            poller = get_log_poller("test-project", budget=ReadBudget(6000))
-            subs = [poller.subscribe(job_id, selection="all", interval=interval) for job_id in ids]
-            delays: list[float] = []
-
-            async def drain() -> None:
-                while True:
-                    for sub in subs:
-                        for line in sub.take():
-                            delays.append(time.time() - float(line.text.split()[0][2:]))
-                    await asyncio.sleep(0.01)  # the consumers' own pace, not a wait for state
-
-            await poller.next_cycle()  # the first cycle reads the (empty) history
-            writer.start()
-            start_cycles, start_calls = poller.cycles, em.logs.calls
-            drainer = asyncio.get_running_loop().create_task(drain())
-            for _ in range(cycles):
-                await poller.next_cycle()
-            measured = (poller.cycles - start_cycles, em.logs.calls - start_calls)
-            stop.set()
-            drainer.cancel()
-            for sub in subs:
-                sub.close()
-            return measured[0], measured[1], delays
-
+        writer = threading.Thread(target=_write, args=(logs, files, jobs, interval, stop, rng), daemon=True)
         try:
-            done, calls, delays = asyncio.run(run())
+            done, calls, delays = asyncio.run(_stream(em, ids, interval, cycles, writer, stop))
         finally:
             stop.set()
             if writer.is_alive():
@@ -142,9 +105,9 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
             for log in logs.values():
                 log.close()
             if saved_conn is None:
-                os.environ.pop("AIRFLOW_CONN_VERTEX_DIST_DEFAULT", None)
+                os.environ.pop(_CONN_ENV, None)
             else:
-                os.environ["AIRFLOW_CONN_VERTEX_DIST_DEFAULT"] = saved_conn
+                os.environ[_CONN_ENV] = saved_conn
     return LogStreamResult(
         jobs=jobs,
         interval_s=interval,
@@ -154,6 +117,77 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
         delay_p50_s=statistics.median(delays) if delays else float("nan"),
         delay_p99_s=_percentile(delays, 0.99),
     )
+
+
+def _store_jobs(em: Emulator, state_dir: Path, jobs: int) -> tuple[list[str], list[Path]]:
+    """``jobs`` CustomJobs in the emulator's store: their ids, and their two replicas' log files."""
+    from vertex_emulator.runtime.log_records import records_path
+    from vertex_emulator.testing import PARENT
+
+    files: list[Path] = []
+    ids: list[str] = []
+    for i in range(jobs):
+        job = em.store.insert("customJobs", PARENT, {"displayName": f"stream-{i}"})
+        job_id = str(job["name"]).rsplit("/", 1)[-1]
+        ids.append(job_id)
+        folder = state_dir / "logs" / job_id
+        folder.mkdir(parents=True)
+        for key in ("workerpool0-0", "workerpool1-0"):
+            files.append(records_path(folder, key))
+    return ids, files
+
+
+def _write(
+    logs: dict[Path, RecordLog],
+    files: list[Path],
+    jobs: int,
+    interval: float,
+    stop: threading.Event,
+    rng: random.Random,
+) -> None:
+    """The writer thread: about two lines per job and interval, spread over the interval."""
+    per_tick = max(1, jobs // 10)
+    while not stop.is_set():
+        for path in rng.sample(files, min(per_tick, len(files))):
+            logs[path].append("stdout", [f"t={time.time():.6f} loss=0.1"])
+        stop.wait(interval / 10 * 0.5)
+
+
+async def _stream(
+    em: Emulator,
+    ids: list[str],
+    interval: float,
+    cycles: int,
+    writer: threading.Thread,
+    stop: threading.Event,
+) -> tuple[int, int, list[float]]:
+    """Every job subscribed to one shared log poller: the poll cycles and ``entries.list`` calls of
+    ``cycles`` cycles once the writer runs, and each line's delay from written to handed over."""
+    from airflow_vertex_dist.logs.poller import ReadBudget, get_log_poller
+
+    poller = get_log_poller("test-project", budget=ReadBudget(6000))
+    subs = [poller.subscribe(job_id, selection="all", interval=interval) for job_id in ids]
+    delays: list[float] = []
+
+    async def drain() -> None:
+        while True:
+            for sub in subs:
+                for line in sub.take():
+                    delays.append(time.time() - float(line.text.split()[0][2:]))
+            await asyncio.sleep(0.01)  # the consumers' own pace, not a wait for state
+
+    await poller.next_cycle()  # the first cycle reads the (empty) history
+    writer.start()
+    start_cycles, start_calls = poller.cycles, em.logs.calls
+    drainer = asyncio.get_running_loop().create_task(drain())
+    for _ in range(cycles):
+        await poller.next_cycle()
+    measured = (poller.cycles - start_cycles, em.logs.calls - start_calls)
+    stop.set()
+    drainer.cancel()
+    for sub in subs:
+        sub.close()
+    return measured[0], measured[1], delays
 
 
 def measure_log_streaming(

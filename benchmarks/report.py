@@ -10,17 +10,12 @@ from benchmarks.capacity import CapacityResult
 from benchmarks.capacity_report import capacity_ratio_rows, capacity_section
 from benchmarks.emulator_bench import EmulatorResult
 from benchmarks.log_streaming import LogStreamResult
+from benchmarks.logs_report import logs_section
 from benchmarks.parse_cost import ParseVariant
+from benchmarks.report_common import ANCHOR, Goals, RunInfo, _find, _table, _x
 from benchmarks.report_sections import (
-    ANCHOR,
-    Goals,
-    RunInfo,
-    _find,
-    _table,
-    _x,
     backfill_section,
     emulator_section,
-    logs_section,
     paired_over_floor_ms,
     parse_section,
     waiting_section,

@@ -1,104 +1,25 @@
-"""The sections of ``docs/benchmarks.md``, one builder per section, each returning its lines; the
-formatting helpers they share; and the run's description (`RunInfo`) and goals (`Goals`)."""
+"""Sections 1 to 4 of ``docs/benchmarks.md`` (parse cost, waiting, backfill, the emulator), one builder
+per section, each returning its lines; what they share is in ``report_common.py``, section 5 in
+``logs_report.py`` and section 6 in ``capacity_report.py``."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
 
 from benchmarks.backfill import BackfillResult
 from benchmarks.emulator_bench import EmulatorResult
-from benchmarks.log_streaming import HEADER as LOG_HEADER
-from benchmarks.log_streaming import LogStreamResult
 from benchmarks.parse_cost import ParseVariant
+from benchmarks.report_common import Goals, RunInfo, _find, _met, _num, _secs, _table, _x
 from benchmarks.stats import percentile, ratio, summarize
 from benchmarks.waiting import WaitResult
 
 __all__ = [
-    "ANCHOR",
-    "Goals",
-    "RunInfo",
     "backfill_section",
     "emulator_section",
-    "logs_section",
     "paired_over_floor_ms",
     "parse_section",
     "waiting_section",
 ]
-
-
-ANCHOR = "apache-airflow-providers-google"
-
-
-@dataclass(frozen=True)
-class Goals:
-    parse_over_floor_ms: float = 50.0
-    calls_per_interval_at_1000: float = 12.0
-    #: the call budget of the shared poller: calls per poll interval with N jobs waiting
-    budget_per_job: float = 0.01
-    budget_base: float = 2.0
-    #: a backfill's first submissions: wall time at most this many times the provider's
-    backfill_wall_ratio: float = 1.3
-    rss_per_job_kib: float = 64.0
-    #: Logging reads per poll interval per triggerer, and print -> task log p50 in poll intervals
-    log_calls_per_interval: float = 1.0
-    log_delay_p50_intervals: float = 2.0
-
-
-@dataclass
-class RunInfo:
-    mode: str
-    started: str
-    duration_s: float
-    machine: dict[str, Any]
-    versions: dict[str, dict[str, str]]
-    settings: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
-
-
-def _settle_used() -> float:
-    from airflow_vertex_dist.logs.poller import settle_seconds
-
-    return settle_seconds()
-
-
-def _settle_default() -> float:
-    from airflow_vertex_dist.logs.poller import DEFAULT_SETTLE_S
-
-    return DEFAULT_SETTLE_S
-
-
-def _x(value: float, digits: int = 2) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}×"
-
-
-def _num(value: float, digits: int = 1) -> str:
-    if value is not None and math.isinf(value):
-        return "never"
-    return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
-
-
-def _secs(value: float) -> str:
-    """Seconds with two decimals, or ``never`` (an event that never came)."""
-    return "never" if math.isinf(value) else f"{value:.2f} s"
-
-
-def _met(ok: bool | None) -> str:
-    return "n/a" if ok is None else ("met" if ok else "**not met**")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
-
-
-def _find(items: list[Any], **match: Any) -> Any:
-    for item in items:
-        if all(getattr(item, k) == v for k, v in match.items()):
-            return item
-    return None
 
 
 def paired_over_floor_ms(variant: ParseVariant | None, floor: ParseVariant | None) -> float:
@@ -421,56 +342,3 @@ def emulator_section(emulator: EmulatorResult | None) -> list[str]:
             add(f"Error: {err}")
     add("")
     return lines
-
-
-def logs_section(info: RunInfo, logs: list[LogStreamResult], goals: Goals) -> list[str]:
-    """Section 5, replica logs in the task log."""
-    out = ["## 5. Replica logs in the task log", ""]
-    if not logs:
-        return out + ["Not run.", ""]
-    interval = logs[0].interval_s
-    load = info.machine
-    load_text = (
-        f", load average {load['load_start']} → {load['load_end']} on the shared machine"
-        if "load_start" in load
-        else ""
-    )
-    out.append(
-        f"Measured {info.started}{load_text} (`make bench-logs` runs this section alone; "
-        "`python -m benchmarks.log_streaming` prints its rows). N CustomJobs with two replicas each, "
-        "whose log files a writer appends to (about "
-        "two lines per job and interval), all streaming through one shared log poller "
-        "(`logs/poller.py`, the one a triggerer runs) against the emulator's Logging API; "
-        "entries.list calls counted at the emulator; the delay is from a line being written to the "
-        "poller handing it to its task's trigger (which writes it to the task log), and includes the "
-        "settle window a line waits before a read takes it (`[vertex_dist] log_settle_seconds`, "
-        f"{_settle_used():g} s in this run; the default is {_settle_default():g} s, see "
-        "docs/how-to/training-logs.md). Goals: "
-        f"{goals.log_calls_per_interval:g} `entries.list` call per interval per triggerer, p50 at most "
-        f"{goals.log_delay_p50_intervals:g} poll intervals."
-    )
-    out += ["", LOG_HEADER, *(r.row() for r in logs), ""]
-    verdicts = []
-    for r in logs:
-        if r.error:
-            continue
-        calls_ok = r.calls_per_interval <= goals.log_calls_per_interval
-        delay_ok = r.delay_p50_s <= goals.log_delay_p50_intervals * r.interval_s
-        verdicts.append(
-            f"{r.jobs:,} jobs: {r.calls_per_interval:.2f} calls per interval (goal "
-            f"{goals.log_calls_per_interval:g}: {_met(calls_ok)}), p50 {r.delay_p50_s:.2f} s (goal ≤ "
-            f"{goals.log_delay_p50_intervals * r.interval_s:g} s: {_met(delay_ok)})"
-        )
-    if verdicts:
-        out += ["; ".join(verdicts) + ".", ""]
-    big = max((r for r in logs if not r.error), key=lambda r: r.jobs, default=None)
-    if big is not None and big.calls_per_interval > goals.log_calls_per_interval:
-        per_interval = big.lines / max(1, big.cycles)
-        out += [
-            f"Above one call per interval the calls are the pages: with {big.jobs:,} jobs about "
-            f"{per_interval:,.0f} new lines a poll cycle (the interval, {interval:g} s, plus the "
-            "cycle's own reading time) at 1,000 entries a page, one call each (the budget, "
-            "`[vertex_dist] log_reads_per_minute`, paces them).",
-            "",
-        ]
-    return out

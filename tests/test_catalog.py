@@ -21,6 +21,8 @@ SCRIPT = ROOT / "scripts" / "catalog_gen.py"
 
 
 def _script() -> Any:
+    if str(SCRIPT.parent) not in sys.path:  # as when the script runs: its own folder first on the path
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("catalog_gen", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,9 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def writer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "write_reliability", ROOT / "scripts/stack/write_reliability.py"
-    )
+    folder = ROOT / "scripts" / "stack"
+    if str(folder) not in sys.path:  # as when the script runs: its own folder first on the path
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location("write_reliability", folder / "write_reliability.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -17,7 +17,10 @@ clean environment; the emulator is told to pass the marker on (``--pass-env AVD_
 every replica, and everything a replica forks, carries it too.
 
 DAG runs are triggered and awaited through Airflow's REST API (``/api/v2``) with a bearer token from
-the simple auth manager (``[core] simple_auth_manager_all_admins``: ``GET /auth/token``).
+the simple auth manager (``[core] simple_auth_manager_all_admins``: ``GET /auth/token``): the methods
+of ``airflow_api.py``'s ``AirflowApi``; the emulator is read and steered through
+``emulator_client.py``'s ``EmulatorClient``. ``AirflowStack`` takes both in, beside ``procs.py``'s
+``ProcessScan``.
 """
 
 from __future__ import annotations
@@ -35,24 +38,24 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
 from tests.polling import poll_until
 
+from .airflow_api import AirflowApi
+from .emulator_client import EmulatorClient
 from .procs import MARKER_ENV, Proc, ProcessScan, StackError, free_port, postgres_bin_dir, tail
 
 __all__ = ["SHORT_TRAINING", "AirflowStack"]
 
 VENV_BIN = Path(sys.executable).parent
 SERVICES = ("api-server", "dag-processor", "scheduler", "triggerer")
-TERMINAL_RUN_STATES = {"success", "failed"}
 #: The code of a backfill's runs (their conf's ``code``): a three-second training that prints a line.
 SHORT_TRAINING = "import time; time.sleep(3); print('trained')"
 
 
-class AirflowStack(ProcessScan):
+class AirflowStack(ProcessScan, AirflowApi, EmulatorClient):
     """PostgreSQL + scheduler + triggerer + dag-processor + api-server + emulator, on loopback."""
 
     def __init__(
@@ -150,10 +153,6 @@ class AirflowStack(ProcessScan):
         )
         env.update(self.extra_env)
         return env
-
-    @property
-    def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.api_port}"
 
     @property
     def log_folder(self) -> Path:
@@ -324,124 +323,6 @@ class AirflowStack(ProcessScan):
             return wanted <= dags
 
         poll_until(parsed, timeout=timeout, interval=1.0, what=f"DAGs parsed: {wanted or 'any'}")
-
-    # -- REST API -------------------------------------------------------------------------------
-    def token(self) -> str:
-        if self._token is None:
-            resp = self._http.get(f"{self.api_url}/auth/token")
-            resp.raise_for_status()
-            self._token = str(resp.json()["access_token"])
-        return self._token
-
-    def api(self, method: str, path: str, *, json_body: Any = None, params: Any = None) -> Any:
-        resp = self._http.request(
-            method,
-            f"{self.api_url}{path}",
-            json=json_body,
-            params=params,
-            headers={"Authorization": f"Bearer {self.token()}"},
-        )
-        if resp.status_code >= 400:
-            raise StackError(f"{method} {path} -> {resp.status_code}: {resp.text[:2000]}")
-        return resp.json() if resp.content else None
-
-    def backfill(
-        self, dag_id: str, from_date: str, to_date: str, *, code: str, max_active_runs: int | None = None
-    ) -> Any:
-        """Start a backfill of ``dag_id`` from ``from_date`` to ``to_date`` (days, ``YYYY-MM-DD``: their
-        midnight UTC) through the REST API (``POST /api/v2/backfills``), every run's conf
-        ``{"code": code}``."""
-        body: dict[str, Any] = {
-            "dag_id": dag_id,
-            "from_date": f"{from_date}T00:00:00Z",
-            "to_date": f"{to_date}T00:00:00Z",
-            "dag_run_conf": {"code": code},
-        }
-        if max_active_runs is not None:
-            body["max_active_runs"] = max_active_runs
-        return self.api("POST", "/api/v2/backfills", json_body=body)
-
-    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None, run_id: str | None = None) -> str:
-        body: dict[str, Any] = {"logical_date": None, "conf": conf or {}}
-        if run_id:
-            body["dag_run_id"] = run_id
-        return str(self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json_body=body)["dag_run_id"])
-
-    def run_state(self, dag_id: str, run_id: str) -> str:
-        return str(self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")["state"])
-
-    def wait_run(self, dag_id: str, run_id: str, timeout: float = 180) -> str:
-        def done() -> str | None:
-            state = self.run_state(dag_id, run_id)
-            return state if state in TERMINAL_RUN_STATES else None
-
-        return str(poll_until(done, timeout=timeout, interval=1.0, what=f"run {dag_id}/{run_id} finished"))
-
-    def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
-        path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
-        return dict(self.api("GET", path))
-
-    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
-        run = quote(run_id, safe="")
-        path = f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/{task_id}/logs/{try_number}"
-        resp = self._http.get(
-            f"{self.api_url}{path}",
-            params={"full_content": "true"},
-            headers={"Authorization": f"Bearer {self.token()}", "Accept": "application/json"},
-        )
-        resp.raise_for_status()
-        return resp.text
-
-    def wait_task_state(
-        self, dag_id: str, run_id: str, task_id: str, states: set[str], timeout: float = 120
-    ) -> dict[str, Any]:
-        def reached() -> dict[str, Any] | None:
-            ti = self.task_instance(dag_id, run_id, task_id)
-            return ti if ti.get("state") in states else None
-
-        found: dict[str, Any] = poll_until(
-            reached, timeout=timeout, interval=0.5, what=f"{dag_id}/{run_id}/{task_id} in {sorted(states)}"
-        )
-        return found
-
-    # -- emulator -------------------------------------------------------------------------------
-    def emulator_jobs(
-        self, filter_: str = "", kind: str = "customJobs", location: str = "us-central1"
-    ) -> list[dict[str, Any]]:
-        """Every job of the stack's project in ``location`` (all pages), read over the emulator's REST API."""
-        jobs: list[dict[str, Any]] = []
-        token = ""
-        url = f"{self.rest_endpoint}/v1/projects/stack-project/locations/{location}/{kind}"
-        while True:
-            params = {"filter": filter_, "pageSize": "100", "pageToken": token}
-
-            def page(params: dict[str, str] = params) -> httpx.Response | None:
-                resp = self._http.get(url, params=params)
-                if resp.status_code in (429, 500, 503, 504):  # an injected fault: ask again
-                    return None
-                return resp
-
-            resp = poll_until(page, timeout=60, interval=0.1, what=f"List {kind} without a fault")
-            resp.raise_for_status()
-            data = resp.json()
-            jobs.extend(data.get(kind, []))
-            token = data.get("nextPageToken", "")
-            if not token:
-                return jobs
-
-    def emulator_stats(self) -> dict[str, Any]:
-        resp = self._http.get(f"{self.rest_endpoint}/emulator/stats")
-        resp.raise_for_status()
-        return dict(resp.json())
-
-    def set_faults(self, changes: dict[str, Any]) -> None:
-        resp = self._http.put(f"{self.rest_endpoint}/emulator/faults", json=changes)
-        resp.raise_for_status()
-
-    def set_capacity(self, changes: dict[str, Any]) -> None:
-        """Change the emulator's GPU capacity settings at runtime (``PUT /emulator/capacity``)."""
-        resp = self._http.put(f"{self.rest_endpoint}/emulator/capacity", json=changes)
-        resp.raise_for_status()
 
     # -- processes ------------------------------------------------------------------------------
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
