@@ -58,6 +58,7 @@ from vertex_emulator import pages
 from vertex_emulator.capacity.ledger import PreemptError
 from vertex_emulator.capacity.settings import CapacityError, capacity_to_json, update_capacity
 from vertex_emulator.cloud_logging import api as logging_api
+from vertex_emulator.cloud_logging import transports as logging_transports
 from vertex_emulator.core.faults import FaultsError, faults_to_json, update_faults
 from vertex_emulator.jobservice.service import HTTP_STATUS, KINDS, METHODS, ApiError, JobService, MethodInfo
 from vertex_emulator.server import callers
@@ -257,8 +258,8 @@ class _Handler(Deadlines):
                 self._web(path, query)
             elif path.startswith("/ui/") and method in ("GET", "HEAD"):
                 self._ui(path)
-            elif path == logging_api.REST_PATH and method == "POST" and self.server.logs is not None:
-                self._send_json(200, logging_api.rest_list(self.server.logs, self._json_body()))
+            elif path == logging_transports.REST_PATH and method == "POST" and self.server.logs is not None:
+                self._send_json(200, logging_transports.rest_list(self.server.logs, self._json_body()))
             elif path == "/emulator/stats" and method in ("GET", "HEAD"):
                 self._send_json(200, self.server.service.stats())
             elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
