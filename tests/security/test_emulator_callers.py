@@ -83,11 +83,11 @@ def test_the_served_address_is_a_name_too(tmp_path: Path) -> None:
 def test_bound_to_all_addresses_any_host_name_is_accepted() -> None:
     from types import SimpleNamespace
 
-    from vertex_emulator.rest import _Server
+    from vertex_emulator.rest.handler import RestHTTPServer
 
     for bind in ("0.0.0.0", "::"):
-        assert _Server.host_allowed(SimpleNamespace(bind_host=bind), "build-box.example")  # type: ignore[arg-type]
-    assert not _Server.host_allowed(SimpleNamespace(bind_host="127.0.0.1"), "build-box.example")  # type: ignore[arg-type]
+        assert RestHTTPServer.host_allowed(SimpleNamespace(bind_host=bind), "build-box.example")  # type: ignore[arg-type]
+    assert not RestHTTPServer.host_allowed(SimpleNamespace(bind_host="127.0.0.1"), "build-box.example")  # type: ignore[arg-type]
 
 
 def test_other_writes_must_be_json_too(web: Http) -> None:

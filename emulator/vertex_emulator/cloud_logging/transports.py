@@ -1,7 +1,7 @@
 """The Cloud Logging read API's transports: ``LoggingServiceV2.ListLogEntries`` over gRPC (a generic
 handler the JobService's gRPC server also serves) and ``POST /v2/entries:list`` over REST (routed by
-rest.py), both answering from one ``LogEntriesApi`` (api.py) through the v2 protos, so the JSON is
-exactly what the service's schema allows.
+rest/handler.py), both answering from one ``LogEntriesApi`` (api.py) through the v2 protos, so the
+JSON is exactly what the service's schema allows.
 """
 
 from __future__ import annotations

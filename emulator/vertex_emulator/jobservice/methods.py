@@ -1,5 +1,5 @@
 """The JobService's vocabulary, shared by its logic (service.py) and its ports (grpc_server.py,
-rest.py): the RPCs served (``METHODS``: CustomJob and HyperparameterTuningJob Create/Get/List/
+the rest package): the RPCs served (``METHODS``: CustomJob and HyperparameterTuningJob Create/Get/List/
 Cancel/Delete, with their aiplatform_v1 request and response types), the job kinds (``KINDS``: resource
 name, request and response fields, output-only fields), ``ApiError`` with the google.rpc.Code ->
 HTTP status map, and a stored v1 JSON job to and from its proto-plus message.
