@@ -276,7 +276,7 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
     "how-to/python-package.md": [
         (
             r"\(`--gcs-root`, default `<state dir>/(\w+)`\)",
-            lambda: _source(_of(f"{EM}.cli"), r'args\.gcs_root or state_dir / "(\w+)"')[0],
+            lambda: _source(_of(f"{EM}.cli.config"), r'args\.gcs_root or state_dir / "(\w+)"')[0],
         ),
     ],
     "how-to/retraining.md": [

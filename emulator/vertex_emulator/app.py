@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity
-from vertex_emulator.cloud_logging.api import LogEntriesApi, grpc_handler
+from vertex_emulator.cloud_logging.api import LogEntriesApi
+from vertex_emulator.cloud_logging.transports import grpc_handler
 from vertex_emulator.cloud_storage.api import STORAGE_HOST, StorageServer
 from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure
 from vertex_emulator.core.jobstore import JobStore

@@ -1,4 +1,4 @@
-"""The emulator's web pages (served by rest.py): a job's page, a replica's web access page and the
+"""The emulator's web pages (routed by rest/web.py): a job's page, a replica's web access page and the
 index of every job. HTML from the stored job and the runner's replica views, with a little inline CSS
 and no external asset; every value is escaped. A page whose job has not ended (the index: while any
 listed job has not) reloads itself every ``REFRESH_S`` seconds (a ``<meta http-equiv='refresh'>``, left

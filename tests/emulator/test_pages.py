@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import CustomJob
 
-from vertex_emulator import pages, rest
+from vertex_emulator import pages
 from vertex_emulator.app import Emulator
 from vertex_emulator.pages import job_kind
+from vertex_emulator.rest import web as rest_web
 from vertex_emulator.testing import PARENT, container_job, wait_for_state
 
 
@@ -54,7 +55,7 @@ def test_the_index_lists_every_job_newest_first(
     # each link opens the job's page
     assert "JOB_STATE_SUCCEEDED" in _page(f"{emulator.rest_endpoint}/ui/{names[0][0]}")
 
-    monkeypatch.setattr(rest, "INDEX_LIMIT", 1)
+    monkeypatch.setattr(rest_web, "INDEX_LIMIT", 1)
     page = _page(emulator.rest_endpoint + "/ui/")
     assert len(_rows(page)) == 1 and names[1][0] in page and names[0][0] not in page
     assert "Only the 1 newest jobs are listed." in page

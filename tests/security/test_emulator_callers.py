@@ -16,6 +16,7 @@ import pytest
 
 from vertex_emulator import cli, testing
 from vertex_emulator.app import Emulator
+from vertex_emulator.cli.config import config_from_args
 from vertex_emulator.core.config import check_exposure
 
 from ._probes import JOBS, JSON, PARENT, TOKEN, Http, answer, job_bytes, job_count, record
@@ -83,11 +84,11 @@ def test_the_served_address_is_a_name_too(tmp_path: Path) -> None:
 def test_bound_to_all_addresses_any_host_name_is_accepted() -> None:
     from types import SimpleNamespace
 
-    from vertex_emulator.rest import _Server
+    from vertex_emulator.rest.handler import RestHTTPServer
 
     for bind in ("0.0.0.0", "::"):
-        assert _Server.host_allowed(SimpleNamespace(bind_host=bind), "build-box.example")  # type: ignore[arg-type]
-    assert not _Server.host_allowed(SimpleNamespace(bind_host="127.0.0.1"), "build-box.example")  # type: ignore[arg-type]
+        assert RestHTTPServer.host_allowed(SimpleNamespace(bind_host=bind), "build-box.example")  # type: ignore[arg-type]
+    assert not RestHTTPServer.host_allowed(SimpleNamespace(bind_host="127.0.0.1"), "build-box.example")  # type: ignore[arg-type]
 
 
 def test_other_writes_must_be_json_too(web: Http) -> None:
@@ -134,7 +135,7 @@ def test_the_token_file_flag(tmp_path: Path) -> None:
     token_file.write_text(TOKEN + "\n")
     parser = cli.build_parser()
     args = parser.parse_args(["--host", "0.0.0.0", "--auth-token-file", str(token_file)])
-    config = cli._config(args, parser)
+    config = config_from_args(args, parser)
     assert config.auth_token == TOKEN and config.host == "0.0.0.0"
     assert TOKEN not in repr(config)
 

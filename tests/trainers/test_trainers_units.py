@@ -456,7 +456,7 @@ def test_image_map_flags_parse_back_in_the_emulator_cli(
 
     from trainers import local
 
-    from vertex_emulator.cli import _image_map
+    from vertex_emulator.cli.flags import _image_map
 
     flags = shlex.split(" ".join(local.image_map_flags()))
     assert flags[::2] == ["--image-map"] * len(local.image_map())

@@ -4,8 +4,8 @@ Each replica's supervisor writes every line the replica prints, with its stream 
 read, to ``<state_dir>/logs/<job id>/<replica key>.jsonl``, and the job's driver writes Vertex AI's
 own ``service`` lines to ``service.jsonl`` beside it (runtime/supervise.py, runtime/service_log.py,
 runtime/log_records.py). This module serves them as ``LogEntry`` objects shaped as Vertex AI's
-(entries.py) through
-``LoggingServiceV2.ListLogEntries`` (gRPC) and ``POST /v2/entries:list`` (REST), so the stock
+(entries.py), through ``LoggingServiceV2.ListLogEntries`` (gRPC) and ``POST /v2/entries:list`` (REST)
+(transports.py), so the stock
 ``google-cloud-logging`` client reads them unchanged. Cloud Logging's ``entries.list`` reference
 (cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list) gives the request:
 ``resourceNames`` (``projects/<id>``), ``filter`` (query.py), ``orderBy`` (``timestamp asc`` or
@@ -37,7 +37,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,17 +50,11 @@ from vertex_emulator.runtime.log_records import RECORDS_SUFFIX, RecordIndex
 from vertex_emulator.runtime.supervise import MAX_LINE_BYTES
 
 __all__ = [
-    "GRPC_SERVICE",
     "MAX_LINE_BYTES",
-    "REST_PATH",
     "LogEntriesApi",
     "LoggingApiError",
-    "grpc_handler",
-    "rest_list",
 ]
 
-GRPC_SERVICE = "google.logging.v2.LoggingServiceV2"
-REST_PATH = "/v2/entries:list"
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 _Key = tuple[int, str]
@@ -342,82 +336,3 @@ def _keys(names: set[str]) -> set[str]:
     keys = {n[: -len(RECORDS_SUFFIX)] for n in names if n.endswith(RECORDS_SUFFIX)}
     keys |= {n[: -len(".log")] for n in names if n.endswith(".log") and not n.startswith("install-")}
     return keys
-
-
-# -- transports ----------------------------------------------------------------------------------
-
-
-def rest_list(api: LogEntriesApi, body: Mapping[str, Any]) -> dict[str, Any]:
-    """``POST /v2/entries:list`` with a JSON ``body``; returns the JSON response."""
-    from google.cloud.logging_v2.types import ListLogEntriesRequest
-    from google.protobuf import json_format
-
-    pb = ListLogEntriesRequest.pb()()
-    try:
-        json_format.ParseDict(dict(body), pb)
-    except json_format.ParseError as exc:
-        raise LoggingApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
-    response = api.list_entries(list(pb.resource_names), pb.filter, pb.order_by, pb.page_size, pb.page_token)
-    # through the proto, so the JSON is exactly what the service's schema allows
-    from google.cloud.logging_v2.types import ListLogEntriesResponse
-
-    out = ListLogEntriesResponse.pb()()
-    json_format.ParseDict(response, out)
-    result: dict[str, Any] = json_format.MessageToDict(out)
-    return result
-
-
-def grpc_handler(api: LogEntriesApi) -> Any:
-    """A ``grpc.GenericRpcHandler`` serving ``LoggingServiceV2.ListLogEntries`` from ``api``."""
-    import grpc
-
-    class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
-        def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-            method: str = handler_call_details.method
-            if method == f"/{GRPC_SERVICE}/ListLogEntries":
-                return _list_handler(api)
-            if method.startswith(f"/{GRPC_SERVICE}/"):
-                return _unimplemented(method.rsplit("/", 1)[-1])
-            return None
-
-    return _Handler()
-
-
-def _unimplemented(method: str) -> Any:
-    import grpc
-
-    def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
-        context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            f"LoggingServiceV2.{method} is not implemented by the emulator (it serves ListLogEntries)",
-        )
-        raise AssertionError("unreachable")  # pragma: no cover - abort raises
-
-    return grpc.unary_unary_rpc_method_handler(handle)
-
-
-def _list_handler(api: LogEntriesApi) -> Any:
-    import grpc
-    from google.cloud.logging_v2.types import ListLogEntriesRequest, ListLogEntriesResponse
-    from google.protobuf import json_format
-
-    def handle(request: Any, context: grpc.ServicerContext) -> bytes:
-        try:
-            response = api.list_entries(
-                list(request.resource_names),
-                request.filter,
-                request.order_by,
-                request.page_size,
-                request.page_token,
-            )
-            out = ListLogEntriesResponse.pb()()
-            json_format.ParseDict(response, out)
-        except LoggingApiError as exc:
-            context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
-        return bytes(out.SerializeToString())
-
-    return grpc.unary_unary_rpc_method_handler(
-        handle,
-        request_deserializer=ListLogEntriesRequest.pb().FromString,
-        response_serializer=lambda data: data,
-    )

@@ -33,17 +33,17 @@ plain directory tree that ``package_uris``, ``base_output_directory`` and the us
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import mimetypes
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import quote
 
+from vertex_emulator.cloud_storage.handler import STORAGE_HOST, StorageHTTPServer, StorageRequestHandler
+from vertex_emulator.cloud_storage.listing import list_objects
+from vertex_emulator.cloud_storage.routes import Route, byte_range, route
 from vertex_emulator.cloud_storage.tree import (
     CHUNK,
     bucket_dir,
@@ -54,17 +54,15 @@ from vertex_emulator.cloud_storage.tree import (
     existing,
     generation,
     hashes,
-    list_objects,
     live_object,
     object_resource,
     prepare_target,
     temp_beside,
 )
 from vertex_emulator.cloud_storage.tree import StorageError as _Error
-from vertex_emulator.cloud_storage.uploads import Upload, UploadSessions, split_multipart
+from vertex_emulator.cloud_storage.uploads import Upload, split_multipart
 from vertex_emulator.core.gcs import to_local_path
-from vertex_emulator.server import callers
-from vertex_emulator.server.httpserve import BoundedHTTPServer, Ceilings, Deadlines
+from vertex_emulator.server.httpserve import Ceilings
 from vertex_emulator.server.jsonlimits import json_depth
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_MULTIPART_BYTES", "STORAGE_HOST", "StorageServer"]
@@ -74,10 +72,6 @@ MAX_MULTIPART_BYTES = 64 * 1024 * 1024
 #: how deeply a bucket or object resource may nest, as a body of the REST port (rest.MAX_JSON_DEPTH):
 #: counted in linear time before parsing, so a body of 100,000 brackets is a 400, not a RecursionError.
 MAX_JSON_DEPTH = 64
-log = logging.getLogger(__name__)
-STORAGE_HOST = _HOST = "127.0.0.1"  # loopback only, whatever --host says
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-_RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
 _CONTENT_RANGE_RE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
 
 
@@ -93,181 +87,40 @@ def _resource_json(raw: bytes, what: str) -> Any:
         raise _Error(400, "parseError", f"{what} is not JSON") from None
 
 
-class _StorageHTTPServer(BoundedHTTPServer):
-    def __init__(self, address: tuple[str, int], root: Path, ceilings: Ceilings, token: str | None) -> None:
-        super().__init__(address, _Handler, ceilings, backlog=1024)
-        self.root, self.auth_token = root, token
-        self.uploads = UploadSessions()
-
-
-class _Handler(Deadlines):
-    server: _StorageHTTPServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        return
-
-    # -- plumbing ---------------------------------------------------------------------------------
-
-    def _send(
-        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        if self.close_connection:
-            # say so: a client that reuses the connection for its next request (after a refused
-            # upload, say) would otherwise find it closed under that request
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        self._send(status, json.dumps(data).encode(), "application/json; charset=UTF-8", headers)
-
-    def _error(self, err: _Error) -> None:
-        self._json(
-            err.status,
-            {
-                "error": {
-                    "code": err.status,
-                    "message": err.message,
-                    "errors": [{"message": err.message, "domain": "global", "reason": err.reason}],
-                }
-            },
-        )
-
-    def _length(self) -> int:
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return 0
-        try:
-            length = int(raw)
-        except ValueError:
-            raise _Error(400, "invalid", f"Content-Length: not a number ({raw!r})") from None
-        if length < 0:
-            raise _Error(400, "invalid", f"Content-Length: must not be negative ({length})")
-        return length
-
-    def _body_chunks(self, length: int) -> Iterator[bytes]:
-        left = length
-        while left > 0:
-            self.progress()  # each block within idle_timeout_s of the last
-            block = self.rfile.read(min(CHUNK, left))
-            if not block:
-                raise _Error(400, "invalid", "the request body ended before Content-Length bytes")
-            left -= len(block)
-            yield block
-        self.busy()
-
-    def _drain(self) -> None:
-        with contextlib.suppress(_Error, OSError, ValueError):
-            for _ in self._body_chunks(self._length()):
-                pass
-
-    def _check_origin(self) -> None:
-        if not callers.http_caller_allowed(self, self.server.auth_token):
-            raise _Error(403, "forbidden", callers.PEER_REFUSAL)
-        if self.headers.get("Origin") is not None:
-            raise _Error(403, "forbidden", "requests from web pages (with an Origin header) are refused")
-        host = (self.headers.get("Host") or "").lower()
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if name not in _LOOPBACK:
-            raise _Error(403, "forbidden", f"Host: {host!r} is not a loopback name")
-
-    def _route(self, method: str) -> None:
-        split = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-        self.busy()
-        try:
-            self._check_origin()
-            if self.headers.get("Transfer-Encoding") is not None:
-                raise _Error(411, "required", "Content-Length is required (chunked bodies are not supported)")
-            self._dispatch(method, split.path, query)
-        except _Error as err:
-            self._drain_if_needed(method)
-            self._error(err)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-        except Exception as exc:  # a bug or a disk error: answer, and say what, rather than hang up
-            log.exception("storage request %s %s failed", method, split.path)
-            self.close_connection = True
-            self._error(_Error(500, "backendError", f"the emulator's storage failed: {exc!r}"))
-
-    def _drain_if_needed(self, method: str) -> None:
-        # a refused upload's body was not read: the connection cannot be reused
-        if method in ("POST", "PUT") or self.headers.get("Transfer-Encoding") is not None:
-            self.close_connection = True
-
-    def do_GET(self) -> None:
-        self._route(self.command)  # GET, HEAD, POST, PUT, DELETE, PATCH
-
-    do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_GET
-
-    # -- routing ----------------------------------------------------------------------------------
+class _Handler(StorageRequestHandler):
+    """The API's paths (``routes.route``) and what each does with the tree."""
 
     def _dispatch(self, method: str, path: str, query: dict[str, str]) -> None:
-        parts = path.split("/")
-        # ["", "storage", "v1", "b", bucket, "o", object...]; upload/download put a word first
-        prefix = ""
-        if len(parts) > 1 and parts[1] in ("upload", "download"):
-            prefix = parts[1]
-            parts = [""] + parts[2:]
-        if parts[1:4] != ["storage", "v1", "b"]:
-            raise _Error(404, "notFound", f"{path}: not a Cloud Storage JSON API path this emulator serves")
-        rest = parts[4:]
-        if not rest or rest == [""]:
-            if method == "POST" and not prefix:
-                return self._insert_bucket(query)
-            raise _Error(400, "invalid", f"{method} {path}: listing buckets is not supported")
-        bucket = unquote(rest[0])
-        if len(rest) == 1:
-            if method in ("GET", "HEAD") and not prefix:
-                return self._get_bucket(bucket)
-            raise _Error(405, "invalid", f"{method} {path}: not supported on a bucket")
-        if rest[1] != "o":
-            raise _Error(404, "notFound", f"{path}: only objects (/o) are served")
-        if len(rest) == 2 or (len(rest) == 3 and rest[2] == ""):
-            if prefix == "upload" and method in ("POST", "PUT") and "upload_id" in query:
-                return self._resume(query)  # a session URI takes PUT (google-cloud-storage) or POST (gcsfs)
-            if prefix == "upload" and method == "POST":
-                return self._upload(bucket, query)
-            if method in ("GET", "HEAD") and not prefix:
-                return self._list(bucket, query)
-            raise _Error(405, "invalid", f"{method} {path}: not supported")
-        copy = self._copy_target(rest) if method == "POST" and not prefix else None
-        if copy is not None:
-            end, verb, dest_bucket, dest_name = copy
-            return self._copy(bucket, unquote("/".join(rest[2:end])), dest_bucket, dest_name, query, verb)
-        name = unquote("/".join(rest[2:]))
-        if method in ("GET", "HEAD"):
-            obj = live_object(self.server.root, bucket, name, query)  # generation, ifGenerationMatch
-            if query.get("alt") == "media" or prefix == "download":
-                return self._download(name, obj)
-            return self._json(200, object_resource(self._base(), bucket, name, obj))
-        if method == "DELETE" and not prefix:
-            return self._delete(bucket, name, query)
-        if method == "PATCH" and not prefix:
+        call = route(method, path, query)
+        if call.action in _BUCKET_ACTIONS:
+            return self._bucket_call(call, query)
+        if call.action in ("get", "download"):
+            obj = live_object(
+                self.server.root, call.bucket, call.name, query
+            )  # generation, ifGenerationMatch
+            if call.action == "download":
+                return self._download(call.name, obj)
+            return self._json(200, object_resource(self._base(), call.bucket, call.name, obj))
+        if call.action == "delete":
+            return self._delete(call.bucket, call.name, query)
+        if call.action == "patch":
             self._drain()
-            return self._json(200, self._resource(bucket, name))
-        raise _Error(405, "invalid", f"{method} {path}: not supported")
+            return self._json(200, self._resource(call.bucket, call.name))
+        return self._copy(call, query)
 
-    @staticmethod
-    def _copy_target(rest: list[str]) -> tuple[int, str, str, str] | None:
-        """``<bucket>/o/<object>/{copyTo|rewriteTo}/b/<bucket>/o/<object>``: (where the source object's
-        segments end, the verb, the destination bucket and object), else ``None``."""
-        for end in range(3, len(rest) - 4):
-            if rest[end] in ("copyTo", "rewriteTo") and rest[end + 1] == "b" and rest[end + 3] == "o":
-                return end, rest[end], unquote(rest[end + 2]), unquote("/".join(rest[end + 4 :]))
-        return None
+    def _bucket_call(self, call: Route, query: dict[str, str]) -> None:
+        """The calls on a bucket and on its ``/o`` collection: uploads and listing."""
+        if call.action == "insert_bucket":
+            return self._insert_bucket(query)
+        if call.action == "get_bucket":
+            return self._get_bucket(call.bucket)
+        if call.action == "resume":
+            return self._resume(query)
+        if call.action == "upload":
+            return self._upload(call.bucket, query)
+        return self._list(call.bucket, query)
 
     # -- the tree --------------------------------------------------------------------------------
-
-    def _base(self) -> str:
-        return f"http://{_HOST}:{self.server.server_address[1]}"
 
     def _resource(self, bucket: str, name: str) -> dict[str, Any]:
         return object_resource(self._base(), bucket, name, existing(self.server.root, bucket, name))
@@ -302,16 +155,7 @@ class _Handler(Deadlines):
         headers: dict[str, str] = {}
         spec = self.headers.get("Range")
         if spec:
-            match = _RANGE_RE.fullmatch(spec.strip())
-            if match is None or (not match[1] and not match[2]):
-                raise _Error(400, "invalid", f"Range: {spec!r} is not 'bytes=START-END'")
-            if match[1]:
-                start = byte_offset(match[1])
-                stop = min(size, byte_offset(match[2]) + 1) if match[2] else size
-            else:
-                start = max(0, size - byte_offset(match[2]))
-            if start >= size and size > 0:
-                raise _Error(416, "invalid", f"Range: {spec!r} starts past the object's {size} bytes")
+            start, stop = byte_range(spec, size)
             status = 206
             headers["Content-Range"] = f"bytes {start}-{max(start, stop - 1)}/{size}"
         else:
@@ -344,18 +188,16 @@ class _Handler(Deadlines):
 
     # -- copies -----------------------------------------------------------------------------------
 
-    def _copy(
-        self, bucket: str, name: str, dest_bucket: str, dest_name: str, query: dict[str, str], verb: str
-    ) -> None:
+    def _copy(self, call: Route, query: dict[str, str]) -> None:
         """``objects.copy`` (answers the new object) and ``objects.rewrite`` (answers a finished
         ``storage#rewriteResponse``: the emulator copies in one call, so no ``rewriteToken``). The
         request body (metadata for the new object) is read and dropped, as for uploads; the
         destination's ``ifGenerationMatch`` and the source's ``ifSourceGenerationMatch`` and
         ``sourceGeneration`` are honoured."""
         self._drain()
-        source, dest = (bucket, name), (dest_bucket, dest_name)
+        source, dest = (call.bucket, call.name), (call.dest_bucket, call.dest_name)
         resource = copy_object(self.server.root, self._base(), source, dest, query)
-        if verb == "copyTo":
+        if call.verb == "copyTo":
             return self._json(200, resource)
         size = resource["size"]
         self._json(
@@ -469,6 +311,9 @@ class _Handler(Deadlines):
             self._send(308, b"", "text/plain", headers)
 
 
+_BUCKET_ACTIONS = frozenset({"insert_bucket", "get_bucket", "resume", "upload", "list"})
+
+
 class StorageServer:
     """The Cloud Storage JSON API for ``root`` on ``127.0.0.1:port`` (0: a free port), in a thread;
     for the emulator's own user, or a caller with ``auth_token``."""
@@ -476,12 +321,14 @@ class StorageServer:
     def __init__(
         self, root: Path, port: int = 0, ceilings: Ceilings | None = None, auth_token: str | None = None
     ) -> None:
-        self._httpd = _StorageHTTPServer((_HOST, port), Path(root), ceilings or Ceilings(), auth_token)
+        self._httpd = StorageHTTPServer(
+            (STORAGE_HOST, port), _Handler, Path(root), ceilings or Ceilings(), auth_token
+        )
         self._thread: threading.Thread | None = None
 
     @property
     def endpoint(self) -> str:
-        return f"http://{_HOST}:{self._httpd.server_address[1]}"
+        return f"http://{STORAGE_HOST}:{self._httpd.server_address[1]}"
 
     def start(self) -> None:
         self._thread = threading.Thread(

@@ -25,7 +25,8 @@ from typing import Any
 
 import grpc
 
-from vertex_emulator.jobservice.service import METHODS, ApiError, JobService, MethodInfo
+from vertex_emulator.jobservice.methods import METHODS, ApiError, MethodInfo
+from vertex_emulator.jobservice.service import JobService
 from vertex_emulator.server import callers
 
 __all__ = ["MAX_MESSAGE_BYTES", "SERVICE_NAME", "GrpcServer"]

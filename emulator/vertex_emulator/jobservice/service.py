@@ -25,7 +25,9 @@ Behaviour mirrored from the service:
 * Delete returns a done long-running Operation; like the service's "can only be called on jobs
   that already finished", deleting a job that is not finished is FAILED_PRECONDITION.
 
-Every call is counted per method (``call_counts``) and passes through the fault injector first.
+Every call is counted per method (``call_counts``) and passes through the fault injector first. The
+methods served, the job kinds, ``ApiError`` and the JSON <-> proto conversion are methods.py's
+(imported from here too).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vertex_emulator.capacity.gpus import provisioning, spec_gpus
@@ -49,6 +50,16 @@ from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.jobservice.fidelity import unapplied_fields
 from vertex_emulator.jobservice.filters import FilterError, compile_filter
+from vertex_emulator.jobservice.methods import (
+    HTTP_STATUS,
+    KINDS,
+    METHODS,
+    ApiError,
+    KindInfo,
+    MethodInfo,
+    job_from_proto,
+    job_to_proto,
+)
 from vertex_emulator.jobservice.page_tokens import TokenError, decode_token, encode_token
 
 __all__ = [
@@ -73,56 +84,6 @@ _PARENT_RE = re.compile(r"projects/[^/]+/locations/[^/]+")
 _NAME_RE = re.compile(r"(?P<parent>projects/[^/]+/locations/[^/]+)/(?P<kind>[A-Za-z]+)/(?P<id>[^/]+)")
 
 
-class ApiError(Exception):
-    """An API error with a google.rpc.Code name (``NOT_FOUND``...) and a message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
-#: google.rpc.Code name -> HTTP status, as Google APIs map them.
-HTTP_STATUS = {
-    "CANCELLED": 499,
-    "UNKNOWN": 500,
-    "INVALID_ARGUMENT": 400,
-    "DEADLINE_EXCEEDED": 504,
-    "NOT_FOUND": 404,
-    "ALREADY_EXISTS": 409,
-    "PERMISSION_DENIED": 403,
-    "UNAUTHENTICATED": 401,
-    "RESOURCE_EXHAUSTED": 429,
-    "FAILED_PRECONDITION": 400,
-    "ABORTED": 409,
-    "OUT_OF_RANGE": 400,
-    "UNIMPLEMENTED": 501,
-    "INTERNAL": 500,
-    "UNAVAILABLE": 503,
-    "DATA_LOSS": 500,
-}
-
-
-#: The fields a Create request may not set, marked ``(google.api.field_behavior) = OUTPUT_ONLY`` in
-#: google/cloud/aiplatform/v1/custom_job.proto and hyperparameter_tuning_job.proto (the generated
-#: proto-plus descriptors drop field options, so the list is read off the protos by hand).
-_OUTPUT_ONLY = frozenset(
-    {
-        "name",
-        "state",
-        "createTime",
-        "startTime",
-        "endTime",
-        "updateTime",
-        "error",
-        "satisfiesPzs",
-        "satisfiesPzi",
-    }
-)
-CUSTOM_JOB_OUTPUT_ONLY = _OUTPUT_ONLY | {"webAccessUris"}
-TUNING_JOB_OUTPUT_ONLY = _OUTPUT_ONLY | {"trials"}
-
-
 class RunnerLike(Protocol):
     """What the service and the app need from the runner (``emulator/runner.py``)."""
 
@@ -131,93 +92,6 @@ class RunnerLike(Protocol):
     def recover(self) -> None: ...
     def replica_view(self, job_name: str, replica_key: str) -> dict[str, Any] | None: ...
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class KindInfo:
-    kind: JobKind
-    resource: str  # "CustomJob"
-    body_field: str  # field of the Create request holding the job
-    list_field: str  # field of the List response holding the jobs
-    output_only: frozenset[str]
-
-    def message_type(self) -> Any:
-        from google.cloud import aiplatform_v1
-
-        return getattr(aiplatform_v1, self.resource)
-
-
-KINDS: dict[JobKind, KindInfo] = {
-    "customJobs": KindInfo(
-        "customJobs",
-        "CustomJob",
-        "custom_job",
-        "custom_jobs",
-        CUSTOM_JOB_OUTPUT_ONLY,
-    ),
-    "hyperparameterTuningJobs": KindInfo(
-        "hyperparameterTuningJobs",
-        "HyperparameterTuningJob",
-        "hyperparameter_tuning_job",
-        "hyperparameter_tuning_jobs",
-        TUNING_JOB_OUTPUT_ONLY,
-    ),
-}
-
-
-@dataclass(frozen=True)
-class MethodInfo:
-    """One JobService RPC the emulator serves: its request and response types by name."""
-
-    name: str  # "CreateCustomJob"
-    verb: str  # "create" | "get" | "list" | "cancel" | "delete"
-    kind: JobKind
-    request: str  # aiplatform_v1 type name
-    response: str  # aiplatform_v1 type name, or "Empty" / "Operation"
-
-    def request_type(self) -> Any:
-        from google.cloud import aiplatform_v1
-
-        return getattr(aiplatform_v1, self.request)
-
-
-def _methods() -> dict[str, MethodInfo]:
-    out: dict[str, MethodInfo] = {}
-    for kind, info in KINDS.items():
-        res = info.resource
-        plural = res + "s"
-        for verb, name, response in (
-            ("create", f"Create{res}", res),
-            ("get", f"Get{res}", res),
-            ("list", f"List{plural}", f"List{plural}Response"),
-            ("cancel", f"Cancel{res}", "Empty"),
-            ("delete", f"Delete{res}", "Operation"),
-        ):
-            out[name] = MethodInfo(name, verb, kind, f"{name}Request", response)
-    return out
-
-
-#: The RPCs served, by JobService method name.
-METHODS: dict[str, MethodInfo] = _methods()
-
-
-def job_to_proto(kind: JobKind, body: Mapping[str, Any]) -> Any:
-    """A stored v1 JSON job as its proto-plus message."""
-    from google.protobuf import json_format
-
-    msg_type = KINDS[kind].message_type()
-    pb = msg_type.pb()()
-    json_format.ParseDict(dict(body), pb, ignore_unknown_fields=True)
-    return msg_type.wrap(pb)
-
-
-def job_from_proto(kind: JobKind, message: Any) -> dict[str, Any]:
-    """A proto-plus job message as v1 JSON (camelCase, enum names, unset fields left out)."""
-    from google.protobuf import json_format
-
-    msg_type = KINDS[kind].message_type()
-    out: dict[str, Any] = json_format.MessageToDict(msg_type.pb(message))
-    return out
 
 
 def _default_validator(kind: JobKind, message: Any, location: str) -> None:

@@ -1,30 +1,21 @@
-"""``vertex-emulator``: run the local Vertex AI JobService until SIGINT/SIGTERM.
-
-Prints the endpoints, then one line ``emulator ready grpc=HOST:PORT rest=http://HOST:PORT
-storage=http://127.0.0.1:PORT`` once the servers accept calls (scripts can wait for it), and stops
-every replica cleanly on exit.
-
-Ports: 8781 (gRPC), 8780 (REST, pages, Cloud Logging over REST) and 8782 (Cloud Storage) unless
-given; 0 picks a free port for that listener; ``--storage-port`` left out is a free port too when
-``--grpc-port`` or ``--rest-port`` is 0 (so ``--grpc-port 0 --rest-port 0`` runs beside another
-emulator). A listener that cannot bind ends the command with ``cannot bind <what> on
-<host>:<port>: <reason>`` and exit status 1.
+"""The ``vertex-emulator`` command line: its flags (network, storage, limits, replicas, fault injection,
+GPU capacity), their types and defaults, as ``build_parser`` builds them.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import signal
-import sys
-import threading
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
-from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure
-
-__all__ = ["build_parser", "console_main", "main", "parse_config"]
+__all__ = [
+    "COUNT_FLAGS",
+    "DEFAULT_GRPC_PORT",
+    "DEFAULT_REST_PORT",
+    "DEFAULT_STORAGE_PORT",
+    "VALUE_FLAGS",
+    "build_parser",
+]
 
 DEFAULT_GRPC_PORT = 8781
 DEFAULT_REST_PORT = 8780
@@ -75,7 +66,7 @@ def _region_count(text: str) -> tuple[str, str, int]:
 
 
 #: the capacity flags that fill a ``{region: {accelerator: count}}`` map, by Capacity field
-_COUNT_FLAGS = {
+COUNT_FLAGS = {
     "quota": "--quota",
     "preemptible_quota": "--preemptible-quota",
     "stock": "--stock",
@@ -83,7 +74,7 @@ _COUNT_FLAGS = {
     "flex_start_stock": "--flex-start-stock",
 }
 #: the capacity flags of one value, by Capacity field
-_VALUE_FLAGS = {
+VALUE_FLAGS = {
     "stockout_after_s": "--stockout-after",
     "over_quota": "--over-quota",
     "spot_preemptions_per_hour": "--spot-preemptions-per-hour",
@@ -112,7 +103,7 @@ def _add_capacity_flags(parser: argparse.ArgumentParser) -> None:
         "spot_stock": "free GPUs in REGION for SPOT jobs",
         "flex_start_stock": "free GPUs in REGION for FLEX_START jobs (they wait up to max_wait_duration)",
     }
-    for name, flag in _COUNT_FLAGS.items():
+    for name, flag in COUNT_FLAGS.items():
         gpus.add_argument(
             flag,
             dest=name,
@@ -170,29 +161,6 @@ def _add_capacity_flags(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between a preempted replica's SIGTERM and its SIGKILL (default 30)",
     )
-
-
-def _capacity_json(args: argparse.Namespace) -> dict[str, Any]:
-    """The capacity settings the file and flags ask for, as JSON (flags over the file)."""
-    from vertex_emulator.capacity.settings import load_capacity_file
-
-    data: dict[str, Any] = load_capacity_file(args.capacity_file) if args.capacity_file else {}
-    for name in _COUNT_FLAGS:
-        given: list[tuple[str, str, int]] = getattr(args, name)
-        if not given:
-            continue
-        table = data.get(name)
-        merged: dict[str, Any] = {
-            region: dict(counts) for region, counts in (table.items() if isinstance(table, dict) else ())
-        }
-        for region, accelerator, count in given:
-            merged.setdefault(region, {})[accelerator] = count
-        data[name] = merged
-    for name in _VALUE_FLAGS:
-        value = getattr(args, name)
-        if value is not None:
-            data[name] = value
-    return data
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -352,79 +320,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> EmulatorConfig:
-    from vertex_emulator.capacity.settings import CapacityError, capacity_from_json
-    from vertex_emulator.core.faults import FaultsError, faults_from_json
-
-    try:
-        faults = faults_from_json(
-            {
-                "error_rate": dict(args.fault_rate),
-                "lost_answer_rate": dict(args.lost_answer_rate),
-                "error_codes": [code.strip() for code in args.fault_codes.split(",") if code.strip()],
-                "latency_s": args.latency,
-                "queued_s": args.queued_seconds,
-                "pending_s": args.pending_seconds,
-                "crash_replicas": list(args.crash_replica),
-                "crash_after_s": args.crash_after,
-                "crash_exit_code": args.crash_exit_code,
-                "seed": args.seed,
-            }
-        )
-    except FaultsError as exc:
-        parser.error(str(exc))
-    try:
-        capacity = capacity_from_json(_capacity_json(args))
-    except CapacityError as exc:
-        message = str(exc)
-        for name, flag in {**_COUNT_FLAGS, **_VALUE_FLAGS}.items():
-            if message.startswith((f"{name}:", f"{name}.")) and getattr(args, name) not in (None, []):
-                message = f"{flag} ({name}){message[len(name) :]}"
-                break
-        parser.error(message)
-    storage_port = args.storage_port
-    if storage_port is None:  # not given: a free port beside free ones, else the fixed default
-        storage_port = 0 if 0 in (args.grpc_port, args.rest_port) else DEFAULT_STORAGE_PORT
-    ports = (
-        ("--grpc-port", args.grpc_port),
-        ("--rest-port", args.rest_port),
-        ("--storage-port", storage_port),
-    )
-    for flag, port in ports:
-        if not 0 <= port <= 65535:
-            parser.error(f"{flag}: must be from 0 to 65535 (got {port})")
-    auth_token = args.auth_token
-    if args.auth_token_file is not None:
-        try:
-            auth_token = args.auth_token_file.read_text().strip()
-        except OSError as exc:
-            parser.error(f"--auth-token-file: cannot read {args.auth_token_file}: {exc.strerror}")
-    try:
-        check_exposure(args.host, auth_token)
-    except ValueError as exc:
-        parser.error(str(exc).replace("auth_token:", "--auth-token:").replace("host:", "--host:", 1))
-    state_dir = args.state_dir.resolve()
-    return EmulatorConfig(
-        state_dir=state_dir,
-        gcs_root=(args.gcs_root or state_dir / "gcs").resolve(),
-        host=args.host,
-        auth_token=auth_token,
-        grpc_port=args.grpc_port,
-        rest_port=args.rest_port,
-        image_map=dict(args.image_map),
-        faults=faults,
-        capacity=capacity,
-        pass_env=list(args.pass_env),
-        storage_port=storage_port,
-        max_connections=args.max_connections,
-        idle_timeout_s=args.idle_timeout,
-        header_timeout_s=args.header_timeout,
-        body_timeout_s=args.body_timeout,
-        max_replica_processes=args.max_replica_processes,
-        max_job_replicas=args.max_job_replicas,
-    )
-
-
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -437,72 +332,3 @@ def _positive_seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {text})")
     return value
-
-
-def parse_config(argv: list[str]) -> EmulatorConfig:
-    """The ``EmulatorConfig`` the command line ``argv`` asks for (``SystemExit`` on a usage error)."""
-    parser = build_parser()
-    return _config(parser.parse_args(argv), parser)
-
-
-def main(argv: list[str]) -> int:
-    """Run the emulator until SIGINT or SIGTERM; returns the process exit code."""
-    from vertex_emulator.app import Emulator
-
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        config = _config(args, parser)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0)
-
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        try:
-            emulator = Emulator(config)
-        except OSError as exc:
-            print(f"cannot start the emulator: {exc}", file=sys.stderr)
-            return 1
-        try:
-            emulator.start()
-        except OSError as exc:  # a BindError says "cannot bind <what> on <host>:<port>: <reason>"
-            emulator.stop()
-            print(exc if isinstance(exc, BindError) else f"cannot start the emulator: {exc}", file=sys.stderr)
-            return 1
-        try:
-            print(f"Vertex AI emulator (state in {config.state_dir}, gs:// in {config.gcs_root})")
-            print(f"  gRPC: {emulator.grpc_target}  (JobServiceClient over an insecure channel)")
-            print(f"  REST: {emulator.rest_endpoint}  (JobServiceClient(transport='rest'), curl)")
-            print(f"  GCS:  {config.storage_endpoint}  (STORAGE_EMULATOR_HOST of every replica)")
-            print(f"  jobs: {emulator.rest_endpoint}/ui/   stats: {emulator.rest_endpoint}/emulator/stats")
-            # a damaged state directory, set aside (core/jobstore_repair.py)
-            for line in emulator.store.damage:
-                print(f"  damaged state, quarantined: {line}", file=sys.stderr)
-            print(
-                f"emulator ready grpc={emulator.grpc_target} rest={emulator.rest_endpoint} "
-                f"storage={config.storage_endpoint}",
-                flush=True,
-            )
-            while not stop.wait(0.5):
-                pass
-            print("stopping the emulator", flush=True)
-        finally:
-            emulator.stop()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
-
-
-def console_main() -> int:
-    """The ``vertex-emulator`` console script (and ``python -m vertex_emulator``)."""
-    return main(sys.argv[1:])

@@ -1,0 +1,69 @@
+"""The emulator's admin API over REST: ``/emulator/faults`` (read or change the fault settings),
+``/emulator/capacity`` (the GPU capacity settings; a change wakes the jobs waiting) and
+``/emulator/capacity/preempt`` (preempt a replica of a running Spot job now). Each answers JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from vertex_emulator.capacity.ledger import GpuCapacity, PreemptError
+from vertex_emulator.capacity.settings import CapacityError, capacity_to_json, update_capacity
+from vertex_emulator.core.faults import FaultsError, faults_to_json, update_faults
+from vertex_emulator.jobservice.methods import ApiError
+from vertex_emulator.jobservice.service import JobService
+
+__all__ = ["capacity", "faults", "preempt"]
+
+JsonBody = Callable[[], dict[str, Any]]
+
+
+def faults(service: JobService, method: str, json_body: JsonBody) -> dict[str, Any]:
+    """``GET``/``PUT /emulator/faults``: the fault settings, after a PUT's partial change."""
+    settings = service.faults
+    if method == "PUT":
+        changes = json_body()
+        try:
+            update_faults(settings, changes)
+        except FaultsError as exc:
+            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+    return faults_to_json(settings)
+
+
+def _gpus(service: JobService) -> GpuCapacity:
+    gpus = service.gpus
+    if gpus is None:
+        raise ApiError("UNIMPLEMENTED", "this emulator was started without a GPU capacity model")
+    return gpus
+
+
+def capacity(service: JobService, method: str, json_body: JsonBody) -> dict[str, Any]:
+    """``GET``/``PUT /emulator/capacity``: the GPU capacity settings, after a PUT's partial change."""
+    gpus = _gpus(service)
+    if method == "PUT":
+        changes = json_body()
+        try:
+            update_capacity(gpus.settings, changes)
+        except CapacityError as exc:
+            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+        gpus.changed()  # jobs waiting for quota or GPUs try again under the new limits
+    return capacity_to_json(gpus.settings)
+
+
+def preempt(service: JobService, json_body: JsonBody) -> dict[str, Any]:
+    """``POST /emulator/capacity/preempt`` ``{"job": NAME, "replica": KEY}``."""
+    body = json_body()
+    unknown = sorted(set(body) - {"job", "replica"})
+    if unknown:
+        raise ApiError("INVALID_ARGUMENT", f"{unknown[0]}: unknown field (known: job, replica)")
+    job, replica = body.get("job"), body.get("replica", "workerpool0-0")
+    if not isinstance(job, str) or not job:
+        raise ApiError("INVALID_ARGUMENT", "job: required, the job's resource name")
+    if not isinstance(replica, str) or not replica:
+        raise ApiError("INVALID_ARGUMENT", "replica: must be a replica key like 'workerpool0-0'")
+    try:
+        _gpus(service).preempt(job, replica)
+    except PreemptError as exc:
+        raise ApiError(exc.code, exc.message) from None
+    return {"job": job, "replica": replica, "preempted": True}
