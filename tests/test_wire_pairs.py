@@ -35,7 +35,7 @@ def test_job_states_are_names_of_the_proto_enum_and_end_alike() -> None:
 
 def test_output_only_fields_are_the_same_list() -> None:
     from airflow_vertex_dist.specs import _api as provider
-    from vertex_emulator.jobservice import service as emulator
+    from vertex_emulator.jobservice import methods as emulator
 
     assert provider.CUSTOM_JOB_OUTPUT_ONLY == emulator.CUSTOM_JOB_OUTPUT_ONLY
     assert provider.TUNING_JOB_OUTPUT_ONLY == emulator.TUNING_JOB_OUTPUT_ONLY
