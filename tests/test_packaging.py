@@ -129,6 +129,14 @@ def test_the_wheel_holds_the_package_only_and_no_demo(built: tuple[Path, Path]) 
     assert f"{PACKAGE}/specs/__init__.py" in names
 
 
+def test_the_wheel_holds_the_job_view_templates(built: tuple[Path, Path]) -> None:
+    """The job view's pages are rendered from package data: every template under ui/templates/."""
+    names, _ = _wheel_metadata(wheel=built[0])
+    templates = ROOT / PACKAGE / "ui" / "templates"
+    shipped = sorted(f"{PACKAGE}/ui/templates/{path.name}" for path in templates.iterdir())
+    assert shipped and set(shipped) <= set(names), sorted(set(shipped) - set(names))
+
+
 def test_the_provider_wheel_holds_no_emulator_and_starts_none(built: tuple[Path, Path]) -> None:
     """The emulator is a distribution of its own: an Airflow worker that installs the provider gets no
     code that runs commands, no console script for it, and no dependency only the emulator needs."""

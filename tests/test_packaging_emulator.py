@@ -59,6 +59,15 @@ def test_the_emulator_wheel_holds_its_package_its_script_and_its_pytest_plugin(w
     assert "[pytest11]" in entry_points and "vertex_emulator.testing.pytest_plugin" in entry_points
 
 
+def test_the_emulator_wheel_holds_the_page_templates(wheel: Path) -> None:
+    """The web pages are rendered from package data: every template under pages/templates/."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    templates = EMULATOR / "vertex_emulator" / "pages" / "templates"
+    shipped = sorted(f"vertex_emulator/pages/templates/{path.name}" for path in templates.iterdir())
+    assert shipped and set(shipped) <= names, sorted(set(shipped) - names)
+
+
 SDK_RUN = r"""
 import sys, tempfile
 from pathlib import Path

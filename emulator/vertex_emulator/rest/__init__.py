@@ -23,7 +23,7 @@ Other paths:
   ``?format=json``), from ``runner.replica_view``.
 * ``GET /ui/<job-name>``: a job page (state, output directory, pools, replicas, trial chart and trials,
   error; it reloads itself while the job runs); ``GET /ui/`` (or ``/``):
-  the index of every job, finished ones too, newest first (``INDEX_LIMIT``). (The HTML: pages.py.)
+  the index of every job, finished ones too, newest first (``INDEX_LIMIT``). (The HTML: the pages package.)
 * ``GET /emulator/stats``: calls per method, Cancel calls per job and injected faults, as JSON.
 * ``GET``/``PUT /emulator/faults``: read or change the fault settings at runtime (JSON; PUT takes a
   partial object).

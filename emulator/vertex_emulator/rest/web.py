@@ -1,4 +1,4 @@
-"""The routes of the emulator's web pages (the HTML is pages.py): ``/web/<job>/<replica key>``, a
+"""The routes of the emulator's web pages (the HTML: the pages package): ``/web/<job>/<replica key>``, a
 replica's web access page (JSON with ``?format=json``); ``/ui/<job>``, a job's page; ``/ui/`` (or
 ``/``), the index of every job, newest first (``INDEX_LIMIT``). Each returns the body and its
 content type.
