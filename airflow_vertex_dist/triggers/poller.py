@@ -51,7 +51,7 @@ from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RUN_LABEL
 from airflow_vertex_dist.hooks.poll_loop import PollLoop, is_transient
-from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name
+from airflow_vertex_dist.jobs.dicts import job_labels, job_state, parse_job_name
 from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.jobs.types import Job
 
@@ -286,7 +286,7 @@ class JobPoller(PollLoop):
         """Hand ``value`` to ``name``'s waiters; ``runs`` (listed jobs by run label): the List it came
         from, whose jobs of the same run converging waiters get with it."""
         if isinstance(value, dict):
-            labels = value.get("labels") or {}
+            labels = job_labels(value)
             self._known[name] = _Known(
                 managed=labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE,
                 create_time=str(value.get("createTime", "")),
@@ -392,7 +392,7 @@ class JobPoller(PollLoop):
             return None
         runs: dict[str, list[Job]] = {}
         for job in jobs:
-            run = (job.get("labels") or {}).get(RUN_LABEL)
+            run = job_labels(job).get(RUN_LABEL)
             if run:
                 runs.setdefault(str(run), []).append(job)
         return runs
