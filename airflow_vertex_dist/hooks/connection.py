@@ -2,7 +2,8 @@
 
 Pure (pydantic only): no Google import. The hooks turn ``VertexConnection`` into credentials and
 clients in ``airflow_vertex_dist.hooks._clients``; the form Airflow's UI shows is declared in
-``airflow_vertex_dist.hooks.connection_form``.
+``airflow_vertex_dist.hooks.connection_form``; reading a connection's type and extra (the prefixed
+keys, the Google provider's names, the fields refused) is ``airflow_vertex_dist.hooks.connection_extra``.
 
 The hooks read three connection types: ``vertex_dist``, the Google provider's ``google_cloud_platform``
 as its connection form saves it (every field; the Google provider package is not needed), and
@@ -71,7 +72,6 @@ ignored).
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -88,6 +88,16 @@ from pydantic import (
 )
 
 from airflow_vertex_dist.hooks import CONN_TYPE, DEFAULT_CONN_ID, HOOK_NAME
+from airflow_vertex_dist.hooks.connection_extra import (
+    CONN_TYPES,
+    GENERIC_CONN_TYPE,
+    GOOGLE_CONN_TYPE,
+    blank,
+    check_conn_type,
+    extra_names,
+    extra_problems,
+    fold_extra,
+)
 from airflow_vertex_dist.hooks.connection_form import (
     connection_fields,
     connection_type_info,
@@ -109,44 +119,6 @@ __all__ = [
     "parse_impersonation_chain",
     "ui_field_behaviour",
 ]
-
-#: The Google provider's connection type, read as it is.
-GOOGLE_CONN_TYPE = "google_cloud_platform"
-#: What ``airflow connections add --conn-type google_cloud_platform`` stores when the Google provider is
-#: not installed: the CLI replaces a connection type it does not know by ``generic`` (with a warning)
-#: and keeps the extras.
-GENERIC_CONN_TYPE = "generic"
-#: The connection types the hooks read.
-CONN_TYPES = (CONN_TYPE, GOOGLE_CONN_TYPE, GENERIC_CONN_TYPE)
-
-_PREFIXES = tuple(f"extra__{kind}__" for kind in (CONN_TYPE, GOOGLE_CONN_TYPE))
-
-#: The extra's name of a field, where it differs (the Google provider's ``scope``).
-_ALIASES = {"scope": "scopes"}
-
-_SECRET_MANAGER = (
-    "a key kept in Secret Manager is not supported here; give key_path, keyfile_dict or "
-    "credential_config_file, or keep the whole connection in a secrets backend"
-)
-_CLIENT_CREDENTIALS = (
-    "the client credentials grant flow is not supported here; use credential_config_file (workload "
-    "identity federation) instead"
-)
-#: Google provider fields this provider cannot honour, refused when set: the rule says what to use
-#: instead. The Google provider's form saves them all (blank when unused): a blank one is ignored.
-_UNSUPPORTED = {
-    "key_secret_name": _SECRET_MANAGER,
-    "key_secret_project_id": _SECRET_MANAGER,
-    "idp_issuer_url": _CLIENT_CREDENTIALS,
-    "client_id": _CLIENT_CREDENTIALS,
-    "client_secret": _CLIENT_CREDENTIALS,
-    "idp_extra_parameters": _CLIENT_CREDENTIALS,
-}
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
 
 def parse_impersonation_chain(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """A chain as a tuple: ``None`` is empty, a string is split on commas, blanks are dropped."""
@@ -257,7 +229,7 @@ class VertexConnection(BaseModel):
     @field_validator("is_anonymous", mode="before")
     @classmethod
     def _flag(cls, value: Any) -> Any:
-        return False if _blank(value) else value
+        return False if blank(value) else value
 
     @field_validator("impersonation_chain", "scopes", mode="before")
     @classmethod
@@ -370,8 +342,7 @@ class VertexConnection(BaseModel):
     @classmethod
     def known_extras(cls) -> list[str]:
         """The extra names this model reads (``scope`` for the ``scopes`` field)."""
-        renamed = {field: key for key, field in _ALIASES.items()}
-        return [renamed.get(name, name) for name in cls.model_fields]
+        return extra_names(cls.model_fields)
 
     @classmethod
     def from_extra(
@@ -387,38 +358,12 @@ class VertexConnection(BaseModel):
         prefix takes the plain value unless it is blank (the Google provider reads the plain key
         first, too).
         """
-        if conn_type and conn_type not in CONN_TYPES:
-            raise ValueError(
-                f"{conn_id}.conn_type: {conn_type!r} is not a connection these hooks read "
-                f"(use {' or '.join(CONN_TYPES[:2])})"
-            )
-        values: dict[str, Any] = {}
-        plain: set[str] = set()
-        problems: list[str] = []
-        for key, value in extra.items():
-            name = next((key[len(p) :] for p in _PREFIXES if key.startswith(p)), key)
-            if name in _UNSUPPORTED:
-                if not _blank(value) and f"{conn_id}.extra.{name}: {_UNSUPPORTED[name]}" not in problems:
-                    problems.append(f"{conn_id}.extra.{name}: {_UNSUPPORTED[name]}")
-                continue
-            name = _ALIASES.get(name, name)
-            if name in values and (_blank(value) or (name in plain and not _blank(values[name]))):
-                continue  # a blank never hides a value; a set plain key wins over a prefixed one
-            values[name] = value
-            if name == _ALIASES.get(key, key):
-                plain.add(name)
+        check_conn_type(conn_type, conn_id)
+        values, problems = fold_extra(extra, conn_id)
         try:
             conn = cls.model_validate(values)
         except ValidationError as exc:
-            renamed = {field: key for key, field in _ALIASES.items()}
-            for err in exc.errors(include_input=False):
-                loc = ".".join(renamed.get(str(part), str(part)) for part in err["loc"])
-                msg = err["msg"].removeprefix("Value error, ")
-                if err["type"] == "extra_forbidden":
-                    close = difflib.get_close_matches(loc, cls.known_extras(), n=1)
-                    hint = f"did you mean {close[0]}? " if close else ""
-                    msg = f"unknown field ({hint}known: {', '.join(cls.known_extras())})"
-                problems.append(f"{conn_id}.extra{'.' + loc if loc else ''}: {msg}")
+            problems += extra_problems(exc, conn_id, cls.known_extras())
             raise ValueError("; ".join(problems)) from None
         if problems:
             raise ValueError("; ".join(problems))

@@ -28,6 +28,7 @@ from airflow_vertex_dist.jobs.dicts import (
     REATTACHABLE_STATES,
     IfExists,
     check_if_exists,
+    job_labels,
     job_state,
     short_state,
 )
@@ -239,8 +240,8 @@ def _task_jobs(
     for job in hook.find_jobs(kind, labels):
         if job_state(job) not in REATTACHABLE_STATES:
             continue
-        job_labels = job.get("labels") or {}
-        theirs = job_labels.get(SPEC_LABEL)
+        found_labels = job_labels(job)
+        theirs = found_labels.get(SPEC_LABEL)
         if theirs != fingerprint:
             hook.log.warning(
                 "Not adopting %s (%s): it carries this run's labels but its spec fingerprint "
@@ -254,7 +255,7 @@ def _task_jobs(
             )
         elif job["name"] != created and not _runs_body(hook, kind, job, body):
             continue
-        elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
+        elif budget is None or found_labels.get(BUDGET_LABEL) == budget:
             mine.append(job)
         else:
             earlier.append(job)
@@ -362,11 +363,11 @@ def sibling_verdict(
     same: list[Job] = [own]
     earlier: list[Job] = []
     for job in listed:
-        job_labels = job.get("labels") or {}
+        found_labels = job_labels(job)
         if (
             job.get("name") == own.get("name")
             or job_state(job) not in LIVE_STATES
-            or any(job_labels.get(k) != v for k, v in labels.items() if k != BUDGET_LABEL)
+            or any(found_labels.get(k) != v for k, v in labels.items() if k != BUDGET_LABEL)
         ):
             continue
         differs = spec_difference(job_kind, dict(job), dict(own))
@@ -380,10 +381,10 @@ def sibling_verdict(
                 own.get("name"),
                 differs,
             )
-        elif budget is None or job_labels.get(BUDGET_LABEL) == budget:
+        elif budget is None or found_labels.get(BUDGET_LABEL) == budget:
             same.append(job)
         else:
-            theirs = _budget_number(job_labels.get(BUDGET_LABEL))
+            theirs = _budget_number(found_labels.get(BUDGET_LABEL))
             if ours is not None and theirs is not None and theirs < ours:
                 earlier.append(job)
     keep = sorted(same, key=_age)[0]

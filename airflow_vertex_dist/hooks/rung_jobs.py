@@ -18,7 +18,7 @@ from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.find_or_create import JobsApi
 from airflow_vertex_dist.hooks.labels import BUDGET_LABEL, SPEC_LABEL, rung_of, spec_fingerprint
 from airflow_vertex_dist.hooks.spec_match import spec_difference
-from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name, short_state
+from airflow_vertex_dist.jobs.dicts import job_labels, job_state, parse_job_name, short_state
 from airflow_vertex_dist.jobs.kinds import JobKind
 from airflow_vertex_dist.jobs.types import Job
 
@@ -65,15 +65,15 @@ def ladder_jobs(
             if name in seen:
                 continue
             seen.add(name)
-            job_labels = job.get("labels") or {}
-            rung = rung_of(job_labels)
+            found_labels = job_labels(job)
+            rung = rung_of(found_labels)
             why = _not_the_tasks(job, rung, fingerprints, bodies, regions, kind)
             if why is not None:
                 hook.log.warning("Not adopting %s (%s): %s", name, short_state(job_state(job)), why)
                 continue
             assert rung is not None
             entry = RungJob(rung, job)
-            if budget is None or job_labels.get(BUDGET_LABEL) == budget:
+            if budget is None or found_labels.get(BUDGET_LABEL) == budget:
                 mine.append(entry)
             else:
                 earlier.append(entry)
@@ -91,7 +91,7 @@ def _not_the_tasks(
     """Why ``job`` (with the run's labels) is not one of this task's ladder jobs, or ``None``."""
     if rung is None or not 1 <= rung <= len(bodies):
         return f"it carries this run's labels but no rung of this ladder (airflow-rung={rung})"
-    theirs = (job.get("labels") or {}).get(SPEC_LABEL)
+    theirs = job_labels(job).get(SPEC_LABEL)
     if theirs != fingerprints[rung - 1]:
         return (
             f"its spec fingerprint ({SPEC_LABEL}={theirs}) is not rung {rung}'s ({fingerprints[rung - 1]}): "

@@ -6,7 +6,8 @@ importable from its module only:
 - ``kinds``: the job kinds (``customJobs``, ``hyperparameterTuningJobs``), the active and terminal
   states, ``ever_ran``.
 - ``types``: the ``Job`` and ``CompactJob`` TypedDicts of a returned job.
-- ``dicts``: accessors over a job dict: its state (``job_state``, ``short_state``), its name's parts
+- ``dicts``: accessors over a job dict: its state (``job_state``, ``short_state``), its labels
+  (``job_labels``), its spec (``job_spec``: ``jobSpec`` or ``trialJobSpec``), its name's parts
   (``parse_job_name``), its error (``error_suffix``), its compact form (``compact_job``), and the
   wait settings a DAG file checks (``check_wait_settings``, ``check_if_exists``).
 - ``events``: ``Verdict`` (the end of a wait) and ``read_event`` (a trigger event as a resumed task
@@ -14,7 +15,9 @@ importable from its module only:
 - ``states``: ``job_condition`` (the job reached a target state; fails fast on a failure state),
   ``job_event`` (the job trigger's and the polling operators' verdict on a job), ``PausedClock`` and
   ``cancel_outcome``.
-- ``replicas``: ``replica_condition``: named replicas (``workerpool0-0``) or whole pools
+- ``replicas``: ``replica_count``, a worker pool's ``replicaCount`` (omitted or null: 0, as proto3
+  reads it; an int or the decimal string the JSON form writes an int64 as; anything else an error),
+  ``expected_replicas``, and ``replica_condition``: named replicas (``workerpool0-0``) or whole pools
   (``workerpool1-*``) are up, read from ``webAccessUris`` (the only per-replica view the API gives); an
   error when the job lacks ``enableWebAccess`` or a name matches no replica of the job; fails when the
   job ends first.

@@ -31,6 +31,8 @@ __all__ = [
     "check_wait_settings",
     "compact_job",
     "error_suffix",
+    "job_labels",
+    "job_spec",
     "job_state",
     "parse_job_name",
     "short_state",
@@ -122,6 +124,22 @@ def parse_job_name(name: str, *, field: str = "job_name") -> JobName:
 def job_state(job: Mapping[str, Any]) -> str:
     state = job.get("state")
     return state if isinstance(state, str) else "JOB_STATE_UNSPECIFIED"
+
+
+def job_labels(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The job's ``labels``, or ``{}`` when it carries none (the JSON form leaves an empty map out)."""
+    labels = job.get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def job_spec(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``CustomJobSpec`` of a custom job (``jobSpec``), or the trial job spec of a tuning job
+    (``trialJobSpec``); ``{}`` when it carries neither. The dict itself, not a copy."""
+    for key in ("jobSpec", "trialJobSpec"):
+        spec = job.get(key)
+        if isinstance(spec, dict):
+            return spec
+    return {}
 
 
 def short_state(state: str) -> str:

@@ -45,12 +45,7 @@ class ProgressLog:
             lines.append(f"job {job.get('name', '?')}: {before} -> {short_state(state)}")
             self.state = state
         if "jobSpec" in job and web_access_enabled(job):
-            expected = expected_replicas(job)
-            up = [key for key in expected if key in replicas_up(job)]
-            counts = (len(up), len(expected))
-            if counts != self.replicas:
-                lines.append(f"replicas up {counts[0]}/{counts[1]}" + (f": {', '.join(up)}" if up else ""))
-                self.replicas = counts
+            lines.extend(self._replica_lines(job))
         if "studySpec" in job:
             try:
                 summary = trial_summary(job)
@@ -68,3 +63,15 @@ class ProgressLog:
                 lines.append(line)
                 self.trials = key
         return lines
+
+    def _replica_lines(self, job: Mapping[str, Any]) -> list[str]:
+        try:
+            expected = expected_replicas(job)
+        except ValueError:  # a replicaCount that is no count: nothing to count (a replica wait says so)
+            return []
+        up = [key for key in expected if key in replicas_up(job)]
+        counts = (len(up), len(expected))
+        if counts == self.replicas:
+            return []
+        self.replicas = counts
+        return [f"replicas up {counts[0]}/{counts[1]}" + (f": {', '.join(up)}" if up else "")]

@@ -10,43 +10,54 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist.common.replicas import check_replica_names
-from airflow_vertex_dist.jobs.dicts import error_suffix, job_state, short_state
+from airflow_vertex_dist.jobs.dicts import error_suffix, job_spec, job_state, short_state
 from airflow_vertex_dist.jobs.events import Verdict
 from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 
 __all__ = [
     "expected_replicas",
     "replica_condition",
+    "replica_count",
     "replicas_up",
     "resolve_replicas",
     "web_access_enabled",
 ]
 
 
-def _job_spec(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The CustomJobSpec of a custom job, or the trial job spec of a tuning job."""
-    for key in ("jobSpec", "trialJobSpec"):
-        spec = job.get(key)
-        if isinstance(spec, dict):
-            return spec
-    return {}
+def replica_count(pool: Mapping[str, Any], *, field: str = "replicaCount") -> int:
+    """A worker pool's ``replicaCount``, the one reading of it for every pool of a returned job or a
+    request body: omitted or null -> 0 (the proto3 default, which the v1 JSON form leaves out; the
+    service refuses a primary pool without its 1, so a job it returns always carries it); an ``int``
+    or a decimal string (the JSON form writes an int64 as a string) -> that ``int``; anything else ->
+    ``ValueError`` naming ``field`` and the rule."""
+    raw = pool.get("replicaCount")
+    if raw is None:
+        return 0
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str):
+        digits = raw[1:] if raw.startswith("-") else raw
+        if digits.isascii() and digits.isdigit():
+            return int(raw)
+    raise ValueError(
+        f"{field}: must be an integer or a decimal string (the JSON form of an int64), "
+        f"or be left out for 0 (got {raw!r})"
+    )
 
 
 def web_access_enabled(job: Mapping[str, Any]) -> bool:
-    return bool(_job_spec(job).get("enableWebAccess"))
+    return bool(job_spec(job).get("enableWebAccess"))
 
 
 def expected_replicas(job: Mapping[str, Any]) -> list[str]:
-    """Every replica key of the job, in pool order: ``workerpool0-0``, ``workerpool1-0``, ..."""
+    """Every replica key of the job, in pool order: ``workerpool0-0``, ``workerpool1-0``, ...
+    ``ValueError`` (from ``replica_count``) when a pool's ``replicaCount`` is not a count."""
     keys: list[str] = []
-    pools = _job_spec(job).get("workerPoolSpecs") or []
+    pools = job_spec(job).get("workerPoolSpecs") or []
     for index, pool in enumerate(pools):
         if not isinstance(pool, dict) or not pool:
             continue  # an empty pool keeps the positions of the following ones
-        try:
-            count = int(pool.get("replicaCount", 1 if index == 0 else 0))
-        except (TypeError, ValueError):
-            count = 0
+        count = replica_count(pool, field=f"workerPoolSpecs[{index}].replicaCount")
         keys.extend(f"workerpool{index}-{i}" for i in range(count))
     return keys
 

@@ -29,6 +29,9 @@ from airflow.providers.openlineage.extractors import OperatorLineage
 from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import JobFacet
 
+from airflow_vertex_dist.jobs.dicts import job_spec as spec_of
+from airflow_vertex_dist.jobs.replicas import replica_count
+
 __all__ = ["FACET_NAME", "VertexDistJobFacet", "operator_lineage", "pools_of", "uri_dataset"]
 
 #: The key of the job facet in the event's ``job.facets``.
@@ -100,7 +103,7 @@ def pools_of(job_spec: Mapping[str, Any], *, reduction_server: bool = False) -> 
             {
                 "pool": f"workerpool{index}",
                 "role": role,
-                "replicaCount": int(pool.get("replicaCount", 1)),
+                "replicaCount": replica_count(pool, field=f"workerPoolSpecs[{index}].replicaCount"),
                 "machineType": machine.get("machineType"),
                 "acceleratorType": machine.get("acceleratorType"),
                 "acceleratorCount": int(machine.get("acceleratorCount", 0)),
@@ -131,8 +134,8 @@ def operator_lineage(
     API last returned it (``None`` before it exists); ``rung`` and ``cost`` as in the task's XCom
     (``RungOutput``, ``CostOutput``), or ``None``."""
     tuning = kind == "hyperparameterTuningJobs"
-    job_spec: Mapping[str, Any] = body.get("trialJobSpec" if tuning else "jobSpec") or {}
-    base = (job_spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    spec = spec_of(body)
+    base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
     outputs = []
     if base:
         base = str(base).rstrip("/")
@@ -144,7 +147,7 @@ def operator_lineage(
     facet = VertexDistJobFacet(
         jobKind=kind,
         resourceName=str(job["name"]) if job is not None and job.get("name") else None,
-        pools=pools_of(job_spec, reduction_server=reduction_server),
+        pools=pools_of(spec, reduction_server=reduction_server),
         rung=({key: rung[key] for key in ("number", "of", "name", "region", "strategy")} if rung else None),
         cost=(
             {

@@ -23,7 +23,8 @@ from airflow_vertex_dist.specs.cluster import (
     reduction_server_image,
 )
 from airflow_vertex_dist.specs.errors import SpecValidationError, error_lines, error_text
-from airflow_vertex_dist.specs.job import DistributedTrainingJob, ReducerSizing
+from airflow_vertex_dist.specs.job import DistributedTrainingJob
+from airflow_vertex_dist.specs.job_rules import ReducerSizing
 from airflow_vertex_dist.specs.loading import Spec, load_spec, spec_from_dict
 from airflow_vertex_dist.specs.machine import Disk, Machine, ReservationAffinity
 from airflow_vertex_dist.specs.options import DnsPeeringConfig, PscInterfaceConfig, Scheduling

@@ -1,5 +1,6 @@
 """Study parameters: double, integer, categorical and discrete value specs with their scales and
-conditional children (v1 ``StudySpec.ParameterSpec``), and reading them from the v1 JSON.
+conditional children (v1 ``StudySpec.ParameterSpec``). Reading them from the v1 JSON is in
+``_parameter_from_api``.
 
 In a dict or YAML file each parameter names its kind in ``type``: ``"double"``, ``"integer"``,
 ``"categorical"`` or ``"discrete"``. Conditional children hang under a parent as
@@ -17,7 +18,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, FiniteFloat, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
-from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SpecModel, fail
 from airflow_vertex_dist.specs._checks import INT64_MAX, check_id
 
@@ -29,7 +29,6 @@ __all__ = [
     "Int64",
     "IntegerParameter",
     "Parameter",
-    "parameter_from_api",
     "walk_parameters",
 ]
 
@@ -39,7 +38,6 @@ _SCALE_TO_API = {
     "LOG": "UNIT_LOG_SCALE",
     "REVERSE_LOG": "UNIT_REVERSE_LOG_SCALE",
 }
-_SCALE_FROM_API = {v: k for k, v in _SCALE_TO_API.items()}
 Int64 = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
 _DISCRETE_EPSILON = 1e-10
 
@@ -312,93 +310,3 @@ def walk_parameters(params: tuple[Any, ...], depth: int = 0) -> Iterator[tuple[i
         for child in getattr(param, "conditional_parameters", ()):
             if isinstance(child, ConditionalParameter):
                 yield from walk_parameters((child.parameter,), depth + 1)
-
-
-_PARAM_FIELDS = {
-    *DoubleParameter.model_fields,
-    *IntegerParameter.model_fields,
-    *CategoricalParameter.model_fields,
-    *DiscreteParameter.model_fields,
-}
-
-
-def parameter_from_api(title: str, loc: tuple[str | int, ...], raw: Any) -> dict[str, Any]:
-    spec = _api.as_dict(title, loc, raw)
-    kinds = {
-        "doubleValueSpec": "double",
-        "integerValueSpec": "integer",
-        "categoricalValueSpec": "categorical",
-        "discreteValueSpec": "discrete",
-    }
-    present = [k for k in kinds if k in spec and spec[k] is not None]
-    if len(present) != 1:
-        _api.reject(
-            title,
-            loc,
-            "parameter: exactly one of doubleValueSpec, integerValueSpec, categoricalValueSpec or "
-            f"discreteValueSpec is required (got {present or 'none'})",
-            spec,
-        )
-    data: dict[str, Any] = {"type": kinds[present[0]]}
-    _api.unknown_keys(
-        spec, {*kinds, "parameterId", "scaleType", "conditionalParameterSpecs"}, data, _PARAM_FIELDS
-    )
-    data["parameter_id"] = spec.get("parameterId", "")  # proto3: an omitted string is ""
-    scale = _api.enum_name(spec.get("scaleType"), _api.SCALE_NUMBERS)
-    if scale is not None:
-        data["scale_type"] = _SCALE_FROM_API.get(scale, scale) if isinstance(scale, str) else scale
-    value_spec = _api.as_dict(title, (*loc, _api.snake(present[0])), spec[present[0]])
-    if data["type"] in ("double", "integer"):
-        # proto3: an omitted minValue/maxValue is 0 (the wire never carries a zero), so [0, 1] is
-        # {"maxValue": 1} once it has been through the proto.
-        value_spec = {"minValue": 0, "maxValue": 0, **value_spec}
-    for key, raw_value in value_spec.items():
-        if key == "defaultValue":
-            _api.reject(
-                title,
-                (*loc, "default_value"),
-                "default_value: not supported by HyperparameterTuningJob (the v1 StudySpec.ParameterSpec "
-                "reference: \"Currently only supported by the Vertex AI Vizier service. Not supported by "
-                "HyperparameterTuningJob or TrainingPipeline.\"); leave it out",
-                raw_value,
-            )
-        elif data["type"] == "integer" and key in ("minValue", "maxValue"):
-            data[_api.snake(key)] = _api.as_int(raw_value)
-        else:
-            data[_api.snake(key)] = raw_value
-    children = []
-    raw_children = spec.get("conditionalParameterSpecs")
-    raw_children = (
-        [] if raw_children is None else _api.as_list(title, (*loc, "conditional_parameters"), raw_children)
-    )
-    for i, child in enumerate(raw_children):
-        child = _api.as_dict(title, (*loc, "conditional_parameters", i), child)
-        item: dict[str, Any] = {}
-        conditions = ("parentIntValues", "parentCategoricalValues", "parentDiscreteValues")
-        _api.unknown_keys(child, {"parameterSpec", *conditions}, item, ConditionalParameter.model_fields)
-        expected = {"integer": "parentIntValues", "categorical": "parentCategoricalValues"}.get(
-            data["type"], "parentDiscreteValues"
-        )
-        for key in conditions:
-            if key in child and child[key] is not None:
-                if key != expected:
-                    _api.reject(
-                        title,
-                        (*loc, "conditional_parameters", i),
-                        f"conditional_parameters: a {data['type']} parent matches its children with "
-                        f"{expected} (got {key})",
-                        child,
-                    )
-                cond = _api.as_dict(title, (*loc, "conditional_parameters", i, _api.snake(key)), child[key])
-                values = cond.get("values", [])
-                if key == "parentIntValues" and isinstance(values, list):
-                    values = [_api.as_int(v) for v in values]
-                item["parent_values"] = values
-        if "parameterSpec" in child:
-            item["parameter"] = parameter_from_api(
-                title, (*loc, "conditional_parameters", i, "parameter"), child["parameterSpec"]
-            )
-        children.append(item)
-    if children:
-        data["conditional_parameters"] = children
-    return data

@@ -19,10 +19,10 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import SpecModel, fail
 from airflow_vertex_dist.specs._checks import check_id
+from airflow_vertex_dist.specs._parameter_from_api import parameter_from_api
 from airflow_vertex_dist.specs.parameters import (
     DoubleParameter,
     Parameter,
-    parameter_from_api,
     walk_parameters,
 )
 from airflow_vertex_dist.specs.stopping import (

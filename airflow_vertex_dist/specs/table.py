@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
-from airflow_vertex_dist.specs.job import DistributedTrainingJob, machine_egress_gbps
+from airflow_vertex_dist.specs.job import DistributedTrainingJob
+from airflow_vertex_dist.specs.job_rules import machine_egress_gbps
 from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
 __all__ = ["pools_table"]

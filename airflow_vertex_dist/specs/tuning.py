@@ -21,7 +21,8 @@ from airflow_vertex_dist.specs._base import (
 )
 from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
-from airflow_vertex_dist.specs.job import DistributedTrainingJob, check_kms_key, check_kms_key_location
+from airflow_vertex_dist.specs.job import DistributedTrainingJob
+from airflow_vertex_dist.specs.job_rules import check_kms_key, check_kms_key_location
 from airflow_vertex_dist.specs.study import Study
 
 __all__ = ["HyperparameterTuningJob"]

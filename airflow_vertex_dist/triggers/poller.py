@@ -43,17 +43,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
-from types import TracebackType
+from collections.abc import Iterable, Sequence
 
 from airflow_vertex_dist.common.rfc3339 import rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RUN_LABEL
 from airflow_vertex_dist.hooks.poll_loop import PollLoop, is_transient
-from airflow_vertex_dist.jobs.dicts import job_state, parse_job_name
-from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES, JobKind
+from airflow_vertex_dist.jobs.dicts import job_labels, job_state, parse_job_name
+from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES
 from airflow_vertex_dist.jobs.types import Job
+from airflow_vertex_dist.triggers.poll_schedule import Known as _Known
+from airflow_vertex_dist.triggers.poll_schedule import cycle_period, live_managed
+from airflow_vertex_dist.triggers.poll_waiters import JobWatch, PollerKey
+from airflow_vertex_dist.triggers.poll_waiters import Subscription as _Subscription
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -72,14 +74,6 @@ log = logging.getLogger(__name__)
 #: Jobs a List page is asked for. A service may return fewer a page (AIP-158: it coerces a larger size
 #: to its own maximum); the poller counts the pages it really called (``JobList.pages``).
 DEFAULT_PAGE_SIZE = 1000
-#: The call budget: with N jobs waiting, at most N / 100 + 2 calls per poll interval.
-BUDGET_PER_JOB = 0.01
-BUDGET_BASE = 2.0
-#: At most this many cycles start within one poll interval, however much budget is left (CPU).
-MAX_CYCLES_PER_INTERVAL = 4
-#: Cycles ``k`` an interval start ``interval / k`` times this much apart: a window of one interval that
-#: begins with a cycle's start ends just before the (k + 1)-th, so it never holds k + 1 of them.
-SPACING_MARGIN = 0.01
 #: After a new waiter wakes the poller, wait this long so a burst of registrations shares one cycle.
 REGISTRATION_SETTLE_S = 0.05
 #: New waiters of one cycle fetched by Get; more than this and the cycle's List is not time-bounded.
@@ -101,15 +95,6 @@ class JobNotFoundError(LookupError):
         super().__init__(f"job {name} does not exist")
 
 
-@dataclass(frozen=True)
-class PollerKey:
-    conn_id: str
-    project: str
-    location: str
-    kind: JobKind
-    impersonation_chain: tuple[str, ...] = ()
-
-
 def list_filter(oldest_create_time: str | None, *, ended: bool = False) -> str:
     """The List filter of one poll: our label, every non-terminal state (``ended``: every terminal
     one), created at/after the oldest."""
@@ -118,59 +103,6 @@ def list_filter(oldest_create_time: str | None, *, ended: bool = False) -> str:
     if oldest_create_time:
         text += f' AND create_time>="{oldest_create_time}"'
     return text
-
-
-class _Subscription:
-    """One waiter on one job: holds the latest job dict (or error) until the waiter takes it.
-
-    A converging waiter (``converge``: the task's labels, ``task_labels``) also gets, with each job
-    dict the List brought, the listed jobs of the same run (``siblings``, set by ``next``); its first
-    such List is one without the create-time bound (``checked`` once its job was in one), so a job
-    older than its own is in it too."""
-
-    def __init__(
-        self, poller: JobPoller, name: str, interval: float, converge: dict[str, str] | None = None
-    ) -> None:
-        self.poller = poller
-        self.name = name
-        self.interval = interval
-        self.converge = converge
-        self.checked = False
-        #: the jobs of this run listed with the value ``next`` returned last (converging waiters only;
-        #: empty when that value came from a Get)
-        self.siblings: list[Job] = []
-        self._value: Job | BaseException | None = None
-        self._value_siblings: list[Job] = []
-        self._ready = asyncio.Event()
-        self.closed = False
-
-    def deliver(self, value: Job | BaseException, siblings: list[Job] | None = None) -> None:
-        # Latest wins: a slow waiter sees the newest state, never a backlog.
-        self._value = value
-        self._value_siblings = siblings or []
-        self._ready.set()
-
-    async def next(self) -> Job:
-        await self._ready.wait()
-        self._ready.clear()
-        value, self._value = self._value, None
-        self.siblings, self._value_siblings = self._value_siblings, []
-        if isinstance(value, BaseException):
-            raise value
-        assert value is not None
-        return value
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.poller._unsubscribe(self)
-
-
-@dataclass
-class _Known:
-    managed: bool
-    create_time: str
-    state: str
 
 
 class JobPoller(PollLoop):
@@ -255,12 +187,7 @@ class JobPoller(PollLoop):
         A cycle that costs more than half the budget (many pages, or many unmanaged jobs) makes the
         period the interval, never more.
         """
-        interval = self._interval()
-        budget = BUDGET_BASE + BUDGET_PER_JOB * len(self._subs)
-        cycles = min(MAX_CYCLES_PER_INTERVAL, int(budget // max(1, self.last_cycle_calls)))
-        if cycles <= 1:
-            return interval
-        return interval / cycles * (1.0 + SPACING_MARGIN)
+        return cycle_period(self._interval(), len(self._subs), self.last_cycle_calls)
 
     def _delay_after(self, started: float) -> float:
         # cycles start at a fixed rate: the next one a period after this one started
@@ -286,7 +213,7 @@ class JobPoller(PollLoop):
         """Hand ``value`` to ``name``'s waiters; ``runs`` (listed jobs by run label): the List it came
         from, whose jobs of the same run converging waiters get with it."""
         if isinstance(value, dict):
-            labels = value.get("labels") or {}
+            labels = job_labels(value)
             self._known[name] = _Known(
                 managed=labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE,
                 create_time=str(value.get("createTime", "")),
@@ -305,16 +232,16 @@ class JobPoller(PollLoop):
             return
         listed: dict[str, Job] = {}
         unknown = [name for name in names if name not in self._known]
-        live_managed = self._live_managed(names)
+        live = live_managed(self._known, names)
         # A few new waiters are looked up by Get (learning their create time keeps the List bounded);
         # a burst of them (a triggerer start), or a converging waiter not yet checked (its job's
         # siblings may be older than the oldest job waited on), goes through one unbounded List instead.
         unbounded = len(unknown) > NEW_JOBS_BY_GET or self._unchecked(names)
         calls = 0
-        if unbounded or live_managed:
+        if unbounded or live:
             oldest = None
-            if not unbounded and all(k.create_time for k in live_managed):
-                oldest = min((k.create_time for k in live_managed), key=rfc3339_key)
+            if not unbounded and all(k.create_time for k in live):
+                oldest = min((k.create_time for k in live), key=rfc3339_key)
             jobs = await self.hook.list_jobs(
                 self.key.kind, filter=list_filter(oldest), page_size=self.page_size
             )
@@ -342,37 +269,47 @@ class JobPoller(PollLoop):
             and self._known[name].state not in TERMINAL_STATES
         ]
         if len(left) > ENDED_JOBS_BY_GET:
-            # Many managed jobs left the list at once (a wave of jobs ending): one List of our ended
-            # jobs created since the oldest of them costs a page where their Gets cost one call each.
-            oldest_left = min((self._known[name].create_time for name in left), key=rfc3339_key)
-            ended = await self.hook.list_jobs(
-                self.key.kind, filter=list_filter(oldest_left, ended=True), page_size=self.page_size
-            )
-            self.list_calls += max(1, ended.pages)
-            found = {str(job.get("name")): job for job in ended}
-            for name in left:
-                if name in found:
-                    self._deliver(name, found[name])
+            found = await self._list_ended(left)
             missing = [name for name in missing if name not in found]
         if missing:
-            semaphore = asyncio.Semaphore(MAX_CONCURRENT_GETS)
-
-            async def get(name: str) -> None:
-                async with semaphore:
-                    self.get_calls += 1
-                    try:
-                        job = await self.hook.get_job_or_none(name)
-                    except Exception as exc:
-                        if is_transient(exc):
-                            raise
-                        self._deliver(name, exc)
-                        return
-                self._deliver(name, job if job is not None else JobNotFoundError(name))
-
-            await asyncio.gather(*(get(name) for name in missing))
-        if not calls and self._live_managed(self._subs):
+            await self._get_each(missing)
+        if not calls and live_managed(self._known, self._subs):
             calls = 1  # a cycle of Gets only (new waiters) learned live managed jobs: the next one Lists them
         self.last_cycle_calls = calls + steady_gets
+
+    async def _list_ended(self, left: list[str]) -> set[str]:
+        """Many managed jobs left the list at once (a wave of jobs ending): one List of our ended jobs
+        created since the oldest of them costs a page where their Gets cost one call each. Delivers
+        what it found, and returns those names."""
+        oldest_left = min((self._known[name].create_time for name in left), key=rfc3339_key)
+        ended = await self.hook.list_jobs(
+            self.key.kind, filter=list_filter(oldest_left, ended=True), page_size=self.page_size
+        )
+        self.list_calls += max(1, ended.pages)
+        found = {str(job.get("name")): job for job in ended}
+        for name in left:
+            if name in found:
+                self._deliver(name, found[name])
+        return set(found)
+
+    async def _get_each(self, names: list[str]) -> None:
+        """One Get per job of ``names`` (``MAX_CONCURRENT_GETS`` at once), each delivered; a transient
+        error fails the cycle, any other is its job's waiters' to see."""
+        semaphore = asyncio.Semaphore(MAX_CONCURRENT_GETS)
+
+        async def get(name: str) -> None:
+            async with semaphore:
+                self.get_calls += 1
+                try:
+                    job = await self.hook.get_job_or_none(name)
+                except Exception as exc:
+                    if is_transient(exc):
+                        raise
+                    self._deliver(name, exc)
+                    return
+            self._deliver(name, job if job is not None else JobNotFoundError(name))
+
+        await asyncio.gather(*(get(name) for name in names))
 
     def _unchecked(self, names: Iterable[str]) -> bool:
         """Whether a converging waiter of ``names`` still needs an unbounded List: one that was not in
@@ -392,20 +329,10 @@ class JobPoller(PollLoop):
             return None
         runs: dict[str, list[Job]] = {}
         for job in jobs:
-            run = (job.get("labels") or {}).get(RUN_LABEL)
+            run = job_labels(job).get(RUN_LABEL)
             if run:
                 runs.setdefault(str(run), []).append(job)
         return runs
-
-    def _live_managed(self, names: Iterable[str]) -> list[_Known]:
-        """What is known of ``names`` that a cycle's List looks for: our jobs, not yet ended."""
-        return [
-            known
-            for name in names
-            if (known := self._known.get(name)) is not None
-            and known.managed
-            and known.state not in TERMINAL_STATES
-        ]
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PollerKey, JobPoller]] = (
@@ -426,57 +353,6 @@ def get_poller(key: PollerKey, *, page_size: int = DEFAULT_PAGE_SIZE) -> JobPoll
 def active_pollers() -> list[JobPoller]:
     """The running loop's pollers (for logs and tests)."""
     return list(_REGISTRY.get(asyncio.get_running_loop(), {}).values())
-
-
-class JobWatch:
-    """``async with`` registration of one waiter; iterate it for the job dict after every poll."""
-
-    def __init__(
-        self,
-        key: PollerKey,
-        job_name: str,
-        poll_interval: float,
-        page_size: int,
-        converge: dict[str, str] | None = None,
-    ) -> None:
-        self.key = key
-        self.job_name = job_name
-        self.poll_interval = poll_interval
-        self.page_size = page_size
-        self.converge = converge
-        self._sub: _Subscription | None = None
-
-    async def __aenter__(self) -> JobWatch:
-        self._sub = get_poller(self.key, page_size=self.page_size).subscribe(
-            self.job_name, self.poll_interval, self.converge
-        )
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._sub is not None:
-            self._sub.close()
-            self._sub = None
-
-    async def next(self) -> Job:
-        """The job after the next poll (raises ``JobNotFoundError`` or the API error)."""
-        if self._sub is None:
-            raise RuntimeError("JobWatch.next() outside its 'async with' block")
-        return await self._sub.next()
-
-    @property
-    def siblings(self) -> list[Job]:
-        """With ``converge``: the listed jobs of the run of the job ``next`` returned last (its own
-        included), when a List brought it; empty when a Get did."""
-        return self._sub.siblings if self._sub is not None else []
-
-    def __aiter__(self) -> AsyncIterator[Job]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Job]:
-        while True:
-            yield await self.next()
 
 
 def watch_job(
@@ -505,4 +381,11 @@ def watch_job(
         kind=name.kind,
         impersonation_chain=tuple(impersonation_chain),
     )
-    return JobWatch(key, str(name), float(poll_interval), page_size, converge)
+    return JobWatch(key, str(name), float(poll_interval), page_size, converge, subscribe=_subscribe)
+
+
+def _subscribe(watch: JobWatch) -> _Subscription:
+    """``watch``'s waiter, on the running loop's poller for its key."""
+    return get_poller(watch.key, page_size=watch.page_size).subscribe(
+        watch.job_name, watch.poll_interval, watch.converge
+    )

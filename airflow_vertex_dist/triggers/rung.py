@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
-from airflow_vertex_dist.jobs.dicts import compact_job, parse_job_name
+from airflow_vertex_dist.jobs.dicts import compact_job, job_state, parse_job_name
 from airflow_vertex_dist.jobs.events import JobEvent
 from airflow_vertex_dist.jobs.failures import classify_job
 from airflow_vertex_dist.jobs.types import Job
@@ -107,7 +107,7 @@ class VertexRungTrigger(VertexJobTrigger):
     async def decide(self, job: Job) -> JobEvent | None:
         failure = classify_job(job, strategy=self.strategy, pending_limit_s=self.pending_limit)
         if failure is not None and failure.kind in ("stockout", "flex-start not granted"):
-            state = str(job.get("state", ""))
+            state = job_state(job)
             if state in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING"):
                 message = f"job {job.get('name', '?')} (rung {self.rung}): {failure.kind}: {failure.reason}"
                 return {"status": "error", "message": message, "job": compact_job(job)}

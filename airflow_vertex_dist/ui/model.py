@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from airflow_vertex_dist.common.trial_values import typed_parameters, whole_number_parameters
+from airflow_vertex_dist.jobs.dicts import job_labels, job_spec, job_state, short_state
+from airflow_vertex_dist.jobs.replicas import expected_replicas, replica_count
 
 __all__ = [
     "ENDED_STATES",
@@ -45,13 +47,9 @@ _RS_IMAGE = "/training/reductionserver"
 _PALETTE = ("#0b62c4", "#1a7f37", "#9a6700", "#8250df", "#c62828", "#0a7f8f", "#bc4c00", "#57606a")
 
 
-def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    return job.get("jobSpec") or job.get("trialJobSpec") or {}
-
-
 def is_running(job: Mapping[str, Any]) -> bool:
     """Whether the job has not ended yet (the view keeps refreshing)."""
-    return str(job.get("state", "")) not in ENDED_STATES
+    return job_state(job) not in ENDED_STATES
 
 
 def capacity_rung(job: Mapping[str, Any]) -> str:
@@ -59,10 +57,10 @@ def capacity_rung(job: Mapping[str, Any]) -> str:
     strategy and the region), or ``""`` for a job of no ladder."""
     from airflow_vertex_dist.hooks.labels import RUNG_LABEL
 
-    rung = str((job.get("labels") or {}).get(RUNG_LABEL) or "")
+    rung = str(job_labels(job).get(RUNG_LABEL) or "")
     if not rung:
         return ""
-    spec = job.get("jobSpec") or job.get("trialJobSpec") or {}
+    spec = job_spec(job)
     strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
     parts = str(job.get("name", "")).split("/")
     region = parts[3] if len(parts) > 3 and parts[2] == "locations" else ""
@@ -75,7 +73,7 @@ def pools(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     ``Reduction Server``), ``machine``, ``accelerators`` (``"2 x NVIDIA_TESLA_T4"`` or ``""``),
     ``replicas``, ``runs`` (image URI, or package URIs and module) and ``reduction_server``."""
     rows = []
-    for index, pool in enumerate(_spec(job).get("workerPoolSpecs") or []):
+    for index, pool in enumerate(job_spec(job).get("workerPoolSpecs") or []):
         if not pool:
             continue  # a skipped pool, kept in place as {}
         machine = pool.get("machineSpec") or {}
@@ -95,7 +93,7 @@ def pools(job: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "role": "Reduction Server" if reduction else _ROLES[index] if index < len(_ROLES) else "",
                 "machine": str(machine.get("machineType", "")),
                 "accelerators": accelerators,
-                "replicas": int(pool.get("replicaCount") or 0),
+                "replicas": replica_count(pool, field=f"workerPoolSpecs[{index}].replicaCount"),
                 "runs": runs,
                 "reduction_server": reduction,
             }
@@ -105,11 +103,7 @@ def pools(job: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def replica_keys(job: Mapping[str, Any]) -> list[str]:
     """``workerpoolN-i`` for every replica of the job (of each trial, for a tuning job)."""
-    return [
-        f"workerpool{index}-{i}"
-        for index, pool in enumerate(_spec(job).get("workerPoolSpecs") or [])
-        for i in range(int((pool or {}).get("replicaCount") or 0))
-    ]
+    return expected_replicas(job)
 
 
 def _time(value: Any) -> datetime | None:
@@ -135,7 +129,7 @@ def timeline(job: Mapping[str, Any], now: datetime | None = None) -> list[dict[s
     wait from created to running covers both."""
     steps = [("created", job.get("createTime")), ("running", job.get("startTime"))]
     if not is_running(job):
-        steps.append((f"ended ({str(job.get('state', '')).removeprefix('JOB_STATE_')})", job.get("endTime")))
+        steps.append((f"ended ({short_state(job_state(job))})", job.get("endTime")))
     rows: list[dict[str, str]] = []
     dated = [(step, value, _time(value)) for step, value in steps if value]
     for i, (step, value, when) in enumerate(dated):
@@ -147,7 +141,7 @@ def timeline(job: Mapping[str, Any], now: datetime | None = None) -> list[dict[s
 
 def output_uri(job: Mapping[str, Any]) -> str:
     """The job's ``baseOutputDirectory`` (``""`` when it names none)."""
-    return str((_spec(job).get("baseOutputDirectory") or {}).get("outputUriPrefix") or "")
+    return str((job_spec(job).get("baseOutputDirectory") or {}).get("outputUriPrefix") or "")
 
 
 def objective(job: Mapping[str, Any]) -> tuple[str, bool]:

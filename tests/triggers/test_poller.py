@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_vertex_dist.hooks.labels import run_labels
-from airflow_vertex_dist.triggers import poller
+from airflow_vertex_dist.triggers import poll_schedule, poller
 from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
@@ -237,7 +237,7 @@ def _poller_with(n_jobs: int, interval: float, last_calls: int) -> poller.JobPol
     return shared
 
 
-M = 1 + poller.SPACING_MARGIN
+M = 1 + poll_schedule.SPACING_MARGIN
 
 
 @pytest.mark.parametrize(
@@ -335,7 +335,7 @@ async def test_calls_at_the_emulator_stay_within_the_budget_while_polling_faster
         await shared.next_cycle()
         # steady: one List page a cycle; 2.1 calls an interval hold two cycles, half an interval apart
         assert shared.last_cycle_calls == 1
-        assert shared.period() == pytest.approx(1.0 / 2 * (1 + poller.SPACING_MARGIN))
+        assert shared.period() == pytest.approx(1.0 / 2 * (1 + poll_schedule.SPACING_MARGIN))
         loop = asyncio.get_running_loop()
         before, start = em.call_counts(), loop.time()
         for _ in range(6):
