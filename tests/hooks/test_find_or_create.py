@@ -6,8 +6,11 @@
   the task again; its unfinished job is cancelled, or left alone with ``cancel_earlier=False``.
 * 50 concurrent callers with the same run labels end with exactly one live job, and every caller
   returns that job, whether they look up first or not (``first_try``).
+* A first try (``first_try``) skips the look-up before its Create: what that look-up would have found,
+  the List after it still handles. A caller whose trigger converges (``converge_in_wait``) makes no
+  List after its Create.
 
-The calls a first try and a retry make: ``test_find_or_create_calls.py``.
+The other counts of calls a first try and a retry make: ``test_find_or_create_calls.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
-from .adoption_support import FAST_RETRY, SLEEP, adoption_labels, cancel_live_jobs
+from .adoption_support import FAST_RETRY, SLEEP, adoption_labels, calls_since, cancel_live_jobs
 
 
 def test_a_job_with_another_spec_fingerprint_is_not_adopted(
@@ -206,4 +209,64 @@ def test_fifty_concurrent_callers_converge_on_one_live_job(
         assert sum(created for _, created in results) == 1
         creates = em.call_counts()["CreateCustomJob"] - before
         print(f"\n{callers} concurrent callers ({first_tries} first tries): {creates} Creates, 1 live")
+        cancel_live_jobs(hook, labels)
+
+
+def test_a_first_try_still_handles_what_its_skipped_look_up_would_have_found(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Only a deleted DAG run re-created with the same run id has jobs before its first try. The List
+    after the first try's Create sees them: the live job of this budget is kept (the new one is
+    cancelled and the call re-attaches), an earlier budget's unfinished job is cancelled, another
+    spec's job is logged and left alone."""
+    labels = adoption_labels("first-try-after-a-deleted-run")
+    body = testing.container_job("first-try", SLEEP)
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        same, _ = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m0")
+        earlier, _ = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m3", cancel_earlier=False
+        )
+        foreign, _ = hook.find_or_create(
+            "customJobs", testing.container_job("theirs", SLEEP), labels=labels, retry_budget="m0"
+        )
+        capfd.readouterr()
+        before = em.call_counts()
+        job, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m0", first_try=True
+        )
+        assert (job["name"], created) == (same["name"], False)
+        assert calls_since(em, before) == {"CreateCustomJob": 1, "ListCustomJobs": 1, "CancelCustomJob": 2}
+        live = [j["name"] for j in hook.find_jobs("customJobs", labels) if j["state"] in LIVE_STATES]
+        assert sorted(live) == sorted([same["name"], foreign["name"]])
+        assert hook.get_job(earlier["name"])["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+        out, err = capfd.readouterr()
+        assert f"Not adopting {foreign['name']} (QUEUED)" in out + err
+        assert (
+            f"Cancelling {earlier['name']} (QUEUED): made by a try before the task was cleared" in out + err
+        )
+        cancel_live_jobs(hook, labels)
+
+
+def test_converging_in_the_wait_skips_the_list_after_the_create(
+    em: Emulator, grpc_conn: str, queued: Callable[[], None]
+) -> None:
+    """``converge_in_wait``: the caller's trigger converges, so no List follows the Create. A first try
+    makes one call, a Create; any other try keeps its look-up before the Create (List, Create)."""
+    labels = adoption_labels("converge-in-wait")
+    body = testing.container_job("converge-in-wait", SLEEP)
+    queued()
+    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
+        before = em.call_counts()
+        first, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m1", first_try=True, converge_in_wait=True
+        )
+        assert created and calls_since(em, before) == {"CreateCustomJob": 1}
+        # a cleared task (budget m2): its look-up comes first and cancels the earlier budget's job
+        before = em.call_counts()
+        second, created = hook.find_or_create(
+            "customJobs", body, labels=labels, retry_budget="m2", converge_in_wait=True
+        )
+        assert created and second["name"] != first["name"]
+        assert calls_since(em, before) == {"ListCustomJobs": 1, "CreateCustomJob": 1, "CancelCustomJob": 1}
         cancel_live_jobs(hook, labels)

@@ -1,9 +1,9 @@
-"""find_or_create against the emulator: the JobService calls a try makes.
+"""find_or_create against the emulator: the JobService calls a try makes (``first_try``).
 
-* A first try (``first_try``) makes one Create and one List: no look-up before its Create; what that
-  look-up would have found, the List after it still handles. A retry looks up first and re-attaches
-  without a Create. A caller whose trigger converges (``converge_in_wait``) makes no List after its
-  Create: a first try makes one call.
+A first try makes one Create and one List, with no look-up before its Create; a retry looks up first and
+re-attaches without a Create. A List that does not show the call's own job yet, and lost Create answers,
+make no second job. (What a skipped look-up would have found, and converging in the wait:
+``test_find_or_create.py``.)
 """
 
 from __future__ import annotations
@@ -13,20 +13,14 @@ from typing import Any
 
 import pytest
 
-from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES, JobAlreadyExistsError
+from airflow_vertex_dist.hooks.find_or_create import JobAlreadyExistsError
 from airflow_vertex_dist.hooks.labels import spec_fingerprint
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.faults import update_faults
 
-from .adoption_support import FAST_RETRY, SLEEP, adoption_labels, cancel_live_jobs
-
-
-def _calls(em: Emulator, before: dict[str, int]) -> dict[str, int]:
-    """The JobService calls since ``before`` (``em.call_counts()``), zeros left out."""
-    now = em.call_counts()
-    return {k: now[k] - before.get(k, 0) for k in now if now[k] != before.get(k, 0)}
+from .adoption_support import FAST_RETRY, SLEEP, adoption_labels, calls_since, cancel_live_jobs
 
 
 def test_a_first_try_creates_without_a_look_up_and_a_retry_reattaches_without_a_create(
@@ -44,54 +38,18 @@ def test_a_first_try_creates_without_a_look_up_and_a_retry_reattaches_without_a_
             "customJobs", body, labels=labels, retry_budget="m1", first_try=True
         )
         assert created
-        assert _calls(em, before) == {"CreateCustomJob": 1, "ListCustomJobs": 1}
+        assert calls_since(em, before) == {"CreateCustomJob": 1, "ListCustomJobs": 1}
         before = em.call_counts()
         again, created = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m1")
         assert (again["name"], created) == (job["name"], False)
-        assert _calls(em, before) == {"ListCustomJobs": 1}
+        assert calls_since(em, before) == {"ListCustomJobs": 1}
         # if_exists="fail" keeps its look-up even on a first try: it must refuse before creating
         before = em.call_counts()
         with pytest.raises(JobAlreadyExistsError):
             hook.find_or_create(
                 "customJobs", body, labels=labels, retry_budget="m1", if_exists="fail", first_try=True
             )
-        assert _calls(em, before) == {"ListCustomJobs": 1}
-        cancel_live_jobs(hook, labels)
-
-
-def test_a_first_try_still_handles_what_its_skipped_look_up_would_have_found(
-    em: Emulator, grpc_conn: str, queued: Callable[[], None], capfd: pytest.CaptureFixture[str]
-) -> None:
-    """Only a deleted DAG run re-created with the same run id has jobs before its first try. The List
-    after the first try's Create sees them: the live job of this budget is kept (the new one is
-    cancelled and the call re-attaches), an earlier budget's unfinished job is cancelled, another
-    spec's job is logged and left alone."""
-    labels = adoption_labels("first-try-after-a-deleted-run")
-    body = testing.container_job("first-try", SLEEP)
-    queued()
-    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
-        same, _ = hook.find_or_create("customJobs", body, labels=labels, retry_budget="m0")
-        earlier, _ = hook.find_or_create(
-            "customJobs", body, labels=labels, retry_budget="m3", cancel_earlier=False
-        )
-        foreign, _ = hook.find_or_create(
-            "customJobs", testing.container_job("theirs", SLEEP), labels=labels, retry_budget="m0"
-        )
-        capfd.readouterr()
-        before = em.call_counts()
-        job, created = hook.find_or_create(
-            "customJobs", body, labels=labels, retry_budget="m0", first_try=True
-        )
-        assert (job["name"], created) == (same["name"], False)
-        assert _calls(em, before) == {"CreateCustomJob": 1, "ListCustomJobs": 1, "CancelCustomJob": 2}
-        live = [j["name"] for j in hook.find_jobs("customJobs", labels) if j["state"] in LIVE_STATES]
-        assert sorted(live) == sorted([same["name"], foreign["name"]])
-        assert hook.get_job(earlier["name"])["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
-        out, err = capfd.readouterr()
-        assert f"Not adopting {foreign['name']} (QUEUED)" in out + err
-        assert (
-            f"Cancelling {earlier['name']} (QUEUED): made by a try before the task was cleared" in out + err
-        )
+        assert calls_since(em, before) == {"ListCustomJobs": 1}
         cancel_live_jobs(hook, labels)
 
 
@@ -173,27 +131,3 @@ def test_lost_create_answers_make_no_duplicate(
                 cancel_live_jobs(hook, labels)
     finally:
         update_faults(em.config.faults, {"lost_answer_rate": {}})
-
-
-def test_converging_in_the_wait_skips_the_list_after_the_create(
-    em: Emulator, grpc_conn: str, queued: Callable[[], None]
-) -> None:
-    """``converge_in_wait``: the caller's trigger converges, so no List follows the Create. A first try
-    makes one call, a Create; any other try keeps its look-up before the Create (List, Create)."""
-    labels = adoption_labels("converge-in-wait")
-    body = testing.container_job("converge-in-wait", SLEEP)
-    queued()
-    with VertexJobsHook(retry_policy=FAST_RETRY) as hook:
-        before = em.call_counts()
-        first, created = hook.find_or_create(
-            "customJobs", body, labels=labels, retry_budget="m1", first_try=True, converge_in_wait=True
-        )
-        assert created and _calls(em, before) == {"CreateCustomJob": 1}
-        # a cleared task (budget m2): its look-up comes first and cancels the earlier budget's job
-        before = em.call_counts()
-        second, created = hook.find_or_create(
-            "customJobs", body, labels=labels, retry_budget="m2", converge_in_wait=True
-        )
-        assert created and second["name"] != first["name"]
-        assert _calls(em, before) == {"ListCustomJobs": 1, "CreateCustomJob": 1, "CancelCustomJob": 1}
-        cancel_live_jobs(hook, labels)
