@@ -1,4 +1,7 @@
-"""Test-wide settings, set before Airflow loads: an isolated AIRFLOW_HOME and no example DAGs."""
+"""Test-wide settings, set before Airflow loads: an isolated AIRFLOW_HOME and no example DAGs.
+
+Also loads tests/collection_summary.py, which prints the run's test functions and parametrized cases apart.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,9 @@ import atexit
 import os
 import shutil
 import tempfile
+
+# The line "test functions: N, parametrized cases: M (collected items: K)" before pytest's closing one.
+pytest_plugins = ("tests.collection_summary",)
 
 _session = tempfile.mkdtemp(prefix="avd-tests-")
 atexit.register(shutil.rmtree, _session, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""The page reader of the doc-claim tests (`test_doc_claims.py`)."""
+"""The page reader of the doc-claim tests (`test_doc_claims.py`, `test_doc_claims_names.py`)."""
 
 from __future__ import annotations
 

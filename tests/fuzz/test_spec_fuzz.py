@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from specs.test_property import jobs, tunings
+from specs.strategies import jobs, tunings
 
 from airflow_vertex_dist.operators.spec_field import SpecError, coerce_spec
 from airflow_vertex_dist.specs import DistributedTrainingJob, HyperparameterTuningJob

@@ -1,9 +1,10 @@
-"""An emulator per test module, and the vertex_dist connection (env var) pointing at it."""
+"""An emulator per test module, the vertex_dist connection (env var) pointing at it, and ``queued``
+(new jobs stay QUEUED until the test ends)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,13 @@ def em(emulator: Emulator) -> Iterator[Emulator]:
     """The module's emulator, its fault settings reset after each test."""
     yield emulator
     update_faults(emulator.config.faults, NO_FAULTS)
+
+
+@pytest.fixture
+def queued(em: Emulator) -> Iterator[Callable[[], None]]:
+    """Call it to make new jobs stay QUEUED (live, no replica process started) until the test ends."""
+    yield lambda: update_faults(em.config.faults, {"queued_s": 300.0})
+    update_faults(em.config.faults, {"queued_s": 0.0})
 
 
 def _set_connection(monkeypatch: pytest.MonkeyPatch, em: Emulator, transport: str) -> None:

@@ -1,101 +1,48 @@
-"""The bad-spec table's training-job rows (`test_bad_specs.py` runs them), with the valid bases the rows
-edit: each row is (case id, spec dict, expected field path, expected rule text)."""
+"""The bad-spec table's training-job rows (`test_bad_specs.py` runs them): each row is (case id, spec dict,
+expected field path, expected rule text). The rows on pools, the Reduction Server and job fields are here;
+those on machines and the machine catalog in `bad_job_cases_machines.py`, those on disks, tasks and mounts
+in `bad_job_cases_disks.py`; the valid bases the rows edit in `bad_job_bases.py` (imported from here too)."""
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
-from typing import Any
+from .bad_job_bases import (
+    A100,
+    AT,
+    CPU,
+    EXEC_IMG,
+    GPU,
+    IMG,
+    PARAM,
+    RS,
+    RS_IMG,
+    T4,
+    Case,
+    J,
+    T,
+    job_base,
+    tuning_base,
+)
+from .bad_job_cases_disks import DISK_CASES
+from .bad_job_cases_machines import MACHINE_CASES
 
 __all__ = [
     "AT",
     "CPU",
+    "Case",
     "EXEC_IMG",
     "IMG",
+    "J",
     "JOB_CASES",
     "PARAM",
     "RS",
     "RS_IMG",
-    "T4",
-    "Case",
-    "J",
     "T",
+    "T4",
     "job_base",
     "tuning_base",
 ]
 
-#: (case id, spec dict, expected field path, expected rule text)
-Case = tuple[str, dict[str, Any], str, str]
-
-IMG = "example.com/ml/trainer:1.0"
-#: a prebuilt training container, what a python package runs on ("You must use an image from this list")
-EXEC_IMG = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
-RS_IMG = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
-V100X8 = {"machine_type": "n1-highmem-96", "accelerator_type": "NVIDIA_TESLA_V100", "accelerator_count": 8}
-A100 = {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 1}
-
-
-def job_base() -> dict[str, Any]:
-    return {
-        "display_name": "job",
-        "primary": {"machine": dict(V100X8), "container": {"image_uri": IMG}},
-        "workers": {"machine": dict(V100X8), "replica_count": 4, "container": {"image_uri": IMG}},
-    }
-
-
-def tuning_base() -> dict[str, Any]:
-    return {
-        "trial_job": {
-            "display_name": "trial",
-            "primary": {"machine": {"machine_type": "n1-standard-4"}, "container": {"image_uri": IMG}},
-        },
-        "study": {
-            "metrics": [{"metric_id": "accuracy", "goal": "MAXIMIZE"}],
-            "parameters": [{"type": "double", "parameter_id": "lr", "min_value": 0.001, "max_value": 0.1}],
-        },
-        "max_trial_count": 4,
-        "parallel_trial_count": 2,
-    }
-
-
-def _set(base: Callable[[], dict[str, Any]], *edits: tuple[str, Any]) -> dict[str, Any]:
-    """Apply ``("a.b.0.c", value)`` edits to a fresh base dict; value ``...`` deletes the key."""
-    data = copy.deepcopy(base())
-    for path, value in edits:
-        parts: list[Any] = [int(p) if p.isdigit() else p for p in path.split(".")]
-        node: Any = data
-        for part in parts[:-1]:
-            node = node[part]
-        if value is ...:
-            del node[parts[-1]]
-        else:
-            node[parts[-1]] = value
-    return data
-
-
-def GPU(accelerator_type: str, count: int) -> dict[str, Any]:
-    return {"accelerator_type": accelerator_type, "accelerator_count": count}
-
-
-def T4(count: int, machine_type: str = "n1-standard-8") -> dict[str, Any]:
-    return {"machine_type": machine_type, **GPU("NVIDIA_TESLA_T4", count)}
-
-
-def J(*edits: tuple[str, Any]) -> dict[str, Any]:
-    return _set(job_base, *edits)
-
-
-def T(*edits: tuple[str, Any]) -> dict[str, Any]:
-    return _set(tuning_base, *edits)
-
-
-RS = {"replica_count": "auto"}
-CPU = {"machine_type": "n1-standard-8"}
-PARAM = "study.parameters.0"
-#: the same parameter as an error names it (the union tag, "double" etc., is not part of the path)
-AT = "study.parameters[0]"
-
-JOB_CASES: list[Case] = [
+_POOLS_AND_REDUCTION_SERVER: list[Case] = [
     # -- pools and positions
     ("primary-2-replicas", J(("primary.replica_count", 2)), "primary.replica_count", "exactly 1 replica"),
     ("primary-missing", J(("primary", ...)), "primary", "Field required"),
@@ -214,259 +161,9 @@ JOB_CASES: list[Case] = [
         "reduction_server.replica_count",
         "at least 1",
     ),
-    # -- machines
-    (
-        "count-without-type",
-        J(("primary.machine", {"machine_type": "n1-standard-4", "accelerator_count": 2})),
-        "primary.machine.accelerator_count",
-        "set accelerator_type too",
-    ),
-    (
-        "type-without-count",
-        J(("primary.machine.accelerator_count", 0)),
-        "primary.machine.accelerator_count",
-        "must be at least 1 when accelerator_type is NVIDIA_TESLA_V100",
-    ),
-    (
-        "gpu-count-3",
-        J(("primary.machine.accelerator_count", 3)),
-        "primary.machine.accelerator_count",
-        "n1-highmem-96 takes NVIDIA_TESLA_V100 x8 (got x3)",
-    ),
-    (
-        "gpu-count-for-machine",
-        J(("primary.machine", T4(1, machine_type="n1-standard-96"))),
-        "primary.machine.accelerator_count",
-        "n1-standard-96 takes NVIDIA_TESLA_T4 x4 (got x1)",
-    ),
-    # -- the machine catalog (airflow_vertex_dist.specs.catalog)
-    (
-        "machine-type-misspelt",
-        J(("primary.machine", {"machine_type": "n1-standrad-4"})),
-        "primary.machine.machine_type",
-        "'n1-standrad-4' is not a machine type of Vertex AI custom training (did you mean n1-standard-4?)",
-    ),
-    (
-        "machine-type-unknown",
-        J(("primary.machine", {"machine_type": "n1-foo-7"})),
-        "primary.machine.machine_type",
-        "'n1-foo-7' is not a machine type of Vertex AI custom training",
-    ),
-    (
-        "a100-80gb-on-n1",
-        J(("primary.machine", {"machine_type": "n1-standard-4", **GPU("NVIDIA_A100_80GB", 1)})),
-        "primary.machine.accelerator_type",
-        "n1-standard-4 does not take NVIDIA_A100_80GB (it takes NVIDIA_TESLA_P100, NVIDIA_TESLA_P4, "
-        "NVIDIA_TESLA_T4, NVIDIA_TESLA_V100)",
-    ),
-    (
-        "t4-on-e2",
-        J(("workers.machine", T4(1, machine_type="e2-standard-4"))),
-        "workers.machine.accelerator_type",
-        "e2-standard-4 takes no accelerators (got NVIDIA_TESLA_T4 x1)",
-    ),
-    (
-        "k80-anywhere",
-        J(("primary.machine", {"machine_type": "n1-standard-4", **GPU("NVIDIA_TESLA_K80", 1)})),
-        "primary.machine.accelerator_type",
-        "NVIDIA_TESLA_K80 is past its end of support",
-    ),
-    (
-        "a2-without-its-gpus",
-        J(("primary.machine", {"machine_type": "a2-highgpu-1g"})),
-        "primary.machine.accelerator_type",
-        "a2-highgpu-1g comes with 1 x NVIDIA_TESLA_A100, which the request names (got none)",
-    ),
-    (
-        "a2-other-count",
-        J(("primary.machine", {"machine_type": "a2-highgpu-1g", **GPU("NVIDIA_TESLA_A100", 2)})),
-        "primary.machine.accelerator_count",
-        "a2-highgpu-1g comes with 1 x NVIDIA_TESLA_A100 (got x2)",
-    ),
-    (
-        "g2-other-gpu",
-        J(("primary.machine", T4(1, machine_type="g2-standard-8"))),
-        "primary.machine.accelerator_type",
-        "g2-standard-8 comes with 1 x NVIDIA_L4 (got NVIDIA_TESLA_T4 x1)",
-    ),
-    (
-        "cloud-tpu-without-tpus",
-        J(("primary.machine", {"machine_type": "cloud-tpu"}), ("workers", ...)),
-        "primary.machine.accelerator_type",
-        "cloud-tpu runs TPU_V2 or TPU_V3 x8 (got none)",
-    ),
-    (
-        "tpu-vm-chips",
-        J(
-            ("primary.machine", {"machine_type": "ct5lp-hightpu-4t", **GPU("TPU_V5_LITEPOD", 8)}),
-            ("workers", ...),
-        ),
-        "primary.machine.accelerator_count",
-        "ct5lp-hightpu-4t has 4 x TPU_V5_LITEPOD (got x8)",
-    ),
-    (
-        "rs-machine-unknown",
-        J(("reduction_server", {"machine_type": "n1-highcpu-61"})),
-        "reduction_server.machine_type",
-        "'n1-highcpu-61' is not a machine type of Vertex AI custom training",
-    ),
-    (
-        "unknown-accelerator",
-        J(("primary.machine.accelerator_type", "NVIDIA_TESLA_X")),
-        "primary.machine.accelerator_type",
-        "Input should be",
-    ),
-    (
-        "tpu-v3-on-n1",
-        J(
-            (
-                "primary.machine",
-                {"machine_type": "n1-standard-8", "accelerator_type": "TPU_V3", "accelerator_count": 8},
-            )
-        ),
-        "primary.machine.accelerator_type",
-        "runs on machine_type 'cloud-tpu'",
-    ),
-    (
-        "topology-on-gpu",
-        J(("primary.machine.tpu_topology", "2x2")),
-        "primary.machine.tpu_topology",
-        "only for TPU machines",
-    ),
-    (
-        "topology-format",
-        J(("primary.machine", {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2by2"})),
-        "primary.machine.tpu_topology",
-        "must look like '2x2'",
-    ),
-    (
-        "machine-type-format",
-        J(("primary.machine.machine_type", "N1_STANDARD_4")),
-        "primary.machine.machine_type",
-        "must look like 'n1-standard-4'",
-    ),
-    (
-        "gpu-partition-count",
-        J(("primary.machine.gpu_partition_size", "1g.10gb")),
-        "primary.machine.gpu_partition_size",
-        "needs accelerator_count 1",
-    ),
-    (
-        "reservation-incomplete",
-        J(("primary.machine.reservation_affinity", {"reservation_affinity_type": "SPECIFIC_RESERVATION"})),
-        "primary.machine.reservation_affinity",
-        "needs both key and values",
-    ),
-    # -- disks, tasks, mounts
-    (
-        "disk-small",
-        J(("primary.disk", {"boot_disk_size_gb": 50})),
-        "primary.disk.boot_disk_size_gb",
-        "within [100, 64000]",
-    ),
-    (
-        "disk-type",
-        J(("primary.disk", {"boot_disk_type": "pd-fast"})),
-        "primary.disk.boot_disk_type",
-        "'pd-fast' is not a boot disk type of Vertex AI training (did you mean pd-ssd?)",
-    ),
-    (
-        "disk-pd-balanced",
-        J(("workers.disk", {"boot_disk_type": "pd-balanced"})),
-        "workers.disk.boot_disk_type",
-        "'pd-balanced' is not a boot disk type of Vertex AI training",
-    ),
-    (
-        "disk-hyperdisk-on-n1",
-        J(("primary.disk", {"boot_disk_type": "hyperdisk-balanced"})),
-        "primary.disk.boot_disk_type",
-        "n1-highmem-96 does not take boot disk type hyperdisk-balanced (it takes pd-ssd, pd-standard)",
-    ),
-    (
-        "disk-pd-ssd-on-a3-ultra",
-        J(
-            ("primary.machine", {"machine_type": "a3-ultragpu-8g", **GPU("NVIDIA_H200_141GB", 8)}),
-            ("primary.disk", {"boot_disk_type": "pd-ssd"}),
-            ("workers", ...),
-        ),
-        "primary.disk.boot_disk_type",
-        "a3-ultragpu-8g does not take boot disk type pd-ssd (it takes hyperdisk-balanced)",
-    ),
-    (
-        "rs-disk-hyperdisk",
-        J(("reduction_server", {"disk": {"boot_disk_type": "hyperdisk-balanced"}})),
-        "reduction_server.disk.boot_disk_type",
-        "n1-highcpu-16 does not take boot disk type hyperdisk-balanced",
-    ),
-    ("env-name", J(("primary.container.env", {"1BAD": "x"})), "primary.container.env", "C identifier"),
-    (
-        "image-empty",
-        J(("primary.container.image_uri", " ")),
-        "primary.container.image_uri",
-        "must not be empty",
-    ),
-    (
-        "package-no-uris",
-        J(
-            ("primary.container", ...),
-            (
-                "primary.python_package",
-                {"executor_image_uri": EXEC_IMG, "package_uris": [], "python_module": "t.task"},
-            ),
-        ),
-        "primary.python_package.package_uris",
-        "at least one package URI",
-    ),
-    (
-        "package-not-gcs",
-        J(
-            ("primary.container", ...),
-            (
-                "primary.python_package",
-                {
-                    "executor_image_uri": EXEC_IMG,
-                    "package_uris": ["dist/t.tar.gz"],
-                    "python_module": "t.task",
-                },
-            ),
-        ),
-        "primary.python_package.package_uris",
-        "Cloud Storage location",
-    ),
-    (
-        "package-module",
-        J(
-            ("primary.container", ...),
-            (
-                "primary.python_package",
-                {
-                    "executor_image_uri": EXEC_IMG,
-                    "package_uris": ["gs://b/p.tar.gz"],
-                    "python_module": "my-task",
-                },
-            ),
-        ),
-        "primary.python_package.python_module",
-        "dotted Python module name",
-    ),
-    (
-        "package-custom-image",
-        J(
-            ("primary.container", ...),
-            (
-                "primary.python_package",
-                {"executor_image_uri": IMG, "package_uris": ["gs://b/p.tar.gz"], "python_module": "t.task"},
-            ),
-        ),
-        "primary.python_package.executor_image_uri",
-        "must be one of Vertex AI's prebuilt training containers",
-    ),
-    (
-        "nfs-relative-path",
-        J(("primary.nfs_mounts", [{"server": "10.0.0.2", "path": "data", "mount_point": "d"}])),
-        "primary.nfs_mounts[0].path",
-        "must start with '/'",
-    ),
+]
+
+_JOB_FIELDS: list[Case] = [
     # -- job fields
     ("label-key-upper", J(("labels", {"Team": "ml"})), "labels", "must start with a lowercase letter"),
     ("label-value-long", J(("labels", {"team": "x" * 65})), "labels.team", "at most 64 characters"),
@@ -581,3 +278,6 @@ JOB_CASES: list[Case] = [
         "'us-central99' is not a Vertex AI region for custom training (did you mean us-central1?)",
     ),
 ]
+
+#: every training-job row, in the table's order: pools, Reduction Server, machines, catalog, disks, job fields
+JOB_CASES: list[Case] = [*_POOLS_AND_REDUCTION_SERVER, *MACHINE_CASES, *DISK_CASES, *_JOB_FIELDS]
