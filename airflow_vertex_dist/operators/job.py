@@ -30,14 +30,17 @@ listener, should the task be marked before the triggerer ran its trigger), and i
 deadline (the ``execution_timeout``) just before Airflow's own deferral timeout; if Airflow's timeout
 still ends the deferral first, the resumed task cancels the job before failing.
 
-Steps 2 and 3 and the cancellation are ``JobAttachingOperator``'s
-(``airflow_vertex_dist.operators.attach``); the waits, outputs and OpenLineage are here. A task with a
-capacity ladder (``capacity=``) walks its rungs instead, one job at a time
-(``airflow_vertex_dist.operators.ladder``).
+Steps 2 and 3 and the cancellation are the operator's ``JobAttacher``'s (``attacher``,
+``airflow_vertex_dist.operators.attach``); the waits, outputs and OpenLineage are here. A task with a
+capacity ladder (``capacity=``) walks its rungs instead, one job at a time: its ``LadderWalk``
+(``ladder_walk``, ``airflow_vertex_dist.operators.ladder``). Both are objects the operator owns, made on
+first use (building a task makes neither), each told what it needs of the operator by a protocol
+(``AttachHost``, ``LadderHost``) the operator meets.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -59,8 +62,8 @@ from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES, JobKind, ever_ran
 from airflow_vertex_dist.jobs.outputs import job_output
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.logs.worker_stream import StreamLogs, check_stream_logs
-from airflow_vertex_dist.operators.attach import JobAttachingOperator
-from airflow_vertex_dist.operators.ladder import CapacityLadderMixin
+from airflow_vertex_dist.operators.attach import JobAttacher, labels_of
+from airflow_vertex_dist.operators.base import VertexBaseOperator
 from airflow_vertex_dist.operators.spec_field import (
     check_keys,
     coerce_spec,
@@ -72,7 +75,10 @@ from airflow_vertex_dist.operators.spec_field import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput
+    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput, RungOutput
+    from airflow_vertex_dist.jobs.types import Job
+    from airflow_vertex_dist.links import OwnedJob
+    from airflow_vertex_dist.operators.ladder import LadderWalk
     from airflow_vertex_dist.specs.capacity import CapacityLadder, Rung
     from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
@@ -102,7 +108,7 @@ def job_verdict(
     return event["status"] == "success", str(event["message"])
 
 
-class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
+class VertexJobOperator(VertexBaseOperator):
     """Base of ``VertexTrainingOperator`` and ``VertexTuningOperator`` (not used directly).
 
     :param spec: the job spec: a spec model, a dict, or a template rendering to a JSON/YAML document.
@@ -202,9 +208,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         self.partial_success = partial_success
         self.paused_grace = float(paused_grace)
         self.lineage_inputs = list(lineage_inputs or [])
-        self._job_name: str | None = None
         self._final_job: Mapping[str, Any] | None = None  # the job as it ended the try (for lineage)
-        self._cancelled = False
         self.capacity = None if capacity is None else _ladder(capacity)
         self.gpu_pool = gpu_pool
         parsed = self._spec
@@ -238,6 +242,74 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             self.pool = gpu_pool
             if not explicit_slots:
                 self.pool_slots = max(1, *(gpu_count(s) for s in specs))
+
+    # -- the parts it owns ---------------------------------------------------------------------
+    @functools.cached_property
+    def attacher(self) -> JobAttacher:
+        """Finds this try's job again or creates it, makes it the try's, and cancels it (made on first
+        use; ``airflow_vertex_dist.operators.attach``)."""
+        return JobAttacher(self)
+
+    @functools.cached_property
+    def ladder_walk(self) -> LadderWalk | None:
+        """The walk of the capacity ladder (made on first use; ``airflow_vertex_dist.operators.ladder``),
+        ``None`` without ``capacity``."""
+        if self.capacity is None:
+            return None
+        from airflow_vertex_dist.operators.ladder import LadderWalk
+
+        return LadderWalk(self, self.capacity)
+
+    @property
+    def _job_name(self) -> str | None:
+        """This try's job, once it has one (the attacher's)."""
+        return self.attacher.job_name
+
+    @_job_name.setter
+    def _job_name(self, name: str | None) -> None:
+        self.attacher.job_name = name
+
+    def attach_or_create(self, context: Context) -> Job:
+        """Re-attach to this task instance's job or create it (``JobAttacher.attach_or_create``)."""
+        return self.attacher.attach_or_create(context)
+
+    def adopt_job(self, context: Context, job: Job) -> None:
+        """Make ``job`` this try's (``JobAttacher.adopt_job``)."""
+        self.attacher.adopt_job(context, job)
+
+    def check_still_running(self, context: Context, job: Job) -> None:
+        """Fail, cancelling ``job``, when the task instance is no longer running
+        (``JobAttacher.check_still_running``)."""
+        self.attacher.check_still_running(context, job)
+
+    def owned_job(self, name: str) -> OwnedJob:
+        """``name`` as this task's job, as the listener cancels it (``JobAttacher.owned_job``)."""
+        return self.attacher.owned_job(name)
+
+    def converge_labels(self, context: Context) -> dict[str, str]:
+        """This try's task labels: what its deferred wait converges on (``JobAttacher.converge_labels``)."""
+        return self.attacher.converge_labels(context)
+
+    def keep_final_job(self, job: Mapping[str, Any]) -> None:
+        """``job`` as it ended the try (OpenLineage's facets on complete read it)."""
+        self._final_job = job
+
+    def rung_output(self) -> RungOutput | None:
+        """The rung the try's job ran on, with the rungs left before it (``None`` without a ladder)."""
+        walk = self.ladder_walk
+        return walk.rung_output() if walk is not None else None
+
+    def execute_ladder_complete(
+        self,
+        context: Context,
+        event: dict[str, Any] | None = None,
+        ladder: dict[str, Any] | None = None,
+        rung: int | None = None,
+    ) -> Any:
+        """Resume the ladder's walk after a rung's trigger fired (``LadderWalk.complete``)."""
+        walk = self.ladder_walk
+        assert walk is not None, "execute_ladder_complete: the task has no capacity ladder"
+        return walk.complete(context, event, ladder, rung)
 
     # -- spec ----------------------------------------------------------------------------------
     def _do_render_template_fields(
@@ -275,7 +347,9 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             )
         self._spec = coerce_spec(self.spec, self.spec_model, when=" after rendering", rendered=True)
         self.spec = spec_to_field(self._spec, self.spec_model)
-        self._plans_cache = None  # the ladder is planned again from the rendered spec
+        walk = self.__dict__.get("ladder_walk")
+        if walk is not None:  # the ladder is planned again from the rendered spec
+            walk.forget_plans()
 
     def rendered_spec(self, context: Context | Mapping[str, Any], jinja_env: Any = None) -> Any:
         """Render the spec field alone with ``context`` and validate it, as a run does before creating
@@ -294,9 +368,9 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
 
     def job_body(self) -> dict[str, Any]:
         """The v1 JSON body of the job to create (with a ladder: the rung the try is on)."""
-        rung = self.rung_body()
-        if rung is not None:
-            return rung
+        walk = self.ladder_walk
+        if walk is not None:
+            return walk.rung_body()
         body: dict[str, Any] = self.validated_spec.to_api(location=self.hook.location)
         return body
 
@@ -313,7 +387,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
 
     def job_cost(self, job: Mapping[str, Any]) -> CostOutput:
         """The job's estimated cost (``job_cost``): the rung's price, or the spec's, times its hours."""
-        cost = self.rung_cost(job)
+        cost = self.ladder_walk.rung_cost(job) if self.ladder_walk is not None else None
         if cost is not None:
             return cost
         from airflow_vertex_dist.jobs.outputs import job_cost
@@ -328,11 +402,11 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         return job_output(job, console, rung=self.rung_output(), cost=self.job_cost(job))
 
     def execute(self, context: Context) -> Any:
-        if self.capacity is not None:
-            return self.execute_ladder(context)
+        if self.ladder_walk is not None:
+            return self.ladder_walk.execute(context)
         job = self.attach_or_create(context)
         if self.wait_for_completion and self.cancel_on_kill:
-            self._check_still_running(context, job)
+            self.check_still_running(context, job)
         if not self.wait_for_completion:
             self.log.info(
                 "wait_for_completion=False: not waiting for %s (%s)", job["name"], short_state(job_state(job))
@@ -366,11 +440,12 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             paused_grace=self.paused_grace,
             timeout=timeout.total_seconds() if timeout is not None else None,
             impersonation_chain=self.hook.impersonation_chain_override,
-            stream_logs=self._log_selection(job),
+            stream_logs=self.log_selection(job),
             converge=converge,
         )
 
-    def _log_selection(self, job: Mapping[str, Any] | None) -> Any:
+    def log_selection(self, job: Mapping[str, Any] | None) -> Any:
+        """Which replica log lines a trigger streams (``stream_logs``), or ``None``."""
         from airflow_vertex_dist.logs.worker_stream import selection_of
 
         return selection_of(self.stream_logs, job)
@@ -394,7 +469,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         from airflow_vertex_dist.jobs.states import PausedClock, cancel_outcome
 
         name = str(job["name"])
-        streamer = self._log_streamer(job)
+        streamer = self.log_streamer(job)
         progress = ProgressLog()
         delay = min(1.0, self.poll_interval)
         paused = PausedClock()
@@ -412,7 +487,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
                     streamer.poll(force=verdict is not None)
                 if verdict is not None:
                     if not verdict[0] and job_state(job) == "JOB_STATE_PAUSED":  # past its grace
-                        cancelled = self._cancel(name, reason="PAUSED past its grace")
+                        cancelled = self.attacher.cancel(name, reason="PAUSED past its grace")
                         outcome = cancel_outcome(self.cancel_on_kill, cancelled, left="PAUSED")
                         verdict = (False, verdict[1] + outcome)
                     return job, verdict
@@ -424,16 +499,17 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
                     delay = min(1.0, self.poll_interval)
         except AirflowTaskTimeout:
             self.log.error("execution_timeout reached while waiting for %s", name)
-            self._cancel(name, reason="execution_timeout")
+            self.attacher.cancel(name, reason="execution_timeout")
             raise
         finally:
             if streamer is not None:
                 streamer.hook.close()
 
-    def _log_streamer(self, job: Mapping[str, Any]) -> Any:
+    def log_streamer(self, job: Mapping[str, Any]) -> Any:
+        """The worker-side replica log streamer of ``job``, or ``None`` (``stream_logs=False``)."""
         from airflow_vertex_dist.logs.worker_stream import LogStreamer
 
-        selection = self._log_selection(job)
+        selection = self.log_selection(job)
         if selection is None:
             return None
         name = parse_job_name(str(job["name"]))
@@ -448,12 +524,13 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             impersonation_chain=self.hook.impersonation_chain_override or None,
         )
 
-    def _failure_details(self, job: Mapping[str, Any]) -> str:
+    def failure_details(self, job: Mapping[str, Any]) -> str:
+        """The failing replica's last log lines, for a failed job's error."""
         from airflow_vertex_dist.logs.worker_stream import failure_details, shown_by
 
         hook = self._logs_hook(parse_job_name(str(job["name"])).project)
         try:
-            shown = shown_by(self._log_selection(job))  # lines the stream wrote are not quoted again
+            shown = shown_by(self.log_selection(job))  # lines the stream wrote are not quoted again
             return failure_details(job, lambda job_id, replica, n: hook.tail(job_id, replica, lines=n), shown)
         finally:
             hook.close()
@@ -462,7 +539,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         ok, message = verdict
         self._final_job = job
         if not ok:
-            raise AirflowException(message + self._failure_details(job))
+            raise AirflowException(message + self.failure_details(job))
         self.log.info("%s", message)
         return self.job_outputs(job)
 
@@ -482,7 +559,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         if job is not None:
             self._job_name = str(job["name"])
         if not verdict.ok or job is None:
-            details = self._failure_details(job) if job is not None else ""
+            details = self.failure_details(job) if job is not None else ""
             raise AirflowException(
                 (verdict.message or f"job {self._job_name} did not succeed: {event!r}") + details
             )
@@ -509,7 +586,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
         self.log.info("Re-attaching to %s (%s)", keep, short_state(job_state(job)))
         self.adopt_job(context, job)
         if self.cancel_on_kill:
-            self._check_still_running(context, job)
+            self.check_still_running(context, job)
         verdict = job_verdict(job, partial_success=self.partial_success)
         if verdict is not None:  # it ended meanwhile: nothing to wait for
             return self._finish(job, verdict)
@@ -520,13 +597,13 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
             return super().resume_execution(next_method, next_kwargs, context)
         except TaskDeferralTimeout:
             # The trigger was killed by Airflow's deferral timeout (execution_timeout): cancel the job.
-            if self.capacity is not None:
-                self.cancel_ladder_jobs(context, reason="execution_timeout")
+            if self.ladder_walk is not None:
+                self.ladder_walk.cancel_task_jobs(context, reason="execution_timeout")
                 raise
-            labels = {**self._labels(context), SPEC_LABEL: spec_fingerprint(self.job_body())}
+            labels = {**labels_of(context), SPEC_LABEL: spec_fingerprint(self.job_body())}
             job = self.hook.find_job(self.job_kind, labels)
             if job is not None and job_state(job) not in TERMINAL_STATES:
-                self._cancel(str(job["name"]), reason="execution_timeout")
+                self.attacher.cancel(str(job["name"]), reason="execution_timeout")
             raise
 
     @property
@@ -560,7 +637,7 @@ class VertexJobOperator(CapacityLadderMixin, JobAttachingOperator):
 
     def on_kill(self) -> None:
         if self._job_name:
-            self._cancel(self._job_name, reason="task killed")
+            self.attacher.cancel(self._job_name, reason="task killed")
 
 
 def _spec_before_rendering(spec: Any, model: type[BaseModel]) -> Any:
