@@ -28,7 +28,7 @@ changes machines, strategy and region, never the output), so ``AIP_CHECKPOINT_DI
 every rung and every retry: a trainer that checkpoints there resumes.
 
 ``LadderWalk`` is the walk, an object the operator owns (``VertexJobOperator.ladder_walk``, made on first
-use); what it needs of the operator is ``LadderHost`` (``airflow_vertex_dist.operators.ladder_host``).
+use); what it needs of the operator is ``WaitHost`` (``airflow_vertex_dist.operators.wait_host``).
 Finding the task's jobs again and ending them is ``airflow_vertex_dist.operators.ladder_resume``'s.
 """
 
@@ -73,7 +73,9 @@ if TYPE_CHECKING:
     from airflow_vertex_dist.jobs.failures import Failure
     from airflow_vertex_dist.jobs.output_types import CostOutput, LadderStep, RungOutput
     from airflow_vertex_dist.jobs.types import Job
-    from airflow_vertex_dist.operators.ladder_host import LadderHost
+    from airflow_vertex_dist.operators.attach import JobAttacher
+    from airflow_vertex_dist.operators.job_logs import JobLogs
+    from airflow_vertex_dist.operators.wait_host import WaitHost
     from airflow_vertex_dist.specs.capacity import CapacityLadder, RungPlan
 
 __all__ = ["CANCEL_WAIT_S", "LADDER_XCOM_KEY", "LadderState", "LadderWalk", "ladder_table", "prices_table"]
@@ -88,15 +90,21 @@ class _Move(NamedTuple):
 class LadderWalk:
     """The walk of a task's capacity ladder (see the module doc): ``execute`` walks it from the start of
     a try, ``complete`` goes on after a rung's trigger fired, ``cancel_task_jobs`` ends the task's jobs.
+    It reads its host's settings through ``host`` (``WaitHost``), adopts each rung's job through
+    ``attacher`` and streams replica logs through ``logs``, the operator's own parts.
 
     ``rung_plan`` is the rung the try is on (``None`` before it started) and ``steps`` the rungs left
     so far; ``rung_body``, ``rung_output`` and ``rung_cost`` say them for the job body, the XCom return
     value and OpenLineage. Nothing here touches the network before ``execute``.
     """
 
-    def __init__(self, host: LadderHost, capacity: CapacityLadder) -> None:
+    def __init__(
+        self, host: WaitHost, capacity: CapacityLadder, attacher: JobAttacher, logs: JobLogs
+    ) -> None:
         self.host = host
         self.capacity = capacity
+        self.attacher = attacher
+        self.logs = logs
         self.rung_plan: RungPlan | None = None
         self.steps: list[LadderStep] | None = None
         self._region_hooks: dict[str, VertexJobsHook] = {}
@@ -239,17 +247,17 @@ class LadderWalk:
                     number, job = created.number, None
                     continue
                 job = created
-            host.adopt_job(context, job)
+            self.attacher.adopt_job(context, job)
             host.log.info("Rung %d/%d (%s) runs %s", plan.number, len(plans), plan.name, job["name"])
             if not host.wait_for_completion:
                 host.keep_final_job(job)
                 return host.job_outputs(job)
             if host.cancel_on_kill:
-                host.check_still_running(context, job)
+                self.attacher.check_still_running(context, job)
             if host.deferrable and not rung_ended(host, job, plan):
-                defer_rung(host, context, plan, job, state)
+                defer_rung(host, self.logs, context, plan, job, state)
             if not rung_ended(host, job, plan):
-                job = poll_rung(host, plan, job)
+                job = poll_rung(host, self.logs, plan, job)
             outcome = self._judge(plans, state, number, job)
             if not isinstance(outcome, _Move):
                 return outcome
@@ -326,7 +334,7 @@ class LadderWalk:
         if failure is not None and failure.capacity:
             return self._leave(plan, state, job, failure, rung_seconds(job), self._region(plan))
         message = verdict[1] if verdict is not None else f"job {job.get('name')} did not succeed"
-        details = host.failure_details(job)
+        details = self.logs.failure_details(job)
         if failure is not None and failure.fail_fast:
             raise AirflowFailException(
                 f"{failure.kind} on rung {plan.number} ({plan.name}): {failure.reason}. Not trying other "

@@ -26,7 +26,7 @@ from airflow_vertex_dist.operators.ladder_parts import (
 if TYPE_CHECKING:
     from airflow_vertex_dist.hooks.rung_jobs import LadderJobs, RungJob
     from airflow_vertex_dist.jobs.types import Job
-    from airflow_vertex_dist.operators.ladder_host import LadderHost
+    from airflow_vertex_dist.operators.wait_host import WaitHost
     from airflow_vertex_dist.specs.capacity import RungPlan
 
 __all__ = ["CANCEL_WAIT_S", "Survey", "cancel_task_jobs", "end_job", "history", "survey"]
@@ -38,7 +38,7 @@ CANCEL_WAIT_S = 600.0
 Survey = tuple[LadderState, int, "tuple[int, Job] | None"]
 
 
-def end_job(host: LadderHost, name: str, *, reason: str, wait_s: float = CANCEL_WAIT_S) -> None:
+def end_job(host: WaitHost, name: str, *, reason: str, wait_s: float = CANCEL_WAIT_S) -> None:
     """Cancel the job unless it ended, and wait until it has: the next rung's job is only created
     once this one is no longer live. A job still not ended after ``wait_s`` fails the task."""
     from airflow_vertex_dist.jobs.dicts import job_state, short_state
@@ -63,7 +63,7 @@ def end_job(host: LadderHost, name: str, *, reason: str, wait_s: float = CANCEL_
     host.log.info("Job %s is %s", name, short_state(state))
 
 
-def _cancel_earlier_budgets(host: LadderHost, found: LadderJobs) -> None:
+def _cancel_earlier_budgets(host: WaitHost, found: LadderJobs) -> None:
     from airflow_vertex_dist.hooks.find_or_create import NO_CANCEL_STATES
     from airflow_vertex_dist.jobs.dicts import job_state, short_state
 
@@ -79,7 +79,7 @@ def _cancel_earlier_budgets(host: LadderHost, found: LadderJobs) -> None:
             host.hook.cancel_job(str(job["name"]))
 
 
-def survey(host: LadderHost, found: LadderJobs, plans: Sequence[RungPlan]) -> Survey:
+def survey(host: WaitHost, found: LadderJobs, plans: Sequence[RungPlan]) -> Survey:
     """This task's jobs on every rung (``found``): ``(history, rung to start at, (rung, live job) or
     None)``."""
     from airflow_vertex_dist.hooks.find_or_create import LIVE_STATES, JobAlreadyExistsError
@@ -144,7 +144,7 @@ def _resume_at(last: RungJob, plans: Sequence[RungPlan], state: LadderState) -> 
 
 
 def history(
-    host: LadderHost, mine: Sequence[RungJob], plans: Sequence[RungPlan], until: Any = None
+    host: WaitHost, mine: Sequence[RungJob], plans: Sequence[RungPlan], until: Any = None
 ) -> LadderState:
     """The rungs this budget's ended jobs left, read back from the jobs (oldest first)."""
     from airflow_vertex_dist.jobs.failures import classify_job
@@ -173,7 +173,7 @@ def history(
     return state
 
 
-def cancel_task_jobs(host: LadderHost, found: LadderJobs, reason: str) -> None:
+def cancel_task_jobs(host: WaitHost, found: LadderJobs, reason: str) -> None:
     """Cancel this task's unfinished jobs on every rung (``found``; the deferral timed out)."""
     from airflow_vertex_dist.hooks.find_or_create import NO_CANCEL_STATES
     from airflow_vertex_dist.jobs.dicts import job_state

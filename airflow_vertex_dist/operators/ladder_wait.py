@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_vertex_dist.jobs.types import Job
-    from airflow_vertex_dist.operators.ladder_host import LadderHost
+    from airflow_vertex_dist.operators.job_logs import JobLogs
+    from airflow_vertex_dist.operators.wait_host import WaitHost
     from airflow_vertex_dist.specs.capacity import RungPlan
 
 __all__ = ["LADDER_XCOM_KEY", "defer_rung", "poll_rung", "pulled_state", "rung_ended"]
@@ -36,7 +37,7 @@ LADDER_XCOM_KEY = "vertex_ladder"
 
 
 def rung_ended(
-    host: LadderHost, job: Mapping[str, Any], plan: RungPlan, paused_for_s: float | None = None
+    host: WaitHost, job: Mapping[str, Any], plan: RungPlan, paused_for_s: float | None = None
 ) -> bool:
     """Whether ``job`` ended for the rung: the wait's verdict, or a failure the rung is left for (a job
     left QUEUED or PENDING past the rung's ``pending_limit``: a stockout)."""
@@ -51,7 +52,12 @@ def rung_ended(
 
 
 def defer_rung(
-    host: LadderHost, context: Context, plan: RungPlan, job: Mapping[str, Any], state: LadderState
+    host: WaitHost,
+    logs: JobLogs,
+    context: Context,
+    plan: RungPlan,
+    job: Mapping[str, Any],
+    state: LadderState,
 ) -> None:
     """Defer to ``VertexRungTrigger`` on the rung's job; the walk's state goes with the deferral's kwargs
     and into XCom (``LADDER_XCOM_KEY``), and ``execute_ladder_complete`` resumes it."""
@@ -70,7 +76,7 @@ def defer_rung(
         paused_grace=host.paused_grace,
         timeout=timeout.total_seconds() if timeout is not None else None,
         impersonation_chain=host.hook.impersonation_chain_override,
-        stream_logs=host.log_selection(job),
+        stream_logs=logs.selection(job),
         pending_limit=pending_limit_s(plan),
         strategy=strategy_of(plan),
         rung=plan.number,
@@ -85,14 +91,14 @@ def defer_rung(
     )
 
 
-def poll_rung(host: LadderHost, plan: RungPlan, job: Job) -> Job:
+def poll_rung(host: WaitHost, logs: JobLogs, plan: RungPlan, job: Job) -> Job:
     """Poll until the job ended for the task, or waited past the rung's ``pending_limit``."""
     from airflow_vertex_dist._compat import AirflowTaskTimeout
     from airflow_vertex_dist.jobs.progress import ProgressLog
     from airflow_vertex_dist.jobs.states import PausedClock
 
     name = str(job["name"])
-    streamer = host.log_streamer(job)
+    streamer = logs.streamer(job)
     progress = ProgressLog()
     paused = PausedClock()
     delay = min(1.0, host.poll_interval)

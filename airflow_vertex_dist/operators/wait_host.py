@@ -1,9 +1,11 @@
-"""What a capacity ladder's walk (``LadderWalk``) needs of the operator that owns it: ``LadderHost``,
-every attribute it reads and every method it calls, and nothing else. ``VertexJobOperator`` is one.
+"""What the waits of a task need of the operator that owns them: ``WaitHost``, every attribute they
+read and every method they call, and nothing else. The waits are the capacity ladder's walk
+(``LadderWalk``, ``airflow_vertex_dist.operators.ladder``) and the wait on one job without a ladder
+(``JobWait``, ``airflow_vertex_dist.operators.job_wait``); ``VertexJobOperator`` is their host.
 
-The walk reads the host's settings when it uses them, never copies them: a setting changed on the task
-after it was built (a test, a subclass) is the one the walk goes by, as it was when the walk was a
-mixin of the operator.
+A wait reads the host's settings when it uses them, never copies them: a setting changed on the task
+after it was built (a test, a subclass) is the one it goes by, as when the waits were the operator's
+own methods.
 """
 
 from __future__ import annotations
@@ -13,20 +15,20 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
     from airflow.triggers.base import BaseTrigger
 
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
     from airflow_vertex_dist.jobs.dicts import IfExists
     from airflow_vertex_dist.jobs.kinds import JobKind
-    from airflow_vertex_dist.jobs.types import Job
 
-__all__ = ["LadderHost"]
+__all__ = ["WaitHost"]
 
 
-class LadderHost(Protocol):
-    """The operator as its ladder walk sees it: its settings (read only), its hooks, its log, its
-    validated spec, and what the walk asks it to do (log streaming, outputs, deferral)."""
+class WaitHost(Protocol):
+    """The operator as its waits see it: its settings (read only), its hooks, its log, its validated
+    spec, and what a wait asks it to do (keep the final job, make the outputs, defer). A wait adopts
+    and cancels jobs through the operator's ``JobAttacher`` and reads replica logs through its
+    ``JobLogs``, which it is given too."""
 
     @property
     def job_kind(self) -> JobKind: ...
@@ -40,6 +42,8 @@ class LadderHost(Protocol):
     def vertex_dist_conn_id(self) -> str: ...
     @property
     def project_id(self) -> str | None: ...
+    @property
+    def location(self) -> str | None: ...
     @property
     def if_exists(self) -> IfExists: ...
     @property
@@ -60,26 +64,11 @@ class LadderHost(Protocol):
     def hook_in(self, location: str) -> VertexJobsHook:
         """A new hook on the host's connection and credentials, in ``location`` (a rung's region)."""
 
-    def adopt_job(self, context: Context, job: Job) -> None:
-        """Make ``job`` this try's (task state, link and owner record in XCom)."""
-
-    def check_still_running(self, context: Context, job: Job) -> None:
-        """Fail (cancelling ``job``) when the task instance is no longer running."""
-
-    def keep_final_job(self, job: Mapping[str, Any]) -> None:
+    def keep_final_job(self, job: Mapping[str, Any] | None) -> None:
         """``job`` as it ended the try (OpenLineage's facets read it)."""
 
     def job_outputs(self, job: Mapping[str, Any]) -> Any:
         """The XCom return value of the try that ends with ``job``."""
-
-    def failure_details(self, job: Mapping[str, Any]) -> str:
-        """The failing replica's last log lines, for a failed job's error."""
-
-    def log_streamer(self, job: Mapping[str, Any]) -> Any:
-        """The worker-side replica log streamer of ``job``, or ``None``."""
-
-    def log_selection(self, job: Mapping[str, Any] | None) -> Any:
-        """Which replica log lines a trigger streams (``stream_logs``), or ``None``."""
 
     def defer(
         self,
