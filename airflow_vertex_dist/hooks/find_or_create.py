@@ -149,8 +149,8 @@ def find_or_create(
 
     ``first_try`` is the caller's word that no earlier try of this task instance ran, so none can have
     made a job: Airflow's first try of a task instance, in its ``execute`` (not resumed from a
-    deferral), in a scheduled, backfill or asset run (``JobAttachingOperator._first_try`` says why
-    nothing else can be). With ``if_exists="reattach"`` the look-up before the Create is then skipped
+    deferral), in a scheduled, backfill or asset run (``airflow_vertex_dist.operators.attach.first_try``
+    says why nothing else can be). With ``if_exists="reattach"`` the look-up before the Create is then skipped
     (one List call less; ``fail`` and ``recreate`` keep it), and the one after it lists every job of
     the run, not only this budget's: it converges as above, and does what the look-up would have done
     with the rest (another fingerprint's jobs logged and left alone, an earlier budget's unfinished

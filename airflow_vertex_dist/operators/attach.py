@@ -1,17 +1,17 @@
 """How a training or tuning task finds its job again or creates it, and cancels it (the module doc of
 ``airflow_vertex_dist.operators.job`` tells the whole try).
 
-``JobAttachingOperator`` holds the adoption rules of one try: the job named in Airflow's task
+``JobAttacher`` holds the adoption rules of one try: the job named in Airflow's task
 state (``task_state_store``, Airflow >= 3.3), then the hook's find-or-create by run labels, spec
 fingerprint and retry budget (``find_or_create``); the
 job's link and owner record in XCom; the check that the task instance is still running once the
-owner record is pushed; and the job's cancellation (``cancel_on_kill``).
+owner record is pushed; and the job's cancellation (``cancel_on_kill``). The operator owns one
+(``VertexJobOperator.attacher``, made on first use); what it needs of the operator is ``AttachHost``.
 """
 
 from __future__ import annotations
 
-import abc
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_vertex_dist._compat import AirflowException
 from airflow_vertex_dist.hooks.labels import (
@@ -26,85 +26,116 @@ from airflow_vertex_dist.jobs.dicts import REATTACHABLE_STATES, IfExists, job_st
 from airflow_vertex_dist.jobs.kinds import ACTIVE_STATES, TERMINAL_STATES, JobKind
 from airflow_vertex_dist.jobs.outputs import LINK_XCOM_KEY
 from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
-from airflow_vertex_dist.operators.base import VertexBaseOperator
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
     from airflow_vertex_dist.jobs.output_types import JobLink
     from airflow_vertex_dist.jobs.types import Job
 
-__all__ = ["FIRST_TRY_RUN_TYPES", "STATE_KEY", "JobAttachingOperator"]
+__all__ = [
+    "FIRST_TRY_RUN_TYPES",
+    "STATE_KEY",
+    "AttachHost",
+    "JobAttacher",
+    "budget_of",
+    "first_try",
+    "labels_of",
+]
 
 #: task_state_store key of the job name (the ``external_id_key`` of ResumableJobMixin).
 STATE_KEY = "vertex_job_name"
 
-#: The DAG run types whose try 1 skips find-or-create's look-up (``JobAttachingOperator._first_try``):
+#: The DAG run types whose try 1 skips find-or-create's look-up (``first_try``):
 #: their run ids are made by Airflow, once. Not ``manual`` nor ``operator_triggered``: a caller's id.
 FIRST_TRY_RUN_TYPES = frozenset({"scheduled", "backfill", "asset_triggered", "asset_materialization"})
 
 
-class JobAttachingOperator(VertexBaseOperator):
-    """Finds this task instance's job again or creates it, and cancels it; the base of
-    ``VertexJobOperator``, which sets the attributes below."""
+def labels_of(context: Context) -> dict[str, str]:
+    """The run labels of the task instance of ``context`` (``run_labels``)."""
+    ti = context["ti"]
+    map_index = getattr(ti, "map_index", -1)
+    return run_labels(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else int(map_index))
 
-    job_kind: ClassVar[JobKind]
-    if_exists: IfExists
-    cancel_on_kill: bool
-    wait_for_completion: bool
-    deferrable: bool
-    _job_name: str | None
-    _cancelled: bool
 
-    @abc.abstractmethod
+def budget_of(context: Context) -> str | None:
+    """This try's retry budget label (``retry_budget``), or
+    ``None`` when the task instance does not say its ``max_tries``."""
+    max_tries = getattr(context["ti"], "max_tries", None)
+    return retry_budget(max_tries) if isinstance(max_tries, int) else None
+
+
+def first_try(context: Context) -> bool:
+    """Whether no earlier try of this task instance can have made a job: its first try, run for the
+    first time, in a run whose id was made once (``FIRST_TRY_RUN_TYPES``). Find-or-create then
+    skips its look-up before the Create (``first_try``).
+
+    ``attach_or_create`` runs in ``execute``, which Airflow never calls for a resumed deferral (the
+    task runner calls ``resume_execution`` instead), and Airflow 3 runs a try's ``execute`` once:
+    the scheduler adds one to ``try_number`` whenever it schedules a task instance again (a retry,
+    a clear; not a resumed deferral), each try gets a new task instance id
+    (``prepare_db_for_next_try``), and the execution API starts an id only from QUEUED or
+    RESTARTING, refusing (409) one already running or ended. A run deleted and made again with the
+    same run id starts at try 1 again, though: a manual run's id is its caller's choice, and
+    ``dag.test()`` deletes the run of its logical date and makes it again on every call, so a
+    manual (or operator-triggered) run always looks up first. Scheduled, backfill and asset runs
+    get their ids from Airflow, once; should one be deleted and made again all the same, the List
+    after the Create still adopts a live job of it (``find_or_create``)."""
+    ti = context["ti"]
+    run_type = getattr(context.get("dag_run"), "run_type", None)
+    run_type = getattr(run_type, "value", run_type)
+    return getattr(ti, "try_number", None) == 1 and run_type in FIRST_TRY_RUN_TYPES
+
+
+class AttachHost(Protocol):
+    """The operator as its ``JobAttacher`` sees it: its settings (read only, when used), its hook and log,
+    and the job it would create."""
+
+    @property
+    def job_kind(self) -> JobKind: ...
+    @property
+    def hook(self) -> VertexJobsHook: ...
+    @property
+    def log(self) -> Any: ...
+    @property
+    def vertex_dist_conn_id(self) -> str: ...
+    @property
+    def if_exists(self) -> IfExists: ...
+    @property
+    def cancel_on_kill(self) -> bool: ...
+    @property
+    def wait_for_completion(self) -> bool: ...
+    @property
+    def deferrable(self) -> bool: ...
+
     def job_body(self) -> dict[str, Any]:
         """The v1 JSON body of the job to create."""
 
-    @abc.abstractmethod
     def pools_table(self) -> str:
         """The pools as a table, logged at submit."""
 
+
+class JobAttacher:
+    """Finds its host's job for this try again or creates it, makes it the try's, and cancels it.
+
+    ``job_name`` is the try's job once it has one; ``cancelled`` whether its cancel was requested.
+    """
+
+    def __init__(self, host: AttachHost) -> None:
+        self.host = host
+        self.job_name: str | None = None
+        self.cancelled = False
+
     # -- find or create ------------------------------------------------------------------------
-    def _labels(self, context: Context) -> dict[str, str]:
-        ti = context["ti"]
-        map_index = getattr(ti, "map_index", -1)
-        return run_labels(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else int(map_index))
-
-    def _budget(self, context: Context) -> str | None:
-        """This try's retry budget label (``retry_budget``), or
-        ``None`` when the task instance does not say its ``max_tries``."""
-        max_tries = getattr(context["ti"], "max_tries", None)
-        return retry_budget(max_tries) if isinstance(max_tries, int) else None
-
     def converge_labels(self, context: Context) -> dict[str, str]:
         """This try's task labels (``task_labels``): what its deferred wait converges on."""
-        return task_labels(self._labels(context), self.job_body(), self._budget(context))
+        return task_labels(labels_of(context), self.host.job_body(), budget_of(context))
 
     def _converges_in_wait(self) -> bool:
         """Whether this try waits in the triggerer, whose trigger then converges concurrent tries' jobs
         (``converge_in_wait``): no List after the Create here."""
-        return self.deferrable and self.wait_for_completion
-
-    def _first_try(self, context: Context) -> bool:
-        """Whether no earlier try of this task instance can have made a job: its first try, run for the
-        first time, in a run whose id was made once (``FIRST_TRY_RUN_TYPES``). Find-or-create then
-        skips its look-up before the Create (``first_try``).
-
-        ``attach_or_create`` runs in ``execute``, which Airflow never calls for a resumed deferral (the
-        task runner calls ``resume_execution`` instead), and Airflow 3 runs a try's ``execute`` once:
-        the scheduler adds one to ``try_number`` whenever it schedules a task instance again (a retry,
-        a clear; not a resumed deferral), each try gets a new task instance id
-        (``prepare_db_for_next_try``), and the execution API starts an id only from QUEUED or
-        RESTARTING, refusing (409) one already running or ended. A run deleted and made again with the
-        same run id starts at try 1 again, though: a manual run's id is its caller's choice, and
-        ``dag.test()`` deletes the run of its logical date and makes it again on every call, so a
-        manual (or operator-triggered) run always looks up first. Scheduled, backfill and asset runs
-        get their ids from Airflow, once; should one be deleted and made again all the same, the List
-        after the Create still adopts a live job of it (``find_or_create``)."""
-        ti = context["ti"]
-        run_type = getattr(context.get("dag_run"), "run_type", None)
-        run_type = getattr(run_type, "value", run_type)
-        return getattr(ti, "try_number", None) == 1 and run_type in FIRST_TRY_RUN_TYPES
+        return self.host.deferrable and self.host.wait_for_completion
 
     def _from_task_state(self, context: Context, body: dict[str, Any], budget: str | None) -> Job | None:
         """The job named in Airflow's task state, when it is this task's (same spec fingerprint, same
@@ -120,37 +151,37 @@ class JobAttachingOperator(VertexBaseOperator):
         from google.api_core.exceptions import NotFound
 
         try:
-            job = self.hook.get_job(str(name))
+            job = self.host.hook.get_job(str(name))
         except NotFound:
-            self.log.warning("Job %s from the task state no longer exists", name)
+            self.host.log.warning("Job %s from the task state no longer exists", name)
             return None
         state = job_state(job)
         labels = job.get("labels") or {}
         if budget is not None and labels.get(BUDGET_LABEL) != budget:
-            if state in ACTIVE_STATES and self.cancel_on_kill:
+            if state in ACTIVE_STATES and self.host.cancel_on_kill:
                 self._cancel_earlier(str(name), state)
             return None
         if labels.get(SPEC_LABEL) != spec_fingerprint(body):
-            self.log.warning(
+            self.host.log.warning(
                 "Job %s from the task state was made from another version of the spec: not re-attaching",
                 name,
             )
             return None
-        if self.if_exists == "reattach" and state in REATTACHABLE_STATES:
-            self.log.info("Re-attaching to %s (%s), named in the task state", name, short_state(state))
+        if self.host.if_exists == "reattach" and state in REATTACHABLE_STATES:
+            self.host.log.info("Re-attaching to %s (%s), named in the task state", name, short_state(state))
             return job
-        self.log.info("Job %s from the task state is %s: not re-attaching", name, short_state(state))
+        self.host.log.info("Job %s from the task state is %s: not re-attaching", name, short_state(state))
         return None
 
     def _cancel_earlier(self, name: str, state: str) -> None:
         if state == "JOB_STATE_CANCELLING":
             return
-        self.log.warning(
+        self.host.log.warning(
             "Cancelling %s (%s): made by a try before the task was cleared, and a cleared task runs again",
             name,
             short_state(state),
         )
-        self.hook.cancel_job(name)
+        self.host.hook.cancel_job(name)
 
     def attach_or_create(self, context: Context) -> Job:
         """Re-attach to this task instance's job or create it (see the module doc).
@@ -164,26 +195,26 @@ class JobAttachingOperator(VertexBaseOperator):
         trigger, whose ``on_kill`` cancels the job; this covers a task cleared before the triggerer
         started its trigger.
         """
-        labels = self._labels(context)
-        body = self.job_body()
-        budget = self._budget(context)
+        labels = labels_of(context)
+        body = self.host.job_body()
+        budget = budget_of(context)
         job = self._from_task_state(context, body, budget)
         if job is None:
-            job, created = self.hook.find_or_create(
-                self.job_kind,
+            job, created = self.host.hook.find_or_create(
+                self.host.job_kind,
                 body,
                 labels=labels,
-                if_exists=self.if_exists,
+                if_exists=self.host.if_exists,
                 retry_budget=budget,
-                cancel_earlier=self.cancel_on_kill,
-                first_try=self._first_try(context),
+                cancel_earlier=self.host.cancel_on_kill,
+                first_try=first_try(context),
                 converge_in_wait=self._converges_in_wait(),
             )
             if created:
-                self.log.info("Created %s\n%s", job["name"], self.pools_table())
+                self.host.log.info("Created %s\n%s", job["name"], self.host.pools_table())
             else:
                 state = short_state(job_state(job))
-                self.log.info("Re-attaching to %s (%s), found by its run labels", job["name"], state)
+                self.host.log.info("Re-attaching to %s (%s), found by its run labels", job["name"], state)
         self.adopt_job(context, job)
         return job
 
@@ -193,22 +224,22 @@ class JobAttachingOperator(VertexBaseOperator):
         store = context.get("task_state_store")
         if store is not None:
             store.set(STATE_KEY, job["name"])
-        self._job_name = str(job["name"])
-        console = self.hook.console_url(self._job_name)
-        self.log.info("Job page: %s", console)
+        self.job_name = str(job["name"])
+        console = self.host.hook.console_url(self.job_name)
+        self.host.log.info("Job page: %s", console)
         ti = context["ti"]
-        link: JobLink = {"name": self._job_name, "console_url": console}
+        link: JobLink = {"name": self.job_name, "console_url": console}
         ti.xcom_push(key=LINK_XCOM_KEY, value=link)
         if (
-            self.cancel_on_kill and self.wait_for_completion
+            self.host.cancel_on_kill and self.host.wait_for_completion
         ):  # what the listener cancels if the task is marked by hand
             # with the task's own impersonation chain: the listener cancels with the task's credentials
-            ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self._job_name).record())
+            ti.xcom_push(key=OWNER_XCOM_KEY, value=self.owned_job(self.job_name).record())
 
     def owned_job(self, name: str) -> OwnedJob:
         """``name`` as this task's job: with its connection and its own impersonation chain, what the
         listener cancels it with when a user marks the task by hand."""
-        return OwnedJob(name, self.vertex_dist_conn_id, self.hook.impersonation_chain_override)
+        return OwnedJob(name, self.host.vertex_dist_conn_id, self.host.hook.impersonation_chain_override)
 
     # -- execute -------------------------------------------------------------------------------
     def _state_now(self, context: Context) -> str | None:
@@ -222,13 +253,13 @@ class JobAttachingOperator(VertexBaseOperator):
                 dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id], map_index=map_index
             )
         except Exception as exc:
-            self.log.warning("Could not read the task instance's state: %s", exc)
+            self.host.log.warning("Could not read the task instance's state: %s", exc)
             return None
         key = ti.task_id if map_index < 0 else f"{ti.task_id}_{map_index}"
         state = states.get(ti.run_id, {}).get(key)
         return None if state is None else str(getattr(state, "value", state))
 
-    def _check_still_running(self, context: Context, job: Job) -> None:
+    def check_still_running(self, context: Context, job: Job) -> None:
         """Between the task's start and its owner record, a user's mark (or clear) has no job to
         cancel: the listener finds none. So once the record is pushed, look again: a task instance
         no longer running gets its new job cancelled here (a mark after this point is the
@@ -243,7 +274,7 @@ class JobAttachingOperator(VertexBaseOperator):
             raise AirflowException(f"{message}; the job had already ended ({short_state(job_state(job))})")
         from airflow_vertex_dist.jobs.states import cancel_outcome
 
-        cancelled = self._cancel(name, reason=f"task set to {state}")
+        cancelled = self.cancel(name, reason=f"task set to {state}")
         raise AirflowException(message + cancel_outcome(True, cancelled))
 
     # -- kill ----------------------------------------------------------------------------------
@@ -252,38 +283,38 @@ class JobAttachingOperator(VertexBaseOperator):
         who marked the task failed or successful had the listener cancel it first -- which is what
         was asked, not a failure. Otherwise a warning (the task's own outcome says the rest)."""
         try:
-            state = job_state(self.hook.get_job(name))
+            state = job_state(self.host.hook.get_job(name))
         except Exception:
             state = ""
         if state in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"):
-            self.log.info("Job %s is already %s (cancelled as asked)", name, short_state(state))
+            self.host.log.info("Job %s is already %s (cancelled as asked)", name, short_state(state))
             return True
         if state in TERMINAL_STATES:
-            self.log.info("Job %s had already ended (%s): nothing to cancel", name, short_state(state))
+            self.host.log.info("Job %s had already ended (%s): nothing to cancel", name, short_state(state))
             return True
-        self.log.warning("Cancel of %s was refused: %s", name, exc)
+        self.host.log.warning("Cancel of %s was refused: %s", name, exc)
         return False
 
-    def _cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:
+    def cancel(self, name: str, *, reason: str, wait_s: float = 30.0) -> bool:
         """Cancel the job (once, if ``cancel_on_kill``) and wait up to ``wait_s`` for it to end.
 
         ``True`` when the cancel was requested (now or by an earlier call).
         """
-        if not self.cancel_on_kill:
+        if not self.host.cancel_on_kill:
             return False
-        if self._cancelled:
+        if self.cancelled:
             return True
-        self._cancelled = True
-        self.log.warning("Cancelling %s (%s)", name, reason)
+        self.cancelled = True
+        self.host.log.warning("Cancelling %s (%s)", name, reason)
         try:
-            self.hook.cancel_job(name)
+            self.host.hook.cancel_job(name)
         except Exception as exc:
             return self._cancel_refused(name, exc)
-        state = job_state(self.hook.wait_until_ended(name, timeout_s=wait_s))
+        state = job_state(self.host.hook.wait_until_ended(name, timeout_s=wait_s))
         if state in TERMINAL_STATES:
-            self.log.info("Job %s is %s", name, short_state(state))
+            self.host.log.info("Job %s is %s", name, short_state(state))
         else:
-            self.log.warning(
+            self.host.log.warning(
                 "Job %s still %s %.0fs after the cancel request", name, short_state(state), wait_s
             )
         return True

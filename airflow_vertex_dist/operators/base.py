@@ -54,6 +54,16 @@ class VertexHookMixin:
             impersonation_chain=self.impersonation_chain,
         )
 
+    def hook_in(self, location: str) -> VertexJobsHook:
+        """A new hook on the same connection, project and credentials, in ``location`` (a capacity
+        ladder's rung in another region)."""
+        return self.hook_class(
+            self.vertex_dist_conn_id,
+            project_id=self.project_id,
+            location=location,
+            impersonation_chain=self.impersonation_chain,
+        )
+
 
 class VertexBaseOperator(VertexHookMixin, BaseOperator):
     """Owns a ``VertexJobsHook``.

@@ -262,6 +262,7 @@ def test_a_rungs_job_that_will_not_end_after_its_cancel_fails_the_task() -> None
     task = VertexTrainingOperator(task_id="t", spec=spec(), capacity=[Rung()], cancel_on_kill=False)
     hook = StuckHook()
     task.__dict__["hook"] = hook  # the cached hook
+    assert task.ladder_walk is not None
     with pytest.raises(AirflowException, match=r"job j1 is still CANCELLING 600s after it was cancelled"):
-        task._end_job("j1", reason="stockout on rung 1")
+        task.ladder_walk.end_job("j1", reason="stockout on rung 1")
     assert hook.cancelled == ["j1"] and hook.waited == [CANCEL_WAIT_S] == [600.0]

@@ -94,7 +94,7 @@ def test_cancelling_a_job_already_cancelled_is_no_error(vertex_conn: Any) -> Non
     with pytest.raises(FailedPrecondition):  # what the task's own cancel meets (it logged a traceback)
         hook.cancel_job(name)
     op = VertexTrainingOperator(task_id="t", spec=_spec())
-    op._job_name = name
+    op.attacher.job_name = name
     records: list[tuple[int, str, bool]] = []
 
     class Recorder:  # the operator's log (a structlog logger in a task): what it was asked to write

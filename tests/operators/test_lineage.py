@@ -114,7 +114,9 @@ def test_a_ladders_facet_names_the_rung_and_the_cost(vertex_conn: Emulator) -> N
     )
     _inputs, outputs, facet = _facets(op.get_openlineage_facets_on_start())
     assert facet["pools"][0]["machineType"] == "n1-highmem-16" and "rung" not in facet  # rung 1's body
-    op._rung_plan = op.ladder_plans[1]  # as the walk leaves it once rung 2's job ran
+    walk = op.ladder_walk
+    assert walk is not None
+    walk.rung_plan = walk.plans[1]  # as the walk leaves it once rung 2's job ran
     job = {
         "name": "projects/test-project/locations/us-central1/customJobs/9",
         "state": "JOB_STATE_SUCCEEDED",
@@ -126,7 +128,7 @@ def test_a_ladders_facet_names_the_rung_and_the_cost(vertex_conn: Emulator) -> N
     assert outputs == [("gs://models-bucket", "run/model")]  # the same output on every rung
     assert facet["pools"][0]["machineType"] == "g2-standard-8"
     assert facet["rung"] == {"number": 2, "of": 2, "name": "l4", "region": "us-central1"}  # strategy: null
-    plan = op.ladder_plans[1]
+    plan = walk.plans[1]
     assert plan.usd_per_hour is not None
     assert facet["cost"]["hours"] == 0.5
     assert facet["cost"]["usdPerHour"] == plan.usd_per_hour

@@ -1,4 +1,5 @@
-"""VertexTrainingOperator run for real: dag.test(), the emulator, real replica processes."""
+"""VertexTrainingOperator run for real: dag.test(), the emulator, real replica processes. The job
+cancelled by a timeout or a kill is ``test_training_kill.py``'s, with the helpers here."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.sdk import DAG, BaseOperator
+from airflow.sdk import DAG
 
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
@@ -18,7 +19,7 @@ from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import Container, DistributedTrainingJob, Machine, WorkerPool
 from vertex_emulator.app import Emulator
 
-from .harness import PY, alive, dag_xcom, logged, poll, run_dag, ti_state
+from .harness import PY, dag_xcom, logged, poll, run_dag, ti_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
@@ -269,26 +270,6 @@ def test_a_retry_after_the_first_try_died_reattaches(
     )
 
 
-def test_execution_timeout_cancels_the_job_and_leaves_no_replica(
-    vertex_conn: Emulator, tmp_path: Path
-) -> None:
-    pid_dir = tmp_path / "pids"
-    with DAG("train_timeout", schedule=None, start_date=START) as dag:
-        VertexTrainingOperator(
-            task_id="train",
-            spec=spec(pid_code(pid_dir), workers=1),
-            deferrable=False,
-            poll_interval=0.5,
-            execution_timeout=timedelta(seconds=4),
-        )
-    dr = run_dag(dag)
-    assert ti_state(dr, "train") == "failed"
-    [job] = jobs(vertex_conn)
-    assert job["state"] == "JOB_STATE_CANCELLED"
-    assert len(pids(pid_dir)) == 2
-    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
-
-
 @pytest.mark.parametrize(
     ("state", "kwargs", "task_state"),
     [
@@ -365,95 +346,3 @@ def test_deferred_failure_fails_the_task(vertex_conn: Emulator) -> None:
     assert ti_state(dr, "train") == "failed"
     [job] = jobs(vertex_conn)
     assert job["state"] == "JOB_STATE_FAILED"
-
-
-def test_deferred_execution_timeout_cancels_the_job_and_leaves_no_replica(
-    vertex_conn: Emulator, tmp_path: Path
-) -> None:
-    pid_dir = tmp_path / "pids"
-    with DAG("train_deferred_timeout", schedule=None, start_date=START) as dag:
-        VertexTrainingOperator(
-            task_id="train",
-            spec=spec(pid_code(pid_dir), workers=1),
-            deferrable=True,
-            poll_interval=0.3,
-            execution_timeout=timedelta(seconds=5),
-        )
-    dr = run_dag(dag)
-    assert ti_state(dr, "train") == "failed"
-    [job] = jobs(vertex_conn)
-    poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
-    assert len(pids(pid_dir)) == 2
-    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
-
-
-async def test_killing_a_deferred_task_cancels_the_job_and_leaves_no_replica(
-    vertex_conn: Emulator, tmp_path: Path
-) -> None:
-    """What the triggerer does when a user kills a deferred task (Airflow >= 3.3): it cancels the
-    trigger's run and awaits its on_kill. The trigger is the operator's, after the same round trip
-    through the Trigger row (classpath + encrypted kwargs) the triggerer reads it from."""
-    import asyncio
-
-    from airflow.models.trigger import Trigger
-    from airflow.sdk.module_loading import import_string
-
-    pid_dir = tmp_path / "pids"
-    op = VertexTrainingOperator(task_id="train", spec=spec(pid_code(pid_dir), workers=2), poll_interval=0.2)
-    job = await asyncio.to_thread(op.hook.create_custom_job, op.job_body())
-    row = Trigger.from_object(op.make_trigger(job["name"]))
-    trigger = import_string(row.classpath)(**row.kwargs)
-    run = asyncio.create_task(anext(trigger.run()))
-    await asyncio.to_thread(poll, lambda: len(pids(pid_dir)) == 3, what="3 replicas started")
-    assert not run.done()
-    run.cancel("user action")
-    with pytest.raises(asyncio.CancelledError):
-        await run
-    await trigger.on_kill()
-    state = vertex_conn.store.get(job["name"])["state"]
-    assert state in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
-    await asyncio.to_thread(
-        poll, lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="cancelled"
-    )
-    await asyncio.to_thread(poll, lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replicas gone")
-
-
-class _KillProbe(BaseOperator):
-    """Inside a real task: a training operator of this task instance creates its job, then is ended
-    the way ``how`` says -- ``on_kill`` (what the task runner calls when the task is killed while
-    waiting on a worker) or a resume after Airflow's own deferral timeout (next_method ``__fail__``)."""
-
-    def __init__(self, *, pid_dir: Path, how: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.pid_dir = pid_dir
-        self.how = how
-
-    def execute(self, context: Any) -> str:
-        from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
-        from airflow.sdk.exceptions import TaskDeferralTimeout
-
-        op = VertexTrainingOperator(task_id=self.task_id, spec=spec(pid_code(self.pid_dir), workers=1))
-        job = op.attach_or_create(context)
-        poll(lambda: len(pids(self.pid_dir)) == 2, what="replicas started")
-        if self.how == "on_kill":
-            op.on_kill()
-            return str(job["name"])
-        try:
-            op.resume_execution(TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, context)
-        except TaskDeferralTimeout:
-            return str(job["name"])
-        raise AssertionError("resume_execution did not raise TaskDeferralTimeout")
-
-
-@pytest.mark.parametrize("how", ["on_kill", "deferral_timeout"])
-def test_kill_and_airflow_deferral_timeout_cancel_the_job(
-    vertex_conn: Emulator, tmp_path: Path, how: str
-) -> None:
-    pid_dir = tmp_path / "pids"
-    with DAG(f"train_kill_{how}", schedule=None, start_date=START) as dag:
-        _KillProbe(task_id="train", pid_dir=pid_dir, how=how)
-    dr = run_dag(dag)
-    assert ti_state(dr, "train") == "success"
-    name = dag_xcom(dr, "train")
-    assert vertex_conn.store.get(name)["state"] == "JOB_STATE_CANCELLED"
-    poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")

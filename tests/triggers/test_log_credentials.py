@@ -72,7 +72,7 @@ def test_the_operator_and_sensor_worker_slot_readers_carry_the_tasks_chain() -> 
         location="us-central1",
         impersonation_chain=TASK_CHAIN,
     )
-    assert client_principal(op._logs_hook("p")) == (TASK_CHAIN[-1], TASK_CHAIN[:-1])
+    assert client_principal(op.job_logs.logs_hook("p")) == (TASK_CHAIN[-1], TASK_CHAIN[:-1])
     sensor = VertexJobSensor(
         task_id="s", job_name=JOB, vertex_dist_conn_id=CONN, impersonation_chain=",".join(OTHER_CHAIN)
     )
