@@ -374,7 +374,7 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"`EmulatorConfig\.stop_grace_s`, (\d+) s\)", lambda: _config().stop_grace_s),
         (
             r"`scheduling\.timeout` \(default (\d+) days\)",
-            lambda: _of(f"{EM}.runtime.custom_job:DEFAULT_TIMEOUT_S") / 86400,
+            lambda: _of(f"{EM}.runtime.custom_job_setup:DEFAULT_TIMEOUT_S") / 86400,
         ),
         (r"before it is read when over (\d+) MiB \(413\)", _mib(f"{EM}.rest:MAX_BODY_BYTES")),
         (
