@@ -409,7 +409,7 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.runtime.tuning_job:STOPPING_POLL_S"),
         (
             r"`maxFailedTrialCount: 0` is, in the emulator, `([^`]+)`",
-            lambda: [_of(f"{EM}.runtime.tuning_job:failed_trial_limit")(0, n) for n in TRIALS],
+            lambda: [_of(f"{EM}.runtime.tuning_study:failed_trial_limit")(0, n) for n in TRIALS],
             _evaluated("maxTrialCount", TRIALS),
         ),
         (
