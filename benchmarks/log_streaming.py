@@ -70,7 +70,7 @@ def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) 
     from airflow_vertex_dist.logs.poller import ReadBudget, get_log_poller
     from vertex_emulator.app import Emulator
     from vertex_emulator.runtime.log_records import records_path
-    from vertex_emulator.runtime.supervise import RecordLog
+    from vertex_emulator.runtime.replica_output import RecordLog
     from vertex_emulator.testing import PARENT, make_config
 
     config = make_config(work)
