@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vertex_emulator.app import Emulator
-    from vertex_emulator.runtime.supervise import RecordLog
+    from vertex_emulator.runtime.replica_output import RecordLog
 
 __all__ = ["HEADER", "LogStreamResult", "main", "measure", "measure_log_streaming"]
 
@@ -77,7 +77,7 @@ _CONN_ENV = "AIRFLOW_CONN_VERTEX_DIST_DEFAULT"
 
 def measure(work: Path, jobs: int, interval: float, cycles: int, seed: int = 0) -> LogStreamResult:
     from vertex_emulator.app import Emulator
-    from vertex_emulator.runtime.supervise import RecordLog
+    from vertex_emulator.runtime.replica_output import RecordLog
     from vertex_emulator.testing import make_config
 
     config = make_config(work)

@@ -222,7 +222,7 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"`EmulatorConfig\.stop_grace_s`, (\d+) s\)", lambda: emulator_config().stop_grace_s),
         (
             r"`scheduling\.timeout` \(default (\d+) days\)",
-            lambda: code_at(f"{EM}.runtime.custom_job:DEFAULT_TIMEOUT_S") / 86400,
+            lambda: code_at(f"{EM}.runtime.custom_job_setup:DEFAULT_TIMEOUT_S") / 86400,
         ),
         (r"before it is read when over (\d+) MiB \(413\)", mib_of(f"{EM}.rest:MAX_BODY_BYTES")),
         (
@@ -257,7 +257,7 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.runtime.tuning_job:STOPPING_POLL_S"),
         (
             r"`maxFailedTrialCount: 0` is, in the emulator, `([^`]+)`",
-            lambda: [code_at(f"{EM}.runtime.tuning_job:failed_trial_limit")(0, n) for n in TRIALS],
+            lambda: [code_at(f"{EM}.runtime.tuning_study:failed_trial_limit")(0, n) for n in TRIALS],
             evaluated_at("maxTrialCount", TRIALS),
         ),
         (

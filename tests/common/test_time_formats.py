@@ -17,7 +17,7 @@ from airflow_vertex_dist.common.rfc3339 import (
     rfc3339_nanos,
     seconds_since,
 )
-from vertex_emulator.runtime import custom_job
+from vertex_emulator.runtime import custom_job_setup
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_a_negative_duration_is_shown_as_it_was_given() -> None:
 
 
 def test_the_emulator_runs_the_timeout_the_specs_accept() -> None:
-    read = custom_job.parse_duration
+    read = custom_job_setup.parse_duration
     assert read("1.5s", field="t", default=9.0) == 1.5
     assert read(None, field="t", default=9.0) == read("0s", field="t", default=9.0) == 9.0
     with pytest.raises(ValueError, match="t: must be a duration like '3600s'"):

@@ -17,7 +17,7 @@ from tests.polling import poll_until
 from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.log_records import RecordIndex, records_path
-from vertex_emulator.runtime.supervise import RecordLog
+from vertex_emulator.runtime.replica_output import RecordLog
 from vertex_emulator.testing import PARENT
 
 

@@ -13,7 +13,7 @@ import pytest
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.runner import Runner
-from vertex_emulator.runtime.tuning_job import failed_trial_limit
+from vertex_emulator.runtime.tuning_study import failed_trial_limit
 from vertex_emulator.tuning.hypertune import final_measurement
 
 from .runner_support import PARENT, TRAINERS, finished, in_groups, wait_for

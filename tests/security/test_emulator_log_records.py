@@ -20,7 +20,7 @@ import pytest
 from tests.emulator.logging_support import gapic
 from vertex_emulator.app import Emulator
 from vertex_emulator.runtime.log_records import MAX_RECORD_BYTES, RecordIndex, records_path
-from vertex_emulator.runtime.supervise import MAX_LINE_BYTES, RecordLog
+from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES, RecordLog
 
 from ._probes import JSON, PARENT, Http, answer, assert_linear, record
 

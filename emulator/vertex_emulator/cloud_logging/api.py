@@ -2,7 +2,7 @@
 
 Each replica's supervisor writes every line the replica prints, with its stream and the time it was
 read, to ``<state_dir>/logs/<job id>/<replica key>.jsonl``, and the job's driver writes Vertex AI's
-own ``service`` lines to ``service.jsonl`` beside it (runtime/supervise.py, runtime/service_log.py,
+own ``service`` lines to ``service.jsonl`` beside it (runtime/replica_output.py, runtime/service_log.py,
 runtime/log_records.py). This module serves them as ``LogEntry`` objects shaped as Vertex AI's
 (entries.py), through ``LoggingServiceV2.ListLogEntries`` (gRPC) and ``POST /v2/entries:list`` (REST)
 (transports.py), so the stock
@@ -47,7 +47,7 @@ from vertex_emulator.cloud_logging.query import LogFilterError, LogQuery, parse_
 from vertex_emulator.core.gcs import GCS_NOTE
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.log_records import RECORDS_SUFFIX, RecordIndex
-from vertex_emulator.runtime.supervise import MAX_LINE_BYTES
+from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES
 
 __all__ = [
     "MAX_LINE_BYTES",

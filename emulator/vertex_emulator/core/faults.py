@@ -15,7 +15,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -126,6 +126,52 @@ def _number(name: str, value: Any, *, lo: float = 0.0, hi: float | None = None) 
     return float(value)
 
 
+def _rates(key: str, value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise FaultsError(f"{key}: must map a method name (or '*') to a probability")
+    return {str(m): _number(f"{key}.{m}", p, hi=1.0) for m, p in value.items()}
+
+
+def _error_codes(key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise FaultsError("error_codes: must be a non-empty list of status code names")
+    for i, code in enumerate(value):
+        if code not in STATUS_CODE_NAMES:
+            known = ", ".join(STATUS_CODE_NAMES)
+            raise FaultsError(f"error_codes[{i}]: unknown status code {code!r} (one of {known})")
+    return list(value)
+
+
+def _crash_replicas(key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise FaultsError("crash_replicas: must be a list of replica keys like 'workerpool1-0'")
+    return list(value)
+
+
+def _crash_exit_code(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
+        raise FaultsError(f"crash_exit_code: must be an integer from 1 to 255 (got {value!r})")
+    return value
+
+
+def _seed(key: str, value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise FaultsError(f"seed: must be an integer or null (got {value!r})")
+    return value
+
+
+#: each setting's check (it returns the value to store); the others (latency_s, queued_s, pending_s,
+#: crash_after_s) are non-negative numbers
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "error_rate": _rates,
+    "lost_answer_rate": _rates,
+    "error_codes": _error_codes,
+    "crash_replicas": _crash_replicas,
+    "crash_exit_code": _crash_exit_code,
+    "seed": _seed,
+}
+
+
 def _validated(changes: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(changes, Mapping):
         raise FaultsError(f"faults: must be a JSON object (got {type(changes).__name__})")
@@ -133,32 +179,8 @@ def _validated(changes: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in changes.items():
         if key not in _JSON_FIELDS:
             raise FaultsError(f"{key}: unknown fault setting (known: {', '.join(_JSON_FIELDS)})")
-        if key in ("error_rate", "lost_answer_rate"):
-            if not isinstance(value, Mapping):
-                raise FaultsError(f"{key}: must map a method name (or '*') to a probability")
-            out[key] = {str(m): _number(f"{key}.{m}", p, hi=1.0) for m, p in value.items()}
-        elif key == "error_codes":
-            if not isinstance(value, list) or not value:
-                raise FaultsError("error_codes: must be a non-empty list of status code names")
-            for i, code in enumerate(value):
-                if code not in STATUS_CODE_NAMES:
-                    known = ", ".join(STATUS_CODE_NAMES)
-                    raise FaultsError(f"error_codes[{i}]: unknown status code {code!r} (one of {known})")
-            out[key] = list(value)
-        elif key == "crash_replicas":
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise FaultsError("crash_replicas: must be a list of replica keys like 'workerpool1-0'")
-            out[key] = list(value)
-        elif key == "crash_exit_code":
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
-                raise FaultsError(f"crash_exit_code: must be an integer from 1 to 255 (got {value!r})")
-            out[key] = value
-        elif key == "seed":
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise FaultsError(f"seed: must be an integer or null (got {value!r})")
-            out[key] = value
-        else:  # latency_s, queued_s, pending_s, crash_after_s
-            out[key] = _number(key, value)
+        check = _CHECKS.get(key)
+        out[key] = _number(key, value) if check is None else check(key, value)
     return out
 
 

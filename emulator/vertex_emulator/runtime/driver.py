@@ -5,7 +5,7 @@ it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there
 quota waits QUEUED, and one with no free GPUs in its region waits PENDING, then fails with the
 stockout -- a FLEX_START job waits up to its ``max_wait_duration`` instead -- capacity/ledger.py; a job
 whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py; a cancel
-still ends any wait), reads cancel and close requests from its event queue and writes the job's
+still ends any wait: admission.py), reads cancel and close requests from its event queue and writes the job's
 terminal state.
 The driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
 
@@ -23,25 +23,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from vertex_emulator.capacity.gpus import (
-    STOCKOUT_CODE,
-    Provisioning,
-    flex_start_message,
-    max_wait_s,
-    provisioning,
-    region_of,
-    stockout_message,
-)
-from vertex_emulator.capacity.host import HostCeilings
-from vertex_emulator.capacity.ledger import GpuCapacity, Key, Ledger
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.core.timefmt import now_rfc3339
+from vertex_emulator.runtime.admission import Admission, CapacityHost
 
 __all__ = ["DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
 
@@ -66,24 +55,15 @@ class Interrupted(Exception):
     """Preparation stopped for a cancel or close request."""
 
 
-class DriverHost(Protocol):
-    """What a driver needs from the runner that owns it (the runner is the one implementation)."""
+class DriverHost(CapacityHost, Protocol):
+    """What a driver needs from the runner that owns it (the runner is the one implementation): the
+    books a job's admission reads (``ceilings``, ``gpus``), the store and settings, and these calls."""
 
     @property
     def store(self) -> JobStore: ...
 
     @property
     def config(self) -> EmulatorConfig: ...
-
-    @property
-    def ceilings(self) -> HostCeilings:
-        """The host's ceilings on replicas and the room every job's replicas share."""
-        ...
-
-    @property
-    def gpus(self) -> GpuCapacity:
-        """The GPU quota and capacity books every job shares (capacity/ledger.py)."""
-        ...
 
     def launch(self, driver: JobDriver) -> bool:
         """Register and start ``driver``; False when the emulator is closing or the job already runs."""
@@ -98,7 +78,7 @@ class DriverHost(Protocol):
         ...
 
 
-class JobDriver(threading.Thread):
+class JobDriver(Admission, threading.Thread):
     """A job's driver thread: the QUEUED/PENDING phases, cancel/close events, terminal updates.
 
     Subclasses implement ``run``. Every replica of the job must be started from this thread (the
@@ -106,6 +86,7 @@ class JobDriver(threading.Thread):
     """
 
     kind_label = "job"
+    host: DriverHost
 
     def __init__(self, host: DriverHost, name: str) -> None:
         super().__init__(name=f"emulator-{job_id_of(name)}", daemon=True)
@@ -171,150 +152,6 @@ class JobDriver(threading.Thread):
         if self.wait_phase(pending_s):
             return None
         return job
-
-    def replicas_needed(self, job: dict[str, Any]) -> int:
-        """The replica slots the job runs in (a CustomJob: its replicas; 0 for a job that runs none)."""
-        return 0
-
-    def gpus_needed(self, job: dict[str, Any]) -> dict[str, int]:
-        """The GPUs the job holds while it runs, per accelerator type (none for a job that runs none)."""
-        return {}
-
-    # -- GPU quota and free capacity (capacity/ledger.py) ---------------------------------------------
-
-    def _gpu_request(self, job: dict[str, Any]) -> tuple[str, dict[str, int], Provisioning, dict[str, Any]]:
-        spec: dict[str, Any] = job.get("jobSpec") or {}
-        return region_of(self.job_name), self.gpus_needed(job), provisioning(spec), spec
-
-    def _wait_in_line(
-        self,
-        ledger: Ledger,
-        needs: dict[Key, int],
-        tell: Callable[[list[Key]], None],
-        deadline: Callable[[], float | None] | None = None,
-    ) -> bool | None:
-        """Take ``needs`` from ``ledger``, waiting in line: True when granted, False when a cancel or
-        close ended the wait, None when ``deadline()`` (a monotonic time, or None: no deadline) passed.
-        ``tell(short)`` is called once, when the job first has to wait."""
-        told = False
-        while True:
-            short = ledger.acquire(self.job_name, needs, lambda: self.events.put(("capacity",)))
-            if not short:
-                return True
-            if not told:
-                told = True
-                tell(short)
-            until = deadline() if deadline is not None else None
-            timeout = None if until is None else until - time.monotonic()
-            if timeout is not None and timeout <= 0:
-                ledger.release(self.job_name)  # out of line
-                return None
-            try:
-                event = self.events.get(timeout=timeout)
-            except queue.Empty:
-                continue
-            if self.handle_control(event):
-                ledger.release(self.job_name)
-                return False
-
-    def wait_for_quota(self, job: dict[str, Any]) -> bool:
-        """Wait QUEUED until the project's quota has room for the job's GPUs in its region (Vertex AI
-        "keeps the job queued until you have sufficient quotas"); False when a cancel or close ended
-        the wait. The quota is freed when the driver's thread ends (``release_resources``)."""
-        region, gpus, how, _ = self._gpu_request(job)
-        if not gpus:
-            return True
-        books = self.host.gpus
-        needs = books.quota_needs(region, gpus, how)
-
-        def tell(short: list[Key]) -> None:
-            parts = [
-                f"{needs[key]} {key[1]} for {books.metric(key)} (limit {books.quota.limit_of(key)}, "
-                f"{books.quota.in_use(key)} in use)"
-                for key in short
-            ]
-            self.on_waiting(
-                f"Waiting for quota in {region}: the job needs {'; '.join(parts)}. It starts when running "
-                "jobs free their GPUs or the quota is raised.",
-                str(job.get("state") or "JOB_STATE_QUEUED").removeprefix("JOB_STATE_"),
-            )
-
-        return self._wait_in_line(books.quota, needs, tell) is True
-
-    def wait_for_gpus(self, job: dict[str, Any]) -> bool:
-        """Wait PENDING until the region has free GPUs for the job. A STANDARD or SPOT job waits at most
-        ``Capacity.stockout_after_s``, then fails with the stockout (code 8); a FLEX_START job waits up
-        to its ``max_wait_duration`` (0: for ever), then fails. False when the job cannot start."""
-        region, gpus, how, spec = self._gpu_request(job)
-        if not gpus:
-            return True
-        books = self.host.gpus
-        needs = books.stock_needs(region, gpus, how)
-        started = time.monotonic()
-        wait_s = max_wait_s(spec) if how == "flex_start" else None
-
-        def deadline() -> float | None:
-            if how == "flex_start":
-                return None if wait_s is None else started + wait_s
-            with books.settings.lock:  # read at each wake: a change applies to the jobs waiting
-                return started + books.settings.stockout_after_s
-
-        def tell(short: list[Key]) -> None:
-            wanted = ", ".join(f"{needs[key]} {key[1]}" for key in short)
-            if how == "flex_start":
-                limit = "for ever (max_wait_duration 0s)" if wait_s is None else f"up to {wait_s:g}s"
-                why = f"Dynamic Workload Scheduler (FLEX_START) waits {limit} for {wanted} in {region}."
-            else:
-                kind = "Spot " if how == "spot" else ""
-                why = f"No free {kind}capacity in {region} for {wanted}; the job fails if none frees up."
-            self.on_waiting(why, "PENDING")
-
-        granted = self._wait_in_line(books.stock, needs, tell, deadline)
-        if granted is None:
-            if how == "flex_start":
-                self.finish("JOB_STATE_FAILED", STOCKOUT_CODE, flex_start_message(region, wait_s or 0.0))
-            else:
-                self.finish("JOB_STATE_FAILED", STOCKOUT_CODE, stockout_message(region))
-        return granted is True
-
-    def release_resources(self) -> None:
-        """Free the job's replica slots, quota and GPUs (or leave their lines): call as the thread ends."""
-        self.release_room()
-        self.host.gpus.quota.release(self.job_name)
-        self.host.gpus.stock.release(self.job_name)
-
-    def wait_for_room(self, count: int) -> bool:
-        """Wait, in the job's current state (QUEUED for a new job), until ``count`` replica slots are
-        free under the host's ceiling (capacity.Room; first come, first served); False when a cancel or
-        close ended the wait, or the job can never fit (it is then FAILED, code 8 RESOURCE_EXHAUSTED).
-        The slots are freed when the driver's thread ends (``release_room``)."""
-        if count <= 0:
-            return True
-        ceilings = self.host.ceilings
-        problem = ceilings.ceiling_problem("customJobs", count)
-        if problem is not None:  # a job stored before the ceiling was lowered (an emulator restart)
-            self.finish("JOB_STATE_FAILED", 8, problem.partition(": ")[2])
-            return False
-        room = ceilings.room
-        told = False
-        while not room.acquire(self.job_name, count, lambda: self.events.put(("room",))):
-            if not told:
-                told = True
-                snapshot = room.snapshot()
-                ahead = room.waiting_ahead(self.job_name)
-                self.on_waiting(
-                    f"Waiting for room to run {count} replicas: this emulator runs at most "
-                    f"{room.ceiling} replicas at once (--max-replica-processes); {snapshot['running']} are "
-                    f"running and {ahead} {'job waits' if ahead == 1 else 'jobs wait'} ahead of this one. It "
-                    "starts when running jobs end."
-                )
-            if self.handle_control(self.events.get()):
-                return False
-        return True
-
-    def release_room(self) -> None:
-        """Free the job's replica slots (or leave the line): call as the driver's thread ends."""
-        self.host.ceilings.room.release(self.job_name)
 
     def on_waiting(self, reason: str, state: str = "QUEUED") -> None:
         """The job waits, in ``state`` (``reason``: why, and for what); subclasses log it."""

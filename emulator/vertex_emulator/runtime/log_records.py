@@ -4,7 +4,7 @@ Every replica's supervisor writes ``<state_dir>/logs/<job id>/<replica key>.json
 driver writes ``service.jsonl`` beside it: JSON lines ``{"t": ns, "s": stream, "m": text, ...}``
 (``stream`` is ``stdout``, ``stderr`` or ``service``; a service record may add ``"sev"`` and
 ``"labels"``), written under an exclusive ``flock`` with strictly increasing times
-(supervise.py, ``RecordLog``).
+(supervise.py and replica_output.py, ``RecordLog``).
 
 ``RecordIndex`` keeps, per file, the time and byte offset of every complete record (16 bytes a
 record, whatever its text) and the number of bytes indexed: a refresh reads only what was appended
@@ -43,7 +43,7 @@ SERVICE_KEY = "service"
 _BLOCK = 1024 * 1024  # bytes read at a time while indexing
 _CHUNK = 256  # records read back at a time
 #: the longest line read as a record: a supervisor writes at most 256 KiB of a line's text
-#: (supervise.MAX_LINE_BYTES), which JSON escapes to at most 6 bytes a byte (a control character is
+#: (replica_output.MAX_LINE_BYTES), which JSON escapes to at most 6 bytes a byte (a control character is
 #: ``\u001b``), beside a few short fields; a longer line cannot be a record.
 MAX_RECORD_BYTES = 6 * 256 * 1024 + 64 * 1024
 #: how every record's line starts (the writer puts ``t`` first)

@@ -31,9 +31,10 @@ from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime import procs
-from vertex_emulator.runtime.custom_job import CustomJobRun, replica_tail
+from vertex_emulator.runtime.custom_job import CustomJobRun
 from vertex_emulator.runtime.driver import JobDriver, job_id_of
 from vertex_emulator.runtime.drivers import driver_for
+from vertex_emulator.runtime.replica_slots import replica_tail
 
 __all__ = ["Runner"]
 

@@ -33,7 +33,7 @@ import logging
 from pathlib import Path
 
 from vertex_emulator.runtime.log_records import SERVICE_KEY, records_path
-from vertex_emulator.runtime.supervise import RecordLog
+from vertex_emulator.runtime.replica_output import RecordLog
 
 __all__ = ["ServiceLog", "lines_for"]
 

@@ -5,14 +5,9 @@ A tuning job goes QUEUED -> PENDING -> RUNNING like a CustomJob, then runs up to
 is used up (grid search). The trials' replicas count against the host's ceiling (capacity/host.py): no
 more trials start at once than the ceiling holds, and a trial's CustomJob waits QUEUED for room. Each
 trial is a CustomJob inserted in the store (``trials[].customJob`` names it; Get and List return it)
-whose spec is ``trialJobSpec`` with:
-
-- ``--<parameter_id>=<value>`` appended to every pool's ``args`` (container or python package; the
-  Reduction Server pool excepted) -- values formatted as the service does (search.format_value);
-- ``baseOutputDirectory`` = ``<tuning base>/<trial id>``, so ``AIP_MODEL_DIR`` is
-  ``<base>/<trial id>/model/`` as documented;
-- ``task.trial`` in CLUSTER_SPEC/TF_CONFIG and ``CLOUD_ML_TRIAL_ID`` set to the trial id ("1", "2"...),
-  and a ``CLOUD_ML_HP_METRIC_FILE`` of its own per replica.
+whose spec is ``trialJobSpec`` with the trial's parameters appended to its args and a base output
+directory of its own (tuning_study.py); its replicas get ``task.trial`` in CLUSTER_SPEC/TF_CONFIG,
+``CLOUD_ML_TRIAL_ID`` set to the trial id ("1", "2"...), and a ``CLOUD_ML_HP_METRIC_FILE`` each.
 
 A trial's reports are the JSON lines cloudml-hypertune writes to the *primary replica's* metrics
 file. The library rewrites that file with only its last 100 reports at every report, so the file is
@@ -37,13 +32,7 @@ each line's cloudml-hypertune ``timestamp`` (every measurement carries that ``el
 ``global_step``. ``convexAutomatedStoppingSpec`` is accepted and not applied (the emulator's log says
 so once per job).
 
-Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
-been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
-service decides") is, in the emulator, ``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))``.
-
-Random draws (RANDOM_SEARCH, the stand-in for ALGORITHM_UNSPECIFIED) are seeded with the integer in
-the job's label ``emulator-seed`` when it has one, else with a hash of the job's resource name --
-so a given job always draws the same trials, and a label makes two jobs draw alike.
+Failed trials, the seed of random draws and the study's state: tuning_study.py.
 
 Cancelling the tuning job cancels its running trials' CustomJobs; their trials end INFEASIBLE
 ("stopped: the tuning job was cancelled") and the job ends CANCELLED (code 1). The job SUCCEEDS
@@ -52,10 +41,7 @@ when the trials have run out. ``trials[]`` is updated in the store as each trial
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import logging
-import math
 import queue
 import threading
 import time
@@ -63,26 +49,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vertex_emulator.capacity.host import spec_replicas
-from vertex_emulator.core.gcs import join_uri
 from vertex_emulator.core.timefmt import now_rfc3339
-from vertex_emulator.runtime.cluster import is_reduction_server
 from vertex_emulator.runtime.custom_job import CustomJobRun
 from vertex_emulator.runtime.driver import DriverHost, JobDriver
+from vertex_emulator.runtime.tuning_study import RULES, Study, failed_trial_limit, seed_for, trial_job_spec
 from vertex_emulator.tuning.hypertune import MetricsLog, curve, final_measurement, measurements
-from vertex_emulator.tuning.search import Observation, ParamSpec, Search, Value, format_value
-from vertex_emulator.tuning.stopping import Curve, decay_curve_should_stop, median_should_stop
+from vertex_emulator.tuning.search import Search, Value, format_value
+from vertex_emulator.tuning.stopping import Curve
 
-__all__ = [
-    "METRICS_POLL_S",
-    "SEED_LABEL",
-    "STOPPING_POLL_S",
-    "TuningRun",
-    "failed_trial_limit",
-    "seed_for",
-    "trial_job_spec",
-]
+__all__ = ["METRICS_POLL_S", "STOPPING_POLL_S", "TuningRun"]
 
-SEED_LABEL = "emulator-seed"
 #: Seconds between two looks at running trials' reports: their measurements are published and the
 #: early-stopping rule, when one is set, is applied.
 STOPPING_POLL_S = 0.2
@@ -91,43 +67,6 @@ STOPPING_POLL_S = 0.2
 METRICS_POLL_S = 0.02
 
 _LOG = logging.getLogger(__name__)
-_RULES = {
-    "medianAutomatedStoppingSpec": median_should_stop,
-    "decayCurveStoppingSpec": decay_curve_should_stop,
-}
-
-
-def failed_trial_limit(max_failed: int, max_trials: int) -> int:
-    """How many failed trials fail the job (``0`` means: the emulator's documented rule)."""
-    if max_failed > 0:
-        return max_failed
-    return min(max_trials, max(3, math.ceil(max_trials / 5)))
-
-
-def seed_for(job: Mapping[str, Any]) -> int:
-    label = (job.get("labels") or {}).get(SEED_LABEL)
-    if label is not None and str(label).isdigit():
-        return int(label)
-    return int.from_bytes(hashlib.sha256(str(job.get("name", "")).encode()).digest()[:8], "big")
-
-
-def trial_job_spec(
-    trial_spec: Mapping[str, Any],
-    trial_id: str,
-    args: Sequence[str],
-) -> dict[str, Any]:
-    """``trialJobSpec`` for one trial: parameters appended to the args, base output dir per trial."""
-    spec = copy.deepcopy(dict(trial_spec))
-    for pool in spec.get("workerPoolSpecs") or []:
-        if not pool or is_reduction_server(pool):
-            continue
-        for key in ("containerSpec", "pythonPackageSpec"):
-            if pool.get(key):
-                pool[key]["args"] = [*(pool[key].get("args") or []), *args]
-    base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
-    if base:
-        spec["baseOutputDirectory"] = {"outputUriPrefix": join_uri(base, trial_id)}
-    return spec
 
 
 class TuningRun(JobDriver):
@@ -179,54 +118,15 @@ class TuningRun(JobDriver):
         job = self.schedule()
         if job is None:
             return
-        study: dict[str, Any] = job.get("studySpec") or {}
-        max_trials = int(job.get("maxTrialCount") or 0)
-        trial_replicas = spec_replicas(job.get("trialJobSpec") or {})
-        # no more trials at once than the host's ceiling holds: the others would only wait QUEUED
-        parallel = self.host.ceilings.parallel_trials(
-            max(1, int(job.get("parallelTrialCount") or 1)), trial_replicas
-        )
-        limit = failed_trial_limit(int(job.get("maxFailedTrialCount") or 0), max_trials)
-        metrics = list(study.get("metrics") or [])
-        selection = str(study.get("measurementSelectionType") or "LAST_MEASUREMENT")
-        try:
-            search = Search(study, seed=seed_for(job), parallel=parallel)
-            if max_trials < 1:
-                raise ValueError(f"maxTrialCount: must be at least 1 (got {max_trials})")
-        except ValueError as exc:
-            self.finish("JOB_STATE_FAILED", 3, str(exc))
+        study = self._open(job)
+        if study is None:
             return
-        if not metrics:
-            self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
-            return
-        specs = {p.id: p for p in _all_params(search)}
-        rule_key = next((key for key in _RULES if study.get(key) is not None), None)
-        if study.get("convexAutomatedStoppingSpec") is not None:
-            _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
-        by_elapsed = rule_key is not None and bool((study.get(rule_key) or {}).get("useElapsedDuration"))
-        first_metric = str(metrics[0]["metricId"])
-        maximize = str(metrics[0].get("goal") or "MAXIMIZE") != "MINIMIZE"
-        completed: list[Curve] = []  # curves of the trials that ran to their end
-        stopping: set[str] = set()
         self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
         threading.Thread(target=self._watch_metrics, name=f"metrics-{self.job_id}", daemon=True).start()
-        published: dict[str, int] = {}  # trial id -> the MetricsLog version its measurements show
         next_look = time.monotonic() + STOPPING_POLL_S
-        history: dict[str, Observation] = {}
-        started = 0
-        failed = 0
-        exhausted = False
-        last_failure = ""
         while True:
-            while not exhausted and len(self.trial_runs) < parallel and started < max_trials:
-                point = search.suggest(list(history.values()))
-                if point is None:
-                    exhausted = True
-                    break
-                started += 1
-                trial_id = str(started)
-                history[trial_id] = Observation(point)
-                if not self._start_trial(job, trial_id, point, specs):
+            while (trial := study.next_trial(len(self.trial_runs))) is not None:
+                if not self._start_trial(job, *trial, study.specs):
                     return  # the emulator is closing
             if not self.trial_runs:
                 break
@@ -236,50 +136,93 @@ class TuningRun(JobDriver):
                 event = ("look",)
             if time.monotonic() >= next_look:
                 next_look = time.monotonic() + STOPPING_POLL_S
-                self._publish_measurements(metrics, published)
-                if rule_key is not None:
-                    self._early_stop(
-                        _RULES[rule_key], first_metric, maximize, completed, stopping, by_elapsed
-                    )
-            if event[0] == "close":
-                self.closing = True
+                self._look(study)
+            if self._on_event(study, event):
                 return
-            if event[0] == "cancel":
-                self._stop_trials("stopped: the tuning job was cancelled")
-                self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
-                return
-            if event[0] == "running":
-                _, trial_id, uris = event
-                if uris:
-                    self._update_trial(trial_id, {"webAccessUris": uris})
-                continue
-            if event[0] != "trial_done":
-                continue
-            _, trial_id, run = event
-            self.trial_runs.pop(trial_id, None)
-            if self.closing or run.closing:
-                return
-            stopped = trial_id in stopping
-            stopping.discard(trial_id)
-            objective, reason = self._settle_trial(trial_id, run, metrics, selection, stopped=stopped)
-            if reason is None and not stopped:
-                origin = self.trial_started.get(trial_id) if by_elapsed else None
-                completed.append(curve(self._reports(trial_id), first_metric, origin))
-            history[trial_id] = Observation(history[trial_id].parameters, objective)
-            if reason is not None:
-                failed += 1
-                last_failure = f"trial {trial_id}: {reason}"
-                if failed >= limit:
-                    self._stop_trials("stopped: the tuning job failed")
-                    self.finish(
-                        "JOB_STATE_FAILED",
-                        3,
-                        f"{failed} trials failed, reaching the limit of {limit} failed trials "
-                        f"(maxFailedTrialCount {job.get('maxFailedTrialCount') or 0}). "
-                        f"The last failure: {last_failure}",
-                    )
-                    return
         self.finish("JOB_STATE_SUCCEEDED")
+
+    def _open(self, job: Mapping[str, Any]) -> Study | None:
+        """The job's study, ready to run; None when its spec cannot run (the job then FAILED)."""
+        study: dict[str, Any] = job.get("studySpec") or {}
+        max_trials = int(job.get("maxTrialCount") or 0)
+        trial_replicas = spec_replicas(job.get("trialJobSpec") or {})
+        # no more trials at once than the host's ceiling holds: the others would only wait QUEUED
+        parallel = self.host.ceilings.parallel_trials(
+            max(1, int(job.get("parallelTrialCount") or 1)), trial_replicas
+        )
+        limit = failed_trial_limit(int(job.get("maxFailedTrialCount") or 0), max_trials)
+        metrics = list(study.get("metrics") or [])
+        try:
+            search = Search(study, seed=seed_for(job), parallel=parallel)
+            if max_trials < 1:
+                raise ValueError(f"maxTrialCount: must be at least 1 (got {max_trials})")
+        except ValueError as exc:
+            self.finish("JOB_STATE_FAILED", 3, str(exc))
+            return None
+        if not metrics:
+            self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
+            return None
+        if study.get("convexAutomatedStoppingSpec") is not None:
+            _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
+        max_failed = job.get("maxFailedTrialCount") or 0
+        return Study.of(
+            study,
+            search,
+            metrics,
+            max_trials=max_trials,
+            parallel=parallel,
+            limit=limit,
+            max_failed=max_failed,
+        )
+
+    def _look(self, study: Study) -> None:
+        """Publish the running trials' new reports and apply the early-stopping rule, if any."""
+        self._publish_measurements(study.metrics, study.published)
+        if study.rule_key is not None:
+            self._early_stop(
+                RULES[study.rule_key],
+                study.first_metric,
+                study.maximize,
+                study.completed,
+                study.stopping,
+                study.by_elapsed,
+            )
+
+    def _on_event(self, study: Study, event: tuple[Any, ...]) -> bool:
+        """Handle one event of the study loop; True when the job ended (or the emulator is closing)."""
+        if event[0] == "close":
+            self.closing = True
+            return True
+        if event[0] == "cancel":
+            self._stop_trials("stopped: the tuning job was cancelled")
+            self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
+            return True
+        if event[0] == "running":
+            _, trial_id, uris = event
+            if uris:
+                self._update_trial(trial_id, {"webAccessUris": uris})
+            return False
+        if event[0] == "trial_done":
+            _, trial_id, run = event
+            return self._trial_done(study, trial_id, run)
+        return False
+
+    def _trial_done(self, study: Study, trial_id: str, run: CustomJobRun) -> bool:
+        """Trial ``trial_id``'s CustomJob ended: settle the trial; True when the job ended."""
+        self.trial_runs.pop(trial_id, None)
+        if self.closing or run.closing:
+            return True
+        stopped = trial_id in study.stopping
+        study.stopping.discard(trial_id)
+        objective, reason = self._settle_trial(trial_id, run, study.metrics, study.selection, stopped=stopped)
+        if reason is None and not stopped:
+            origin = self.trial_started.get(trial_id) if study.by_elapsed else None
+            study.completed.append(curve(self._reports(trial_id), study.first_metric, origin))
+        if not study.record(trial_id, objective, reason):
+            return False
+        self._stop_trials("stopped: the tuning job failed")
+        self.finish("JOB_STATE_FAILED", 3, study.failure_message())
+        return True
 
     def _start_trial(
         self, job: Mapping[str, Any], trial_id: str, point: Mapping[str, Value], specs: Any
@@ -431,15 +374,3 @@ class TuningRun(JobDriver):
 
     def on_cancel(self) -> None:
         self._stop_trials("stopped: the tuning job was cancelled")
-
-
-def _all_params(search: Search) -> list[ParamSpec]:
-    out: list[ParamSpec] = []
-
-    def walk(specs: Sequence[ParamSpec]) -> None:
-        for p in specs:
-            out.append(p)
-            walk([c for _, c in p.children])
-
-    walk(search.params)
-    return out

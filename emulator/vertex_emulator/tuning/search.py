@@ -124,6 +124,69 @@ def _num(raw: Any, path: str) -> float:
     return out
 
 
+def _range(kind: Kind, spec: Mapping[str, Any], where: str) -> tuple[float, float]:
+    """A DOUBLE or INTEGER parameter's ``(minValue, maxValue)``."""
+    low = _num(spec.get("minValue", 0), f"{where}.minValue")
+    high = _num(spec.get("maxValue", 0), f"{where}.maxValue")
+    if kind == "INTEGER" and (low != int(low) or high != int(high)):
+        raise ValueError(f"{where}: minValue and maxValue must be integers")
+    if low > high:
+        raise ValueError(f"{where}: minValue must be <= maxValue (got {low} > {high})")
+    return low, high
+
+
+def _categories(spec: Mapping[str, Any], where: str) -> tuple[Value, ...]:
+    """A CATEGORICAL parameter's values."""
+    values = tuple(str(v) for v in spec.get("values") or [])
+    if not values:
+        raise ValueError(f"{where}.values: at least one value is required")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{where}.values: values must be distinct")
+    return values
+
+
+def _discrete(spec: Mapping[str, Any], where: str) -> tuple[Value, ...]:
+    """A DISCRETE parameter's values."""
+    nums = [_num(v, f"{where}.values[{i}]") for i, v in enumerate(spec.get("values") or [])]
+    if not nums:
+        raise ValueError(f"{where}.values: at least one value is required")
+    if len(nums) > 1000:
+        raise ValueError(f"{where}.values: at most 1000 values (got {len(nums)})")
+    if any(b <= a for a, b in zip(nums, nums[1:], strict=False)):
+        raise ValueError(f"{where}.values: must be strictly increasing")
+    return tuple(nums)
+
+
+def _check_scale(scale: str, kind: Kind, low: float, values: tuple[Value, ...], path: str) -> None:
+    """A log scale needs a numeric, strictly positive feasible space."""
+    if scale not in ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE"):
+        return
+    if kind == "CATEGORICAL":
+        raise ValueError(f"{path}.scaleType: must be unset for a categorical parameter")
+    lo = min(values) if kind == "DISCRETE" else low
+    if float(lo) <= 0:
+        raise ValueError(f"{path}.scaleType: {scale} needs a strictly positive feasible space")
+
+
+def _parent_values(cond: Mapping[str, Any], kind: Kind, cpath: str) -> frozenset[Value]:
+    """The parent values a conditional parameter applies for (the field its parent's kind names)."""
+    matches: frozenset[Value]
+    if kind == "INTEGER" and cond.get("parentIntValues") is not None:
+        matches = frozenset(int(v) for v in cond["parentIntValues"].get("values") or [])
+    elif kind == "CATEGORICAL" and cond.get("parentCategoricalValues") is not None:
+        matches = frozenset(str(v) for v in cond["parentCategoricalValues"].get("values") or [])
+    elif kind == "DISCRETE" and cond.get("parentDiscreteValues") is not None:
+        matches = frozenset(float(v) for v in cond["parentDiscreteValues"].get("values") or [])
+    else:
+        want = {"INTEGER": "parentIntValues", "CATEGORICAL": "parentCategoricalValues"}.get(
+            kind, "parentDiscreteValues"
+        )
+        raise ValueError(f"{cpath}: a {kind} parent needs {want}")
+    if not matches:
+        raise ValueError(f"{cpath}: the parent value condition lists no values")
+    return matches
+
+
 def _parse_one(raw: Mapping[str, Any], path: str) -> ParamSpec:
     pid = raw.get("parameterId")
     if not isinstance(pid, str) or not pid or any(c.isspace() for c in pid):
@@ -140,53 +203,19 @@ def _parse_one(raw: Mapping[str, Any], path: str) -> ParamSpec:
     low = high = 0.0
     values: tuple[Value, ...] = ()
     if kind in ("DOUBLE", "INTEGER"):
-        low = _num(spec.get("minValue", 0), f"{path}.{key}.minValue")
-        high = _num(spec.get("maxValue", 0), f"{path}.{key}.maxValue")
-        if kind == "INTEGER" and (low != int(low) or high != int(high)):
-            raise ValueError(f"{path}.{key}: minValue and maxValue must be integers")
-        if low > high:
-            raise ValueError(f"{path}.{key}: minValue must be <= maxValue (got {low} > {high})")
+        low, high = _range(kind, spec, f"{path}.{key}")
     elif kind == "CATEGORICAL":
-        values = tuple(str(v) for v in spec.get("values") or [])
-        if not values:
-            raise ValueError(f"{path}.{key}.values: at least one value is required")
-        if len(set(values)) != len(values):
-            raise ValueError(f"{path}.{key}.values: values must be distinct")
+        values = _categories(spec, f"{path}.{key}")
     else:
-        nums = [_num(v, f"{path}.{key}.values[{i}]") for i, v in enumerate(spec.get("values") or [])]
-        if not nums:
-            raise ValueError(f"{path}.{key}.values: at least one value is required")
-        if len(nums) > 1000:
-            raise ValueError(f"{path}.{key}.values: at most 1000 values (got {len(nums)})")
-        if any(b <= a for a, b in zip(nums, nums[1:], strict=False)):
-            raise ValueError(f"{path}.{key}.values: must be strictly increasing")
-        values = tuple(nums)
-    if scale in ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE"):
-        if kind == "CATEGORICAL":
-            raise ValueError(f"{path}.scaleType: must be unset for a categorical parameter")
-        lo = min(values) if kind == "DISCRETE" else low
-        if float(lo) <= 0:
-            raise ValueError(f"{path}.scaleType: {scale} needs a strictly positive feasible space")
+        values = _discrete(spec, f"{path}.{key}")
+    _check_scale(scale, kind, low, values, path)
     children: list[tuple[frozenset[Value], ParamSpec]] = []
     for j, cond in enumerate(raw.get("conditionalParameterSpecs") or []):
         cpath = f"{path}.conditionalParameterSpecs[{j}]"
         child_raw = cond.get("parameterSpec")
         if not child_raw:
             raise ValueError(f"{cpath}.parameterSpec: required")
-        matches: frozenset[Value]
-        if kind == "INTEGER" and cond.get("parentIntValues") is not None:
-            matches = frozenset(int(v) for v in cond["parentIntValues"].get("values") or [])
-        elif kind == "CATEGORICAL" and cond.get("parentCategoricalValues") is not None:
-            matches = frozenset(str(v) for v in cond["parentCategoricalValues"].get("values") or [])
-        elif kind == "DISCRETE" and cond.get("parentDiscreteValues") is not None:
-            matches = frozenset(float(v) for v in cond["parentDiscreteValues"].get("values") or [])
-        else:
-            want = {"INTEGER": "parentIntValues", "CATEGORICAL": "parentCategoricalValues"}.get(
-                kind, "parentDiscreteValues"
-            )
-            raise ValueError(f"{cpath}: a {kind} parent needs {want}")
-        if not matches:
-            raise ValueError(f"{cpath}: the parent value condition lists no values")
+        matches = _parent_values(cond, kind, cpath)
         children.append((matches, _parse_one(child_raw, f"{cpath}.parameterSpec")))
     return ParamSpec(pid, kind, low, high, values, scale, tuple(children))
 
