@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_emulator.core.filtering import Cursor, FilterSyntaxError, Lexicon
 from vertex_emulator.core.timefmt import rfc3339_nanos
 
 __all__ = [
@@ -77,15 +78,20 @@ _COMPARATORS = ("<=", ">=", "!=", "=", "<", ">", ":")
 _KEYWORDS = ("AND", "OR", "NOT")
 _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*")
 _LABEL_KEY_RE = re.compile(r"[A-Za-z0-9_\-]+")
+_VALUE_MISSING = "expected a value after the comparison operator"
 
 
-class FilterError(ValueError):
+class FilterError(FilterSyntaxError):
     """A filter that does not parse or uses an unsupported field or operator."""
 
     def __init__(self, text: str, pos: int, rule: str) -> None:
-        self.text, self.pos, self.rule = text, pos, rule
         shown = repr(text) if len(text) <= 200 else f"{text[:200]!r}... ({len(text)} characters)"
-        super().__init__(f"invalid filter {shown} at position {pos}: {rule}")
+        super().__init__(text, pos, rule, f"invalid filter {shown} at position {pos}: {rule}")
+
+
+#: the List filter's text (AIP-160): any Unicode space separates tokens, there are no comments, and the
+#: operators are AIP-160's comparators and ``:`` (has).
+_LEXICON = Lexicon(error=FilterError, operators=_COMPARATORS)
 
 
 @dataclass(frozen=True)
@@ -97,58 +103,29 @@ class _Token:
 
 def _tokenize(text: str) -> list[_Token]:
     tokens: list[_Token] = []
-    i, n = 0, len(text)
-    expect_value = False
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            i += 1
+    cursor = Cursor(text, _LEXICON)
+    while not cursor.at_end():
+        pos = cursor.pos
+        if tokens and tokens[-1].kind == "cmp":  # a value follows every comparison operator
+            value, _ = cursor.literal(_VALUE_MISSING)
+            tokens.append(_Token("value", value, pos))
             continue
-        if expect_value:
-            expect_value = False
-            if ch in "\"'":
-                j, buf = i + 1, []
-                while j < n and text[j] != ch:
-                    if text[j] == "\\" and j + 1 < n:
-                        j += 1
-                    buf.append(text[j])
-                    j += 1
-                if j >= n:
-                    raise FilterError(text, i, "unterminated quoted string")
-                tokens.append(_Token("value", "".join(buf), i))
-                i = j + 1
-                continue
-            j = i
-            while j < n and not text[j].isspace() and text[j] not in "()":
-                j += 1
-            if j == i:
-                raise FilterError(text, i, "expected a value after the comparison operator")
-            tokens.append(_Token("value", text[i:j], i))
-            i = j
+        ch = text[pos]
+        if ch in "()-":
+            cursor.pos += 1
+            tokens.append(_Token(ch, ch, pos))
             continue
-        if ch in "()":
-            tokens.append(_Token(ch, ch, i))
-            i += 1
-            continue
-        cmp = next((c for c in _COMPARATORS if text.startswith(c, i)), None)
+        cmp = cursor.operator()
         if cmp is not None:
-            tokens.append(_Token("cmp", cmp, i))
-            i += len(cmp)
-            expect_value = True
+            tokens.append(_Token("cmp", cmp, pos))
             continue
-        if ch == "-":
-            tokens.append(_Token("-", ch, i))
-            i += 1
-            continue
-        match = _FIELD_RE.match(text, i)
-        if match is None:
-            raise FilterError(text, i, f"unexpected character {ch!r}")
-        word = match.group(0)
-        tokens.append(_Token(word if word in _KEYWORDS else "field", word, i))
-        i = match.end()
-    if expect_value:
-        raise FilterError(text, n, "expected a value after the comparison operator")
-    tokens.append(_Token("end", "", n))
+        word = cursor.match(_FIELD_RE)
+        if word is None:
+            raise cursor.error(f"unexpected character {ch!r}")
+        tokens.append(_Token(word if word in _KEYWORDS else "field", word, pos))
+    if tokens and tokens[-1].kind == "cmp":
+        raise cursor.error(_VALUE_MISSING, len(text))
+    tokens.append(_Token("end", "", len(text)))
     return tokens
 
 
