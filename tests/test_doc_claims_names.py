@@ -55,7 +55,9 @@ def test_readme_make_test_runs_the_stages_it_lists() -> None:
         r"runs the tests, # the compat suite on every other cell of the support matrix, "
         r"# then the reliability suite",
     )
-    assert makefile_captures(r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit compat-install)\n")
+    assert makefile_captures(
+        r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit emulator-test compat-install)\n"
+    )
     assert makefile_captures(
         r"^test: .*\n.*\n\t.*\$\(MAKE\) .* COMPAT_PHASE=(test) compat (\$\(STACK_JOBS\));"
     )
