@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 # is generated from this file. A plain pytest run outside make records into a temporary file instead.
 export AVD_FIGURES ?= $(CURDIR)/scripts/stack/figures.json
 
-.PHONY: install test check lint typecheck unit emulator-test compat test-stack demo clean
+.PHONY: install test check lint typecheck unit emulator-test unit-all compat test-stack demo clean
 
 # Test processes the unit suite runs in (pytest-xdist). Most tests wait on replica processes, servers
 # and subprocesses rather than compute, so more workers than cores pays off on a 2-core machine: there
@@ -33,11 +33,13 @@ install: $(STAMP)
 
 # The emulator's own suite (emulator/tests/) runs from the emulator's own install: a virtualenv of its own
 # holding only `./emulator[hypertune,test]` (no Airflow, no provider), made by uv on an interpreter of this
-# machine (never downloaded), from the package registry alone. EMU_XDIST test processes (pytest-xdist).
+# machine (never downloaded), from the package registry alone. EMU_XDIST test processes (pytest-xdist), as
+# many as the provider's suite by default: `make test` and `make check` run the two suites one after the
+# other, so the machine carries the load it carried when the emulator's tests were part of the unit suite.
 EMU_VENV  ?= emulator/.venv
 EMU_PY    := $(EMU_VENV)/bin/python
 EMU_STAMP := $(EMU_VENV)/.installed
-EMU_XDIST ?= 4
+EMU_XDIST ?= $(XDIST)
 
 $(EMU_STAMP): emulator/pyproject.toml | $(STAMP)
 	test -x $(EMU_PY) || UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv venv --quiet --python $(PYTHON) $(EMU_VENV)
@@ -71,13 +73,24 @@ unit: $(STAMP)
 	@$(PY) -m pytest -m "not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
-# The inner loop: lint, types and the fast tests (those not marked slow or stack), the provider's and the
-# emulator's, all at once (make jobs, each one's output printed whole when it ends; mypy works on one
-# core while the tests mostly wait on servers and subprocesses). The emulator's fast tests run here from
-# the dev venv, which holds the emulator too: no second venv to make on a fresh checkout, and the same
-# tests as `make emulator-test` (which `make test` runs, in the emulator's own venv, with the slow ones).
+# The provider's unit suite, then the emulator's own (in its own venv), each run to its end; fails if
+# either failed.
+unit-all: $(STAMP) $(EMU_STAMP)
+	@$(MAKE) --no-print-directory unit; a=$$?; $(MAKE) --no-print-directory emulator-test; b=$$?; \
+	[ $$a -eq 0 ] || exit $$a; exit $$b
+
+# The inner loop: lint, types and the fast tests (those not marked slow or stack), all three at once
+# (make jobs, each one's output printed whole when it ends; mypy works on one core while the tests
+# mostly wait on servers and subprocesses). The fast tests are the provider's, then the emulator's, these
+# from the dev venv, which holds the emulator too: no second venv to make on a fresh checkout, and the
+# same tests as `make emulator-test` (which `make test` runs, in the emulator's own venv, with the slow ones).
 check: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j4 --output-sync=target lint typecheck check-tests check-emulator-tests
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint typecheck check-tests-all
+
+.PHONY: check-tests-all
+check-tests-all: $(STAMP)
+	@$(MAKE) --no-print-directory check-tests; a=$$?; $(MAKE) --no-print-directory check-emulator-tests; b=$$?; \
+	[ $$a -eq 0 ] || exit $$a; exit $$b
 
 .PHONY: check-tests check-emulator-tests
 check-tests: $(STAMP)
@@ -103,8 +116,8 @@ compat: $(STAMP)
 compat-install: $(STAMP)
 	$(PY) scripts/compat_cells.py --phase install --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
-# Lint, types, the unit/integration/e2e tests and the emulator's own suite (in its own venv), all at once,
-# and meanwhile the compat cells' virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
+# Lint, types and the tests (the unit/integration/e2e suite, then the emulator's own in its own venv), all
+# three at once, and meanwhile the compat cells' virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
 # compat suite in those cells (two at a time), the reliability suite on two real Airflow stacks (its files
 # split in two halves of about equal length, each half on a stack of its own), the same guarantees on its
 # Celery profile and the job view in a browser on a stack of its own; then docs/reliability.md from their
@@ -113,7 +126,7 @@ compat-install: $(STAMP)
 # (--output-sync), so their lines never interleave. Every job of a stage runs to its end (-k) and make
 # test fails if any failed; a failure in the first stage skips the second.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j5 --output-sync=target lint typecheck unit emulator-test compat-install
+	@$(MAKE) --no-print-directory -k -j4 --output-sync=target lint typecheck unit-all compat-install
 	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 COMPAT_PHASE=test compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 

@@ -63,14 +63,11 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         (r"Each uses the `(\w+)` connection only", "airflow_vertex_dist.hooks.connection:DEFAULT_CONN_ID"),
         (r"\(`XDIST`, (\d+) by default;", lambda: int(makefile_captures(r"^XDIST \?= (\d+)$")[0])),
         (
-            r"`EMU_XDIST`, (\d+), for the emulator's",
-            lambda: int(makefile_captures(r"^EMU_XDIST \?= (\d+)$")[0]),
-        ),
-        (
             r"`make check` runs ruff, the layer contracts, mypy and the tests not marked `(\w+)` or `(\w+)`",
             lambda: (
                 makefile_captures(r'^check-tests: .*\n\t.*-m pytest -m "not (\w+) and not (\w+)"')
-                if makefile_captures(r"^check: .*\n\t.* (lint typecheck check-tests) check-emulator-tests$")
+                if makefile_captures(r"^check: .*\n\t.* (lint typecheck check-tests)-all$")
+                and makefile_captures(r"^check-tests-all: .*\n\t.* (check-tests); .* (check-emulator-tests);")
                 else None
             ),
         ),
