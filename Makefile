@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 # is generated from this file. A plain pytest run outside make records into a temporary file instead.
 export AVD_FIGURES ?= $(CURDIR)/scripts/stack/figures.json
 
-.PHONY: install test check lint typecheck unit compat test-stack demo clean
+.PHONY: install test check lint typecheck unit emulator-test unit-all compat test-stack demo clean
 
 # Test processes the unit suite runs in (pytest-xdist). Most tests wait on replica processes, servers
 # and subprocesses rather than compute, so more workers than cores pays off on a 2-core machine: there
@@ -30,6 +30,30 @@ $(STAMP): pyproject.toml emulator/pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The emulator's own suite (emulator/tests/) runs from the emulator's own install: a virtualenv of its own
+# holding only `./emulator[hypertune,test]` (no Airflow, no provider), made by uv on an interpreter of this
+# machine (never downloaded), from the package registry alone. EMU_XDIST test processes (pytest-xdist), as
+# many as the provider's suite by default: `make test` and `make check` run the two suites one after the
+# other, so the machine carries the load it carried when the emulator's tests were part of the unit suite.
+EMU_VENV  ?= emulator/.venv
+EMU_PY    := $(EMU_VENV)/bin/python
+EMU_STAMP := $(EMU_VENV)/.installed
+EMU_XDIST ?= $(XDIST)
+
+$(EMU_STAMP): emulator/pyproject.toml | $(STAMP)
+	test -x $(EMU_PY) || UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv venv --quiet --python $(PYTHON) $(EMU_VENV)
+	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip install --quiet --python $(EMU_PY) -e './emulator[hypertune,test]'
+	touch $(EMU_STAMP)
+
+# First that the venv holds neither Airflow nor the provider (run in isolated mode from emulator/, so the
+# checkout's folders are not on the path), then the suite, with pytest's exit 5 (no test) a failure.
+emulator-test: $(EMU_STAMP)
+	@cd emulator && $(abspath $(EMU_PY)) -I -c 'import importlib.util as u, sys; \
+	found = [m for m in ("airflow", "airflow_vertex_dist") if u.find_spec(m)]; \
+	sys.exit(f"the emulator venv can import {found}" if found else 0)'
+	@cd emulator && $(abspath $(EMU_PY)) -m pytest -n $(EMU_XDIST) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no emulator tests: failing" >&2; exit 1; fi; exit $$rc
 
 # ruff, the layer contracts of .importlinter (the package's architecture, docs/architecture.md) and the
 # complexity budget (scripts/complexity_budget.py: ruff's C901 with an allow-list that only shrinks), and
@@ -49,16 +73,33 @@ unit: $(STAMP)
 	@$(PY) -m pytest -m "not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
+# The provider's unit suite, then the emulator's own (in its own venv), each run to its end; fails if
+# either failed.
+unit-all: $(STAMP) $(EMU_STAMP)
+	@$(MAKE) --no-print-directory unit; a=$$?; $(MAKE) --no-print-directory emulator-test; b=$$?; \
+	[ $$a -eq 0 ] || exit $$a; exit $$b
+
 # The inner loop: lint, types and the fast tests (those not marked slow or stack), all three at once
 # (make jobs, each one's output printed whole when it ends; mypy works on one core while the tests
-# mostly wait on servers and subprocesses).
+# mostly wait on servers and subprocesses). The fast tests are the provider's, then the emulator's, these
+# from the dev venv, which holds the emulator too: no second venv to make on a fresh checkout, and the
+# same tests as `make emulator-test` (which `make test` runs, in the emulator's own venv, with the slow ones).
 check: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint typecheck check-tests
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target lint typecheck check-tests-all
 
-.PHONY: check-tests
+.PHONY: check-tests-all
+check-tests-all: $(STAMP)
+	@$(MAKE) --no-print-directory check-tests; a=$$?; $(MAKE) --no-print-directory check-emulator-tests; b=$$?; \
+	[ $$a -eq 0 ] || exit $$a; exit $$b
+
+.PHONY: check-tests check-emulator-tests
 check-tests: $(STAMP)
 	@$(PY) -m pytest -m "not slow and not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+check-emulator-tests: $(STAMP)
+	@cd emulator && $(abspath $(PY)) -m pytest -m "not slow" -n $(EMU_XDIST) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no emulator tests: failing" >&2; exit 1; fi; exit $$rc
 
 # The support matrix's other cells (tests/compat/matrix.py, README): one nox session each, in a uv
 # virtualenv on an interpreter of this machine (never downloaded), running the compat suite.
@@ -75,8 +116,8 @@ compat: $(STAMP)
 compat-install: $(STAMP)
 	$(PY) scripts/compat_cells.py --phase install --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
-# Lint, types and the unit/integration/e2e tests, all three at once, and meanwhile the compat cells'
-# virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
+# Lint, types and the tests (the unit/integration/e2e suite, then the emulator's own in its own venv), all
+# three at once, and meanwhile the compat cells' virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
 # compat suite in those cells (two at a time), the reliability suite on two real Airflow stacks (its files
 # split in two halves of about equal length, each half on a stack of its own), the same guarantees on its
 # Celery profile and the job view in a browser on a stack of its own; then docs/reliability.md from their
@@ -85,7 +126,7 @@ compat-install: $(STAMP)
 # (--output-sync), so their lines never interleave. Every job of a stage runs to its end (-k) and make
 # test fails if any failed; a failure in the first stage skips the second.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j4 --output-sync=target lint typecheck unit compat-install
+	@$(MAKE) --no-print-directory -k -j4 --output-sync=target lint typecheck unit-all compat-install
 	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 COMPAT_PHASE=test compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
@@ -130,7 +171,7 @@ demo: $(STAMP)
 	$(PY) scripts/demo.py
 
 clean:
-	rm -rf $(VENV) .nox .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) $(EMU_VENV) .nox .pytest_cache .mypy_cache .ruff_cache site emulator/.pytest_cache
 
 # Benchmarks (docs/benchmarks.md), side by side with apache-airflow-providers-google, which lives in the
 # benchmark's own virtualenv (never a project dependency), with the project venv's Airflow version.

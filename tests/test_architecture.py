@@ -96,7 +96,7 @@ def test_every_test_the_architecture_page_cites_exists() -> None:
     page = (ROOT / "docs" / "architecture.md").read_text()
     cited = 0
     for line in page.splitlines():
-        for path in re.findall(r"`(tests/[\w/]+\.py)`", line):
+        for path in re.findall(r"`((?:emulator/)?tests/[\w/]+\.py)`", line):
             source = (ROOT / path).read_text()
             for name in re.findall(r"`(test_\w+)`", line):
                 assert re.search(rf"^(async )?def {name}\(", source, re.M), f"{path} has no {name}"

@@ -66,7 +66,8 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
             r"`make check` runs ruff, the layer contracts, mypy and the tests not marked `(\w+)` or `(\w+)`",
             lambda: (
                 makefile_captures(r'^check-tests: .*\n\t.*-m pytest -m "not (\w+) and not (\w+)"')
-                if makefile_captures(r"^check: .*\n\t.* (lint typecheck check-tests)$")
+                if makefile_captures(r"^check: .*\n\t.* (lint typecheck check-tests)-all$")
+                and makefile_captures(r"^check-tests-all: .*\n\t.* (check-tests); .* (check-emulator-tests);")
                 else None
             ),
         ),

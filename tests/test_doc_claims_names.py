@@ -55,10 +55,13 @@ def test_readme_make_test_runs_the_stages_it_lists() -> None:
         r"runs the tests, # the compat suite on every other cell of the support matrix, "
         r"# then the reliability suite",
     )
-    assert makefile_captures(r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit compat-install)\n")
+    assert makefile_captures(
+        r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit-all compat-install)\n"
+    )
     assert makefile_captures(
         r"^test: .*\n.*\n\t.*\$\(MAKE\) .* COMPAT_PHASE=(test) compat (\$\(STACK_JOBS\));"
     )
+    assert makefile_captures(r"^unit-all: .*\n\t.* (unit); .* (emulator-test);")
     assert makefile_captures(r"^compat-install: .*\n\t.* scripts/compat_cells\.py --phase (install) ")
     assert makefile_captures(r"^STACK_JOBS +:= (stack-local stack-local-2 stack-celery stack-ui)$")
     # every stack test file runs in one of the stack jobs, and in one only

@@ -87,7 +87,10 @@ def test_the_emulator_offers_cloudml_hypertune_for_trial_code() -> None:
     """Trial code reports metrics with cloudml-hypertune in the replica's interpreter (the emulator's own
     for a Python package spec): the emulator's ``hypertune`` extra, not a dependency of its own code."""
     project = tomllib.loads((ROOT / "emulator" / "pyproject.toml").read_text())["project"]
-    assert project["optional-dependencies"] == {"hypertune": ["cloudml-hypertune"]}
+    extras = project["optional-dependencies"]
+    assert extras["hypertune"] == ["cloudml-hypertune"] and set(extras) == {"hypertune", "test"}
+    # the emulator's own tests need neither Airflow nor the provider
+    assert not [req for req in extras["test"] if "airflow" in req or "hypertune" in req]
     assert not [req for req in project["dependencies"] if "hypertune" in req]
 
 

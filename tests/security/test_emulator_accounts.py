@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.emulator.logging_support import logging_client
+from tests.emulator_suite import logging_client
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.config import Faults

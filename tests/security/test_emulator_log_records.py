@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.emulator.logging_support import gapic
+from tests.emulator_suite import gapic
 from vertex_emulator.app import Emulator
 from vertex_emulator.runtime.log_records import MAX_RECORD_BYTES, RecordIndex, records_path
 from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES, RecordLog

@@ -24,7 +24,7 @@ from google.api_core import exceptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.emulator.logging_support import gapic
+from tests.emulator_suite import gapic
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.cloud_logging.entries import JobMeta, replica_line_entry

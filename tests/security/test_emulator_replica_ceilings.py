@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 
-from tests.emulator.logging_support import job_filter, logging_client, text_of
+from tests.emulator_suite import job_filter, logging_client, text_of
 from tests.polling import poll_until
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator

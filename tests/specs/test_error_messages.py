@@ -1,7 +1,7 @@
 """Every path a spec error can surface on gives the project's ``path: rule`` lines, and an unknown field
 names the closest valid one: a model built in Python (keywords, ``model_validate``, JSON), a dict, a
 YAML document, the CLI's ``render``, a dict with Jinja (its keys at parse time), and the rendered
-spec. The emulator's Create answers with the same lines (``tests/emulator/test_api_rest_raw.py``)."""
+spec. The emulator's Create answers with the same lines (``emulator/tests/test_api_rest_raw.py``)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from airflow_vertex_dist.specs import (
     Study,
     WorkerPool,
 )
-from tests.emulator.capacity_support import admin
+from tests.emulator_suite import admin
 from tests.polling import poll_until
 from vertex_emulator.core.config import Capacity
 

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from airflow_vertex_dist.ui.page import JobPage, LogView, index_page, job_page, main_section
-from tests.emulator.test_pages import check_page
+from tests.emulator_suite import check_page
 
 #: markup, both quotes and Jinja2's own syntax (an expression, a statement): shown as given
 HOSTILE = '<script>alert("x")</script> it\'s {{ 7*7 }} {% if true %}yes{% endif %}'

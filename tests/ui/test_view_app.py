@@ -18,7 +18,7 @@ from airflow_vertex_dist import _compat
 from airflow_vertex_dist.links import OwnedJob
 from airflow_vertex_dist.ui import app as ui_app
 from airflow_vertex_dist.ui.app import JobCache, ReadWindow
-from tests.emulator.test_pages import check_page
+from tests.emulator_suite import check_page
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, tuning_job, wait_for_state

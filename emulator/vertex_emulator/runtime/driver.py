@@ -14,7 +14,7 @@ procs.py), and Linux sends that signal when the *thread* that started the superv
 the process does. A replica started from a short-lived thread (a gRPC or REST request thread, a
 timer) would be stopped as soon as that thread ends. So every replica of a job is started -- and
 restarted -- from that job's own driver thread, which lives as long as the job runs;
-``JobDriver.check_driver_thread`` refuses any other thread (tests/emulator/test_driver.py).
+``JobDriver.check_driver_thread`` refuses any other thread (emulator/tests/test_driver.py).
 """
 
 from __future__ import annotations

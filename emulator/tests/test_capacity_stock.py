@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from capacity_support import A100, admin, client_for, gpu_job, service_lines, wait_until
 from google.cloud.aiplatform_v1 import CustomJob
 
 from vertex_emulator.core.config import Capacity
 from vertex_emulator.testing import PARENT, running_emulator, wait_for_state
-
-from .capacity_support import A100, admin, client_for, gpu_job, service_lines, wait_until
 
 STOCKOUT = (
     "Resources are insufficient in region: us-central1. "

@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from runner_support import PARENT, finished, pool
 
 from vertex_emulator.runtime import custom_job
 from vertex_emulator.runtime.custom_job import CustomJobRun
-
-from .runner_support import PARENT, finished, pool
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .runner_support import (
+from runner_support import (
     alive,
     create,
     finished,

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from runner_support import TRAINERS, alive, finished, pool, wait_for
 
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.runner import Runner
-
-from .runner_support import TRAINERS, alive, finished, pool, wait_for
 
 #: starting two jobs' replicas (an interpreter each, plus a child and a daemon) took over 20 s on a
 #: machine with a load average of 20 on 2 cores; the replicas sleep far longer than this bound

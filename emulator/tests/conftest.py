@@ -1,18 +1,33 @@
-"""Emulator fixtures shared by every emulator test (and other parts' tests that need an API peer)."""
+"""Emulator fixtures shared by every emulator test, and the test-wide settings of the emulator's suite.
+
+The suite runs from the emulator's own install (``pip install 'vertex-emulator[hypertune,test]'``, then
+``pytest`` in ``emulator/``): it imports neither Airflow nor the provider, nor the provider's tests.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.runner import Runner
+
+# the page check's asserts report their operands, as they did when it lived in a test module
+pytest.register_assert_rewrite("strict_html")
+
+# Property tests run the same examples on every run (a CI result must not depend on a random draw);
+# HYPOTHESIS_PROFILE=explore draws new ones when hunting for bugs locally.
+settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture

@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from vertex_emulator.runtime.cluster import job_spec_as_dict
-
-from .runner_support import (
+from runner_support import (
     TRAINERS,
     alive,
     create,
@@ -25,6 +22,8 @@ from .runner_support import (
     pool,
     wait_for,
 )
+
+from vertex_emulator.runtime.cluster import job_spec_as_dict
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from timing import assert_linear
 
-from tests.security._probes import assert_linear
 from vertex_emulator.cloud_logging.query import (
     LogFilterError,
     compile_log_filter,

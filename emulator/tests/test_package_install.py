@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.security._probes import record
-
-from .runner_support import alive, create, finished, make_sdist, wait_for
+from probe_figures import record
+from runner_support import alive, create, finished, make_sdist, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from typing import Any
 
-from tests.emulator.test_pages import check_page
+from strict_html import check_page
+
 from vertex_emulator import pages
 from vertex_emulator.testing import PARENT
 

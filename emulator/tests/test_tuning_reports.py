@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import poll_until
 
-from tests.polling import poll_until
 from vertex_emulator.testing import PARENT, wait_for_state
 from vertex_emulator.tuning.hypertune import MetricsLog, final_measurement
 

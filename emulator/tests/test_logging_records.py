@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from logging_support import PROJECT, text_of
+from polling import poll_until
 
-from tests.emulator.logging_support import PROJECT, text_of
-from tests.polling import poll_until
 from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.log_records import RecordIndex, records_path

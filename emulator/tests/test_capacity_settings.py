@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from capacity_support import A100, admin
 
 from vertex_emulator.capacity.gpus import quota_metric, spec_gpus
 from vertex_emulator.capacity.settings import capacity_to_json
 from vertex_emulator.cli import parse_config
 from vertex_emulator.core.config import Capacity
 from vertex_emulator.testing import running_emulator
-
-from .capacity_support import A100, admin
 
 DEFAULTS = {
     "quota": {},

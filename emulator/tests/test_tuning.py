@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runner_support import PARENT, TRAINERS, finished, in_groups, wait_for
 
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.runner import Runner
 from vertex_emulator.runtime.tuning_study import failed_trial_limit
 from vertex_emulator.tuning.hypertune import final_measurement
-
-from .runner_support import PARENT, TRAINERS, finished, in_groups, wait_for
 
 pytestmark = pytest.mark.slow
 

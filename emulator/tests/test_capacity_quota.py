@@ -11,14 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.api_core import exceptions as gexc
-from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
-
-from vertex_emulator.capacity.ledger import Key, Ledger
-from vertex_emulator.core.config import Capacity
-from vertex_emulator.testing import PARENT, container_job, running_emulator, wait_for_state
-
-from .capacity_support import (
+from capacity_support import (
     A100,
     admin,
     answer,
@@ -28,6 +21,12 @@ from .capacity_support import (
     service_lines,
     wait_until,
 )
+from google.api_core import exceptions as gexc
+from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
+
+from vertex_emulator.capacity.ledger import Key, Ledger
+from vertex_emulator.core.config import Capacity
+from vertex_emulator.testing import PARENT, container_job, running_emulator, wait_for_state
 
 METRIC = "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
 PREEMPTIBLE = "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_a100_gpus"

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from logging_support import PROJECT, custom, gapic, job_filter, logging_client, text_of
+from polling import poll_until
 
-from tests.emulator.logging_support import PROJECT, custom, gapic, job_filter, logging_client, text_of
-from tests.polling import poll_until
 from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, grpc_client, running_emulator, wait_for_state
 

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from capacity_support import admin, client_for, gpu_job, service_lines, wait_for_file_lines
 from google.cloud.aiplatform_v1 import CustomJob
 
 from vertex_emulator.capacity.gpus import preempted_message
 from vertex_emulator.core.config import Capacity, Faults
 from vertex_emulator.testing import PARENT, running_emulator, wait_for_state
-
-from .capacity_support import admin, client_for, gpu_job, service_lines, wait_for_file_lines
 
 PREEMPT = "/emulator/capacity/preempt"
 

@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 import pytest
+from logging_support import custom, job_filter, logging_client, text_of
 
-from tests.emulator.logging_support import custom, job_filter, logging_client, text_of
 from vertex_emulator.testing import PARENT, container_job, grpc_client, running_emulator, wait_for_state
 
 TRAINER = """
