@@ -26,20 +26,12 @@ from typing import Any
 
 from vertex_emulator.capacity.gpus import Provisioning, quota_message, quota_metric
 from vertex_emulator.core.config import Capacity, Faults
+from vertex_emulator.core.errors import ApiError
 
-__all__ = ["GpuCapacity", "Key", "Ledger", "PreemptError"]
+__all__ = ["GpuCapacity", "Key", "Ledger"]
 
 #: A book's key: (region, accelerator type, kind).
 Key = tuple[str, str, str]
-
-
-class PreemptError(LookupError):
-    """A preemption asked of a job that cannot take one: ``code`` is the google.rpc.Code name."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Ledger:
@@ -208,17 +200,17 @@ class GpuCapacity:
             self._spot.pop(job, None)
 
     def preempt(self, job: str, replica: str) -> None:
-        """Preempt ``replica`` of the running Spot job ``job`` now (a PreemptError when it cannot be)."""
+        """Preempt ``replica`` of the running Spot job ``job`` now (an ``ApiError`` when it cannot be)."""
         with self._lock:
             preempt = self._spot.get(job)
         if preempt is None:
-            raise PreemptError(
+            raise ApiError(
                 "FAILED_PRECONDITION",
                 f"job: {job} is not running on Spot VMs (only a RUNNING job with scheduling.strategy SPOT "
                 "can be preempted)",
             )
         if not preempt(replica):
-            raise PreemptError("NOT_FOUND", f"replica: {job} has no replica {replica!r}")
+            raise ApiError("NOT_FOUND", f"replica: {job} has no replica {replica!r}")
 
     def draw_preemption(self, seconds: float) -> bool:
         """Whether a Spot replica running for ``seconds`` more is preempted, at

@@ -44,6 +44,7 @@ from typing import Any
 
 from vertex_emulator.cloud_logging.entries import Entry, JobMeta, record_entry, replica_line_entry
 from vertex_emulator.cloud_logging.query import LogFilterError, LogQuery, parse_log_filter
+from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.gcs import GCS_NOTE
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.log_records import RECORDS_SUFFIX, RecordIndex
@@ -52,21 +53,11 @@ from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES
 __all__ = [
     "MAX_LINE_BYTES",
     "LogEntriesApi",
-    "LoggingApiError",
 ]
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 _Key = tuple[int, str]
-
-
-class LoggingApiError(Exception):
-    """A request the Logging API refuses: ``code`` is a gRPC status name."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass
@@ -130,20 +121,20 @@ class LogEntriesApi:
         if self.fault is not None:
             code = self.fault("ListLogEntries")
             if code is not None:
-                raise LoggingApiError(code, f"injected fault: ListLogEntries failed with {code}")
+                raise ApiError(code, f"injected fault: ListLogEntries failed with {code}")
         projects = self._projects(resource_names)
         try:
             query = parse_log_filter(filter_text)
         except LogFilterError as exc:
-            raise LoggingApiError("INVALID_ARGUMENT", str(exc)) from None
+            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
         order = " ".join(order_by.split()).lower()
         if order not in ("", "timestamp asc", "timestamp desc"):
-            raise LoggingApiError(
+            raise ApiError(
                 "INVALID_ARGUMENT", f'orderBy must be "timestamp asc" or "timestamp desc" (got {order_by!r})'
             )
         descending = order == "timestamp desc"
         if page_size < 0 or page_size > MAX_PAGE_SIZE:
-            raise LoggingApiError(
+            raise ApiError(
                 "INVALID_ARGUMENT", f"pageSize must be between 0 and {MAX_PAGE_SIZE} (got {page_size})"
             )
         size = page_size or DEFAULT_PAGE_SIZE
@@ -275,12 +266,12 @@ class LogEntriesApi:
     @staticmethod
     def _projects(resource_names: Sequence[str]) -> set[str]:
         if not resource_names:
-            raise LoggingApiError("INVALID_ARGUMENT", "resourceNames: at least one projects/<id> is required")
+            raise ApiError("INVALID_ARGUMENT", "resourceNames: at least one projects/<id> is required")
         projects: set[str] = set()
         for name in resource_names:
             parts = name.split("/")
             if len(parts) != 2 or parts[0] != "projects" or not parts[1]:
-                raise LoggingApiError(
+                raise ApiError(
                     "INVALID_ARGUMENT",
                     f"resourceNames: the emulator serves projects/<id> (got {name[:200]!r})",
                 )
@@ -300,9 +291,9 @@ class LogEntriesApi:
             if not isinstance(timestamp, int) or not isinstance(insert_id, str):
                 raise ValueError("bad token")
         except (ValueError, TypeError, binascii.Error):
-            raise LoggingApiError("INVALID_ARGUMENT", "pageToken: not a token this API returned") from None
+            raise ApiError("INVALID_ARGUMENT", "pageToken: not a token this API returned") from None
         if token_digest != digest:
-            raise LoggingApiError(
+            raise ApiError(
                 "INVALID_ARGUMENT",
                 "pageToken: the token belongs to a request with another filter, orderBy or resourceNames",
             )

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vertex_emulator.cloud_logging.api import LogEntriesApi, LoggingApiError
+from vertex_emulator.cloud_logging.api import LogEntriesApi
+from vertex_emulator.core.errors import ApiError
 
 __all__ = ["GRPC_SERVICE", "REST_PATH", "grpc_handler", "rest_list"]
 
@@ -26,7 +27,7 @@ def rest_list(api: LogEntriesApi, body: Mapping[str, Any]) -> dict[str, Any]:
     try:
         json_format.ParseDict(dict(body), pb)
     except json_format.ParseError as exc:
-        raise LoggingApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
+        raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
     response = api.list_entries(list(pb.resource_names), pb.filter, pb.order_by, pb.page_size, pb.page_token)
     # through the proto, so the JSON is exactly what the service's schema allows
     from google.cloud.logging_v2.types import ListLogEntriesResponse
@@ -82,8 +83,8 @@ def _list_handler(api: LogEntriesApi) -> Any:
             )
             out = ListLogEntriesResponse.pb()()
             json_format.ParseDict(response, out)
-        except LoggingApiError as exc:
-            context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
+        except ApiError as exc:
+            context.abort(exc.grpc_status_code, exc.message)
         return bytes(out.SerializeToString())
 
     return grpc.unary_unary_rpc_method_handler(

@@ -82,16 +82,7 @@ class StorageRequestHandler(Deadlines):
         self._send(status, json.dumps(data).encode(), "application/json; charset=UTF-8", headers)
 
     def _error(self, err: StorageError) -> None:
-        self._json(
-            err.status,
-            {
-                "error": {
-                    "code": err.status,
-                    "message": err.message,
-                    "errors": [{"message": err.message, "domain": "global", "reason": err.reason}],
-                }
-            },
-        )
+        self._json(err.code, err.body())
 
     # -- bodies -----------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Object ``gs://b/x/y`` is the file ``<root>/b/x/y`` (``gcs.to_local_path``, the e
 a bucket is a directory. This module holds what the JSON API (api.py) does with them, apart from
 HTTP: names to paths (and the names the tree cannot hold), the bucket and object resources,
 generations and their preconditions, atomic writes and copies (listing: listing.py). Every refusal
-is a ``StorageError`` carrying the HTTP status and the API's error reason.
+is a ``StorageError`` carrying the HTTP status and the API's error reason (core/errors.py: api_core's
+class of that status, as the stock storage client raises).
 
 An object's generation is its file's modification time in nanoseconds, made to grow with every
 write of a name; only the live generation exists (a request for another one is 404). Metadata
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from vertex_emulator.core.errors import StorageError
 from vertex_emulator.core.gcs import to_local_path
 from vertex_emulator.core.timefmt import format_rfc3339
 
@@ -62,16 +64,6 @@ TMP_PREFIX = ".avd-upload-"
 MAX_NAME_BYTES = 1024
 #: the longest part of a name between slashes: a file name here (the emulator's own limit).
 MAX_SEGMENT_BYTES = 255
-
-
-class StorageError(Exception):
-    """A refused request: the HTTP status, the API's error reason and the message."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
 
 
 def _rfc3339(ts: float) -> str:

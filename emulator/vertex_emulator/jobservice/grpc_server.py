@@ -70,7 +70,7 @@ def _unary(service: JobService, info: MethodInfo, auth_token: str | None) -> grp
         try:
             return service.call(info.name, request)
         except ApiError as exc:
-            context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
+            context.abort(exc.grpc_status_code, exc.message)
         except Exception as exc:  # a bug in the emulator: say so instead of UNKNOWN
             _log.exception("JobService.%s failed", info.name)
             context.abort(

@@ -1,8 +1,9 @@
 """The JobService's vocabulary, shared by its logic (service.py) and its ports (grpc_server.py,
 the rest package): the RPCs served (``METHODS``: CustomJob and HyperparameterTuningJob Create/Get/List/
 Cancel/Delete, with their aiplatform_v1 request and response types), the job kinds (``KINDS``: resource
-name, request and response fields, output-only fields), ``ApiError`` with the google.rpc.Code ->
-HTTP status map, and a stored v1 JSON job to and from its proto-plus message.
+name, request and response fields, output-only fields), ``ApiError`` (core/errors.py: api_core's
+exception classes, which know each google.rpc.Code's HTTP status), and a stored v1 JSON job to and from
+its proto-plus message.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JobKind
 
 __all__ = [
     "CUSTOM_JOB_OUTPUT_ONLY",
-    "HTTP_STATUS",
     "KINDS",
     "METHODS",
     "TUNING_JOB_OUTPUT_ONLY",
@@ -25,36 +26,6 @@ __all__ = [
     "job_from_proto",
     "job_to_proto",
 ]
-
-
-class ApiError(Exception):
-    """An API error with a google.rpc.Code name (``NOT_FOUND``...) and a message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
-#: google.rpc.Code name -> HTTP status, as Google APIs map them.
-HTTP_STATUS = {
-    "CANCELLED": 499,
-    "UNKNOWN": 500,
-    "INVALID_ARGUMENT": 400,
-    "DEADLINE_EXCEEDED": 504,
-    "NOT_FOUND": 404,
-    "ALREADY_EXISTS": 409,
-    "PERMISSION_DENIED": 403,
-    "UNAUTHENTICATED": 401,
-    "RESOURCE_EXHAUSTED": 429,
-    "FAILED_PRECONDITION": 400,
-    "ABORTED": 409,
-    "OUT_OF_RANGE": 400,
-    "UNIMPLEMENTED": 501,
-    "INTERNAL": 500,
-    "UNAVAILABLE": 503,
-    "DATA_LOSS": 500,
-}
 
 
 #: The fields a Create request may not set, marked ``(google.api.field_behavior) = OUTPUT_ONLY`` in

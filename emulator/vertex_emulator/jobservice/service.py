@@ -51,7 +51,6 @@ from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.jobservice.fidelity import unapplied_fields
 from vertex_emulator.jobservice.filters import FilterError, compile_filter
 from vertex_emulator.jobservice.methods import (
-    HTTP_STATUS,
     KINDS,
     METHODS,
     ApiError,
@@ -63,7 +62,6 @@ from vertex_emulator.jobservice.methods import (
 from vertex_emulator.jobservice.page_tokens import TokenError, decode_token, encode_token
 
 __all__ = [
-    "HTTP_STATUS",
     "ApiError",
     "JobService",
     "KINDS",

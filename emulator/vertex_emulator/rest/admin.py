@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vertex_emulator.capacity.ledger import GpuCapacity, PreemptError
+from vertex_emulator.capacity.ledger import GpuCapacity
 from vertex_emulator.capacity.settings import CapacityError, capacity_to_json, update_capacity
 from vertex_emulator.core.faults import FaultsError, faults_to_json, update_faults
 from vertex_emulator.jobservice.methods import ApiError
@@ -62,8 +62,5 @@ def preempt(service: JobService, json_body: JsonBody) -> dict[str, Any]:
         raise ApiError("INVALID_ARGUMENT", "job: required, the job's resource name")
     if not isinstance(replica, str) or not replica:
         raise ApiError("INVALID_ARGUMENT", "replica: must be a replica key like 'workerpool0-0'")
-    try:
-        _gpus(service).preempt(job, replica)
-    except PreemptError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    _gpus(service).preempt(job, replica)
     return {"job": job, "replica": replica, "preempted": True}

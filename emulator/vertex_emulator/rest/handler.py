@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertex_emulator.cloud_logging import api as logging_api
 from vertex_emulator.cloud_logging import transports as logging_transports
-from vertex_emulator.jobservice.methods import HTTP_STATUS, ApiError
+from vertex_emulator.core.errors import ApiError
 from vertex_emulator.jobservice.service import JobService
 from vertex_emulator.rest import admin, v1, web
 from vertex_emulator.server import callers
@@ -53,14 +53,6 @@ LINGER_S = 5.0
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-class _Refused(Exception):
-    """A request refused before the API runs, with its HTTP status and google.rpc.Code name."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
 class RestHandler(Deadlines):
     """One connection's requests: each is checked (``_check_caller``), then routed (``_route``)."""
 
@@ -86,9 +78,8 @@ class RestHandler(Deadlines):
     def _send_json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data, indent=2).encode() + b"\n", "application/json; charset=utf-8")
 
-    def _send_error(self, code: str, message: str, status: int | None = None) -> None:
-        status = status or HTTP_STATUS.get(code, 500)
-        self._send_json(status, {"error": {"code": status, "message": message, "status": code}})
+    def _send_error(self, error: ApiError) -> None:
+        self._send_json(error.code, error.body())
 
     def _content_length(self) -> int:
         raw_length = self.headers.get("Content-Length") or "0"
@@ -97,24 +88,24 @@ class RestHandler(Deadlines):
         except ValueError:
             length = -1
         if length < 0:
-            raise _Refused(400, "INVALID_ARGUMENT", f"Content-Length must be a number (got {raw_length!r})")
+            raise ApiError("INVALID_ARGUMENT", f"Content-Length must be a number (got {raw_length!r})")
         return length
 
     def _read_body(self) -> bytes:
         length = self._content_length()
         if length > MAX_BODY_BYTES:
             # Refused before reading: the unread body stays on the socket, so the connection ends here.
-            raise _Refused(
-                413,
+            raise ApiError(
                 "INVALID_ARGUMENT",
                 f"Request payload size exceeds the limit: {length} bytes > {MAX_BODY_BYTES} bytes.",
+                http=413,
             )
         self._body_read = True
         self.body()  # the whole body within body_timeout_s
         raw = self.rfile.read(length) if length > 0 else b""
         self.busy()
         if len(raw) < length:
-            raise _Refused(400, "INVALID_ARGUMENT", f"the body ended after {len(raw)} of {length} bytes")
+            raise ApiError("INVALID_ARGUMENT", f"the body ended after {len(raw)} of {length} bytes")
         return raw
 
     def _json_body(self) -> dict[str, Any]:
@@ -144,36 +135,33 @@ class RestHandler(Deadlines):
         server = self.server
         host_header = self.headers.get("Host")
         if host_header is not None and not server.host_allowed(_hostname(host_header)):
-            raise _Refused(
-                403,
+            raise ApiError(
                 "PERMISSION_DENIED",
                 f"Host {host_header!r} is not a name of this emulator (a loopback name or the address "
                 "it serves): refused as a possible DNS-rebinding request",
             )
         origin = self.headers.get("Origin")
         if origin is not None and not server.origin_allowed(origin):
-            raise _Refused(
-                403,
+            raise ApiError(
                 "PERMISSION_DENIED",
                 f"Origin {origin!r} is not this emulator's own: cross-site requests are refused",
             )
         if server.auth_token is not None:
             if not callers.bearer_matches(self.headers.get("Authorization"), server.auth_token):
-                raise _Refused(
-                    401,
+                raise ApiError(
                     "UNAUTHENTICATED",
                     "this emulator requires its access token: send 'Authorization: Bearer <token>'",
                 )
         elif not callers.http_caller_allowed(self):  # no token: only its own user (server/callers.py)
-            raise _Refused(403, "PERMISSION_DENIED", callers.PEER_REFUSAL)
+            raise ApiError("PERMISSION_DENIED", callers.PEER_REFUSAL)
         if method in _MUTATING and (method != "DELETE" or self._content_length() > 0):
             ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
             if ctype != "application/json":
-                raise _Refused(
-                    415,
+                raise ApiError(
                     "INVALID_ARGUMENT",
                     f"{method} needs 'Content-Type: application/json' (got {ctype or 'none'!r}); "
                     "other types are refused so that a web page cannot post to the emulator",
+                    http=415,
                 )
 
     def _dispatch(self, method: str) -> None:
@@ -189,20 +177,18 @@ class RestHandler(Deadlines):
                 # Read or refused, never left on the connection to be taken for the next request
                 # (request smuggling): refused, and the connection closed without reading it.
                 self.close_connection = True
-                raise _Refused(
-                    411,
+                raise ApiError(
                     "INVALID_ARGUMENT",
                     "Transfer-Encoding bodies are not accepted: send the body with a Content-Length",
+                    http=411,
                 )
             self._check_caller(method)
             self._route(method, path, query)
-        except _Refused as exc:
-            self._send_error(exc.code, exc.message, exc.status)
-        except (ApiError, logging_api.LoggingApiError) as exc:
-            self._send_error(exc.code, exc.message)
+        except ApiError as exc:  # refused before the API ran (its own HTTP status, if any), or by it
+            self._send_error(exc)
         except Exception as exc:  # a bug in the emulator: say so as INTERNAL
             _log.exception("%s %s failed", method, path)
-            self._send_error("INTERNAL", f"emulator error: {type(exc).__name__}: {exc}")
+            self._send_error(ApiError("INTERNAL", f"emulator error: {type(exc).__name__}: {exc}"))
         finally:
             if chunked:
                 self.close_connection = True
