@@ -11,10 +11,10 @@ from typing import Any
 import grpc
 import pytest
 from google.api_core import exceptions
-
 from logging_support import gapic
 from logging_support import post as post_entries_list
 from test_api_rest_raw import http
+
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.errors import ApiError, http_status
 from vertex_emulator.core.faults import STATUS_CODE_NAMES
