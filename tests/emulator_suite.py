@@ -8,10 +8,7 @@ so each lives in one place.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
+from tests.emulator_files import EMULATOR_TESTS, load
 
 __all__ = [
     "EMULATOR_TESTS",
@@ -23,23 +20,6 @@ __all__ = [
     "logging_client",
     "text_of",
 ]
-
-#: the emulator's suite, in this checkout
-EMULATOR_TESTS = Path(__file__).resolve().parents[1] / "emulator" / "tests"
-
-
-def load(name: str) -> ModuleType:
-    """The module ``emulator/tests/<name>.py``, loaded from its file (a helper without relative imports)."""
-    key = f"emulator_suite_{name}"
-    if key in sys.modules:
-        return sys.modules[key]
-    spec = importlib.util.spec_from_file_location(key, EMULATOR_TESTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[key] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 _strict_html = load("strict_html")
 _logging = load("logging_support")

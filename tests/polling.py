@@ -1,22 +1,13 @@
-"""Polling with a deadline, the one way the tests wait for a state (never a bare sleep)."""
+"""Polling with a deadline, the one way the tests wait for a state (never a bare sleep).
+
+``poll_until`` lives with the emulator's suite (emulator/tests/polling.py), which runs from the
+emulator's own install without this one; the provider's tests load it from there.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any
+from tests.emulator_files import load
 
 __all__ = ["poll_until"]
 
-
-def poll_until(check: Callable[[], Any], *, timeout: float, interval: float = 0.5, what: str = "") -> Any:
-    """Call `check` until it returns something truthy and return that; TimeoutError naming `what`
-    after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"not reached within {timeout:g}s: {what or check}")
-        time.sleep(interval)
+poll_until = load("polling").poll_until

@@ -1,6 +1,6 @@
 """The ratio test of the parser probes: adversarial input costs at most a few times benign input.
 
-The provider's security probes keep the same check (its tests/security/_probes.py): the emulator's tests
+The provider's security probes load this module (tests/emulator_files.py): the emulator's tests
 run from the emulator's own install, where the provider's tests are not importable.
 """
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from stack.figures import Figures
 
+from tests.emulator_files import load
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
@@ -35,9 +34,6 @@ PARENT = testing.PARENT
 JOBS = f"/v1/{PARENT}/customJobs"
 TOKEN = "s3cret-token-for-tests-0123456789"
 JSON = {"Content-Type": "application/json"}
-#: adversarial <= RATIO x benign + SLACK_S: generous, for a loaded 2-core machine.
-RATIO = 5.0
-SLACK_S = 0.05
 
 
 def record(key: str, given: str, answer: str) -> None:
@@ -91,23 +87,9 @@ def job_count(em: Emulator) -> int:
     return len(em.store.list("customJobs", PARENT))
 
 
-def best_of(
-    run: Callable[[], object], times: int = 3, clock: Callable[[], float] = time.perf_counter
-) -> float:
-    """The shortest of ``times`` runs, in seconds of ``clock`` (the run least disturbed by others)."""
-    best = float("inf")
-    for _ in range(times):
-        started = clock()
-        run()
-        best = min(best, clock() - started)
-    return best
-
-
-def assert_linear(adversarial: Callable[[], object], benign: Callable[[], object], what: str) -> float:
-    """Adversarial input costs at most ``RATIO`` times benign input of the same size (plus
-    ``SLACK_S``); returns the adversarial time. Both run in this thread and are timed by its CPU
-    clock (``time.thread_time``), which other processes on a loaded machine do not advance: a
-    neighbour's burst during one of the runs cannot make a linear parser look quadratic."""
-    bad, good = best_of(adversarial, clock=time.thread_time), best_of(benign, clock=time.thread_time)
-    assert bad <= RATIO * good + SLACK_S, f"{what}: {bad:.3f} s against {good:.3f} s for benign input"
-    return bad
+#: the ratio test lives with the emulator's suite (emulator/tests/timing.py), which runs without this one
+_timing = load("timing")
+RATIO: float = _timing.RATIO
+SLACK_S: float = _timing.SLACK_S
+best_of = _timing.best_of
+assert_linear = _timing.assert_linear
