@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow_vertex_dist.common.trial_values import typed_parameters, whole_number_parameters
 from airflow_vertex_dist.jobs.dicts import job_labels, job_spec, job_state, short_state
+from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
 from airflow_vertex_dist.jobs.replicas import expected_replicas, replica_count
 
 __all__ = [
@@ -30,16 +31,8 @@ __all__ = [
     "trial_value",
 ]
 
-#: the states a job never leaves (v1 JobState)
-ENDED_STATES = frozenset(
-    {
-        "JOB_STATE_SUCCEEDED",
-        "JOB_STATE_FAILED",
-        "JOB_STATE_CANCELLED",
-        "JOB_STATE_EXPIRED",
-        "JOB_STATE_PARTIALLY_SUCCEEDED",
-    }
-)
+#: the states a job never leaves (v1 JobState): the jobs layer's set, under the name the view exports
+ENDED_STATES = TERMINAL_STATES
 #: the role of each worker pool, by index (Vertex AI's "Configure compute resources for custom
 #: training": https://cloud.google.com/vertex-ai/docs/training/distributed-training)
 _ROLES = ("primary", "workers", "parameter servers", "evaluators")
