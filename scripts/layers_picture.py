@@ -31,7 +31,8 @@ _DISTRIBUTIONS = (
 
 
 def layers(contract: str, config_path: Path = CONTRACTS) -> list[list[str]]:
-    """The layers of a layers contract, top to bottom, each a list of its sibling names."""
+    """The layers of a layers contract, top to bottom, each a list of its sibling names as written (an
+    optional layer keeps its parentheses)."""
     config = configparser.ConfigParser(inline_comment_prefixes=None)
     config.read(config_path)
     text = config[f"importlinter:contract:{contract}"]["layers"]
@@ -39,7 +40,7 @@ def layers(contract: str, config_path: Path = CONTRACTS) -> list[list[str]]:
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
-            rows.append([name.strip().strip("()") for name in re.split(r"[|:]", line)])
+            rows.append([name.strip() for name in re.split(r"[|:]", line)])
     return rows
 
 
@@ -47,7 +48,7 @@ def _subgraph(contract: str, title: str, prefix: str, config_path: Path) -> list
     rows = layers(contract, config_path)
     out = [f'    subgraph {prefix}["{title}"]', "        direction TB"]
     for index, row in enumerate(rows):
-        out.append(f'        {prefix}{index}["{" · ".join(row)}"]')
+        out.append(f'        {prefix}{index}["{" · ".join(name.strip("()") for name in row)}"]')
     out.extend(f"        {prefix}{index} --> {prefix}{index + 1}" for index in range(len(rows) - 1))
     out.append("    end")
     return out

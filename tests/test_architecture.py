@@ -17,6 +17,9 @@ import airflow_vertex_dist
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACTS = ROOT / ".importlinter"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import layers_picture  # noqa: E402  (scripts/ is on the path, as when the script runs)
 
 
 def _config() -> configparser.ConfigParser:
@@ -44,13 +47,7 @@ def test_every_contract_is_kept() -> None:
 
 def _placed(contract: str) -> tuple[set[str], set[str]]:
     """The names a layers contract places: (required, optional); an optional one is in parentheses."""
-    layers = _config()[f"importlinter:contract:{contract}"]["layers"]
-    names = {
-        name.strip()
-        for line in layers.splitlines()
-        if line.strip() and not line.strip().startswith("#")
-        for name in re.split(r"[|:]", line)
-    }
+    names = {name for row in layers_picture.layers(contract, CONTRACTS) for name in row}
     optional = {name[1:-1] for name in names if name.startswith("(") and name.endswith(")")}
     return {name for name in names if not name.startswith("(")}, optional
 
@@ -75,12 +72,7 @@ def test_the_emulator_layers_place_every_subpackage_and_module() -> None:
 
 
 def _layers() -> list[set[str]]:
-    text = _config()["importlinter:contract:layers"]["layers"]
-    return [
-        {name.strip() for name in re.split(r"[|:]", line)}
-        for line in text.splitlines()
-        if line.strip() and not line.strip().startswith("#")
-    ]
+    return [set(row) for row in layers_picture.layers("layers", CONTRACTS)]
 
 
 def test_the_architecture_page_shows_the_contracts_layers() -> None:
@@ -235,11 +227,6 @@ def test_the_public_airflow_modules_exist_with_their_names() -> None:
 def test_the_layers_picture_is_drawn_from_the_contracts(tmp_path: Path) -> None:
     """docs/architecture.md's picture is generated from .importlinter and current; a changed contract
     makes it stale (the check reads the contract file, not a copy of the picture)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import layers_picture
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     assert layers_picture.updated(page) == page, "run: python scripts/layers_picture.py"
     assert layers_picture.main(["--check"]) == 0
