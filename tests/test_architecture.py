@@ -235,3 +235,22 @@ def test_the_layers_picture_is_drawn_from_the_contracts(tmp_path: Path) -> None:
     redrawn = layers_picture.updated(page, changed)
     assert redrawn != page and '["logs · pages"]' in redrawn
     assert [row for row in layers_picture.layers("layers") if "hooks" in row] == [["hooks"]]
+
+
+def test_every_file_and_folder_the_architecture_page_names_exists() -> None:
+    """A path on the page (``specs/_job_from_api.py``, ``rest/web.py``, ``ui/templates/``...) names a file
+    or folder of the repository, of the provider's package or of the emulator's: a move that leaves the
+    page behind fails here."""
+    roots = (ROOT, ROOT / "airflow_vertex_dist", ROOT / "emulator" / "vertex_emulator", ROOT / "emulator")
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    paths = set(re.findall(r"`([\w.-]+(?:/[\w.-]+)*(?:\.py|\.md|/))`", page))
+    assert len(paths) >= 30, sorted(paths)
+
+    def found(path: str) -> bool:
+        if any((root / path).exists() for root in roots):
+            return True
+        # a name given inside its folder's sentence (`jobs/` (`states.py`, ...)): somewhere in a package
+        return any(any(root.rglob(path.rstrip("/"))) for root in roots[1:3])
+
+    missing = [path for path in sorted(paths) if not found(path)]
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
