@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from airflow_vertex_dist._compat import AirflowException, AirflowFailException
 from airflow_vertex_dist.operators.attach import budget_of, labels_of
+from airflow_vertex_dist.operators.job_wait import job_verdict
 from airflow_vertex_dist.operators.ladder_parts import (
     LadderState,
     ladder_table,
@@ -49,7 +50,6 @@ from airflow_vertex_dist.operators.ladder_parts import (
     region_of,
     rung_seconds,
     strategy_of,
-    verdict_of,
 )
 from airflow_vertex_dist.operators.ladder_resume import (
     CANCEL_WAIT_S,
@@ -324,8 +324,11 @@ class LadderWalk:
         host.keep_final_job(job)
         paused = str(job.get("state")) == "JOB_STATE_PAUSED"  # only judged once past its grace
         paused_for = host.paused_grace if paused else None
-        verdict = verdict_of(
-            job, host.partial_success, paused_for_s=paused_for, paused_grace_s=host.paused_grace
+        verdict = job_verdict(
+            job,
+            partial_success=host.partial_success,
+            paused_for_s=paused_for,
+            paused_grace_s=host.paused_grace,
         )
         if verdict is not None and verdict[0]:
             host.log.info("%s on rung %d/%d (%s)", verdict[1], plan.number, len(plans), plan.name)

@@ -1,6 +1,6 @@
 """The parts of a capacity ladder's walk that hold no Airflow: its state across a deferral
 (``LadderState``), the tables the task log shows (``prices_table``, ``ladder_table``) and what a rung's
-plan and job say (region, strategy, machines, price, pending limit, seconds, the wait's verdict)."""
+plan and job say (region, strategy, machines, price, pending limit, seconds)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ __all__ = [
     "region_of",
     "rung_seconds",
     "strategy_of",
-    "verdict_of",
 ]
 
 
@@ -110,23 +109,6 @@ def ladder_table(steps: Sequence[LadderStep]) -> str:
         for s in steps
     ]
     return _table(("rung", "name", "region", "job", "left because", "seconds"), rows)
-
-
-def verdict_of(
-    job: Mapping[str, Any],
-    partial_success: str,
-    *,
-    paused_for_s: float | None = None,
-    paused_grace_s: float = 0.0,
-) -> tuple[bool, str] | None:
-    """``(succeeded, message)`` once the job ended for the task (the wait's rules: ``job_event``; a job
-    PAUSED for ``paused_for_s`` past ``paused_grace_s`` has ended for it)."""
-    from airflow_vertex_dist.jobs.states import job_event
-
-    event = job_event(
-        job, partial_success=partial_success, paused_for_s=paused_for_s, paused_grace=paused_grace_s
-    )
-    return None if event is None else (event["status"] == "success", str(event["message"]))
 
 
 def pending_limit_s(plan: RungPlan) -> float | None:

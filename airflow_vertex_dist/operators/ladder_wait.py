@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import AirflowException
 from airflow_vertex_dist.jobs.kinds import ever_ran
+from airflow_vertex_dist.operators.job_wait import job_verdict
 from airflow_vertex_dist.operators.ladder_parts import (
     LadderState,
     pending_limit_s,
     region_of,
     strategy_of,
-    verdict_of,
 )
 from airflow_vertex_dist.operators.ladder_resume import end_job
 
@@ -43,8 +43,8 @@ def rung_ended(
     left QUEUED or PENDING past the rung's ``pending_limit``: a stockout)."""
     from airflow_vertex_dist.jobs.failures import classify_job
 
-    verdict = verdict_of(
-        job, host.partial_success, paused_for_s=paused_for_s, paused_grace_s=host.paused_grace
+    verdict = job_verdict(
+        job, partial_success=host.partial_success, paused_for_s=paused_for_s, paused_grace_s=host.paused_grace
     )
     if verdict is not None:
         return True
