@@ -304,7 +304,8 @@ def test_other_terminal_states_end_the_task_as_specified(
     assert job["state"] == ("JOB_STATE_CANCELLED" if state == "JOB_STATE_PAUSED" else state)
     expected = {
         "JOB_STATE_EXPIRED": f"AirflowException: job {job['name']} expired before it could run",
-        "JOB_STATE_PAUSED": f"AirflowException: job {job['name']} stayed PAUSED for 1s (grace 1s); "
+        # how long it stayed is the poll's reading (1 s or more on a busy machine), the grace is given
+        "JOB_STATE_PAUSED": f"AirflowException: job {job['name']} stayed PAUSED for <n>s (grace 1s); "
         "the job was cancelled",
         "JOB_STATE_PARTIALLY_SUCCEEDED": f"job {job['name']} PARTIALLY_SUCCEEDED ("
         + (
@@ -313,7 +314,8 @@ def test_other_terminal_states_end_the_task_as_specified(
             else "a failure: partial_success='fail')"
         ),
     }[state]
-    assert expected in logged(capfd)
+    pattern = re.escape(expected).replace("<n>", "[1-9][0-9]*")
+    assert re.search(pattern, logged(capfd)), expected
 
 
 # ---------------------------------------------------------------------------------------- deferred
