@@ -42,21 +42,14 @@ costs at most ``MAX_TERMS`` lookups or substring tests of its text.
 ``resource.labels.job_id`` / ``task_name`` values an entry must have; ``since``/``until``: its
 timestamp range), which the API uses to skip whole jobs and files; the predicate stays the judge.
 
-The scanner is query_scan.py; what a filter compiles to (``LogQuery`` and its terms) is query_terms.py;
-this module is the parser, with the limits.
+The filter is read by the parser both filter languages share (core/filtering/parse.py) from the tokens
+of query_scan.py; what a filter compiles to (``LogQuery`` and its terms) is query_terms.py; this module
+is the language's grammar (its limits and its field table) and the evaluation of the parsed tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from vertex_emulator.cloud_logging.query_scan import (
-    OPERATOR_CHARS,
-    LogFilterError,
-    Scanner,
-    check_field,
-    field_name,
-)
+from vertex_emulator.cloud_logging.query_scan import LogFilterError, LogSource, check_field
 from vertex_emulator.cloud_logging.query_terms import (
     HINT_FIELDS,
     LogPredicate,
@@ -70,6 +63,7 @@ from vertex_emulator.cloud_logging.query_terms import (
     search_term,
     severity_number,
 )
+from vertex_emulator.core.filtering import Grammar, Restriction, Token, fold, parse
 
 __all__ = [
     "HINT_FIELDS",
@@ -92,152 +86,60 @@ MAX_DEPTH = 64
 #: comparisons and search terms in one filter, the ``=`` values of one field joined by OR counting once
 #: (the emulator's own bound: every entry a request reads is tested against each term).
 MAX_TERMS = 100
-#: the reference's functions the emulator does not evaluate (named in the error)
-_KNOWN_FUNCTIONS = frozenset({"sample", "search", "cast", "regex_extract", "ip_in_net"})
 
 
-def _too_many(text: str, terms: int) -> LogFilterError:
-    return LogFilterError(
-        text,
-        0,
+def _too_many(terms: int) -> str:
+    return (
         f"{terms} comparisons and search terms, more than {MAX_TERMS} (the = values of one field joined "
-        "by OR count once): split it into several requests",
+        "by OR count once): split it into several requests"
     )
 
 
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.s = Scanner(text)
-        self.depth = 0
-        self.terms = 0  # terms that cannot merge with others: the query costs at least this many
+def _unexpected(tok: Token) -> str:
+    """Where a term should be: the end, a ``)``, or ``AND``/``OR`` (a ``NOT`` is always read)."""
+    if tok.kind == "end":
+        return "expected a comparison, found the end of the filter"
+    if tok.kind == ")":
+        return "unexpected ')'"
+    return f"{tok.text} needs a term on each side"
 
-    def term(self, query: LogQuery) -> LogQuery:
-        """``query``, counted: past ``MAX_TERMS`` terms that merge with none, the filter is refused
-        at once, before the rest of it is parsed."""
-        if query.eq is None:
-            self.terms += 1
-            if self.terms > MAX_TERMS:
-                raise _too_many(self.s.text, self.terms)
-        return query
 
-    def parse(self) -> LogQuery:
-        if self.s.at_end():
-            return LogQuery(lambda entry: True, cost=0)
-        query = self.conjunction(self.unary)
-        if not self.s.at_end():
-            raise self.s.error(f"unexpected {self.s.peek()!r}")
-        return query
+def _leaf(text: str, r: Restriction) -> LogQuery:
+    """The field table: a search term, ``log_id()`` or one comparison (``atom``)."""
+    if r.op is None:
+        return search_term(r.field)
+    if r.op == "()":
+        return log_id_term(r.value)
+    return atom(text, r.field, r.op, r.value, r.value_pos)
 
-    # -- boolean structure, shared by expressions and value groups ----------------------------
 
-    def conjunction(self, term: Callable[[], LogQuery]) -> LogQuery:
-        parts = [self.disjunction(term)]
-        while True:
-            if self.s.keyword("AND"):
-                parts.append(self.disjunction(term))
-            elif not self.s.at_end() and self.s.peek() != ")":
-                parts.append(self.disjunction(term))  # juxtaposition
-            else:
-                break
-        return parts[0] if len(parts) == 1 else conjoin(parts)
-
-    def disjunction(self, term: Callable[[], LogQuery]) -> LogQuery:
-        parts = [term()]
-        while self.s.keyword("OR"):
-            parts.append(term())
-        return parts[0] if len(parts) == 1 else disjoin(parts)
-
-    def negations(self) -> bool:
-        negated = False
-        while True:
-            if self.s.keyword("NOT"):
-                negated = not negated
-            elif self.s.peek() == "-":
-                self.s.pos += 1
-                negated = not negated
-            else:
-                return negated
-
-    def group(self, term: Callable[[], LogQuery]) -> LogQuery:
-        """``( ... )`` at the cursor, its terms read by ``term``."""
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.s.error(f"more than {MAX_DEPTH} nested parentheses")
-        self.s.pos += 1
-        inner = self.conjunction(term)
-        if self.s.peek() != ")":
-            raise self.s.error("expected ')'")
-        self.s.pos += 1
-        self.depth -= 1
-        return inner
-
-    # -- expressions ----------------------------------------------------------------------------
-
-    def unary(self) -> LogQuery:
-        negated = self.negations()
-        inner = self.primary()
-        return negate(inner) if negated else inner
-
-    def primary(self) -> LogQuery:
-        ch = self.s.peek()
-        if not ch:
-            raise self.s.error("expected a comparison, found the end of the filter")
-        if ch == "(":
-            return self.group(self.unary)
-        if ch == ")":
-            raise self.s.error("unexpected ')'")
-        if ch in OPERATOR_CHARS:
-            raise self.s.error(f"expected a field or a search term before {ch!r}")
-        quoted = ch in ('"', "'")
-        path, pos = field_name(self.s)
-        if path in ("AND", "OR", "NOT"):
-            raise self.s.error(f"{path} needs a term on each side", pos)
-        if not quoted and self.s.pos < len(self.s.text) and self.s.text[self.s.pos] == "(":
-            return self.term(self.function(path, pos))
-        op = self.s.operator()
-        if op is None:
-            return self.term(search_term(path))
-        if op in ("=~", "!~"):
-            raise self.s.error("regular expressions (=~, !~) are not supported by the emulator", pos)
-        check_field(self.s, path, pos)
-        if self.s.peek() == "(":
-            return self.group(lambda: self.value_term(path, op))
-        value, value_pos = self.s.value(f"{path}{op}")
-        return self.term(atom(self.s, path, op, value, value_pos))
-
-    def value_term(self, path: str, op: str) -> LogQuery:
-        """One term of a value group: ``[NOT] value`` or a nested ``( ... )``."""
-        negated = self.negations()
-        if self.s.peek() == "(":
-            inner = self.group(lambda: self.value_term(path, op))
-        else:
-            value, value_pos = self.s.value(f"{path}{op}")
-            if value in ("AND", "OR"):
-                raise self.s.error(f"{value} needs a value on each side", value_pos)
-            inner = self.term(atom(self.s, path, op, value, value_pos))
-        return negate(inner) if negated else inner
-
-    def function(self, name: str, pos: int) -> LogQuery:
-        key = name.casefold()
-        if key != "log_id":
-            which = "the function" if key in _KNOWN_FUNCTIONS else "the unknown function"
-            rule = f"{which} {name}() is not supported by the emulator (it supports log_id())"
-            raise self.s.error(rule, pos)
-        self.s.pos += 1  # "("
-        log_id, _ = self.s.value("log_id()")
-        if self.s.peek() != ")":
-            raise self.s.error("log_id() takes one log ID, then ')'")
-        self.s.pos += 1
-        return log_id_term(log_id)
+#: Cloud Logging's structure: read as it parses; a sequence goes on at anything but the end or ``)``;
+#: negations repeat; value groups (``field = (a OR b)``), functions and search terms; the ``=`` values
+#: of one text field count once (they merge into one set lookup).
+_GRAMMAR: Grammar[LogQuery] = Grammar(
+    error=LogFilterError,
+    leaf=_leaf,
+    unexpected=_unexpected,
+    max_chars=MAX_FILTER_CHARS,
+    too_long=f"a filter is at most {MAX_FILTER_CHARS} characters",
+    max_depth=MAX_DEPTH,
+    too_deep=f"more than {MAX_DEPTH} nested parentheses",
+    max_terms=MAX_TERMS,
+    too_many=_too_many,
+    counts=lambda query: query.eq is None,
+    value_groups=True,
+    field_rule=check_field,
+)
 
 
 def parse_log_filter(text: str) -> LogQuery:
     """Compile a Logging filter (see the module doc); ``LogFilterError`` when it cannot be."""
-    if len(text) > MAX_FILTER_CHARS:
-        raise LogFilterError(text, MAX_FILTER_CHARS, f"a filter is at most {MAX_FILTER_CHARS} characters")
-    query = _Parser(text).parse()
+    tree = parse(text, _GRAMMAR, LogSource)
+    if tree is None:
+        return LogQuery(lambda entry: True, cost=0)
+    query = fold(tree, conjoin, disjoin, negate, lambda leaf: leaf)
     if query.cost > MAX_TERMS:
-        raise _too_many(text, query.cost)
+        raise LogFilterError(text, 0, _too_many(query.cost))
     return query
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from vertex_emulator.cloud_logging.query_scan import TIME_FIELDS, LogFilterError, Scanner
+from vertex_emulator.cloud_logging.query_scan import TIME_FIELDS, LogFilterError
 from vertex_emulator.core.jobkinds import SEVERITIES
 from vertex_emulator.core.timefmt import rfc3339_nanos
 
@@ -203,20 +203,22 @@ def compare_values(op: str, value: Any, literal: str) -> bool:
     return _order(op, left, right)
 
 
-def atom(scanner: Scanner, path: str, op: str, value: str, value_pos: int) -> LogQuery:
-    """One comparison of ``path`` with one value (``compare_values``, the entry's text folded once)."""
+def atom(text: str, path: str, op: str, value: str, value_pos: int) -> LogQuery:
+    """One comparison of ``path`` with one value (``compare_values``, the entry's text folded once);
+    ``text`` (the filter) and ``value_pos`` place its error."""
     if op == ":" and value == "*":
         return LogQuery(lambda entry: entry.get(path) is not None)
     if path == "severity":
-        level = severity_number(value, text=scanner.text, pos=value_pos)
+        level = severity_number(value, text=text, pos=value_pos)
         return LogQuery(lambda entry: _order(op, entry["severity"], level))
     if path in TIME_FIELDS:
         try:
             nanos = rfc3339_nanos(value)
         except ValueError:
-            raise scanner.error(
-                f'{path} must be compared with an RFC 3339 time like "2024-05-18T00:00:00Z" (got {value!r})',
+            raise LogFilterError(
+                text,
                 value_pos,
+                f'{path} must be compared with an RFC 3339 time like "2024-05-18T00:00:00Z" (got {value!r})',
             ) from None
         query = LogQuery(lambda entry: entry.get(path) is not None and _order(op, entry[path], nanos))
         if path == "timestamp":

@@ -1,4 +1,5 @@
-"""The JobService List ``filter`` language: a real parser and evaluator over stored v1 JSON jobs.
+"""The JobService List ``filter`` language over stored v1 JSON jobs: its tokenizer, its grammar for the
+parser both filter languages share (core/filtering/parse.py) and its field table and evaluator.
 
 The grammar is the AIP-160 subset that the v1 ``ListCustomJobsRequest.filter`` documents:
 
@@ -24,10 +25,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from vertex_emulator.core.filtering import Cursor, FilterSyntaxError, Lexicon
+from vertex_emulator.core.filtering import (
+    Cursor,
+    FilterSyntaxError,
+    Grammar,
+    Lexicon,
+    Restriction,
+    Token,
+    TokenList,
+    fold,
+    parse,
+)
 from vertex_emulator.core.timefmt import rfc3339_nanos
 
 __all__ = [
@@ -94,39 +104,33 @@ class FilterError(FilterSyntaxError):
 _LEXICON = Lexicon(error=FilterError, operators=_COMPARATORS)
 
 
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # "(", ")", "AND", "OR", "NOT", "-", "field", "cmp", "value", "end"
-    text: str
-    pos: int
-
-
-def _tokenize(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
+def _tokenize(text: str) -> TokenList:
+    """The whole text's tokens, before any parsing: a late token error wins over an earlier parse error."""
+    tokens: list[Token] = []
     cursor = Cursor(text, _LEXICON)
     while not cursor.at_end():
         pos = cursor.pos
-        if tokens and tokens[-1].kind == "cmp":  # a value follows every comparison operator
+        if tokens and tokens[-1].kind == "op":  # a value follows every comparison operator
             value, _ = cursor.literal(_VALUE_MISSING)
-            tokens.append(_Token("value", value, pos))
+            tokens.append(Token("value", value, pos))
             continue
         ch = text[pos]
         if ch in "()-":
             cursor.pos += 1
-            tokens.append(_Token(ch, ch, pos))
+            tokens.append(Token(ch, ch, pos))
             continue
         cmp = cursor.operator()
         if cmp is not None:
-            tokens.append(_Token("cmp", cmp, pos))
+            tokens.append(Token("op", cmp, pos))
             continue
         word = cursor.match(_FIELD_RE)
         if word is None:
             raise cursor.error(f"unexpected character {ch!r}")
-        tokens.append(_Token(word if word in _KEYWORDS else "field", word, pos))
-    if tokens and tokens[-1].kind == "cmp":
+        tokens.append(Token(word if word in _KEYWORDS else "word", word, pos))
+    if tokens and tokens[-1].kind == "op":
         raise cursor.error(_VALUE_MISSING, len(text))
-    tokens.append(_Token("end", "", len(text)))
-    return tokens
+    tokens.append(Token("end", "", len(text)))
+    return TokenList(tokens)
 
 
 def _glob(pattern: str) -> Callable[[str], bool]:
@@ -156,190 +160,149 @@ def _glob(pattern: str) -> Callable[[str], bool]:
     return match
 
 
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        if len(text) > MAX_FILTER_CHARS:
-            raise FilterError(text, MAX_FILTER_CHARS, f"longer than {MAX_FILTER_CHARS} characters")
-        self.tokens = _tokenize(text)
-        terms = sum(1 for tok in self.tokens if tok.kind == "cmp")
-        if terms > MAX_TERMS:
-            raise FilterError(
-                text,
-                0,
-                f"{terms} restrictions, more than {MAX_TERMS}: split it into several Lists",
-            )
-        self.i = 0
-        self.depth = 0
+def _unexpected(tok: Token) -> str:
+    what = "end of filter" if tok.kind == "end" else repr(tok.text)
+    return f"expected a field name, '(' or NOT, got {what}"
 
-    def peek(self) -> _Token:
-        return self.tokens[self.i]
 
-    def take(self) -> _Token:
-        tok = self.tokens[self.i]
-        self.i += 1
-        return tok
+def _too_many(terms: int) -> str:
+    return f"{terms} restrictions, more than {MAX_TERMS}: split it into several Lists"
 
-    def error(self, tok: _Token, rule: str) -> FilterError:
-        return FilterError(self.text, tok.pos, rule)
 
-    def parse(self) -> Predicate:
-        if self.peek().kind == "end":
-            return lambda job: True
-        pred = self.expression()
-        tok = self.peek()
-        if tok.kind != "end":
-            raise self.error(tok, f"unexpected {tok.text!r}")
-        return pred
+# -- the field table: what one restriction means, as a predicate over a stored job ----------------------
 
-    # expression := sequence { "AND" sequence }
-    def expression(self) -> Predicate:
-        parts = [self.sequence()]
-        while self.peek().kind == "AND":
-            self.take()
-            parts.append(self.sequence())
-        return parts[0] if len(parts) == 1 else (lambda job: all(p(job) for p in parts))
 
-    # sequence := factor { factor }   (juxtaposition is AND)
-    def sequence(self) -> Predicate:
-        parts = [self.factor()]
-        while self.peek().kind in ("(", "NOT", "-", "field"):
-            parts.append(self.factor())
-        return parts[0] if len(parts) == 1 else (lambda job: all(p(job) for p in parts))
+def _leaf(text: str, r: Restriction) -> Predicate:
+    if r.op is None:
+        rule = f"a bare value ({r.field!r}) is not supported: use FIELD OPERATOR VALUE"
+        raise FilterError(text, r.op_pos, rule)
+    name = r.field
+    if name == "display_name":
+        return _display_name(text, r)
+    if name == "state":
+        return _state(text, r)
+    if name == "create_time":
+        return _create_time(text, r)
+    if name == "labels":
+        return _labels_has(text, r)
+    if name.startswith("labels."):
+        return _label(text, r)
+    raise FilterError(
+        text, r.pos, f"unsupported field {name!r}: filter on display_name, state, create_time or labels.KEY"
+    )
 
-    # factor := term { "OR" term }
-    def factor(self) -> Predicate:
-        parts = [self.term()]
-        while self.peek().kind == "OR":
-            self.take()
-            parts.append(self.term())
-        return parts[0] if len(parts) == 1 else (lambda job: any(p(job) for p in parts))
 
-    # term := [ "NOT" | "-" ] simple
-    def term(self) -> Predicate:
-        if self.peek().kind in ("NOT", "-"):
-            self.take()
-            inner = self.simple()
-            return lambda job: not inner(job)
-        return self.simple()
+def _display_name(text: str, r: Restriction) -> Predicate:
+    want = r.value
+    if r.op == "=":
+        return lambda job: job.get("displayName", "") == want
+    if r.op == "!=":
+        return lambda job: job.get("displayName", "") != want
+    if r.op == ":":
+        matches = _glob(want)
+        return lambda job: matches(job.get("displayName", ""))
+    raise FilterError(text, r.op_pos, f"display_name supports =, != and : (got {r.op})")
 
-    # simple := "(" expression ")" | restriction
-    def simple(self) -> Predicate:
-        tok = self.peek()
-        if tok.kind == "(":
-            self.take()
-            if self.depth >= MAX_DEPTH:
-                raise self.error(tok, f"parentheses nested deeper than {MAX_DEPTH} levels")
-            if self.peek().kind == ")":
-                raise self.error(self.peek(), "empty parentheses")
-            self.depth += 1
-            inner = self.expression()
-            self.depth -= 1
-            close = self.take()
-            if close.kind != ")":
-                raise self.error(close, "expected ')'")
-            return inner
-        if tok.kind != "field":
-            what = "end of filter" if tok.kind == "end" else repr(tok.text)
-            raise self.error(tok, f"expected a field name, '(' or NOT, got {what}")
-        return self.restriction()
 
-    def restriction(self) -> Predicate:
-        field = self.take()
-        cmp = self.take()
-        if cmp.kind != "cmp":
-            raise self.error(cmp, f"a bare value ({field.text!r}) is not supported: use FIELD OPERATOR VALUE")
-        value = self.take()
-        if value.kind != "value":  # pragma: no cover - the tokenizer always emits one after cmp
-            raise self.error(value, "expected a value")
-        name = field.text
-        if name == "display_name":
-            return self._display_name(cmp, value)
-        if name == "state":
-            return self._state(cmp, value)
-        if name == "create_time":
-            return self._create_time(cmp, value)
-        if name == "labels":
-            return self._labels_has(cmp, value)
-        if name.startswith("labels."):
-            return self._label(field, cmp, value)
-        raise self.error(
-            field,
-            f"unsupported field {name!r}: filter on display_name, state, create_time or labels.KEY",
+def _state(text: str, r: Restriction) -> Predicate:
+    want = r.value
+    if want not in JOB_STATES:
+        raise FilterError(text, r.value_pos, f"state must be a JOB_STATE_* name (got {want!r})")
+    if r.op == "=":
+        return lambda job: job.get("state", "JOB_STATE_UNSPECIFIED") == want
+    if r.op == "!=":
+        return lambda job: job.get("state", "JOB_STATE_UNSPECIFIED") != want
+    raise FilterError(text, r.op_pos, f"state supports = and != (got {r.op})")
+
+
+_TIME_ORDER: dict[str, Callable[[int, int], bool]] = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def _create_time(text: str, r: Restriction) -> Predicate:
+    if len(r.value) > MAX_TIME_CHARS:
+        raise FilterError(
+            text,
+            r.value_pos,
+            f"create_time must be an RFC 3339 time like 2021-05-18T00:00:00Z, at most 9 fraction digits "
+            f"(got {len(r.value)} characters)",
         )
+    try:
+        want = rfc3339_nanos(r.value)
+    except ValueError:
+        rule = f"create_time must be an RFC 3339 time like 2021-05-18T00:00:00Z (got {r.value!r})"
+        raise FilterError(text, r.value_pos, rule) from None
+    op = _TIME_ORDER.get(r.op or "")
+    if op is None:
+        raise FilterError(text, r.op_pos, f"create_time supports =, !=, <, <=, >, >= (got {r.op})")
 
-    def _display_name(self, cmp: _Token, value: _Token) -> Predicate:
-        want = value.text
-        if cmp.text == "=":
-            return lambda job: job.get("displayName", "") == want
-        if cmp.text == "!=":
-            return lambda job: job.get("displayName", "") != want
-        if cmp.text == ":":
-            matches = _glob(want)
-            return lambda job: matches(job.get("displayName", ""))
-        raise self.error(cmp, f"display_name supports =, != and : (got {cmp.text})")
+    def pred(job: Mapping[str, Any]) -> bool:
+        stamp = job.get("createTime")
+        return stamp is not None and op(rfc3339_nanos(stamp), want)
 
-    def _state(self, cmp: _Token, value: _Token) -> Predicate:
-        want = value.text
-        if want not in JOB_STATES:
-            raise self.error(value, f"state must be a JOB_STATE_* name (got {want!r})")
-        if cmp.text == "=":
-            return lambda job: job.get("state", "JOB_STATE_UNSPECIFIED") == want
-        if cmp.text == "!=":
-            return lambda job: job.get("state", "JOB_STATE_UNSPECIFIED") != want
-        raise self.error(cmp, f"state supports = and != (got {cmp.text})")
+    return pred
 
-    def _create_time(self, cmp: _Token, value: _Token) -> Predicate:
-        if len(value.text) > MAX_TIME_CHARS:
-            raise self.error(
-                value,
-                f"create_time must be an RFC 3339 time like 2021-05-18T00:00:00Z, at most 9 fraction digits "
-                f"(got {len(value.text)} characters)",
-            )
-        try:
-            want = rfc3339_nanos(value.text)
-        except ValueError:
-            raise self.error(
-                value, f"create_time must be an RFC 3339 time like 2021-05-18T00:00:00Z (got {value.text!r})"
-            ) from None
-        ops: dict[str, Callable[[int, int], bool]] = {
-            "=": lambda a, b: a == b,
-            "!=": lambda a, b: a != b,
-            "<": lambda a, b: a < b,
-            "<=": lambda a, b: a <= b,
-            ">": lambda a, b: a > b,
-            ">=": lambda a, b: a >= b,
-        }
-        op = ops.get(cmp.text)
-        if op is None:
-            raise self.error(cmp, f"create_time supports =, !=, <, <=, >, >= (got {cmp.text})")
 
-        def pred(job: Mapping[str, Any]) -> bool:
-            stamp = job.get("createTime")
-            return stamp is not None and op(rfc3339_nanos(stamp), want)
+def _labels_has(text: str, r: Restriction) -> Predicate:
+    if r.op != ":" or not _LABEL_KEY_RE.fullmatch(r.value):
+        raise FilterError(text, r.op_pos, "labels alone supports only 'labels:KEY' (key exists)")
+    key = r.value
+    return lambda job: key in (job.get("labels") or {})
 
-        return pred
 
-    def _labels_has(self, cmp: _Token, value: _Token) -> Predicate:
-        if cmp.text != ":" or not _LABEL_KEY_RE.fullmatch(value.text):
-            raise self.error(cmp, "labels alone supports only 'labels:KEY' (key exists)")
-        key = value.text
+def _label(text: str, r: Restriction) -> Predicate:
+    key = r.field[len("labels.") :]
+    if not _LABEL_KEY_RE.fullmatch(key):
+        raise FilterError(text, r.pos, f"invalid label key {key!r} in {r.field!r}")
+    want = r.value
+    if r.op == ":" and want == "*":
         return lambda job: key in (job.get("labels") or {})
+    if r.op in ("=", ":"):
+        return lambda job: (job.get("labels") or {}).get(key) == want
+    if r.op == "!=":
+        return lambda job: (job.get("labels") or {}).get(key) != want
+    raise FilterError(text, r.op_pos, f"labels.KEY supports =, != and :* (got {r.op})")
 
-    def _label(self, field: _Token, cmp: _Token, value: _Token) -> Predicate:
-        key = field.text[len("labels.") :]
-        if not _LABEL_KEY_RE.fullmatch(key):
-            raise self.error(field, f"invalid label key {key!r} in {field.text!r}")
-        want = value.text
-        if cmp.text == ":" and want == "*":
-            return lambda job: key in (job.get("labels") or {})
-        if cmp.text in ("=", ":"):
-            return lambda job: (job.get("labels") or {}).get(key) == want
-        if cmp.text == "!=":
-            return lambda job: (job.get("labels") or {}).get(key) != want
-        raise self.error(cmp, f"labels.KEY supports =, != and :* (got {cmp.text})")
+
+#: the List filter's structure: tokenized whole first; a sequence goes on only at ``(``, ``NOT``, ``-``
+#: or a field; one ``NOT`` per term; ``()`` refused; no bare values, value groups or functions.
+_GRAMMAR: Grammar[Predicate] = Grammar(
+    error=FilterError,
+    leaf=_leaf,
+    unexpected=_unexpected,
+    max_chars=MAX_FILTER_CHARS,
+    too_long=f"longer than {MAX_FILTER_CHARS} characters",
+    max_depth=MAX_DEPTH,
+    too_deep=f"parentheses nested deeper than {MAX_DEPTH} levels",
+    max_terms=MAX_TERMS,
+    too_many=_too_many,
+    continues=lambda tok: tok.kind in ("(", "NOT", "-", "word"),
+    repeated_negation=False,
+    empty_parens_rule=True,
+)
+
+
+def _all(preds: list[Predicate]) -> Predicate:
+    return lambda job: all(p(job) for p in preds)
+
+
+def _any(preds: list[Predicate]) -> Predicate:
+    return lambda job: any(p(job) for p in preds)
+
+
+def _not(pred: Predicate) -> Predicate:
+    return lambda job: not pred(job)
 
 
 def compile_filter(text: str) -> Predicate:
     """Compile a List filter into a predicate over stored v1 JSON jobs; raises ``FilterError``."""
-    return _Parser(text).parse()
+    tree = parse(text, _GRAMMAR, _tokenize)
+    if tree is None:
+        return lambda job: True
+    return fold(tree, _all, _any, _not, lambda pred: pred)
