@@ -1,6 +1,6 @@
 """``config.Capacity`` to and from the JSON that ``--capacity-file``, the capacity flags and the admin
-endpoint ``/emulator/capacity`` speak, validated: an error names the field (``quota.us-central1.
-NVIDIA_TESLA_A100: must be ...``).
+endpoint ``/emulator/capacity`` speak, validated by one pydantic model, ``CapacitySettings``: an error
+names the field (``quota.us-central1.NVIDIA_TESLA_A100: must be ...``).
 
 The JSON object has the dataclass's field names::
 
@@ -20,17 +20,22 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import Field, StringConstraints, WithJsonSchema
+
+from vertex_emulator._generated.catalog import ACCELERATOR_KINDS
 from vertex_emulator.core.config import Capacity
+from vertex_emulator.core.validation import SettingsModel, rule, validated_changes
 
 __all__ = [
     "COUNT_MAPS",
     "OVER_QUOTA",
     "CapacityError",
+    "CapacitySettings",
     "capacity_from_json",
     "capacity_to_json",
     "load_capacity_file",
@@ -51,77 +56,99 @@ class CapacityError(ValueError):
     """Capacity settings that break a rule; the message names the field."""
 
 
-def _accelerators() -> frozenset[str]:
-    from vertex_emulator._generated.catalog import ACCELERATOR_KINDS
-
-    return frozenset(ACCELERATOR_KINDS)
-
-
-def _count(name: str, value: Any) -> int:
+def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CapacityError(f"{name}: must be an integer (got {value!r})")
+        raise ValueError(f"must be an integer (got {value!r})")
     if not 0 <= value <= _MAX_COUNT:
-        raise CapacityError(f"{name}: must be from 0 to {_MAX_COUNT} (got {value!r})")
+        raise ValueError(f"must be from 0 to {_MAX_COUNT} (got {value!r})")
     return value
 
 
-def _seconds(name: str, value: Any, *, lo: float = 0.0) -> float:
+def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CapacityError(f"{name}: must be a number of seconds (got {value!r})")
+        raise ValueError(f"must be a number of seconds (got {value!r})")
     if not math.isfinite(value):  # NaN compares false with every bound; Infinity waits forever
-        raise CapacityError(f"{name}: must be a finite number (got {value!r})")
-    if not lo <= value <= _MAX_SECONDS:
-        raise CapacityError(f"{name}: must be from {lo:g} to {_MAX_SECONDS:g} (got {value!r})")
+        raise ValueError(f"must be a finite number (got {value!r})")
+    if not 0 <= value <= _MAX_SECONDS:
+        raise ValueError(f"must be from 0 to {_MAX_SECONDS:g} (got {value!r})")
     return float(value)
 
 
-def _count_map(name: str, value: Any) -> dict[str, dict[str, int]]:
-    if not isinstance(value, Mapping):
-        raise CapacityError(f"{name}: must map a region to {{accelerator type: count}} (got {value!r})")
-    known = _accelerators()
-    out: dict[str, dict[str, int]] = {}
-    for region, counts in value.items():
-        if not isinstance(region, str) or not _REGION_RE.fullmatch(region):
-            raise CapacityError(f"{name}: {region!r} is not a region name like 'us-central1'")
-        where = f"{name}.{region}"
-        if not isinstance(counts, Mapping):
-            raise CapacityError(f"{where}: must map an accelerator type to a count (got {counts!r})")
-        out[region] = {}
-        for accelerator, count in counts.items():
-            if accelerator not in known:
-                names = ", ".join(sorted(known))
-                problem = f"{accelerator!r} is not an AcceleratorType name (one of {names})"
-                raise CapacityError(f"{where}: {problem}")
-            out[region][accelerator] = _count(f"{where}.{accelerator}", count)
-    return out
+def _seconds_or_never(value: Any) -> float | None:
+    return None if value is None else _seconds(value)
+
+
+def _per_hour(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"must be a finite number (got {value!r})")
+    if not 0 <= value <= 3600:
+        raise ValueError(f"must be from 0 to 3600 (got {value!r})")
+    return float(value)
+
+
+def _over_quota(value: Any) -> Any:
+    if value not in OVER_QUOTA:
+        raise ValueError(f"must be one of {', '.join(OVER_QUOTA)} (got {value!r})")
+    return value
+
+
+def _region(value: Any) -> Any:
+    if not isinstance(value, str) or not _REGION_RE.fullmatch(value):
+        raise ValueError(f"{value!r} is not a region name like 'us-central1'")
+    return value
+
+
+def _accelerator(value: Any) -> Any:
+    if value not in ACCELERATOR_KINDS:
+        names = ", ".join(sorted(ACCELERATOR_KINDS))
+        raise ValueError(f"{value!r} is not an AcceleratorType name (one of {names})")
+    return value
+
+
+def _mapping(what: str) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"must map {what} (got {value!r})")
+        return value
+
+    return check
+
+
+Count = Annotated[int, Field(ge=0, le=_MAX_COUNT), rule(_count)]
+Seconds = Annotated[float, Field(ge=0, le=_MAX_SECONDS), rule(_seconds)]
+Region = Annotated[str, StringConstraints(pattern=f"^{_REGION_RE.pattern}$"), rule(_region)]
+Accelerator = Annotated[
+    str, WithJsonSchema({"type": "string", "enum": sorted(ACCELERATOR_KINDS)}), rule(_accelerator)
+]
+#: ``{region: {accelerator type: count}}``
+CountMap = Annotated[
+    dict[Region, Annotated[dict[Accelerator, Count], rule(_mapping("an accelerator type to a count"))]],
+    rule(_mapping("a region to {accelerator type: count}")),
+]
+
+
+class CapacitySettings(SettingsModel):
+    """The capacity settings as ``--capacity-file``, the flags, the admin API (``/emulator/capacity``)
+    and its JSON schema (``/emulator/capacity/schema``) speak them; ``config.Capacity`` documents each
+    field, and holds them while the emulator runs."""
+
+    quota: CountMap = {}
+    preemptible_quota: CountMap = {}
+    stock: CountMap = {}
+    spot_stock: CountMap = {}
+    flex_start_stock: CountMap = {}
+    stockout_after_s: Seconds = 60.0
+    over_quota: Annotated[Literal["queue", "refuse"], rule(_over_quota)] = "queue"
+    spot_preemptions_per_hour: Annotated[float, Field(ge=0, le=3600), rule(_per_hour)] = 0.0
+    spot_preempt_after_s: Annotated[
+        Annotated[float, Field(ge=0, le=_MAX_SECONDS)] | None, rule(_seconds_or_never)
+    ] = None
+    spot_restart_limit: Count = 6
+    spot_notice_s: Seconds = 30.0
 
 
 def _validated(changes: Any) -> dict[str, Any]:
-    if not isinstance(changes, Mapping):
-        raise CapacityError(f"capacity: must be a JSON object (got {type(changes).__name__})")
-    out: dict[str, Any] = {}
-    for key, value in changes.items():
-        if key not in _FIELDS:
-            raise CapacityError(f"{key}: unknown capacity setting (known: {', '.join(_FIELDS)})")
-        if key in COUNT_MAPS:
-            out[key] = _count_map(key, value)
-        elif key == "over_quota":
-            if value not in OVER_QUOTA:
-                raise CapacityError(f"over_quota: must be one of {', '.join(OVER_QUOTA)} (got {value!r})")
-            out[key] = value
-        elif key == "spot_restart_limit":
-            out[key] = _count(key, value)
-        elif key == "spot_preempt_after_s":
-            out[key] = None if value is None else _seconds(key, value)
-        elif key == "spot_preemptions_per_hour":
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise CapacityError(f"{key}: must be a finite number (got {value!r})")
-            if not 0 <= value <= 3600:
-                raise CapacityError(f"{key}: must be from 0 to 3600 (got {value!r})")
-            out[key] = float(value)
-        else:  # stockout_after_s, spot_notice_s
-            out[key] = _seconds(key, value)
-    return out
+    return validated_changes(CapacitySettings, changes, CapacityError, name="capacity", what="capacity")
 
 
 def update_capacity(capacity: Capacity, changes: Any) -> None:

@@ -4,7 +4,9 @@ replaced by an error, as when a proxy drops the answer to a Create the backend d
 
 The ``Faults`` object is shared with the runner (which
 reads its scheduling and replica-crash settings); this module applies its API part, and converts
-Faults to and from the JSON the admin endpoint (``/emulator/faults``) and the CLI speak.
+Faults to and from the JSON the admin endpoint (``/emulator/faults``) and the CLI speak, validated by
+one pydantic model, ``FaultSettings`` (an error names the field: ``error_rate.GetCustomJob: must be
+between 0 and 1 (got 2)``).
 Random draws come from one ``random.Random`` seeded with ``Faults.seed``, so with a seed and a
 fixed call sequence the injected failures are repeatable.
 """
@@ -15,23 +17,28 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field
 
 from vertex_emulator.core.config import Faults
+from vertex_emulator.core.validation import SettingsModel, rule, validated_changes
 
 __all__ = [
     "STATUS_CODE_NAMES",
     "FaultInjector",
+    "FaultSettings",
     "FaultsError",
+    "StatusCodeName",
     "faults_from_json",
     "faults_to_json",
     "update_faults",
 ]
 
 #: google.rpc.Code names a fault may inject (OK is not a fault).
-STATUS_CODE_NAMES = (
+StatusCodeName = Literal[
     "CANCELLED",
     "UNKNOWN",
     "INVALID_ARGUMENT",
@@ -48,7 +55,8 @@ STATUS_CODE_NAMES = (
     "UNAVAILABLE",
     "DATA_LOSS",
     "UNAUTHENTICATED",
-)
+]
+STATUS_CODE_NAMES: tuple[str, ...] = get_args(StatusCodeName)
 
 _JSON_FIELDS = tuple(f.name for f in fields(Faults) if f.name != "lock")
 
@@ -115,78 +123,85 @@ def faults_to_json(faults: Faults) -> dict[str, Any]:
     return out
 
 
-def _number(name: str, value: Any, *, lo: float = 0.0, hi: float | None = None) -> float:
+def _number(value: Any, *, hi: float | None = None) -> float:
+    """A finite number from 0 (to ``hi``): the rule of every number of the fault settings."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise FaultsError(f"{name}: must be a number (got {value!r})")
+        raise ValueError(f"must be a number (got {value!r})")
     if not math.isfinite(value):  # NaN compares false with every bound; Infinity sleeps forever
-        raise FaultsError(f"{name}: must be a finite number (got {value!r})")
-    if value < lo or (hi is not None and value > hi):
-        bound = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
-        raise FaultsError(f"{name}: must be {bound} (got {value!r})")
+        raise ValueError(f"must be a finite number (got {value!r})")
+    if value < 0 or (hi is not None and value > hi):
+        bound = f"between 0 and {hi:g}" if hi is not None else "at least 0"
+        raise ValueError(f"must be {bound} (got {value!r})")
     return float(value)
 
 
-def _rates(key: str, value: Any) -> dict[str, float]:
+def _rates(value: Any) -> Any:
     if not isinstance(value, Mapping):
-        raise FaultsError(f"{key}: must map a method name (or '*') to a probability")
-    return {str(m): _number(f"{key}.{m}", p, hi=1.0) for m, p in value.items()}
+        raise ValueError("must map a method name (or '*') to a probability")
+    return {str(method): p for method, p in value.items()}
 
 
-def _error_codes(key: str, value: Any) -> list[str]:
+def _error_codes(value: Any) -> Any:
     if not isinstance(value, list) or not value:
-        raise FaultsError("error_codes: must be a non-empty list of status code names")
-    for i, code in enumerate(value):
-        if code not in STATUS_CODE_NAMES:
-            known = ", ".join(STATUS_CODE_NAMES)
-            raise FaultsError(f"error_codes[{i}]: unknown status code {code!r} (one of {known})")
-    return list(value)
+        raise ValueError("must be a non-empty list of status code names")
+    return value
 
 
-def _crash_replicas(key: str, value: Any) -> list[str]:
+def _status_code(value: Any) -> Any:
+    if value not in STATUS_CODE_NAMES:
+        raise ValueError(f"unknown status code {value!r} (one of {', '.join(STATUS_CODE_NAMES)})")
+    return value
+
+
+def _crash_replicas(value: Any) -> Any:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise FaultsError("crash_replicas: must be a list of replica keys like 'workerpool1-0'")
-    return list(value)
+        raise ValueError("must be a list of replica keys like 'workerpool1-0'")
+    return value
 
 
-def _crash_exit_code(key: str, value: Any) -> int:
+def _crash_exit_code(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
-        raise FaultsError(f"crash_exit_code: must be an integer from 1 to 255 (got {value!r})")
+        raise ValueError(f"must be an integer from 1 to 255 (got {value!r})")
     return value
 
 
-def _seed(key: str, value: Any) -> int | None:
+def _seed(value: Any) -> Any:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise FaultsError(f"seed: must be an integer or null (got {value!r})")
+        raise ValueError(f"must be an integer or null (got {value!r})")
     return value
 
 
-#: each setting's check (it returns the value to store); the others (latency_s, queued_s, pending_s,
-#: crash_after_s) are non-negative numbers
-_CHECKS: dict[str, Callable[[str, Any], Any]] = {
-    "error_rate": _rates,
-    "lost_answer_rate": _rates,
-    "error_codes": _error_codes,
-    "crash_replicas": _crash_replicas,
-    "crash_exit_code": _crash_exit_code,
-    "seed": _seed,
-}
+#: a probability (0..1) that a call fails or loses its answer
+Probability = Annotated[float, Field(ge=0, le=1), rule(lambda v: _number(v, hi=1.0))]
+#: a method name (``CreateCustomJob``...) or ``"*"`` -> its probability
+Rates = Annotated[dict[str, Probability], rule(_rates)]
+#: seconds (finite, not negative)
+Seconds = Annotated[float, Field(ge=0), rule(_number)]
 
 
-def _validated(changes: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(changes, Mapping):
-        raise FaultsError(f"faults: must be a JSON object (got {type(changes).__name__})")
-    out: dict[str, Any] = {}
-    for key, value in changes.items():
-        if key not in _JSON_FIELDS:
-            raise FaultsError(f"{key}: unknown fault setting (known: {', '.join(_JSON_FIELDS)})")
-        check = _CHECKS.get(key)
-        out[key] = _number(key, value) if check is None else check(key, value)
-    return out
+class FaultSettings(SettingsModel):
+    """The fault settings as the CLI flags, the admin API (``/emulator/faults``) and its JSON schema
+    (``/emulator/faults/schema``) speak them; ``config.Faults`` documents each field, and holds them
+    while the emulator runs."""
+
+    error_rate: Rates = {}
+    lost_answer_rate: Rates = {}
+    error_codes: Annotated[
+        list[Annotated[StatusCodeName, rule(_status_code)]], Field(min_length=1), rule(_error_codes)
+    ] = ["UNAVAILABLE"]
+    latency_s: Seconds = 0.0
+    queued_s: Seconds = 0.0
+    pending_s: Seconds = 0.0
+    crash_replicas: Annotated[list[Annotated[str, Field(min_length=1)]], rule(_crash_replicas)] = []
+    crash_after_s: Seconds = 0.0
+    crash_exit_code: Annotated[int, Field(ge=1, le=255), rule(_crash_exit_code)] = 137
+    seed: Annotated[int | None, rule(_seed)] = None
 
 
 def update_faults(faults: Faults, changes: Mapping[str, Any]) -> None:
-    """Validate ``changes`` (a partial Faults JSON object) and apply them in place, atomically."""
-    checked = _validated(changes)
+    """Validate ``changes`` (a partial Faults JSON object, by ``FaultSettings``) and apply them in
+    place, atomically: the keys not given keep their values."""
+    checked = validated_changes(FaultSettings, changes, FaultsError, name="faults", what="fault")
     with faults.lock:
         for key, value in checked.items():
             setattr(faults, key, value)

@@ -31,6 +31,8 @@ Other paths:
   free GPUs, Spot; capacity/settings.py; PUT takes a partial object and wakes the jobs waiting);
   ``POST /emulator/capacity/preempt`` ``{"job": NAME, "replica": KEY}`` preempts a replica of a
   running Spot job now (``replica`` defaults to ``workerpool0-0``).
+* ``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``: the JSON schema of those
+  settings (the pydantic models every PUT, flag and capacity file is validated by).
 
 Every request passes ``RestHandler._check_caller`` (handler.py) first, because the emulator runs the commands
 its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS

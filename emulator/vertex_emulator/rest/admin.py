@@ -1,6 +1,8 @@
 """The emulator's admin API over REST: ``/emulator/faults`` (read or change the fault settings),
 ``/emulator/capacity`` (the GPU capacity settings; a change wakes the jobs waiting) and
 ``/emulator/capacity/preempt`` (preempt a replica of a running Spot job now). Each answers JSON.
+``/emulator/faults/schema`` and ``/emulator/capacity/schema`` answer the JSON schema of the settings
+(the pydantic models every way in validates with: ``FaultSettings``, ``CapacitySettings``).
 """
 
 from __future__ import annotations
@@ -9,12 +11,18 @@ from collections.abc import Callable
 from typing import Any
 
 from vertex_emulator.capacity.ledger import GpuCapacity
-from vertex_emulator.capacity.settings import CapacityError, capacity_to_json, update_capacity
-from vertex_emulator.core.faults import FaultsError, faults_to_json, update_faults
+from vertex_emulator.capacity.settings import (
+    CapacityError,
+    CapacitySettings,
+    capacity_to_json,
+    update_capacity,
+)
+from vertex_emulator.core.faults import FaultsError, FaultSettings, faults_to_json, update_faults
+from vertex_emulator.core.validation import SettingsModel
 from vertex_emulator.jobservice.methods import ApiError
 from vertex_emulator.jobservice.service import JobService
 
-__all__ = ["capacity", "faults", "preempt"]
+__all__ = ["SCHEMAS", "capacity", "faults", "preempt", "schema"]
 
 JsonBody = Callable[[], dict[str, Any]]
 
@@ -29,6 +37,19 @@ def faults(service: JobService, method: str, json_body: JsonBody) -> dict[str, A
         except FaultsError as exc:
             raise ApiError("INVALID_ARGUMENT", str(exc)) from None
     return faults_to_json(settings)
+
+
+#: admin path -> the settings model its PUT body is validated by (``<path>/schema`` serves its schema)
+SCHEMAS: dict[str, type[SettingsModel]] = {
+    "/emulator/faults": FaultSettings,
+    "/emulator/capacity": CapacitySettings,
+}
+
+
+def schema(path: str) -> dict[str, Any]:
+    """``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``: the JSON schema of the
+    settings that path reads and changes (every field, its type, bounds and default)."""
+    return SCHEMAS[path].model_json_schema()
 
 
 def _gpus(service: JobService) -> GpuCapacity:

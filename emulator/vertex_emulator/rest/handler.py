@@ -216,6 +216,8 @@ class RestHandler(Deadlines):
             self._send_json(200, admin.faults(service, method, self._json_body))
         elif path == "/emulator/capacity" and method in ("GET", "HEAD", "PUT"):
             self._send_json(200, admin.capacity(service, method, self._json_body))
+        elif path.removesuffix("/schema") in admin.SCHEMAS and path.endswith("/schema") and reads:
+            self._send_json(200, admin.schema(path.removesuffix("/schema")))
         elif path == "/emulator/capacity/preempt" and method == "POST":
             self._send_json(200, admin.preempt(service, self._json_body))
         else:
