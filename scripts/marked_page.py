@@ -1,6 +1,6 @@
 """The part both page writers share: a generated block lives in a markdown page between a start and an
 end marker, and a writer replaces only what lies between them (``scripts/spec_fields_md.py``,
-``scripts/outputs_md.py``)."""
+``scripts/outputs_md.py``, ``scripts/emulator_bounds_md.py``, ``scripts/layers_picture.py``)."""
 
 from __future__ import annotations
 

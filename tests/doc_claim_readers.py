@@ -40,7 +40,6 @@ __all__ = [
     "gpu_families",
     "label_keys",
     "makefile_captures",
-    "mib_of",
     "option_default",
     "quoted_texts",
     "rendered_timeouts",
@@ -231,10 +230,6 @@ def source_captures(obj: Any, pattern: str) -> tuple[str, ...]:
 def label_keys() -> list[str]:
     names = ("MANAGED_BY", "DAG", "TASK", "RUN", "SPEC", "BUDGET")
     return [code_at(f"airflow_vertex_dist.hooks.labels:{name}_LABEL") for name in names]
-
-
-def mib_of(path: str) -> Callable[[], float]:
-    return lambda: code_at(path) / 1024 / 1024
 
 
 OP = "airflow_vertex_dist.operators.job:VertexJobOperator"

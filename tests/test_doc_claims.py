@@ -3,7 +3,9 @@ from the page and compared with what the code has, so that a change on either si
 wrong fails here. A sentence is checked only where it states such a fact: one that states none is its
 own check. The pages' examples are run by ``test_docs.py``; the behaviour they describe is tested where
 it is implemented. How the code's side is read: ``doc_claim_readers.py``; the claims that name code
-(tests, fields, Makefile stages): ``test_doc_claims_names.py``.
+(tests, fields, Makefile stages): ``test_doc_claims_names.py``. A page's table of numbers is generated
+from the code instead where one fits (the emulator's bounds on one request:
+``scripts/emulator_bounds_md.py``, checked by ``test_reference_tables.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from tests.doc_claim_readers import (
     gpu_families,
     label_keys,
     makefile_captures,
-    mib_of,
     option_default,
     quoted_texts,
     rendered_timeouts,
@@ -225,35 +226,11 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
             r"`scheduling\.timeout` \(default (\d+) days\)",
             lambda: code_at(f"{EM}.runtime.custom_job_setup:DEFAULT_TIMEOUT_S") / 86400,
         ),
-        (r"before it is read when over (\d+) MiB \(413\)", mib_of(f"{EM}.rest:MAX_BODY_BYTES")),
-        (
-            r"JSON may nest (\d+) levels and filter parentheses (\d+)",
-            lambda: (code_at(f"{EM}.rest:MAX_JSON_DEPTH"), code_at(f"{EM}.jobservice.filters:MAX_DEPTH")),
-        ),
-        (r"a gRPC request over (\d+) MiB", mib_of(f"{EM}.jobservice.grpc_server:MAX_MESSAGE_BYTES")),
-        (r"past (\d+) MiB, gRPC itself refuses", mib_of(f"{EM}.jobservice.grpc_server:_TRANSPORT_MAX_BYTES")),
         (r"\(at least (\d+) characters;", shortest_token),
         (
             r"copied from the emulator's environment when set: (.*?) \(`",
             lambda: sorted({*code_at(f"{EM}.runtime.cluster:LOCAL_ENV_NAMES"), "LC_*"}),
             lambda text: sorted(re.findall(r"`(\w+\*?)`", text)),
-        ),
-        (
-            r"(\d+) a page by default and at most ([\d,]+), with page tokens",
-            lambda: (
-                code_at(f"{EM}.cloud_logging.api:DEFAULT_PAGE_SIZE"),
-                code_at(f"{EM}.cloud_logging.api:MAX_PAGE_SIZE"),
-            ),
-        ),
-        (r"A filter is at most ([\d,]+) characters", f"{EM}.cloud_logging.query:MAX_FILTER_CHARS"),
-        (
-            r"parsed in one pass, with at most (\d+) comparisons and search terms",
-            f"{EM}.cloud_logging.query:MAX_TERMS",
-        ),
-        (r"nests at most (\d+) groups and holds at most", f"{EM}.cloud_logging.query:MAX_DEPTH"),
-        (
-            r"or object resource \(a bucket insert, an upload's metadata\) nested past (\d+) levels",
-            f"{EM}.cloud_storage.api:MAX_JSON_DEPTH",
         ),
         (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.runtime.tuning_job:STOPPING_POLL_S"),
         (
@@ -273,13 +250,6 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
             r"with probability ([\d.]+), a perturbation",
             lambda: float(
                 source_captures(code_at(f"{EM}.tuning.search:Search"), r"rng\.random\(\) < ([\d.]+)")[0]
-            ),
-        ),
-        (
-            r"`page_size` \(default (\d+), at most ([\d,]+)\)",
-            lambda: (
-                code_at(f"{EM}.jobservice.service:DEFAULT_PAGE_SIZE"),
-                code_at(f"{EM}.jobservice.service:MAX_PAGE_SIZE"),
             ),
         ),
         (

@@ -1,6 +1,8 @@
 """docs/reference/specs.md carries the spec models' field tables as written by
 scripts/spec_fields_md.py, and docs/how-to/outputs.md the XCom value tables as written by
-scripts/outputs_md.py from the TypedDicts: readable in the repository, and never behind the code."""
+scripts/outputs_md.py from the TypedDicts, and docs/emulator.md the emulator's bounds on one request as
+written by scripts/emulator_bounds_md.py from its constants: readable in the repository, and never
+behind the code."""
 
 from __future__ import annotations
 
@@ -92,3 +94,10 @@ def test_the_owner_record_has_the_keys_of_its_type() -> None:
     record = OwnedJob("projects/p/locations/l/customJobs/1", "c", ("a@p.iam.gserviceaccount.com",)).record()
     assert set(record) == OwnerRecord.__required_keys__
     assert OwnedJob.from_record(record) == OwnedJob(record["name"], "c", ("a@p.iam.gserviceaccount.com",))
+
+
+def test_the_committed_emulator_bounds_are_what_the_script_writes() -> None:
+    """docs/emulator.md's table of the emulator's bounds on one request, each read from its constant."""
+    script = _script(SCRIPTS / "emulator_bounds_md.py")
+    page = script.PAGE.read_text()  # type: ignore[attr-defined]
+    assert script.updated(page) == page, "run: python scripts/emulator_bounds_md.py"  # type: ignore[attr-defined]

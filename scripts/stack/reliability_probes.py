@@ -10,7 +10,8 @@ from reliability_cells import escape
 
 __all__ = ["PROBES", "probe_rows"]
 
-#: the emulator's security probes (tests/security/test_emulator_*.py), in the order of the table.
+#: the emulator's security probes (emulator/tests/security/, emulator/tests/test_package_install.py), in
+#: the order of the table.
 PROBES = [
     ("cross_site_post", "a web page posts a job (CORS simple request)"),
     ("non_json_post", "a write that is not JSON"),

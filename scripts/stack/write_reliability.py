@@ -150,7 +150,8 @@ def render(figures: dict[str, Any]) -> str:
         "### The emulator as a security boundary",
         "",
         "The emulator runs the commands its jobs name. Each probe below sends its input to a real emulator",
-        "(`tests/security/test_emulator_*.py`, part of the normal test suite) and records the answer:",
+        "(`emulator/tests/security/` and `emulator/tests/test_package_install.py`, in the emulator's own",
+        "test suite) and records the answer:",
         "cross-site and rebinding requests, calls without the access token or from another local account,",
         "requests built to cost the emulator time, memory or stack, URIs built to reach outside",
         "`--gcs-root`, and package installs that reach for the emulator's environment or outlive pip"

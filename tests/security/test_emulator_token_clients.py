@@ -20,7 +20,8 @@ from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook, VertexJob
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
-from ._probes import TOKEN
+#: the access token the guarded emulator requires (the emulator's own probes use the same one)
+TOKEN = "s3cret-token-for-tests-0123456789"
 
 EMULATOR = {"emulator": True, "api_endpoint": "127.0.0.1:1"}
 # without the token: 401 (over REST, google-auth's anonymous credentials then refuse to refresh)

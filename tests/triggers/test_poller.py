@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.triggers import poll_schedule, poller
@@ -275,15 +278,28 @@ def _most_starts_in_a_window(starts: list[float], width: float) -> int:
     return most
 
 
-@pytest.mark.parametrize("n_jobs", [1, 10, 99, 100, 150, 299, 300, 1000, 1001, 5000])
-@pytest.mark.parametrize("last_calls", [1, 2, 3, 5, 11, 40])
+#: the edges the budget has (pages of 100 jobs, cycles of 1 to 40 calls), each pair an explicit example
+EDGE_N_JOBS = (1, 10, 99, 100, 150, 299, 300, 1000, 1001, 5000)
+EDGE_LAST_CALLS = (1, 2, 3, 5, 11, 40)
+
+
+def _at_every_edge(test: Callable[..., Any]) -> Callable[..., Any]:
+    for n_jobs, last_calls in itertools.product(EDGE_N_JOBS, EDGE_LAST_CALLS):
+        test = example(n_jobs=n_jobs, last_calls=last_calls)(test)
+    return test
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_jobs=st.integers(min_value=1, max_value=20_000), last_calls=st.integers(min_value=1, max_value=200))
+@_at_every_edge
 async def test_no_window_of_one_interval_holds_more_calls_than_the_budget(
     n_jobs: int, last_calls: int
 ) -> None:
     """Wherever a window of one interval falls (the bench counts the calls in one such window of
     three intervals, starting at an arbitrary time), the steady cycles in it cost at most the budget,
     or one cycle when a single cycle costs more than the budget. Cycle starts are a period apart or
-    later (a late cycle delays the next, never brings it forward): jitter only spreads them."""
+    later (a late cycle delays the next, never brings it forward): jitter only spreads them. For any
+    number of waiting jobs and any cost of the last cycle, and at each edge of the budget."""
     shared = _poller_with(n_jobs, 10.0, last_calls)
     try:
         period = shared.period()

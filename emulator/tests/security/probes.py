@@ -1,5 +1,5 @@
-"""Helpers of the emulator probes: raw HTTP to its REST port, the security table's figures, and the
-ratio test of the parser probes."""
+"""Helpers of the emulator's security probes: raw HTTP to its REST port, the security table's figures
+(``probe_figures``), and the ratio test of the parser probes (``timing``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from stack.figures import Figures
+from probe_figures import record
+from timing import RATIO, SLACK_S, assert_linear, best_of
 
-from tests.emulator_files import load
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 
@@ -34,11 +34,6 @@ PARENT = testing.PARENT
 JOBS = f"/v1/{PARENT}/customJobs"
 TOKEN = "s3cret-token-for-tests-0123456789"
 JSON = {"Content-Type": "application/json"}
-
-
-def record(key: str, given: str, answer: str) -> None:
-    """One row of the security table: the probe's input and what the emulator answered."""
-    Figures.record("security_probes", key, {"input": given, "answer": answer})
 
 
 class Http:
@@ -86,10 +81,3 @@ def job_bytes(name: str = "probe", **spec: Any) -> bytes:
 def job_count(em: Emulator) -> int:
     return len(em.store.list("customJobs", PARENT))
 
-
-#: the ratio test lives with the emulator's suite (emulator/tests/timing.py), which runs without this one
-_timing = load("timing")
-RATIO: float = _timing.RATIO
-SLACK_S: float = _timing.SLACK_S
-best_of = _timing.best_of
-assert_linear = _timing.assert_linear

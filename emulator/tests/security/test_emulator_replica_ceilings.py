@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 from google.api_core import exceptions
+from logging_support import job_filter, logging_client, text_of
+from polling import poll_until
+from probes import JSON, PARENT, Http, answer, record
 
-from tests.emulator_suite import job_filter, logging_client, text_of
-from tests.polling import poll_until
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.capacity.host import HostCeilings, Room
@@ -28,8 +29,6 @@ from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.jobservice.service import job_to_proto
 from vertex_emulator.runtime.cluster import replica_env, replicas_of
 from vertex_emulator.runtime.runner import Runner
-
-from ._probes import JSON, PARENT, Http, answer, record
 
 DEADLINE_S = 60.0
 

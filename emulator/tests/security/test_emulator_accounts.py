@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from logging_support import logging_client
+from probes import TOKEN, record
 
-from tests.emulator_suite import logging_client
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.config import Faults
 from vertex_emulator.server import callers
-
-from ._probes import TOKEN, record
 
 pytestmark = pytest.mark.skipif(not callers.CAN_CHECK_PEERS, reason="needs /proc/net/tcp (Linux)")
 

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from logging_support import gapic
+from probes import JSON, PARENT, Http, answer, assert_linear, record
 
-from tests.emulator_suite import gapic
 from vertex_emulator.app import Emulator
 from vertex_emulator.runtime.log_records import MAX_RECORD_BYTES, RecordIndex, records_path
 from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES, RecordLog
-
-from ._probes import JSON, PARENT, Http, answer, assert_linear, record
 
 PROJECT = PARENT.split("/")[1]
 NESTED = 100_000

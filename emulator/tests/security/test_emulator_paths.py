@@ -12,12 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+from probes import JOBS, JSON, PARENT, Http, answer, job_bytes, job_count, record
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.gcs import check_request_uris, gcs_parts, to_local_path
-
-from ._probes import JOBS, JSON, PARENT, Http, answer, job_bytes, job_count, record
 
 ESCAPES = [
     ("gs://bucket//{outside}", "empty path segment"),

@@ -19,11 +19,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
+from probes import record
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-
-from ._probes import record
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from probes import TOKEN, Http
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.config import Faults
-
-from ._probes import TOKEN, Http
 
 
 @pytest.fixture(scope="module")

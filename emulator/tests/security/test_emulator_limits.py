@@ -16,14 +16,13 @@ import grpc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from probes import JOBS, JSON, PARENT, Http, answer, assert_linear, job_bytes, job_count, record
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.jobservice.filters import MAX_DEPTH, FilterError, compile_filter
 from vertex_emulator.jobservice.grpc_server import MAX_MESSAGE_BYTES, SERVICE_NAME
 from vertex_emulator.rest import MAX_BODY_BYTES, MAX_JSON_DEPTH, json_depth
-
-from ._probes import JOBS, JSON, PARENT, Http, answer, assert_linear, job_bytes, job_count, record
 
 
 def test_wildcard_filters_run_in_linear_time(emulator: Emulator) -> None:

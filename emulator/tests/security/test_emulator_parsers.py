@@ -23,8 +23,9 @@ import pytest
 from google.api_core import exceptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from logging_support import gapic
+from probes import JOBS, JSON, PARENT, RATIO, SLACK_S, Http, answer, assert_linear, best_of, record
 
-from tests.emulator_suite import gapic
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.cloud_logging.entries import JobMeta, replica_line_entry
@@ -36,8 +37,6 @@ from vertex_emulator.core.timefmt import parse_rfc3339, rfc3339_nanos
 from vertex_emulator.jobservice.filters import MAX_TERMS, FilterError, compile_filter
 from vertex_emulator.jobservice.page_tokens import MAX_TOKEN_CHARS, TokenError, decode_token, encode_token
 from vertex_emulator.server.jsonlimits import json_depth
-
-from ._probes import JOBS, JSON, PARENT, RATIO, SLACK_S, Http, answer, assert_linear, best_of, record
 
 # -- the JSON depth guard ---------------------------------------------------------------------------
 

@@ -13,13 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
+from probes import JOBS, JSON, PARENT, TOKEN, Http, answer, job_bytes, job_count, record
 
 from vertex_emulator import cli, testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.cli.config import config_from_args
 from vertex_emulator.core.config import check_exposure
-
-from ._probes import JOBS, JSON, PARENT, TOKEN, Http, answer, job_bytes, job_count, record
 
 
 def test_a_simple_cross_site_post_creates_nothing(emulator: Emulator, web: Http) -> None:

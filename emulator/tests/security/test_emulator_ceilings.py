@@ -20,12 +20,11 @@ from contextlib import ExitStack
 from urllib.parse import urlsplit
 
 import pytest
+from probes import JOBS, job_bytes, job_count, record
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.config import Faults
-
-from ._probes import JOBS, job_bytes, job_count, record
 
 MAX_CONNECTIONS = 8
 TIMEOUT_S = 1.0
