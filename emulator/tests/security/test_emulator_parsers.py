@@ -96,10 +96,12 @@ def test_json_depth_agrees_with_the_parsed_value(value: object) -> None:
 def test_escaped_quotes_body_is_answered_while_others_are_served(emulator: Emulator, web: Http) -> None:
     body = b'{"a":"' + b'\\"' * (29 * 1024)  # the 58 KiB body that froze every listener for 9-10 s
     benign = benign_json(len(body))
-    started = time.perf_counter()
     status, data = web.request("POST", JOBS, body, JSON)
-    seconds = time.perf_counter() - started
     assert status == 400 and data["error"]["status"] == "INVALID_ARGUMENT", data
+    # both timed as the best of three round trips (the server works in threads of its own, so no
+    # thread's CPU clock measures it): one neighbour's burst on a loaded machine cannot fail the test,
+    # while the freeze it guards against (9-10 s every time) still would
+    seconds = best_of(lambda: web.request("POST", JOBS, body, JSON))
     benign_s = best_of(lambda: web.request("POST", JOBS, benign, JSON))
     assert seconds <= RATIO * benign_s + SLACK_S, (seconds, benign_s)
     record(
