@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -154,19 +155,30 @@ def test_dagrun_timeout_cancels_the_job(stack: AirflowStack) -> None:
 
 
 @pytest.mark.timeout(900)  # a probe run, then the backfill
-def test_a_backfills_deferred_first_try_converges_in_its_trigger(stack: AirflowStack) -> None:
+def test_a_backfills_deferred_first_try_converges_in_its_trigger(stack: AirflowStack, tmp_path: Path) -> None:
     """The task's labels and spec are read from a manual probe run of the same DAG and params; the
     older job is that spec under the backfill run's labels, made before the backfill starts. The
     first try's look-up before its Create is skipped (a backfill's try 1), so only its trigger can
-    find the older job."""
+    find the older job.
+
+    Every job of the three runs the same code (the fingerprint is the spec's), which trains once a
+    flag file exists: the probe's job finds it there; the older and the backfill's own jobs wait until
+    the task has cancelled its own, so how fast the trigger converges (seconds, or a minute on a
+    loaded machine) cannot let the own job end first."""
     dag_id = "stack_converge"
-    code = "import time; time.sleep(25); print('trained')"
+    flag = tmp_path / "train"
+    code = (
+        f"import pathlib, time\nwhile not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.2)\n"
+        "print('trained')"
+    )
     probe_id = "manual__converge_probe"
     run_id = "backfill__2024-01-01T00:00:00+00:00"
     stack.api("PATCH", f"/api/v2/dags/{dag_id}", json_body={"is_paused": False})  # paused: no run starts
     try:
+        flag.touch()
         stack.trigger(dag_id, {"code": code}, run_id=probe_id)
         assert stack.wait_run(dag_id, probe_id, timeout=300) == "success"
+        flag.unlink()
         (probe,) = run_jobs(stack, dag_id, probe_id)
         older_body = {
             "displayName": probe["displayName"],
@@ -177,8 +189,19 @@ def test_a_backfills_deferred_first_try_converges_in_its_trigger(stack: AirflowS
         resp.raise_for_status()
         older = resp.json()
         stack.backfill(dag_id, "2024-01-01", "2024-01-01", code=code)
+        poll_until(
+            lambda: any(
+                j["name"] != older["name"] and j["state"] == "JOB_STATE_CANCELLED"
+                for j in run_jobs(stack, dag_id, run_id)
+            ),
+            timeout=300,
+            interval=1.0,
+            what="the task cancelled its own job for the older one",
+        )
+        flag.touch()
         state = stack.wait_run(dag_id, run_id, timeout=300)
     finally:
+        flag.touch()  # whatever happened, no replica waits on
         stack.api("PATCH", f"/api/v2/dags/{dag_id}", json_body={"is_paused": True})
     jobs = {j["name"]: j for j in run_jobs(stack, dag_id, run_id)}
     own = [j for name, j in jobs.items() if name != older["name"]]
