@@ -25,6 +25,16 @@ from tests.differential_v1 import (
 __all__ = ["CUSTOM_CASES"]
 
 
+RESERVED_A100 = {**A100, "reservationAffinity": {"reservationAffinityType": "ANY_RESERVATION"}}
+NOT_RESERVED_A100 = {**A100, "reservationAffinity": {"reservationAffinityType": "NO_RESERVATION"}}
+SPECIFIC_A100 = {
+    **A100,
+    "reservationAffinity": {
+        "reservationAffinityType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["projects/p/zones/us-central1-a/reservations/r"],
+    },
+}
 _SEED = custom(pool(V100X8), pool(V100X8, 4), reducers(16))
 _RESOURCES = {
     "tensorboard": "projects/p/locations/us-central1/tensorboards/1",
@@ -53,7 +63,9 @@ CUSTOM_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("good-package-us", "ok", custom(pool(**package()))),
     ("good-package-europe", "ok", custom(pool(**package(EXEC.replace("us-", "europe-"))))),
     ("good-package-asia-digest", "ok", custom(pool(**package(EXEC.split(":")[0] + "@sha256:" + "a" * 64)))),
-    ("good-labels-64", "ok", custom(labels={"k" * 64: "v" * 64, "team": ""})),
+    ("good-labels-63", "ok", custom(labels={"k" * 63: "v" * 63, "team": ""})),
+    ("good-labels-127-bytes", "ok", custom(labels={"日" * 42: "é" * 63})),
+    ("good-label-key-digit", "ok", custom(labels={"9lives": "v"})),  # "start with a letter or number"
     ("good-labels-international", "ok", custom(labels={"équipe": "données", "機械": "学習"})),
     ("good-display-name-128", "ok", custom(name="x" * 128)),
     ("good-display-name-unicode", "ok", custom(name="训练 job ✓")),
@@ -120,9 +132,13 @@ CUSTOM_CASES: list[tuple[str, str, dict[str, Any]]] = [
         custom(pool(**package("us-docker.pkg.dev/my-proj/training/x:1"))),
     ),
     ("bad-label-key-65", "bad", custom(labels={"k" * 65: "v"})),
+    ("bad-label-key-64", "bad", custom(labels={"k" * 64: "v"})),  # "less than 64 characters"
+    ("bad-label-value-64", "bad", custom(labels={"team": "v" * 64})),
+    ("bad-label-value-128-bytes", "bad", custom(labels={"team": "日" * 43})),  # "less that 128 bytes"
+    ("bad-label-key-128-bytes", "bad", custom(labels={"日" * 43: "v"})),
+    ("bad-label-key-underscore", "bad", custom(labels={"_team": "v"})),
     ("bad-label-value-upper", "bad", custom(labels={"team": "ML"})),
     ("bad-labels-65", "bad", custom(labels={f"k{i}": "v" for i in range(65)})),
-    ("bad-label-key-digit", "bad", custom(labels={"9lives": "v"})),
     ("bad-display-name-129", "bad", custom(name="x" * 129)),
     ("bad-display-name-empty", "bad", custom(name="")),
     (
@@ -207,6 +223,16 @@ CUSTOM_CASES: list[tuple[str, str, dict[str, Any]]] = [
         "bad-nfs-relative",
         "bad",
         custom(pool() | {"nfsMounts": [{"server": "s", "path": "x", "mountPoint": "m"}]}),
+    ),
+    ("good-standard-any-reservation", "ok", custom(pool(RESERVED_A100))),
+    ("good-flex-no-reservation", "ok", custom(pool(NOT_RESERVED_A100), scheduling=FLEX_START)),
+    ("good-spot-no-reservation", "ok", custom(pool(NOT_RESERVED_A100), scheduling={"strategy": "SPOT"})),
+    ("bad-flex-any-reservation", "bad", custom(pool(RESERVED_A100), scheduling=FLEX_START)),
+    ("bad-spot-any-reservation", "bad", custom(pool(RESERVED_A100), scheduling={"strategy": "SPOT"})),
+    (
+        "bad-flex-specific-reservation",
+        "bad",
+        custom(pool(SPECIFIC_A100), pool(SPECIFIC_A100, 2), scheduling=FLEX_START),
     ),
     (
         "bad-reservation-no-key",

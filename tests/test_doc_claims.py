@@ -234,6 +234,17 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         ),
         (r"cloudml-hypertune files every ([\d.]+) s", f"{EM}.runtime.tuning_job:STOPPING_POLL_S"),
         (
+            r"list \(`project` required, at most (\d+) a page",
+            f"{EM}.cloud_storage.buckets:MAX_BUCKETS_PAGE",
+        ),
+        (
+            r"keys and values \"must be less than (\d+) characters in length, and must be less\s+that (\d+)",
+            lambda: (
+                code_at(f"{EM}.rules.labels:MAX_LABEL_LENGTH") + 1,
+                code_at(f"{EM}.rules.labels:MAX_LABEL_BYTES") + 1,
+            ),
+        ),
+        (
             r"`maxFailedTrialCount: 0` is, in the emulator, `([^`]+)`",
             lambda: [code_at(f"{EM}.runtime.tuning_study:failed_trial_limit")(0, n) for n in TRIALS],
             evaluated_at("maxTrialCount", TRIALS),

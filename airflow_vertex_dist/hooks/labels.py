@@ -4,7 +4,8 @@ Pure: no Google or Airflow imports, so DAG files and operators can use it at par
 
 The Vertex AI label rules live in ``airflow_vertex_dist.common.labels`` (shared with the specs):
 at most 64 labels; keys and values at most 63 lowercase (or caseless) letters, numbers, ``_`` and
-``-``, international letters included; keys start with a letter. The project also makes every value
+``-``, international letters included, and at most 127 bytes in UTF-8; keys start with a letter or a
+number. The project also makes every value
 it writes start with a letter, so a value is never mistaken for a number by filter parsers.
 
 Airflow identifiers do not always fit those rules. ``sanitize_label_value`` keeps one that fits
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_vertex_dist.common.labels import (
+    MAX_LABEL_BYTES,
     MAX_LABEL_LENGTH,
     MAX_LABELS,
     is_label_char,
@@ -91,8 +93,25 @@ def _digest(text: str, length: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def _fits(value: str) -> bool:
-    return 0 < len(value) <= MAX_LABEL_LENGTH and is_label_letter(value[0]) and all(map(is_label_char, value))
+    return (
+        0 < len(value) <= MAX_LABEL_LENGTH
+        and _utf8_size(value) <= MAX_LABEL_BYTES
+        and is_label_letter(value[0])
+        and all(map(is_label_char, value))
+    )
+
+
+def _cut(text: str, chars: int, size: int) -> str:
+    """The longest start of ``text`` with at most ``chars`` code points and ``size`` UTF-8 bytes."""
+    out = text[:chars]
+    while _utf8_size(out) > size:
+        out = out[:-1]
+    return out
 
 
 def _replace_invalid_runs(text: str) -> str:
@@ -116,7 +135,7 @@ def sanitize_label_value(value: str) -> str:
     not end like a hashed value (``-`` and 8 lowercase hex digits). Otherwise it is the lowercased
     value with every run of characters a label may not hold replaced by ``-``, prefixed with ``x``
     when it does not start with a letter, cut so that ``-<first 8 hex digits of sha256(value)>`` fits
-    in 63 characters, and that suffix.
+    in 63 characters and 127 UTF-8 bytes, and that suffix.
 
     What is guaranteed: two different values give different results unless both were hashed and
     their SHA-256 digests share the first 32 bits (about one pair in 4 billion). A kept value never
@@ -130,7 +149,7 @@ def sanitize_label_value(value: str) -> str:
     if not base or not is_label_letter(base[0]):
         base = "x" + base
     suffix = "-" + _digest(value, _HASH_LEN)
-    return base[: MAX_LABEL_LENGTH - len(suffix)].rstrip("-") + suffix
+    return _cut(base, MAX_LABEL_LENGTH - len(suffix), MAX_LABEL_BYTES - len(suffix)).rstrip("-") + suffix
 
 
 def run_hash(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> str:

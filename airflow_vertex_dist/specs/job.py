@@ -35,6 +35,7 @@ from airflow_vertex_dist.specs.job_rules import (
     check_kms_key,
     check_kms_key_location,
     check_reduction_server,
+    check_reservations,
     machine_egress_gbps,
     reducer_sizing,
 )
@@ -253,9 +254,11 @@ class DistributedTrainingJob(SpecModel):
         check_kms_key_location(self.encryption_key, self.location)
         if self.reduction_server is not None:
             check_reduction_server(self.primary, self.workers, self.reduction_server)
-        if self.scheduling is not None and self.scheduling.strategy == "FLEX_START":
+        if self.scheduling is not None:
             pools = {role: pool for role in POOL_ROLES if (pool := getattr(self, role)) is not None}
-            check_flex_start(pools, self.reduction_server, self.scheduling)
+            check_reservations(pools, self.reduction_server, self.scheduling.strategy)
+            if self.scheduling.strategy == "FLEX_START":
+                check_flex_start(pools, self.reduction_server, self.scheduling)
         rule = offered_rule(self.location, self.accelerators())
         if rule is not None:
             fail(rule)

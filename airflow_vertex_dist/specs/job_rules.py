@@ -1,6 +1,7 @@
 """The rules of a ``DistributedTrainingJob`` that span its pools: the Reduction Server's sizing
-(``ReducerSizing``) and requirements, flex-start's requirements (``FLEX_START_GPUS``) and the Cloud KMS
-key (shared with the tuning job). ``DistributedTrainingJob``'s cross-field validator calls them."""
+(``ReducerSizing``) and requirements, flex-start's requirements (``FLEX_START_GPUS``), the strategies
+that consume no reservation (``check_reservations``) and the Cloud KMS key (shared with the tuning
+job). ``DistributedTrainingJob``'s cross-field validator calls them."""
 
 # No ``from __future__ import annotations`` in the modules that define spec models (see specs/job.py).
 
@@ -21,6 +22,7 @@ __all__ = [
     "check_flex_start",
     "check_kms_key",
     "check_kms_key_location",
+    "check_reservations",
     "check_reduction_server",
     "machine_egress_gbps",
     "reducer_sizing",
@@ -127,6 +129,27 @@ def check_flex_start(
             f"scheduling.timeout: FLEX_START needs a timeout of 7 days or less (got "
             f"{scheduling.timeout.total_seconds():g}s); shorten it, or use STANDARD or SPOT"
         )
+
+
+def check_reservations(
+    pools: Mapping[str, WorkerPool], reduction_server: ReductionServer | None, strategy: str | None
+) -> None:
+    """FLEX_START and SPOT jobs consume no reservation: "Use reservations with training"
+    (https://cloud.google.com/vertex-ai/docs/training/use-reservations) supports flex-start "except
+    when using Compute Engine reservations", and the Spot page's "All Spot VMs limitations apply" is
+    read the same way. A pool with ``ANY_RESERVATION`` or ``SPECIFIC_RESERVATION`` is refused."""
+    if strategy not in ("FLEX_START", "SPOT"):
+        return
+    affinities = {role: pool.machine.reservation_affinity for role, pool in pools.items()}
+    if reduction_server is not None:
+        affinities["reduction_server"] = reduction_server.reservation_affinity
+    for role, affinity in affinities.items():
+        if affinity is not None and affinity.reservation_affinity_type != "NO_RESERVATION":
+            where = "reduction_server" if role == "reduction_server" else f"{role}.machine"
+            fail(
+                f"{where}.reservation_affinity: {strategy} cannot consume a reservation (got "
+                f"{affinity.reservation_affinity_type}); use NO_RESERVATION, or the STANDARD strategy"
+            )
 
 
 def check_reduction_server(primary: WorkerPool, workers: WorkerPool | None, rs: ReductionServer) -> None:

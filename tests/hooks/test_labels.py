@@ -77,6 +77,22 @@ def test_a_kept_value_never_equals_a_hashed_one() -> None:
     assert len({sanitize_label_value(v) for v in ("My_DAG", hashed, "my_dag")}) == 3
 
 
+@pytest.mark.parametrize("raw", ["日" * 60, "é" * 63, "données_" * 9])
+def test_sanitize_cuts_international_values_to_127_bytes(raw: str) -> None:
+    """63 characters of a non-Latin script are up to 189 bytes: the service takes at most 127."""
+    value = sanitize_label_value(raw)
+    assert valid_value(value), value
+    assert len(value.encode("utf-8")) <= 127
+
+
+@pytest.mark.parametrize("dag_id", ["d" * 250, "Daily_" * 42, "日次の学習" * 50])
+def test_a_250_character_dag_id_still_gives_valid_run_labels(dag_id: str) -> None:
+    labels = run_labels(dag_id, "t" * 250, "manual__" + "r" * 242, 3)
+    validate_labels(labels)
+    assert all(len(v) <= 63 and len(v.encode("utf-8")) <= 127 for v in labels.values())
+    assert labels["airflow-dag"] != run_labels(dag_id[:-1] + "x", "t", "r")["airflow-dag"]
+
+
 def test_sanitize_long_values_differ_by_hash() -> None:
     a, b = sanitize_label_value("a" * 80 + "1"), sanitize_label_value("a" * 80 + "2")
     assert len(a) == len(b) == 63
@@ -87,7 +103,7 @@ def test_sanitize_long_values_differ_by_hash() -> None:
 def test_sanitize_always_valid(raw: str) -> None:
     value = sanitize_label_value(raw)
     assert valid_value(value), value
-    assert len(value) <= 63
+    assert len(value) <= 63 and len(value.encode("utf-8", "surrogatepass")) <= 127
     if value == raw:
         assert all(map(is_label_char, raw))
 
@@ -101,11 +117,21 @@ def test_sanitize_keeps_distinct_ids_distinct(a: str, b: str) -> None:
 def test_validate_labels_names_the_field_and_rule() -> None:
     with pytest.raises(ValueError, match=r"labels\.team: label value 'Data Science' may contain only"):
         validate_labels({"team": "Data Science"})
-    with pytest.raises(ValueError, match=r"labels: label key '9lives' must start with a lowercase letter"):
-        validate_labels({"9lives": "x"})
-    validate_labels({"team": "x" * 64})  # the v1 labels comment: "no longer than 64 characters"
-    with pytest.raises(ValueError, match=r"labels\.team: label value must be at most 64 characters"):
-        validate_labels({"team": "x" * 65})
+    with pytest.raises(
+        ValueError, match=r"labels: label key '_x' must start with a lowercase letter or a number"
+    ):
+        validate_labels({"_x": "x"})
+    validate_labels({"9lives": "x"})  # the service: "Label keys must start with a letter or number"
+    validate_labels({"team": "x" * 63})  # the service: "less than 64 characters in length"
+    with pytest.raises(ValueError, match=r"labels\.team: label value must be at most 63 characters"):
+        validate_labels({"team": "x" * 64})
+    with pytest.raises(ValueError, match=r"labels: label key 'k{64}' must be 1-63 characters"):
+        validate_labels({"k" * 64: "x"})
+    validate_labels({"team": "日" * 42})  # 126 bytes
+    with pytest.raises(ValueError, match=r"labels\.team: label value must be less than 128 bytes in UTF-8"):
+        validate_labels({"team": "日" * 43})  # 43 characters, 129 bytes
+    with pytest.raises(ValueError, match=r"label key '日{43}' must be less than 128 bytes in UTF-8"):
+        validate_labels({"日" * 43: "x"})
     with pytest.raises(ValueError, match="at most 64 labels"):
         validate_labels({f"k{i}": "v" for i in range(65)})
 

@@ -68,7 +68,7 @@ FULL = DistributedTrainingJob.model_validate(
         "scheduling": {
             "timeout": "5400s",
             "restart_job_on_worker_restart": True,
-            "strategy": "SPOT",
+            "strategy": "STANDARD",  # SPOT and FLEX_START consume no reservation (the primary has one)
             "disable_retries": True,
             "max_wait_duration": 0,  # "If set to 0, the job will wait indefinitely": a value, any strategy
         },

@@ -166,7 +166,7 @@ _POOLS_AND_REDUCTION_SERVER: list[Case] = [
 _JOB_FIELDS: list[Case] = [
     # -- job fields
     ("label-key-upper", J(("labels", {"Team": "ml"})), "labels", "must start with a lowercase letter"),
-    ("label-value-long", J(("labels", {"team": "x" * 65})), "labels.team", "at most 64 characters"),
+    ("label-value-long", J(("labels", {"team": "x" * 64})), "labels.team", "at most 63 characters"),
     ("label-value-chars", J(("labels", {"team": "ML Ops"})), "labels.team", "only lowercase letters"),
     ("labels-65", J(("labels", {f"k{i}": "v" for i in range(65)})), "labels", "at most 64 labels"),
     ("display-name-empty", J(("display_name", "")), "display_name", "must not be empty"),

@@ -58,7 +58,7 @@ def test_full_spec_reaches_every_field() -> None:
     assert spec["scheduling"] == {
         "timeout": "5400s",
         "restartJobOnWorkerRestart": True,
-        "strategy": "SPOT",
+        "strategy": "STANDARD",
         "disableRetries": True,
         "maxWaitDuration": "0s",
     }

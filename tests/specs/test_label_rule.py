@@ -48,14 +48,19 @@ def hook_accepts(labels: dict[str, Any]) -> bool:
         ({"team": "Données"}, False),
         ({"ǅ": "x"}, False),  # titlecase
         ({"_team": "x"}, False),
-        ({"9lives": "x"}, False),
+        ({"9lives": "x"}, True),  # the service: "Label keys must start with a letter or number"
+        ({"٣x": "x"}, True),
         ({"team": "a b"}, False),
         ({"team": "a.b"}, False),
         ({"k" * 63: "v" * 63}, True),
-        ({"k" * 64: "v" * 64}, True),  # the v1 labels comment: "no longer than 64 characters"
+        ({"k" * 64: "v"}, False),  # the service: "less than 64 characters in length"
+        ({"team": "v" * 64}, False),
         ({"k" * 65: "v"}, False),
-        ({"team": "é" * 64}, True),  # 64 code points
-        ({"team": "é" * 65}, False),
+        ({"team": "é" * 63}, True),  # 63 code points, 126 bytes
+        ({"team": "é" * 64}, False),
+        ({"team": "日" * 42}, True),  # 126 bytes
+        ({"team": "日" * 43}, False),  # 129 bytes: "less that 128 bytes ... when encoded in UTF-8"
+        ({"日" * 43: "v"}, False),
     ],
 )
 def test_spec_and_hook_give_the_same_answer(labels: dict[str, str], valid: bool) -> None:

@@ -7,7 +7,8 @@ Replicas get ``STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>``: the stock ``goog
 served is what those clients use for objects:
 
 * ``GET /storage/v1/b/<bucket>`` (bucket exists = the directory exists), ``POST /storage/v1/b`` (creates the
-  directory);
+  directory), ``GET /storage/v1/b?project=`` (lists them) and ``DELETE /storage/v1/b/<bucket>`` (removes an
+  empty one): buckets.py;
 * ``GET /storage/v1/b/<bucket>/o`` (``prefix``, ``delimiter``, ``matchGlob``, ``maxResults``, ``pageToken``,
   ``startOffset``, ``endOffset``);
 * ``GET /storage/v1/b/<bucket>/o/<object>`` (metadata; ``alt=media``: the bytes, ``Range`` honoured), ``GET
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from vertex_emulator.cloud_storage.buckets import check_new_bucket_name, delete_bucket, list_buckets
 from vertex_emulator.cloud_storage.handler import STORAGE_HOST, StorageHTTPServer, StorageRequestHandler
 from vertex_emulator.cloud_storage.listing import list_objects
 from vertex_emulator.cloud_storage.routes import Route, byte_range, route
@@ -114,6 +116,11 @@ class _Handler(StorageRequestHandler):
             return self._insert_bucket(query)
         if call.action == "get_bucket":
             return self._get_bucket(call.bucket)
+        if call.action == "list_buckets":
+            return self._json(200, list_buckets(self.server.root, self._base(), query))
+        if call.action == "delete_bucket":
+            delete_bucket(self.server.root, call.bucket)
+            return self._send(204, b"", "application/json")
         if call.action == "resume":
             return self._resume(query)
         if call.action == "upload":
@@ -134,12 +141,17 @@ class _Handler(StorageRequestHandler):
             raise _Error(413, "invalid", "bucket resource too large")
         meta = _resource_json(b"".join(self._body_chunks(length)), "the bucket resource")
         bucket = str(meta.get("name") or "") if isinstance(meta, dict) else ""
+        check_new_bucket_name(bucket)
         try:
             path = to_local_path(f"gs://{bucket}", self.server.root, field="name")
         except ValueError as exc:
             raise _Error(400, "invalid", str(exc)) from None
         if path.is_dir():
-            raise _Error(409, "conflict", f"The bucket {bucket} already exists")
+            raise _Error(
+                409,
+                "conflict",
+                "Your previous request to create the named bucket succeeded and you already own it.",
+            )
         path.mkdir(parents=True)
         self._json(200, bucket_resource(self._base(), bucket, path))
 
@@ -311,7 +323,9 @@ class _Handler(StorageRequestHandler):
             self._send(308, b"", "text/plain", headers)
 
 
-_BUCKET_ACTIONS = frozenset({"insert_bucket", "get_bucket", "resume", "upload", "list"})
+_BUCKET_ACTIONS = frozenset(
+    {"insert_bucket", "list_buckets", "get_bucket", "delete_bucket", "resume", "upload", "list"}
+)
 
 
 class StorageServer:

@@ -19,7 +19,8 @@ _RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)")
 
 @dataclass(frozen=True)
 class Route:
-    """One call of the API: ``action`` names it (``insert_bucket``, ``get_bucket``, ``resume``,
+    """One call of the API: ``action`` names it (``insert_bucket``, ``list_buckets``, ``get_bucket``,
+    ``delete_bucket``, ``resume``,
     ``upload``, ``list``, ``copy``, ``get``, ``download``, ``delete``, ``patch``)."""
 
     action: str
@@ -45,11 +46,15 @@ def route(method: str, path: str, query: dict[str, str]) -> Route:
     if not rest or rest == [""]:
         if method == "POST" and not prefix:
             return Route("insert_bucket")
-        raise StorageError(400, "invalid", f"{method} {path}: listing buckets is not supported")
+        if method in ("GET", "HEAD") and not prefix:
+            return Route("list_buckets")
+        raise StorageError(405, "invalid", f"{method} {path}: not supported on the bucket collection")
     bucket = unquote(rest[0])
     if len(rest) == 1:
         if method in ("GET", "HEAD") and not prefix:
             return Route("get_bucket", bucket)
+        if method == "DELETE" and not prefix:
+            return Route("delete_bucket", bucket)
         raise StorageError(405, "invalid", f"{method} {path}: not supported on a bucket")
     if rest[1] != "o":
         raise StorageError(404, "notFound", f"{path}: only objects (/o) are served")

@@ -15,7 +15,21 @@ and the durations.
   ``max_wait_duration`` is taken with any strategy and applies only to FLEX_START ("if the scheduling
   strategy is set to [Strategy.DWS_FLEX_START]. If set to 0, the job will wait indefinitely."): the
   reference does not say another strategy refuses it, so the emulator does not.
-* Spot (``SPOT``): no Create-time rule was found in the Spot or scheduling pages; none is applied.
+* ``flex-reservation``: "Use reservations with training"
+  (https://cloud.google.com/vertex-ai/docs/training/use-reservations, read 2026-12-06; its current
+  English text was not in the offline copies, its Japanese and Chinese translations under
+  docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/use-reservations
+  were), Limitations and requirements: Dynamic Workload Scheduler's flex-start and training on a
+  persistent resource are supported "except when using Compute Engine reservations with" training.
+  So a FLEX_START job whose pool consumes a reservation (``reservation_affinity`` ANY_RESERVATION or
+  SPECIFIC_RESERVATION; NO_RESERVATION consumes none) is refused, naming the pool's
+  ``machine_spec.reservation_affinity``.
+* ``spot-reservation``: "Use Spot VMs with training"
+  (https://cloud.google.com/vertex-ai/docs/training/use-spot-vms, read 2026-12-06): "All Spot VMs
+  limitations apply when using Spot VMs with Vertex AI"; no page read offline says in so many words
+  whether a Spot job may consume a reservation, and Spot VMs run on spare capacity, not on reserved
+  capacity: the stricter reading is taken and SPOT with a consuming ``reservation_affinity`` is refused
+  too (docs/emulator.md lists it as inferred). No other Create-time rule was found for Spot.
 """
 
 from __future__ import annotations
@@ -24,7 +38,13 @@ from typing import Any
 
 from vertex_emulator.rules._common import duration_s, enum_name, problem
 
-__all__ = ["FLEX_START_GPUS", "MAX_FLEX_TIMEOUT_S", "scheduling_problems"]
+__all__ = [
+    "CONSUMING_AFFINITIES",
+    "FLEX_START_GPUS",
+    "MAX_FLEX_TIMEOUT_S",
+    "NO_RESERVATION_STRATEGIES",
+    "scheduling_problems",
+]
 
 #: The accelerator types of "L4, A100, H100, H200, or B200 GPUs".
 FLEX_START_GPUS = frozenset(
@@ -52,6 +72,33 @@ def _describe(shape: tuple[str, str, int]) -> str:
     return f"{machine_type} with {count} x {accelerator}" if accelerator else f"{machine_type} without GPUs"
 
 
+#: The strategies that cannot consume a reservation (``flex-reservation``, ``spot-reservation``).
+NO_RESERVATION_STRATEGIES = frozenset({"FLEX_START", "SPOT"})
+#: The ``ReservationAffinity`` types that consume reserved capacity.
+CONSUMING_AFFINITIES = frozenset({"ANY_RESERVATION", "SPECIFIC_RESERVATION"})
+
+
+def _reservation_problems(spec: Any, path: str, strategy: str) -> list[str]:
+    """A FLEX_START or SPOT job whose pools consume a reservation."""
+    if strategy not in NO_RESERVATION_STRATEGIES:
+        return []
+    out: list[str] = []
+    for index, pool in enumerate(spec.worker_pool_specs):
+        machine = pool.machine_spec
+        if not machine.HasField("reservation_affinity"):
+            continue
+        affinity = enum_name(machine.reservation_affinity, "reservation_affinity_type")
+        if affinity in CONSUMING_AFFINITIES:
+            out.append(
+                problem(
+                    f"{path}.worker_pool_specs[{index}].machine_spec.reservation_affinity",
+                    f"{strategy} cannot consume a reservation (got {affinity}); use NO_RESERVATION "
+                    "or the STANDARD strategy",
+                )
+            )
+    return out
+
+
 def scheduling_problems(spec: Any, path: str) -> list[str]:
     """The scheduling rules of a raw ``CustomJobSpec``."""
     if not spec.HasField("scheduling"):
@@ -68,6 +115,7 @@ def scheduling_problems(spec: Any, path: str) -> list[str]:
     wait = duration_s(scheduling, "max_wait_duration")
     if wait is not None and wait < 0:
         out.append(problem(f"{where}.max_wait_duration", f"must not be negative (got {wait:g}s)"))
+    out.extend(_reservation_problems(spec, path, strategy))
     if strategy != "FLEX_START":
         return out
     if timeout is not None and timeout > MAX_FLEX_TIMEOUT_S:

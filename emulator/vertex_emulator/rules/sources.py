@@ -17,8 +17,11 @@ __all__ = [
     "LABELS_PAGE",
     "PREBUILT",
     "PROTO",
+    "RESERVATIONS",
     "RULES",
     "Rule",
+    "SERVICE_LABELS",
+    "SPOT",
     "USER_REPORT_ENV",
 ]
 
@@ -39,6 +42,22 @@ LABELS_PAGE = (
     'Resource Manager docs, "Create and manage labels" (Requirements for labels), '
     "https://cloud.google.com/resource-manager/docs/creating-managing-labels (the v1 labels comment's "
     "https://goo.gl/xmQnxf)"
+)
+SERVICE_LABELS = (
+    "the service's answer to a bad label as quoted in statmike/vertex-ai-mlops issue 6 "
+    '(https://github.com/statmike/vertex-ai-mlops/issues/6, read 2026-12-06): "Label keys must start with '
+    "a letter or number, must be less than 64 characters in length, and must be less that 128 bytes in "
+    'length when encoded in UTF-8"'
+)
+RESERVATIONS = (
+    'Vertex AI docs, "Use reservations with training" (Limitations and requirements: flex-start is '
+    'supported "except when using Compute Engine reservations"), '
+    "https://cloud.google.com/vertex-ai/docs/training/use-reservations, read 2026-12-06"
+)
+SPOT = (
+    'Vertex AI docs, "Use Spot VMs with training" ("All Spot VMs limitations apply"), '
+    "https://cloud.google.com/vertex-ai/docs/training/use-spot-vms, read 2026-12-06 (inferred: no page "
+    "read says so in so many words; the stricter reading)"
 )
 IAM_SERVICE_ACCOUNTS = (
     'IAM docs, "Service accounts overview" (a service account is named by its e-mail address), '
@@ -83,21 +102,24 @@ RULES: dict[str, Rule] = _rules(
     ("required", "a field whose comment starts `Required.` is set (a number's 0 is a value)", f"{PROTO}s"),
     # -- the job (rules/labels.py, rules/resources.py)
     ("display-name", "display_name: at most 128 characters, any UTF-8", f"{PROTO} CustomJob.display_name"),
-    ("labels-count", "at most 64 labels", LABELS_PAGE),
+    ("labels-count", "at most 64 labels", SERVICE_LABELS),
     (
         "label-length",
-        "label keys and values at most 64 code points (the labels page says 63: the protos win)",
-        f"{PROTO} CustomJob.labels / HyperparameterTuningJob.labels",
+        "label keys and values less than 64 code points (the v1 labels comment says 64: the service's "
+        "own text wins)",
+        SERVICE_LABELS,
     ),
+    ("label-bytes", "label keys and values less than 128 bytes in UTF-8", SERVICE_LABELS),
     (
         "label-chars",
         "lowercase letters, numbers, '_' and '-' (international characters allowed)",
-        f"{PROTO} CustomJob.labels",
+        f"{PROTO} CustomJob.labels; {SERVICE_LABELS}",
     ),
     (
         "label-key-start",
-        "a key is not empty and starts with a lowercase or international letter",
-        LABELS_PAGE,
+        "a key is not empty and starts with a letter or number (the labels page says a lowercase or "
+        "international letter: the service's own text wins)",
+        f"{SERVICE_LABELS}; {LABELS_PAGE}",
     ),
     (
         "kms-key",
@@ -204,6 +226,12 @@ RULES: dict[str, Rule] = _rules(
     ("flex-gpus", "FLEX_START: every pool requests L4, A100, H100, H200 or B200 GPUs", DWS),
     ("flex-same-machine", "FLEX_START: every pool has the same machine configuration", DWS),
     ("flex-timeout", "FLEX_START: timeout at most 7 days", DWS),
+    (
+        "flex-reservation",
+        "FLEX_START: no pool consumes a reservation (ANY_ or SPECIFIC_RESERVATION)",
+        RESERVATIONS,
+    ),
+    ("spot-reservation", "SPOT: no pool consumes a reservation (ANY_ or SPECIFIC_RESERVATION)", SPOT),
     # -- study (rules/study.py, rules/parameters.py)
     ("metrics", "metric ids: no whitespace, unique", f"{PROTO} StudySpec.MetricSpec.metric_id"),
     (
