@@ -124,3 +124,16 @@ def test_restart_job_on_worker_restart_restarts_the_whole_job_on_a_transient_exi
     job = _create(grpc_client, body)
     assert job.state.name == "JOB_STATE_SUCCEEDED", job.error.message
     assert "---- emulator: restart 1 of workerpool1-0 ----" in _replica_log(emulator, job, "workerpool1-0")
+
+
+def test_replicas_get_the_project_and_region_the_service_sets(emulator: Emulator, grpc_client: Any) -> None:
+    """Vertex AI sets ``CLOUD_ML_PROJECT_ID`` (the SDK infers the project from it inside a job) and
+    ``CLOUD_ML_REGION``: the project and location of the job's resource name."""
+    code = (
+        "import os; print('project=' + os.environ.get('CLOUD_ML_PROJECT_ID', '-'),"
+        " 'region=' + os.environ.get('CLOUD_ML_REGION', '-'), flush=True)"
+    )
+    job = _run(grpc_client, code, "env")
+    assert job.state.name == "JOB_STATE_SUCCEEDED"
+    project, location = job.name.split("/")[1], job.name.split("/")[3]
+    assert f"project={project} region={location}" in _replica_log(emulator, job)

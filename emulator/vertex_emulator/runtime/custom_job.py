@@ -180,6 +180,7 @@ class CustomJobRun(JobDriver):
             metric_file=self.metric_file,
             trial=self.trial,
             stop=self.stop_requested,
+            job_name=self.job_name,
         )
         add_slots(self.slots, spec, schedule.replicas, place)
         self._persist()
