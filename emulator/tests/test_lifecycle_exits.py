@@ -137,3 +137,33 @@ def test_replicas_get_the_project_and_region_the_service_sets(emulator: Emulator
     assert job.state.name == "JOB_STATE_SUCCEEDED"
     project, location = job.name.split("/")[1], job.name.split("/")[3]
     assert f"project={project} region={location}" in _replica_log(emulator, job)
+
+
+def test_the_command_applies_a_provisioning_delay_by_default(tmp_path: Any) -> None:
+    """``vertex-emulator`` (the command) keeps a job PENDING for ``--provisioning-seconds`` (default
+    ``DEFAULT_PROVISIONING_S``) once its capacity is granted, as Vertex AI provisions its VMs; the
+    in-process helpers (this suite) start at 0."""
+    from vertex_emulator.cli.config import config_from_args
+    from vertex_emulator.cli.flags import DEFAULT_PROVISIONING_S, build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["--state-dir", str(tmp_path / "s")])
+    assert config_from_args(args, parser).faults.provisioning_s == DEFAULT_PROVISIONING_S > 0
+    args = parser.parse_args(["--state-dir", str(tmp_path / "s"), "--provisioning-seconds", "0"])
+    assert config_from_args(args, parser).faults.provisioning_s == 0
+
+
+def test_a_job_stays_pending_while_it_is_provisioned(emulator: Emulator, rest_client: Any) -> None:
+    """The provisioning delay is a fault setting, changeable at runtime; the job shows PENDING meanwhile."""
+    import time
+
+    with emulator.config.faults.lock:
+        emulator.config.faults.provisioning_s = 1.5
+    job = rest_client.create_custom_job(
+        parent=PARENT, custom_job=aiplatform_v1.CustomJob.from_json(json.dumps(container_job("prov", "pass")))
+    )
+    started = time.monotonic()
+    wait_for_state(rest_client, job.name, {"JOB_STATE_PENDING"}, timeout=10)
+    done = wait_for_state(rest_client, job.name, _DONE, timeout=30)
+    assert done.state.name == "JOB_STATE_SUCCEEDED"
+    assert time.monotonic() - started >= 1.4

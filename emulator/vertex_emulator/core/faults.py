@@ -161,7 +161,7 @@ def _seed(key: str, value: Any) -> int | None:
 
 
 #: each setting's check (it returns the value to store); the others (latency_s, queued_s, pending_s,
-#: crash_after_s) are non-negative numbers
+#: provisioning_s, crash_after_s) are non-negative numbers
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "error_rate": _rates,
     "lost_answer_rate": _rates,
