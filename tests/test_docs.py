@@ -117,6 +117,7 @@ def test_site_builds_strictly_and_shows_what_the_code_computed(tmp_path: Path) -
     # The replica environment comes from the emulator's own function.
     env_page = page("concepts/replica-environment")
     assert "1234567890-workerpool1-1" in env_page and "CLOUD_ML_TRIAL_ID" in env_page
+    assert "CLOUD_ML_PROJECT_ID=my-project" in env_page and "CLOUD_ML_REGION=us-central1" in env_page
     # The emulator guide ran real jobs.
     emulator = page("emulator")
     assert "emulated Reduction Server replica: accepted and idle" in emulator

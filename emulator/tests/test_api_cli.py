@@ -39,6 +39,7 @@ def test_cli_serves_until_sigterm_and_leaves_nothing_behind(tmp_path: Path) -> N
         sys.executable, "-m", "vertex_emulator",
         "--grpc-port", "0", "--rest-port", "0", "--storage-port", "0", "--state-dir", str(tmp_path / "state"),
         "--fault-rate", "ListCustomJobs=1", "--fault-codes", "RESOURCE_EXHAUSTED", "--seed", "1",
+        "--provisioning-seconds", "0",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()

@@ -250,6 +250,7 @@ class AirflowStack(ProcessScan, AirflowApi, EmulatorClient):
             "--grpc-port", str(grpc_port),
             "--storage-port", "0",
             "--pass-env", MARKER_ENV,
+            "--provisioning-seconds", "0",  # the suite's timings were set without one
             *self.emulator_args,
         ]  # fmt: skip
         proc = Proc("emulator", argv, self.base_env(), log).start()

@@ -51,6 +51,7 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
                 "latency_s": args.latency,
                 "queued_s": args.queued_seconds,
                 "pending_s": args.pending_seconds,
+                "provisioning_s": args.provisioning_seconds,
                 "crash_replicas": list(args.crash_replica),
                 "crash_after_s": args.crash_after,
                 "crash_exit_code": args.crash_exit_code,

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 __all__ = [
+    "DEFAULT_PROVISIONING_S",
     "COUNT_FLAGS",
     "DEFAULT_GRPC_PORT",
     "DEFAULT_REST_PORT",
@@ -20,6 +21,8 @@ __all__ = [
 DEFAULT_GRPC_PORT = 8781
 DEFAULT_REST_PORT = 8780
 DEFAULT_STORAGE_PORT = 8782
+#: seconds the command keeps a job PENDING once capacity is granted (docs/emulator.md argues the value)
+DEFAULT_PROVISIONING_S = 10.0
 
 
 def _key_value(text: str, what: str) -> tuple[str, str]:
@@ -302,6 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument("--latency", type=float, default=0.0, help="seconds added to every API call")
     faults.add_argument("--queued-seconds", type=float, default=0.0, help="seconds new jobs stay QUEUED")
     faults.add_argument("--pending-seconds", type=float, default=0.0, help="seconds jobs stay PENDING")
+    faults.add_argument(
+        "--provisioning-seconds",
+        type=float,
+        default=DEFAULT_PROVISIONING_S,
+        help=f"seconds a job stays PENDING once capacity is granted (default {DEFAULT_PROVISIONING_S:g})",
+    )
     faults.add_argument(
         "--crash-replica",
         action="append",

@@ -42,6 +42,9 @@ class Faults:
     #: seconds a new job stays QUEUED, then PENDING, before its replicas start.
     queued_s: float = 0.0
     pending_s: float = 0.0
+    #: seconds a job stays PENDING once its capacity is granted, as Vertex AI provisions its VMs
+    #: (the ``vertex-emulator`` command sets ``--provisioning-seconds``, default 10; in-process: 0).
+    provisioning_s: float = 0.0
     #: replica keys (``workerpool1-0``; ``*`` globs allowed) killed ``crash_after_s`` seconds
     #: after they start, with exit code ``crash_exit_code``.
     crash_replicas: list[str] = field(default_factory=list)

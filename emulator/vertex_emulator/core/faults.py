@@ -192,6 +192,7 @@ class FaultSettings(SettingsModel):
     latency_s: Seconds = 0.0
     queued_s: Seconds = 0.0
     pending_s: Seconds = 0.0
+    provisioning_s: Seconds = 0.0
     crash_replicas: Annotated[list[Annotated[str, Field(min_length=1)]], rule(_crash_replicas)] = []
     crash_after_s: Seconds = 0.0
     crash_exit_code: Annotated[int, Field(ge=1, le=255), rule(_crash_exit_code)] = 137

@@ -23,6 +23,12 @@ What each replica gets (vertex-facts.md, "Environment of every replica"):
   (https://cloud.google.com/ai-platform/training/docs/distributed-pytorch): the primary is rank 0 and
   the master (its ``CLUSTER_SPEC`` address), workers are ranks 1..n, the world is pools 0 and 1, so
   ``torch.distributed.init_process_group(init_method="env://")`` works unchanged.
+- ``CLOUD_ML_PROJECT_ID`` and ``CLOUD_ML_REGION``: the project and location of the job's resource
+  name. Vertex AI sets the project *number* there (Google's own pipeline components read it as one:
+  kubeflow/pipelines, google-cloud components, "Inferred project number"; the SDK's ``initializer``
+  falls back to it inside a job) and the region (GoogleCloudPlatform/vertex-ai-samples' R training
+  example reads ``CLOUD_ML_REGION``); the emulator has no project numbers and sets what the job's
+  name carries -- the project the client used.
 - ``CLOUD_ML_JOB_ID`` (the CustomJob's numeric id), ``CLOUD_ML_TRIAL_ID`` (tuning trials only),
   ``CLOUD_ML_HP_METRIC_FILE`` (always: a per-replica file under the job's log directory, so replicas
   never share ``/tmp/hypertune``), ``AIP_TENSORBOARD_RESOURCE_NAME`` when ``jobSpec.tensorboard`` is set.
@@ -323,10 +329,13 @@ def replica_env(
     metric_file: Path,
     trial: str | None = None,
     storage_host: str | None = None,
+    job_name: str = "",
 ) -> dict[str, str]:
     """The variables the service sets for ``replica`` (not the pool's own ``env``: see expand_env).
 
     ``gcs_root`` is where ``gs://`` lives locally: the output directories are checked against it.
+    ``job_name`` (``projects/P/locations/L/customJobs/N``) gives ``CLOUD_ML_PROJECT_ID`` and
+    ``CLOUD_ML_REGION``.
     """
     cluster = cluster_map(replicas, addresses)
     env: dict[str, str] = {
@@ -334,6 +343,9 @@ def replica_env(
         "CLOUD_ML_JOB_ID": job_id,
         "CLOUD_ML_HP_METRIC_FILE": str(metric_file),
     }
+    parts = job_name.split("/")
+    if len(parts) >= 4 and parts[0] == "projects" and parts[2] == "locations":
+        env["CLOUD_ML_PROJECT_ID"], env["CLOUD_ML_REGION"] = parts[1], parts[3]
     tf = tf_config(replicas, cluster, replica, job, cloud_id=f"{job_id}-{replica.key}", trial=trial)
     if tf is not None:
         env["TF_CONFIG"] = json.dumps(tf)

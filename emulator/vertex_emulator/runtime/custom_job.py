@@ -4,12 +4,8 @@ A CustomJob goes QUEUED -> PENDING -> RUNNING -> SUCCEEDED / FAILED / CANCELLED 
 between), with ``startTime``/``endTime``, exactly as the service shows it (QUEUED and PENDING:
 driver.py):
 
-- While QUEUED it waits for its GPU quota (capacity/ledger.py) and for room for all its replicas under the
-  host's ceiling (capacity/host.py); while PENDING, for free GPUs in its region (a stockout fails it after
-  ``Capacity.stockout_after_s``; a FLEX_START job waits up to its ``max_wait_duration``); it says why
-  in its ``service`` log. Its replicas' slots, quota and GPUs are freed once they are stopped, as the
-  job ends.
-
+- While QUEUED and PENDING it waits for quota, room under the host's ceiling and free GPUs
+  (driver.py, capacity/); its replicas' slots, quota and GPUs are freed once they are stopped.
 - While PENDING, its replicas are made ready (custom_job_setup.py: addresses on ``127.0.0.1``, a clean
   environment, python packages installed, the command each runs; replica_command.py).
 - Every replica of every pool is a process tree under its own supervisor (procs.py, supervise.py),
@@ -21,24 +17,22 @@ driver.py):
 - The job SUCCEEDS when the primary (``workerpool0-0``) exits 0; the other replicas are then
   stopped. Another replica exiting 0 just ends that replica. A replica exiting non-zero FAILS the job
   with error code 3 and a message naming the replica, its exit status (``128 + signal`` for a signal,
-  as a container runtime reports it) and its last log lines. ``scheduling.restartJobOnWorkerRestart``
-  (and ``disableRetries`` not set) applies when the platform restarts a worker -- locally, a replica
-  killed by an injected crash: then, as the proto documents ("restarts the entire CustomJob if a
-  worker gets restarted"), every replica is stopped and started again with the same addresses, each
-  replica's ``restarts`` is counted, up to ``config.restart_limit`` times, after which the job fails.
-  A replica exiting non-zero by itself is training code failing, not a worker restart: it fails the
-  job, flag or not.
+  as a container runtime reports it) and its last log lines -- unless the exit is non-permanent
+  (SIGABRT, SIGSEGV): then the worker is restarted alone on its address, up to 5 times, then the
+  whole job up to 3 times (replica_restarts.py has the page's rule). ``scheduling.
+  restartJobOnWorkerRestart`` (and ``disableRetries`` not set) restarts the whole job whenever a
+  worker would be restarted -- a transient exit, or the platform restarting it (locally, a replica
+  killed by an injected crash): every replica is stopped and started again with the same addresses,
+  each replica's ``restarts`` is counted, up to ``config.restart_limit`` times, after which the job
+  fails.
 - ``scheduling.timeout`` (default 7 days) counts from RUNNING; past it the job FAILS with code 4
   (DEADLINE_EXCEEDED). Cancel moves the job to CANCELLING at once, stops every replica tree
   (SIGTERM, then SIGKILL after ``config.stop_grace_s``) and ends CANCELLED with error code 1.
 - ``Faults.crash_replicas`` crashes replicas (replica_faults.py); faults are re-read while a job runs.
-- A SPOT job's replica can be preempted (``POST /emulator/capacity/preempt``, or
-  ``Capacity.spot_preempt_after_s`` / ``spot_preemptions_per_hour``: replica_faults.py): it gets
-  SIGTERM, then SIGKILL after ``Capacity.spot_notice_s`` (Compute Engine gives a Spot VM 30 s), and
-  the whole job is restarted on the same addresses, the job staying RUNNING, up to
-  ``Capacity.spot_restart_limit`` times ("Compute Engine tries to restart the job up to six times");
-  the preemption after that fails the job (code 8, the replica named, ``STOCKOUT``). Sources:
-  capacity/gpus.py.
+- A SPOT job's replica can be preempted (``POST /emulator/capacity/preempt`` or the Spot settings:
+  replica_faults.py): SIGTERM, SIGKILL after ``Capacity.spot_notice_s``, then the whole job restarts
+  on the same addresses, staying RUNNING, up to ``Capacity.spot_restart_limit`` times; the preemption
+  after that fails the job (code 8, ``STOCKOUT``). Sources: capacity/gpus.py.
 - ``webAccessUris`` (``jobSpec.enableWebAccess``) maps every replica key to
   ``<web_base_url>/web/<job name>/<key>``, served from ``Runner.replica_view``.
 """
@@ -68,6 +62,7 @@ from vertex_emulator.runtime.custom_job_setup import (
 from vertex_emulator.runtime.driver import DriverHost, Interrupted, JobDriver, JobError
 from vertex_emulator.runtime.procs import spawn
 from vertex_emulator.runtime.replica_faults import crash_due, spot_due
+from vertex_emulator.runtime.replica_restarts import RestartBook
 from vertex_emulator.runtime.replica_slots import (
     Slot,
     exit_status,
@@ -103,6 +98,7 @@ class CustomJobRun(JobDriver):
         self.on_done = on_done
         self.slots: dict[str, Slot] = {}
         self.job_restarts = 0
+        self.book = RestartBook()
         self.timeout_s = DEFAULT_TIMEOUT_S
         self.restart_on_failure = False
         #: SPOT: the job runs on Spot VMs and can be preempted; preemptions so far
@@ -184,6 +180,7 @@ class CustomJobRun(JobDriver):
             metric_file=self.metric_file,
             trial=self.trial,
             stop=self.stop_requested,
+            job_name=self.job_name,
         )
         add_slots(self.slots, spec, schedule.replicas, place)
         self._persist()
@@ -290,12 +287,13 @@ class CustomJobRun(JobDriver):
             return True
         return self._restart_all(slot)
 
-    def _restart_all(self, cause: Slot) -> bool:
-        """Stop the replicas other than ``cause`` and start every replica again, on the same addresses;
-        True when a replica could not be started (the job then FAILED)."""
-        self._stop_slots([s for s in self.slots.values() if s is not cause], "RESTARTING")
+    def _restart_all(self, cause: Slot, only: Slot | None = None) -> bool:
+        """Stop the replicas other than ``cause`` and start every replica (or ``only``) again, on the same
+        addresses; True when a replica could not be started (the job then FAILED)."""
+        slots = [only] if only is not None else list(self.slots.values())
+        self._stop_slots([s for s in slots if s is not cause], "RESTARTING")
         try:
-            for s in self.slots.values():
+            for s in slots:
                 s.restarts += 1
                 self._start(s)
         except JobError as exc:
@@ -361,18 +359,24 @@ class CustomJobRun(JobDriver):
             self._stop_slots(others, "STOPPED")
             self.finish("JOB_STATE_SUCCEEDED")
             return True
-        # A restart is for the platform restarting a worker (the injected crash stands for it),
-        # never for user code exiting non-zero: that fails the job as it does on Vertex AI.
-        if self.restart_on_failure and slot.crashed and self.job_restarts < self.config.restart_limit:
-            self.job_restarts += 1
+        # which exits restart the worker, the job, or fail it: replica_restarts.py (the page's rule)
+        action = self.book.decide(
+            slot.replica.key,
+            status,
+            platform=slot.crashed,
+            whole_job=self.restart_on_failure,
+            job_restarts_left=self.job_restarts < self.config.restart_limit,
+        )
+        if action == "worker":
+            return self._restart_all(slot, only=slot)
+        if action == "job":
+            self.job_restarts += self.restart_on_failure
             return self._restart_all(slot)
         self._stop_slots(others, "STOPPED")
+        tail, flag, restarts = self.config.log_tail_lines, self.restart_on_failure, self.job_restarts
+        note = self.book.note()
         message = failure_message(
-            slot,
-            status,
-            restart_on_failure=self.restart_on_failure,
-            job_restarts=self.job_restarts,
-            tail_lines=self.config.log_tail_lines,
+            slot, status, restart_on_failure=flag, job_restarts=restarts, tail_lines=tail, note=note
         )
         self.finish("JOB_STATE_FAILED", 3, message)
         return True

@@ -130,6 +130,8 @@ class JobPlace:
     trial: str | None
     #: set when a cancel or close comes (a package install stops)
     stop: threading.Event
+    #: the job's resource name (``CLOUD_ML_PROJECT_ID``, ``CLOUD_ML_REGION``)
+    job_name: str = ""
 
 
 def _make_output_dirs(spec: Mapping[str, Any], config: EmulatorConfig) -> None:
@@ -170,6 +172,7 @@ def add_slots(
                 metric_file=place.metric_file(rep.key),
                 trial=place.trial,
                 storage_host=config.storage_endpoint,
+                job_name=place.job_name,
             )
         except ValueError as exc:
             raise JobError(3, str(exc)) from None

@@ -1,7 +1,8 @@
 """A job's driver thread: the base of every kind of job the emulator runs.
 
 One driver thread per job (``JobDriver``; the kinds are in drivers.py). It loads the job, takes
-it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there; a job over its GPU
+it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there, and
+``provisioning_s`` in PENDING once its capacity is granted, as Vertex AI provisions VMs; a job over its GPU
 quota waits QUEUED, and one with no free GPUs in its region waits PENDING, then fails with the
 stockout -- a FLEX_START job waits up to its ``max_wait_duration`` instead -- capacity/ledger.py; a job
 whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py; a cancel
@@ -137,7 +138,7 @@ class JobDriver(Admission, threading.Thread):
             return None
         faults = self.config.faults
         with faults.lock:
-            queued_s, pending_s = faults.queued_s, faults.pending_s
+            queued_s, pending_s = faults.queued_s, faults.pending_s + faults.provisioning_s
         if job.get("state") == "JOB_STATE_QUEUED":
             self.on_state("JOB_STATE_QUEUED", None)
             if self.wait_phase(queued_s):

@@ -23,6 +23,7 @@ from typing import Any
 from vertex_emulator.core.gcs import GCS_NOTE
 from vertex_emulator.runtime.cluster import Replica
 from vertex_emulator.runtime.procs import read_tail
+from vertex_emulator.runtime.replica_restarts import is_transient
 
 __all__ = ["Slot", "exit_status", "failure_message", "replica_tail", "slot_record", "write_records"]
 
@@ -84,7 +85,7 @@ def write_records(path: Path, data: Mapping[str, dict[str, Any]]) -> None:
 
 
 def failure_message(
-    slot: Slot, status: int, *, restart_on_failure: bool, job_restarts: int, tail_lines: int
+    slot: Slot, status: int, *, restart_on_failure: bool, job_restarts: int, tail_lines: int, note: str = ""
 ) -> str:
     """The failed job's error message: the replica, its exit status and reason, its last log lines."""
     reason = "Error"
@@ -97,7 +98,8 @@ def failure_message(
         f"The replica {slot.replica.key} exited with a non-zero status of {status}. "
         f"Termination reason: {reason}."
     )
-    if restart_on_failure and slot.crashed:
+    msg += note
+    if restart_on_failure and (slot.crashed or is_transient(status)):
         msg += f" The job was already restarted {job_restarts} times (the emulator's limit)."
     elif restart_on_failure:
         msg += (

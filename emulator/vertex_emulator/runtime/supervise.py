@@ -13,7 +13,8 @@ library only, no ``site``: nothing is imported from the environment the replica 
    outlive the supervisor either);
 4. when the replica's main process ends, SIGKILLs whatever is left of the tree (a container ends with
    its main process: nothing survives it on Vertex AI either), reaps it, and exits with the main
-   process's status (re-raising its signal when it died of one);
+   process's status (re-raising its signal when it died of one: a replica killed with SIGKILL, as
+   an out-of-memory kill is, ends its supervisor with SIGKILL too, so the job reports 137);
 5. on ``SIGTERM``/``SIGINT``/``SIGHUP`` (the emulator stopping the replica, or dying): SIGTERMs every
    process of the tree, waits ``grace`` seconds, then SIGKILLs what is left;
 6. on ``SIGUSR1`` (the emulator's crash injection): SIGKILLs the main process at once.
@@ -66,6 +67,7 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _POLL_S = 0.05
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1)
+_UNCATCHABLE = (signal.SIGKILL, signal.SIGSTOP)
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -158,7 +160,8 @@ def _exit_like(status: int) -> None:
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file for the re-raised signal
         except (ImportError, ValueError, OSError):
             pass
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in _UNCATCHABLE:  # SIGKILL's and SIGSTOP's disposition cannot be set (EINVAL)
+            signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.kill(os.getpid(), sig)
         time.sleep(1.0)
