@@ -6,7 +6,9 @@ emulator imports nothing of the provider). Both are Python literals, so importin
 DAG parse imports the specs). ``tests/test_catalog.py`` fails when either copy differs from what this
 writes, or when the source breaks one of the rules of ``problems``.
 
-Its parts, beside it in ``scripts/``: ``catalog_machines.py`` (the machine types of each series),
+Its parts, beside it in ``scripts/``: ``catalog_page.py`` (the TPU VM machine types and topologies,
+derived from the stored tables of Google's page, ``catalog/configure_compute_page.json``),
+``catalog_machines.py`` (the machine types of each series),
 ``catalog_rules.py`` and ``catalog_prices.py`` (the rules the data keeps), ``catalog_render.py`` (the
 text of the generated module).
 
@@ -22,6 +24,7 @@ from typing import Any
 
 # scripts/ is on the path: run as a script, or by the tests
 from catalog_machines import machine_table
+from catalog_page import derive, load_page, merge
 from catalog_render import render
 from catalog_rules import problems
 
@@ -36,8 +39,10 @@ OUTPUTS = (
 
 
 def load(path: Path = SOURCE) -> dict[str, Any]:
+    """The hand-kept catalog with the TPU VM machine types and topologies derived from the stored page
+    (``catalog/configure_compute_page.json``, ``scripts/catalog_page.py``) merged in."""
     data: dict[str, Any] = json.loads(path.read_text())
-    return data
+    return merge(data, derive(load_page()))
 
 
 def main(argv: list[str]) -> int:

@@ -60,6 +60,7 @@ _NAMES = (
     "SERIES_SOURCES",
     "SOURCES",
     "TPU_MACHINES",
+    "TPU_TOPOLOGIES",
 )
 
 
@@ -133,6 +134,16 @@ def render(data: dict[str, Any]) -> str:
             f"{_lit(name)}: ({_tuple(e['tpu'][0])}, {_lit(e['tpu'][1])}, {_lit(e['tpu'][2])})"
             for name, e in table.items()
             if "tpu" in e
+        ],
+    )
+    out += _block(
+        "TPU_TOPOLOGIES",
+        "TPU VM machine types -> the topologies (``tpu_topology``) Google's tables give them -> the VMs of\n"
+        "#: that slice (the pool's replica count); a machine type not listed has no topology table",
+        "dict[str, dict[str, int]]",
+        [
+            f"{_lit(name)}: {{" + ", ".join(f"{_lit(t)}: {v}" for t, v in tops.items()) + "}"
+            for name, tops in data.get("tpu_topologies", {}).items()
         ],
     )
     out += [

@@ -95,8 +95,8 @@ def _series_problems(
         if accelerators.get(acc, {}).get("kind") != "gpu" or count < 1:
             out.append(f"series.{series}.built_in.{name}: {acc} x{count} is not a GPU and a count")
     for name, (accs, count, _required) in spec.get("tpu", {}).items():
-        if not accs or any(accelerators.get(a, {}).get("kind") != "tpu" for a in accs) or count < 1:
-            out.append(f"series.{series}.tpu.{name}: needs TPU accelerators and a positive count")
+        if any(accelerators.get(a, {}).get("kind") != "tpu" for a in accs) or count < 1:
+            out.append(f"series.{series}.tpu.{name}: needs TPU accelerators (or none) and a positive count")
     return out
 
 

@@ -241,4 +241,22 @@ CUSTOM_CASES: list[tuple[str, str, dict[str, Any]]] = [
             pool({**machine(), "reservationAffinity": {"reservationAffinityType": "SPECIFIC_RESERVATION"}})
         ),
     ),  # fmt: skip
+    # -- TPU VMs: machine types and topologies of Google's TPU slice tables (configure_compute_page.json)
+    (
+        "good-tpu-v6e-single-host",
+        "ok",
+        custom(pool({"machineType": "ct6e-standard-8t", "tpuTopology": "2x4"})),
+    ),
+    ("good-tpu-v6e-sub-host", "ok", custom(pool({"machineType": "ct6e-standard-1t", "tpuTopology": "1x1"}))),
+    ("good-tpu-v5e-2x2", "ok", custom(pool({"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x2"}))),
+    ("good-tpu-v6e-no-topology", "ok", custom(pool(machine("ct6e-standard-4t")))),
+    ("bad-tpu-v6e-topology", "bad", custom(pool({"machineType": "ct6e-standard-8t", "tpuTopology": "4x4"}))),
+    (
+        "bad-tpu-v6e-2x4-on-two-vms",
+        "bad",
+        custom(pool({"machineType": "ct6e-standard-4t", "tpuTopology": "2x4"})),
+    ),  # the table's note: the GKE API's only
+    ("bad-tpu-v5e-topology", "bad", custom(pool({"machineType": "ct5lp-hightpu-1t", "tpuTopology": "2x2"}))),
+    ("bad-tpu-v6e-accelerator", "bad", custom(pool(machine("ct6e-standard-4t", "TPU_V5_LITEPOD", 4)))),
+    ("bad-tpu-v6e-typo", "bad", custom(pool(machine("ct6e-standard-2t")))),
 ]

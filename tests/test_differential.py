@@ -29,13 +29,6 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str, str]] = {
         "them, so the emulator accepts them. Provider stricter by choice; not verified against the "
         "service.",
     ),
-    "table:topology-format": (
-        "bad",
-        "ok",
-        "The provider checks tpu_topology's NxM[xK] form; the v1 MachineSpec.tpu_topology comment gives "
-        "an example ('2x2x1'), not a rule, and the emulator's machine rules (rules/machines.py) do not "
-        "check the form. Provider stricter; not verified against the service.",
-    ),
     "table:image-empty": (
         "bad",
         "ok",
@@ -176,6 +169,9 @@ _WIRED = [
     "bad-nul-in-args",
     "bad-study-safety-only",
     "bad-kms-other-region",
+    "good-tpu-v6e-single-host",
+    "bad-tpu-v6e-topology",
+    "bad-tpu-v6e-accelerator",
 ]
 
 

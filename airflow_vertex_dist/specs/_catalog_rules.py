@@ -22,7 +22,21 @@ __all__ = [
     "machine_rule",
     "machine_type_rule",
     "offered_rule",
+    "topology_rule",
 ]
+
+
+def topology_rule(machine_type: str, topology: str) -> str | None:
+    """A ``tpu_topology`` that Google's slice tables do not give the TPU VM machine type (a machine type
+    without a topology table is not checked)."""
+    tops = catalog.TPU_TOPOLOGIES.get(machine_type)
+    if tops is None or topology in tops:
+        return None
+    listed = ", ".join(f"{t} ({n} VM{'s' if n > 1 else ''})" for t, n in tops.items())
+    return (
+        f"tpu_topology: {machine_type} takes the topologies {listed} in Google's TPU slice tables "
+        f"(got {topology!r}); use one of them, or another TPU VM machine type"
+    )
 
 
 def _natural(name: str) -> tuple[object, ...]:
@@ -87,20 +101,7 @@ def machine_rule(machine_type: str, acc: str | None, count: int) -> str | None:
             )
         return None
     if machine_type in catalog.TPU_MACHINES:
-        tpus, chips, required = catalog.TPU_MACHINES[machine_type]
-        if acc is None and not required:
-            return None
-        if acc not in tpus:
-            return (
-                f"accelerator_type: {machine_type} runs {' or '.join(tpus)} x{chips} (got {got}); set "
-                f"accelerator_type={tpus[-1]!r} and accelerator_count={chips}"
-            )
-        if count != chips:
-            return (
-                f"accelerator_count: {machine_type} has {chips} x {acc} (got x{count}); set "
-                f"accelerator_count={chips}"
-            )
-        return None
+        return _tpu_rule(machine_type, acc, count, got)
     if acc is None:
         return None
     takes = catalog.ATTACHABLE.get(machine_type)
@@ -185,4 +186,28 @@ def offered_rule(location: str | None, machines: Iterable[tuple[str, str | None]
                 f"{path}: {acc} is not offered for training in {location} (it is in "
                 f"{', '.join(sorted(regions))}); use one of those regions, or another accelerator"
             )
+    return None
+
+
+def _tpu_rule(machine_type: str, acc: str | None, count: int, got: str) -> str | None:
+    """The rule a TPU machine type's accelerator fields break (``got`` says what was asked)."""
+    tpus, chips, required = catalog.TPU_MACHINES[machine_type]
+    if acc is None and not required:
+        return None
+    if not tpus:
+        return (
+            f"accelerator_type: {machine_type} has {chips} TPU chip(s) per VM, and the v1 "
+            f"AcceleratorType has no value for them: the request names no accelerator (got {got}); drop "
+            "accelerator_type and accelerator_count"
+        )
+    if acc not in tpus:
+        return (
+            f"accelerator_type: {machine_type} runs {' or '.join(tpus)} x{chips} (got {got}); set "
+            f"accelerator_type={tpus[-1]!r} and accelerator_count={chips}"
+        )
+    if count != chips:
+        return (
+            f"accelerator_count: {machine_type} has {chips} x {acc} (got x{count}); set "
+            f"accelerator_count={chips}"
+        )
     return None

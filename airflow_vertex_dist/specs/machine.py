@@ -14,7 +14,12 @@ from typing_extensions import Self  # typing.Self is Python 3.11+; the package s
 
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._base import SpecModel, fail
-from airflow_vertex_dist.specs._catalog_rules import boot_disk_type_rule, disk_rule, machine_rule
+from airflow_vertex_dist.specs._catalog_rules import (
+    boot_disk_type_rule,
+    disk_rule,
+    machine_rule,
+    topology_rule,
+)
 
 __all__ = [
     "ACCELERATOR_TYPES",
@@ -149,6 +154,9 @@ class Machine(SpecModel):
                     f"tpu_topology: only for TPU machines (got machine_type {self.machine_type}, "
                     f"accelerator_type {acc}); drop tpu_topology, or use a TPU machine type"
                 )
+            topology = topology_rule(self.machine_type, self.tpu_topology)
+            if topology is not None:
+                fail(topology)
         if self.gpu_partition_size is not None:
             if acc not in GPU_TYPES:
                 fail(

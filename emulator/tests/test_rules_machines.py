@@ -248,3 +248,31 @@ def test_the_rules_import_nothing_of_the_provider() -> None:
             n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
         ] + [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not [n for n in names if n.startswith(("airflow", "airflow_vertex_dist"))], names
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "topology", "problem"),
+    [
+        ("ct6e-standard-4t", "16x16", None),
+        ("ct6e-standard-8t", "2x4", None),
+        ("ct6e-standard-4t", "2x4", "Supported topologies: 2x2, 4x4, 4x8, 8x8, 8x16, 16x16."),
+        ("ct5lp-hightpu-8t", "2x2", "Supported topologies: 2x4."),
+        ("ct4p-hightpu-4t", "2x2x1", None),  # no topology table stored for TPU v4: not checked
+    ],
+)
+def test_a_tpu_topology_must_be_one_of_the_machine_types_slices(
+    machine_type: str, topology: str, problem: str | None
+) -> None:
+    found = problems(machine(machine_type=machine_type, tpu_topology=topology))
+    if problem is None:
+        assert found == []
+    else:
+        assert found == [
+            f'{PATH}.tpu_topology: TPU topology "{topology}" is not supported for machine type '
+            f'"{machine_type}". {problem}'
+        ]
+
+
+def test_the_topology_tables_are_the_catalogs() -> None:
+    assert catalog.TPU_TOPOLOGIES["ct6e-standard-4t"]["16x16"] == 64
+    assert catalog.TPU_MACHINES["ct6e-standard-4t"] == ((), 4, False)

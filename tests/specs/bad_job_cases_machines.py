@@ -140,6 +140,33 @@ MACHINE_CASES: list[Case] = [
         "must look like '2x2'",
     ),
     (
+        "topology-not-in-table",
+        J(("primary.machine", {"machine_type": "ct6e-standard-8t", "tpu_topology": "4x4"})),
+        "primary.machine.tpu_topology",
+        "ct6e-standard-8t takes the topologies 2x4 (1 VM) in Google's TPU slice tables (got '4x4')",
+    ),
+    (
+        "topology-gke-only",
+        J(("primary.machine", {"machine_type": "ct6e-standard-4t", "tpu_topology": "2x4"})),
+        "primary.machine.tpu_topology",
+        "ct6e-standard-4t takes the topologies 2x2 (1 VM), 4x4 (4 VMs)",
+    ),
+    (
+        "tpu-v6e-names-no-accelerator",
+        J(
+            (
+                "primary.machine",
+                {
+                    "machine_type": "ct6e-standard-4t",
+                    "accelerator_type": "TPU_V5_LITEPOD",
+                    "accelerator_count": 4,
+                },
+            )
+        ),
+        "primary.machine.accelerator_type",
+        "the v1 AcceleratorType has no value for them",
+    ),  # fmt: skip
+    (
         "machine-type-format",
         J(("primary.machine.machine_type", "N1_STANDARD_4")),
         "primary.machine.machine_type",

@@ -27,6 +27,7 @@ __all__ = [
     "SERIES_SOURCES",
     "SOURCES",
     "TPU_MACHINES",
+    "TPU_TOPOLOGIES",
 ]
 
 #: the date the sources were read
@@ -35,9 +36,9 @@ READ_ON = "2026-12-02"
 #: source key -> (title, URL, how it was read: package | excerpt | none)
 SOURCES: dict[str, tuple[str, str, str]] = {
     "configure-compute": (
-        "Vertex AI: Configure compute resources for custom training",
-        "https://cloud.google.com/vertex-ai/docs/training/configure-compute",
-        "none",
+        "Vertex AI: Configure compute resources for custom training (now 'serverless training')",
+        "https://docs.cloud.google.com/vertex-ai/docs/training/configure-compute",
+        "excerpt",
     ),
     "proto-accelerator-type": (
         "v1 AcceleratorType enum (google/cloud/aiplatform_v1/types/accelerator_type.py)",
@@ -75,9 +76,19 @@ SOURCES: dict[str, tuple[str, str, str]] = {
         "none",
     ),
     "tpu-training": (
-        "Vertex AI: Use Cloud TPUs for custom training (cloud-tpu, TPU VM machine types)",
+        "Vertex AI: Training with TPU accelerators (TPU VMs: v2, v3, v5e, v6e)",
         "https://cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm",
-        "none",
+        "excerpt",
+    ),
+    "tpu-v6e": (
+        "Cloud TPU v6e: supported configurations (2D slice shapes: topology, chips, VMs, machine type)",
+        "https://docs.cloud.google.com/tpu/docs/v6e",
+        "excerpt",
+    ),
+    "tpu-versions": (
+        "Cloud TPU supported versions: TPU v5e configurations (slice shapes, machine types)",
+        "https://cloud.google.com/tpu/docs/supported-versions",
+        "excerpt",
     ),
     "k80-eol": (
         "The service refusing NVIDIA_TESLA_K80 after its end of support (python-docs-samples 13233)",
@@ -160,6 +171,9 @@ MACHINE_SERIES: dict[str, str] = {
     "ct5lp-hightpu-1t": "tpu-vm",
     "ct5lp-hightpu-4t": "tpu-vm",
     "ct5lp-hightpu-8t": "tpu-vm",
+    "ct6e-standard-1t": "tpu-vm",
+    "ct6e-standard-4t": "tpu-vm",
+    "ct6e-standard-8t": "tpu-vm",
     "e2-highcpu-16": "e2",
     "e2-highcpu-32": "e2",
     "e2-highmem-2": "e2",
@@ -358,6 +372,20 @@ TPU_MACHINES: dict[str, tuple[tuple[str, ...], int, bool]] = {
     "ct5lp-hightpu-1t": (("TPU_V5_LITEPOD",), 1, False),
     "ct5lp-hightpu-4t": (("TPU_V5_LITEPOD",), 4, False),
     "ct5lp-hightpu-8t": (("TPU_V5_LITEPOD",), 8, False),
+    "ct6e-standard-1t": ((), 1, False),
+    "ct6e-standard-4t": ((), 4, False),
+    "ct6e-standard-8t": ((), 8, False),
+}
+
+#: TPU VM machine types -> the topologies (``tpu_topology``) Google's tables give them -> the VMs of
+#: that slice (the pool's replica count); a machine type not listed has no topology table
+TPU_TOPOLOGIES: dict[str, dict[str, int]] = {
+    "ct5lp-hightpu-1t": {"1x1": 1},
+    "ct5lp-hightpu-4t": {"2x2": 1},
+    "ct5lp-hightpu-8t": {"2x4": 1},
+    "ct6e-standard-1t": {"1x1": 1},
+    "ct6e-standard-4t": {"2x2": 1, "4x4": 4, "4x8": 8, "8x8": 16, "8x16": 32, "16x16": 64},
+    "ct6e-standard-8t": {"2x4": 1},
 }
 
 #: every boot disk type of the v1 ``DiskSpec``, and the type of an unset one
@@ -402,7 +430,7 @@ SERIES_SOURCES: dict[str, tuple[str, ...]] = {
     "a4": ("configure-compute", "ce-accelerator-optimized", "ce-hyperdisk"),
     "g2": ("configure-compute", "ce-accelerator-optimized", "ce-hyperdisk"),
     "tpu-pod": ("configure-compute", "tpu-training"),
-    "tpu-vm": ("configure-compute", "tpu-training"),
+    "tpu-vm": ("configure-compute", "tpu-training", "tpu-v6e", "tpu-versions"),
 }
 
 #: the regions of custom training

@@ -52,6 +52,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "location": ('Location "{location}" is not supported for custom training.', "modelled"),
     "topology": ('TPU topology is only supported for TPU machine types, not "{machine}".', "modelled"),
+    "topology-machine": (
+        'TPU topology "{topology}" is not supported for machine type "{machine}". '
+        "Supported topologies: {tops}.",
+        "modelled",
+    ),
     "partition": ("accelerator_count must be 1 when gpu_partition_size is set.", "modelled"),
 }
 
@@ -79,6 +84,12 @@ MACHINE_RULES: tuple[tuple[str, str, str], ...] = (
     ("tpu", "cloud-tpu without TPU_V2/TPU_V3 x8; a TPU VM type with another TPU or chip count", _CC),
     ("accelerator-region", "an accelerator the region does not offer (no region list known yet)", _CC),
     ("tpu-topology", "tpu_topology on a machine type that is not a TPU one", f"{_PROTO} MachineSpec"),
+    (
+        "tpu-topology-machine",
+        "a tpu_topology that Google's slice tables do not give the TPU VM machine type (ct6e-standard-4t "
+        "takes 2x2, 4x4 ... 16x16; 2x4 on two VMs is the GKE API's only)",
+        f"{catalog.SOURCES['tpu-v6e'][1]}; {catalog.SOURCES['tpu-versions'][1]} (read 2026-12-06)",
+    ),
     (
         "gpu-partition",
         "gpu_partition_size with accelerator_count other than 1",
@@ -130,8 +141,13 @@ def machine_problems(machine_spec: dict[str, Any], location: str, path: str) -> 
     offered = catalog.ACCELERATOR_REGIONS.get(acc or "")
     if acc is not None and offered is not None and location not in offered:
         out.append(f"{path}.accelerator_type: {_say('region', acc=acc, region=location)}")
-    if machine_spec.get("tpuTopology") and machine not in catalog.TPU_MACHINES:
+    topology = str(machine_spec.get("tpuTopology", ""))
+    if topology and machine not in catalog.TPU_MACHINES:
         out.append(f"{path}.tpu_topology: {_say('topology', machine=machine)}")
+    tops = catalog.TPU_TOPOLOGIES.get(machine)
+    if topology and tops is not None and topology not in tops:
+        text = _say("topology-machine", topology=topology, machine=machine, tops=", ".join(tops))
+        out.append(f"{path}.tpu_topology: {text}")
     if machine_spec.get("gpuPartitionSize") and count != 1:
         out.append(f"{path}.accelerator_count: {_say('partition')}")
     return out
@@ -148,6 +164,8 @@ def _accelerator_problems(machine: str, acc: str | None, count: int, path: str) 
         tpus, chips, required = catalog.TPU_MACHINES[machine]
         if acc is None and not required:
             return []
+        if not tpus:  # the v1 AcceleratorType has no value for its TPU: the request names none
+            return [f"{path}.accelerator_type: {_say('no-accelerators', machine=machine)}"]
         if acc not in tpus:
             text = _say("built-in", machine=machine, acc=" or ".join(tpus), count=chips)
             return [f"{path}.accelerator_type: {text}"]
