@@ -23,6 +23,12 @@ STUDY_CASES: list[Case] = [
         "greater than or equal to 0",
     ),
     (
+        "failed-over-max",
+        T(("max_failed_trial_count", 5)),
+        "max_failed_trial_count",
+        "must not exceed max_trial_count (got 5 > 4)",
+    ),
+    (
         "trial-job-labels",
         T(("trial_job.labels", {"a": "b"})),
         "trial_job.labels",

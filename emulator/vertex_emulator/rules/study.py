@@ -18,6 +18,10 @@ Sources, the comments of ``google/cloud/aiplatform/v1/study.proto`` and
   study, so both are at least 1 (a Required number whose zero is refused); ``max_failed_trial_count``:
   "If set to 0, Vertex AI decides": not negative. ``parallel_trial_count <= max_trial_count`` is inferred
   (more trials cannot run at once than run in all), not verified against the service.
+  ``max_failed_trial_count <= max_trial_count``: Google's page "Create a hyperparameter tuning job",
+  section "Handle failed trials" (https://docs.cloud.google.com/gemini-enterprise-agent-platform/
+  machine-learning/training/using-hyperparameter-tuning, read 2026-12-06): "The ``maxFailedTrialCount``
+  value must be less than or equal to ``maxTrialCount``."
 * ``nul`` (rules/tasks.py): a trial gets ``--<parameter_id>=<value>`` appended to its args, so a
   parameter id or a categorical value holding a NUL character could not reach the trial's process.
 """
@@ -109,6 +113,13 @@ def trial_count_problems(job: Any) -> list[str]:
             problem(
                 "max_failed_trial_count",
                 f"must not be negative (got {job.max_failed_trial_count}; 0 lets Vertex AI decide)",
+            )
+        )
+    elif job.max_trial_count >= 1 and job.max_failed_trial_count > job.max_trial_count:
+        out.append(
+            problem(
+                "max_failed_trial_count",
+                f"must not exceed max_trial_count (got {job.max_failed_trial_count} > {job.max_trial_count})",
             )
         )
     return out
