@@ -88,6 +88,15 @@ class HyperparameterTuningJob(SpecModel):
                 f"(got {self.max_failed_trial_count} > {self.max_trial_count}); lower max_failed_trial_count "
                 "or raise max_trial_count"
             )
+        tpus = self.trial_job.tpu_pools("trial_job.")
+        if tpus:
+            # Google's tuning page: "[the service] doesn't support hyperparameter tuning jobs that
+            # require TPUs"
+            where, asked = tpus[0]
+            fail(
+                f"{where}: hyperparameter tuning jobs that require TPUs are not supported (got {asked}); "
+                "run the trials on GPU or CPU machines"
+            )
         if self.trial_job.labels:
             fail("trial_job.labels: set labels on the tuning job; its trial jobs carry them")
         if self.trial_job.encryption_key is not None:

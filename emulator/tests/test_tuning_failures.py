@@ -103,3 +103,22 @@ def test_max_failed_trial_count_above_max_trial_count_is_refused(tmp_path: Path,
             client.transport.close()
     text = str(refused.value)
     assert "max_failed_trial_count" in text and "must not exceed max_trial_count (got 5 > 4)" in text
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_a_trial_job_on_tpus_is_refused(tmp_path: Path, transport: str) -> None:
+    """The same page: "[the service] doesn't support hyperparameter tuning jobs that require TPUs"."""
+    from google.api_core import exceptions
+
+    body = _body()
+    body["trialJobSpec"]["workerPoolSpecs"][0]["machineSpec"] = {"machineType": "ct5lp-hightpu-4t"}
+    with testing.running_emulator(tmp_path) as em:
+        client = _client(em, transport)
+        try:
+            with pytest.raises(exceptions.BadRequest) as refused:
+                _create(client, body)
+        finally:
+            client.transport.close()
+    text = str(refused.value)
+    assert "trial_job_spec.worker_pool_specs[0].machine_spec" in text
+    assert "hyperparameter tuning jobs that require TPUs are not supported (got ct5lp-hightpu-4t)" in text

@@ -29,6 +29,12 @@ STUDY_CASES: list[Case] = [
         "must not exceed max_trial_count (got 5 > 4)",
     ),
     (
+        "trial-tpu",
+        T(("trial_job.primary.machine", {"machine_type": "ct5lp-hightpu-4t"})),
+        "trial_job.primary.machine",
+        "hyperparameter tuning jobs that require TPUs are not supported (got ct5lp-hightpu-4t)",
+    ),
+    (
         "trial-job-labels",
         T(("trial_job.labels", {"a": "b"})),
         "trial_job.labels",

@@ -26,11 +26,10 @@ __all__ = [
 #: The v1 protos as shipped in google-cloud-aiplatform (``google/cloud/aiplatform_v1/types/``); a
 #: rule names the message and field whose comment it applies.
 PROTO = "v1 proto comment"
-#: Google's tuning page; its "Handle failed trials" section gives the failed-trial rules. Read at its
-#: current address (its Vertex AI address was
-#: cloud.google.com/vertex-ai/docs/training/using-hyperparameter-tuning).
+#: Google's tuning page (the failed-trial rules, the TPU note). Read at its current address (its
+#: Vertex AI address was cloud.google.com/vertex-ai/docs/training/using-hyperparameter-tuning).
 TUNING_PAGE = (
-    'Google Cloud docs, "Create a hyperparameter tuning job" (Handle failed trials), '
+    'Google Cloud docs, "Create a hyperparameter tuning job", '
     "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/"
     "using-hyperparameter-tuning (read 2026-12-06)"
 )
@@ -260,6 +259,12 @@ RULES: dict[str, Rule] = _rules(
         "max_trial_count and parallel_trial_count at least 1, parallel at most max; max_failed_trial_count "
         "not negative and at most max_trial_count",
         f"{PROTO} HyperparameterTuningJob (Required counts; parallel <= max inferred); "
-        f"{TUNING_PAGE}: maxFailedTrialCount <= maxTrialCount",
+        f"{TUNING_PAGE}, Handle failed trials: maxFailedTrialCount <= maxTrialCount",
+    ),
+    (
+        "tuning-tpu",
+        "a tuning job whose trial job asks for TPUs (a TPU machine type or accelerator)",
+        f"{TUNING_PAGE}, Hyperparameter training job configuration: \"doesn't support hyperparameter tuning "
+        "jobs that require TPUs\"",
     ),
 )
