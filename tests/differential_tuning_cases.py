@@ -88,6 +88,11 @@ TUNING_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("good-study-log-scale", "ok", tuning([double_param("lr", 1e-4, 1e-1, scaleType="UNIT_LOG_SCALE")])),
     ("good-study-failed-zero", "ok", tuning(maxFailedTrialCount=0)),
     (
+        "good-study-failed-equal-max",
+        "ok",
+        tuning(maxTrialCount=3, parallelTrialCount=1, maxFailedTrialCount=3),
+    ),
+    (
         "good-study-trial-flex",
         "ok",
         tuning(trialJobSpec={"workerPoolSpecs": [pool(A100)], "scheduling": FLEX_START}),
@@ -134,6 +139,11 @@ TUNING_CASES: list[tuple[str, str, dict[str, Any]]] = [
         ),
     ),  # fmt: skip
     ("bad-study-parallel-zero", "bad", tuning(parallelTrialCount=0)),
+    (
+        "bad-study-failed-over-max",
+        "bad",
+        tuning(maxTrialCount=3, parallelTrialCount=1, maxFailedTrialCount=4),
+    ),
     ("bad-study-max-omitted", "bad", {k: v for k, v in tuning().items() if k != "maxTrialCount"}),
     (
         "bad-study-default-value",

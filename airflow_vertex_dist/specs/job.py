@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
+from airflow_vertex_dist._generated import catalog
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs import _api
 from airflow_vertex_dist.specs._base import (
@@ -271,6 +272,20 @@ class DistributedTrainingJob(SpecModel):
             for role in POOL_ROLES
             if (pool := getattr(self, role)) is not None
         ]
+
+    def tpu_pools(self, prefix: str = "") -> list[tuple[str, str]]:
+        """(field path, TPU machine type or accelerator) of every pool whose machine asks for TPUs."""
+        out: list[tuple[str, str]] = []
+        for role in POOL_ROLES:
+            pool = getattr(self, role)
+            if pool is None:
+                continue
+            machine = pool.machine
+            if machine.machine_type in catalog.TPU_MACHINES:
+                out.append((f"{prefix}{role}.machine", machine.machine_type))
+            elif (machine.accelerator_type or "").startswith("TPU_"):
+                out.append((f"{prefix}{role}.machine", str(machine.accelerator_type)))
+        return out
 
     # ---- derived values ----------------------------------------------------------------------
 

@@ -35,7 +35,8 @@ class HyperparameterTuningJob(SpecModel):
     the trial's values appended to the task args as ``--<parameter_id>=<value>``.
 
     ``display_name`` defaults to the trial job's; labels and the CMEK key belong to the tuning
-    job (the trial job must not set them). ``max_failed_trial_count=0`` lets the service decide.
+    job (the trial job must not set them). ``max_failed_trial_count=0`` lets the service decide (which
+    ends the job as soon as its first trial fails); it must not exceed ``max_trial_count``.
     """
 
     display_name: str | None = None
@@ -78,6 +79,23 @@ class HyperparameterTuningJob(SpecModel):
                 f"parallel_trial_count: must not exceed max_trial_count "
                 f"(got {self.parallel_trial_count} > {self.max_trial_count}); lower parallel_trial_count or "
                 "raise max_trial_count"
+            )
+        if self.max_failed_trial_count > self.max_trial_count:
+            # Google's tuning page: "The maxFailedTrialCount value must be less than or equal to
+            # maxTrialCount."
+            fail(
+                f"max_failed_trial_count: must not exceed max_trial_count "
+                f"(got {self.max_failed_trial_count} > {self.max_trial_count}); lower max_failed_trial_count "
+                "or raise max_trial_count"
+            )
+        tpus = self.trial_job.tpu_pools("trial_job.")
+        if tpus:
+            # Google's tuning page: "[the service] doesn't support hyperparameter tuning jobs that
+            # require TPUs"
+            where, asked = tpus[0]
+            fail(
+                f"{where}: hyperparameter tuning jobs that require TPUs are not supported (got {asked}); "
+                "run the trials on GPU or CPU machines"
             )
         if self.trial_job.labels:
             fail("trial_job.labels: set labels on the tuning job; its trial jobs carry them")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from vertex_emulator import testing
 from vertex_emulator.tuning.hypertune import curve, final_measurement, measurements
-from vertex_emulator.tuning.stopping import decay_curve_should_stop, median_should_stop
+from vertex_emulator.tuning.stopping import ConvexRule, decay_curve_should_stop, median_should_stop
 
 GOOD_A = [(1.0, 3.0), (2.0, 6.0), (3.0, 9.0)]
 GOOD_B = [(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]
@@ -85,33 +84,76 @@ def test_a_poor_trial_is_stopped_and_keeps_its_measurement(tmp_path: Path, rule:
     assert len(stopped.measurements) == 1
 
 
+def test_convex_rule_follows_the_reference_wording() -> None:
+    rule = ConvexRule(min_measurements=1)  # needs 2 completed trials and 2 points (a slope)
+    # max step learned from the completed trials (3); the steepest slope 1 from step 2: 2 + 1 = 3 < 9
+    assert rule([(1.0, 1.0), (2.0, 2.0)], [GOOD_A, GOOD_B], maximize=True)
+    # slope 4 from step 2: 5 + 4 = 9 can reach the best final (ties are not stopped)
+    assert not rule([(1.0, 1.0), (2.0, 5.0)], [GOOD_A, GOOD_B], maximize=True)
+    # "No prediction can be made if the curve is completely flat" (nor, here, if it only worsens)
+    assert not rule([(1.0, 1.0), (2.0, 1.0)], [GOOD_A, GOOD_B], maximize=True)
+    assert not rule([(1.0, 2.0), (2.0, 1.0)], [GOOD_A, GOOD_B], maximize=True)
+    # too few completed trials (min_measurement_count + 1) or measurements
+    assert not rule([(1.0, 1.0), (2.0, 2.0)], [GOOD_A], maximize=True)
+    assert not ConvexRule(min_measurements=3)([(1.0, 1.0), (2.0, 2.0)], [GOOD_A] * 4, maximize=True)
+    # not past min_step_count, or already at max_step_count
+    assert not ConvexRule(min_step=2.0, min_measurements=1)(
+        [(1.0, 1.0), (2.0, 2.0)], [GOOD_A] * 2, maximize=True
+    )
+    assert not ConvexRule(max_step=2.0, min_measurements=1)(
+        [(1.0, 1.0), (2.0, 2.0)], [GOOD_A] * 2, maximize=True
+    )
+    # minimizing: improving is going down; overestimate -2 - 1 = -3 is worse than the best -9
+    minimized = [[(s, -v) for s, v in GOOD_A], [(s, -v) for s, v in GOOD_B]]
+    assert rule([(1.0, -1.0), (2.0, -2.0)], minimized, maximize=False)
+    # the v1 JSON form: int64 fields as strings, 0 read as unset, minMeasurementCount defaulting to 5
+    assert ConvexRule.of({"maxStepCount": "10", "minStepCount": "0"}) == ConvexRule(10.0, None, 5)
+    assert ConvexRule.of({"minMeasurementCount": "2"}) == ConvexRule(None, None, 2)
+
+
+#: the poor trial (x=3) reports a slow climb, then would train on and on
+CONVEX_TRAINER = """
+import sys, time, hypertune
+x = int(next(a for a in sys.argv if a.startswith("--x=")).split("=")[1])
+ht = hypertune.HyperTune()
+for step in (1, 2, 3):
+    if x == 3 and step == 3:
+        time.sleep(120)
+    value = 1.0 + 0.1 * step if x == 3 else float((4 - x) * step)
+    ht.report_hyperparameter_tuning_metric("score", value, global_step=step)
+"""
+
+
 @pytest.mark.slow
-def test_convex_stopping_is_accepted_and_logged_as_not_applied(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_convex_stopping_stops_a_poor_trial(tmp_path: Path, transport: str) -> None:
     from google.cloud import aiplatform_v1
 
-    body = testing.tuning_job("convex", max_trials=2)
-    body["studySpec"]["convexAutomatedStoppingSpec"] = {"maxStepCount": "10"}
-    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
-    with caplog.at_level(logging.WARNING, logger="vertex_emulator.runtime.tuning_job"):
-        with testing.running_emulator(tmp_path) as em:
-            client = testing.grpc_client(em)
-            try:
-                job = client.create_hyperparameter_tuning_job(
-                    parent=testing.PARENT, hyperparameter_tuning_job=message
-                )
-                testing.wait_for_state(
-                    client, job.name, ["JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"], timeout=60
-                )
-            finally:
-                client.transport.close()
-    said = [
-        r.getMessage()
-        for r in caplog.records
-        if r.name == "vertex_emulator.runtime.tuning_job" and job.name in r.getMessage()
+    body = testing.tuning_job("convex", max_trials=3, parallel=1)
+    body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = [
+        sys.executable,
+        "-c",
+        CONVEX_TRAINER,
     ]
-    assert said == [f"{job.name}: convexAutomatedStoppingSpec is accepted but not applied locally"]
+    body["studySpec"]["convexAutomatedStoppingSpec"] = {"minMeasurementCount": "1"}
+    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
+    started = time.monotonic()
+    with testing.running_emulator(tmp_path) as em:
+        client = testing.grpc_client(em) if transport == "grpc" else testing.rest_client(em)
+        try:
+            job = client.create_hyperparameter_tuning_job(
+                parent=testing.PARENT, hyperparameter_tuning_job=message
+            )
+            job = testing.wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=90)
+        finally:
+            client.transport.close()
+    assert time.monotonic() - started < 90  # not the 120 s the poor trial would have run
+    trials = {t.id: t for t in job.trials}
+    assert [trials[i].state.name for i in ("1", "2", "3")] == ["SUCCEEDED"] * 3
+    # stopped after its two measurements (1.1 then 1.2: overestimate 1.3 at step 3 < the best 9)
+    stopped = trials["3"]
+    assert stopped.final_measurement.step_count == 2
+    assert [round(m.value, 6) for m in stopped.final_measurement.metrics] == [1.2]
 
 
 def test_measurements_carry_elapsed_duration_from_the_trial_start() -> None:

@@ -185,6 +185,9 @@ def test_tuning_trial_lines_carry_the_tuning_job_and_trial_id(tmp_path: Path) ->
     with running_emulator(tmp_path) as em:
         client = grpc_client(em)
         body = tuning_job("tune", "print('trial says hi')", max_trials=2)
+        # the trials report no metric (INFEASIBLE): allow two failed trials, or the first one's failure
+        # would end the job before trial 2 runs (maxFailedTrialCount unset or 0)
+        body["maxFailedTrialCount"] = 2
         job = client.create_hyperparameter_tuning_job(
             parent=PARENT,
             hyperparameter_tuning_job=aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body)),

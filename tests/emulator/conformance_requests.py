@@ -220,6 +220,12 @@ RULES: dict[tuple[str, str], str] = {
     # trials is no study: the one Required number whose zero is refused.
     ("maxTrialCount", "zero"): "max_trial_count: Required, at least 1",
     ("parallelTrialCount", "zero"): "parallel_trial_count: Required, at least 1",
+    # Google's tuning page ("Create a hyperparameter tuning job"): "[the service] doesn't support
+    # hyperparameter tuning jobs that require TPUs" (a topology comes with a TPU machine type).
+    (
+        "trialJobSpec.workerPoolSpecs.machineSpec.tpuTopology",
+        "nonzero",
+    ): "a tuning job's trial job on TPUs: not supported",
 }
 
 

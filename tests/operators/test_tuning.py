@@ -21,7 +21,7 @@ from airflow_vertex_dist.specs import (
 )
 from vertex_emulator.app import Emulator
 
-from .harness import PY, dag_xcom, run_dag, ti_state
+from .harness import PY, dag_xcom, logged, run_dag, ti_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
 
@@ -38,14 +38,21 @@ TRAINER = (
 )
 
 
-def tuning_spec(goal: str = "MINIMIZE", *, trials: int = 4) -> HyperparameterTuningJob:
+def tuning_spec(
+    goal: str = "MINIMIZE",
+    *,
+    trials: int = 4,
+    trainer: str = TRAINER,
+    parallel: int = 2,
+    max_failed: int | None = None,
+) -> HyperparameterTuningJob:
     return HyperparameterTuningJob(
         display_name="tune",
         trial_job=DistributedTrainingJob(
             display_name="tune-trial",
             primary=WorkerPool(
                 machine=Machine(machine_type="n1-standard-4"),
-                container=Container(image_uri="python:3.11", command=(PY, "-c", TRAINER)),
+                container=Container(image_uri="python:3.11", command=(PY, "-c", trainer)),
             ),
         ),
         study=Study(
@@ -54,8 +61,8 @@ def tuning_spec(goal: str = "MINIMIZE", *, trials: int = 4) -> HyperparameterTun
             algorithm="GRID_SEARCH",
         ),
         max_trial_count=trials,
-        parallel_trial_count=2,
-        max_failed_trial_count=trials,
+        parallel_trial_count=parallel,
+        max_failed_trial_count=trials if max_failed is None else max_failed,
     )
 
 
@@ -95,3 +102,33 @@ def test_tuning_runs_and_reports_the_best_trial(vertex_conn: Emulator, deferrabl
     out = dag_xcom(dr, "tune")
     check_outputs(vertex_conn, out, goal)
     assert dag_xcom(dr, "tune", "_link_VertexJobLink") == out["console_url"]
+
+
+#: trial 1 (grid search: x=1) dies with a clear error; the others would report their loss
+BROKEN_TRAINER = (
+    "import argparse, hypertune\n"
+    "p = argparse.ArgumentParser(); p.add_argument('--x', type=int); a = p.parse_args()\n"
+    "if a.x == 1:\n"
+    "    raise SystemExit('cannot read gs://data/train-00007: corrupt shard')\n"
+    "hypertune.HyperTune().report_hyperparameter_tuning_metric("
+    "hyperparameter_metric_tag='loss', metric_value=float(a.x), global_step=1)\n"
+)
+
+
+@pytest.mark.parametrize("deferrable", [False, True])
+def test_a_failed_first_trial_fails_the_task_with_its_error(
+    vertex_conn: Emulator, capfd: Any, deferrable: bool
+) -> None:
+    """``max_failed_trial_count`` unset: the service ends the job when its first trial fails (Google's
+    tuning page, "Handle failed trials"); the task fails with the trial's error in its log."""
+    spec = tuning_spec(trainer=BROKEN_TRAINER, parallel=1, max_failed=0)
+    with DAG(f"tune_first_trial_{deferrable}", schedule=None, start_date=START) as dag:
+        VertexTuningOperator(task_id="tune", spec=spec, deferrable=deferrable, poll_interval=0.3)
+    dr = run_dag(dag)
+    assert ti_state(dr, "tune") == "failed"
+    [job] = tuning_jobs(vertex_conn)
+    assert job["state"] == "JOB_STATE_FAILED"
+    assert [t["id"] for t in job["trials"]] == ["1"]  # no trial after the first
+    out = logged(capfd)
+    assert "The first trial failed" in out
+    assert "cannot read gs://data/train-00007: corrupt shard" in out

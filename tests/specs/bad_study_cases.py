@@ -23,6 +23,18 @@ STUDY_CASES: list[Case] = [
         "greater than or equal to 0",
     ),
     (
+        "failed-over-max",
+        T(("max_failed_trial_count", 5)),
+        "max_failed_trial_count",
+        "must not exceed max_trial_count (got 5 > 4)",
+    ),
+    (
+        "trial-tpu",
+        T(("trial_job.primary.machine", {"machine_type": "ct5lp-hightpu-4t"})),
+        "trial_job.primary.machine",
+        "hyperparameter tuning jobs that require TPUs are not supported (got ct5lp-hightpu-4t)",
+    ),
+    (
         "trial-job-labels",
         T(("trial_job.labels", {"a": "b"})),
         "trial_job.labels",

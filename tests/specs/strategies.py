@@ -338,7 +338,9 @@ def tunings(draw: st.DrawFn) -> Any:
                 {
                     "display_name": st.text(min_size=1, max_size=8).filter(str.strip),
                     "parallel_trial_count": st.integers(1, max_trials) if clean else st.integers(0, 20),
-                    "max_failed_trial_count": st.integers(0 if clean else -1, 5),
+                    "max_failed_trial_count": (
+                        st.integers(0, min(5, max_trials)) if clean else st.integers(-1, 5)
+                    ),
                     "labels": st.dictionaries(NAMES, NAMES, max_size=2),
                     "location": st.sampled_from(["us-central1", "europe-west4"]),
                 },

@@ -108,6 +108,8 @@ ADVICE: dict[str, str] = {
     "persistent-resource-id": "must be 1-63 lowercase letters, digits or '-', starting with a letter",
     "location-format": "must be a region like 'us-central1'",
     "parallel-over-max": "lower parallel_trial_count or raise max_trial_count",
+    "failed-over-max": "lower max_failed_trial_count or raise max_trial_count",
+    "trial-tpu": "run the trials on GPU or CPU machines",
     "trial-job-labels": "set labels on the tuning job",
     "no-metrics": "add Metric(metric_id=..., goal=...)",
     "duplicate-metrics": "remove the repeats",

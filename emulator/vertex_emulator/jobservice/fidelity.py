@@ -159,12 +159,17 @@ NOTES: dict[str, Note] = {
     "studySpec.decayCurveStoppingSpec.useElapsedDuration": Note(
         "yes", "x-axis: seconds from the trial's start to each hypertune line's timestamp"
     ),
-    "studySpec.convexAutomatedStoppingSpec": Note("no", "accepted; trials run to their end"),
+    "studySpec.convexAutomatedStoppingSpec": Note(
+        "partly", "the reference's rule; a stopped trial gets no predicted last measurement"
+    ),
     "studySpec.studyStoppingConfig": Note("no", "accepted; the study runs maxTrialCount trials"),
     "maxTrialCount": Note("yes", "at least 1"),
     "parallelTrialCount": Note("yes", "at least 1, at most maxTrialCount"),
     "maxFailedTrialCount": Note(
-        "yes", '0 ("the service decides") is min(max, max(3, ceil(max / 5))) locally'
+        "yes",
+        'at most maxTrialCount; 0 ("the service decides"): a failed first trial ends the job, else '
+        "min(max, max(3, ceil(max / 5))) failed trials locally",
+        'Google\'s page "Create a hyperparameter tuning job" (Handle failed trials), read 2026-12-06',
     ),
     "trialJobSpec": Note("yes", "as `CustomJob.jobSpec`, for each trial"),
     "trials": Note(

@@ -66,7 +66,7 @@ def check_create(kind: str, message: Any, location: str) -> list[str]:
     from vertex_emulator.rules.labels import display_name_problems, label_problems
     from vertex_emulator.rules.required import required_problems
     from vertex_emulator.rules.resources import kms_problems
-    from vertex_emulator.rules.study import study_problems, trial_count_problems
+    from vertex_emulator.rules.study import study_problems, trial_count_problems, trial_tpu_problems
 
     request_field, spec_field = _FIELDS[kind]
     job = raw(message)
@@ -82,4 +82,5 @@ def check_create(kind: str, message: Any, location: str) -> list[str]:
         if job.HasField("study_spec"):
             out.extend(study_problems(job.study_spec, "study_spec"))
         out.extend(trial_count_problems(job))
+        out.extend(trial_tpu_problems(job))
     return out

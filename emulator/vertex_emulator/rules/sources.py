@@ -22,12 +22,20 @@ __all__ = [
     "Rule",
     "SERVICE_LABELS",
     "SPOT",
+    "TUNING_PAGE",
     "USER_REPORT_ENV",
 ]
 
 #: The v1 protos as shipped in google-cloud-aiplatform (``google/cloud/aiplatform_v1/types/``); a
 #: rule names the message and field whose comment it applies.
 PROTO = "v1 proto comment"
+#: Google's tuning page (the failed-trial rules, the TPU note). Read at its current address (its
+#: Vertex AI address was cloud.google.com/vertex-ai/docs/training/using-hyperparameter-tuning).
+TUNING_PAGE = (
+    'Google Cloud docs, "Create a hyperparameter tuning job", '
+    "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/"
+    "using-hyperparameter-tuning (read 2026-12-06)"
+)
 DISTRIBUTED = 'Vertex AI docs, "Distributed training", https://cloud.google.com/vertex-ai/docs/training/distributed-training'
 DWS = (
     'Vertex AI docs, "Schedule training jobs based on resource availability" (Requirements), '
@@ -277,7 +285,14 @@ RULES: dict[str, Rule] = _rules(
     (
         "trial-counts",
         "max_trial_count and parallel_trial_count at least 1, parallel at most max; max_failed_trial_count "
-        "not negative",
-        f"{PROTO} HyperparameterTuningJob (Required counts; parallel <= max inferred)",
+        "not negative and at most max_trial_count",
+        f"{PROTO} HyperparameterTuningJob (Required counts; parallel <= max inferred); "
+        f"{TUNING_PAGE}, Handle failed trials: maxFailedTrialCount <= maxTrialCount",
+    ),
+    (
+        "tuning-tpu",
+        "a tuning job whose trial job asks for TPUs (a TPU machine type or accelerator)",
+        f"{TUNING_PAGE}, Hyperparameter training job configuration: \"doesn't support hyperparameter tuning "
+        "jobs that require TPUs\"",
     ),
 )

@@ -18,6 +18,14 @@ Sources, the comments of ``google/cloud/aiplatform/v1/study.proto`` and
   study, so both are at least 1 (a Required number whose zero is refused); ``max_failed_trial_count``:
   "If set to 0, Vertex AI decides": not negative. ``parallel_trial_count <= max_trial_count`` is inferred
   (more trials cannot run at once than run in all), not verified against the service.
+  ``max_failed_trial_count <= max_trial_count``: Google's page "Create a hyperparameter tuning job",
+  section "Handle failed trials" (https://docs.cloud.google.com/gemini-enterprise-agent-platform/
+  machine-learning/training/using-hyperparameter-tuning, read 2026-12-06): "The ``maxFailedTrialCount``
+  value must be less than or equal to ``maxTrialCount``."
+* ``tuning-tpu``: the same page, "Hyperparameter training job configuration": "[the service] doesn't
+  support hyperparameter tuning jobs that require TPUs": a trial job with a TPU machine type or a TPU
+  accelerator is refused at Create (the stricter reading: the page does not say when the service refuses
+  it).
 * ``nul`` (rules/tasks.py): a trial gets ``--<parameter_id>=<value>`` appended to its args, so a
   parameter id or a categorical value holding a NUL character could not reach the trial's process.
 """
@@ -26,11 +34,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from vertex_emulator._generated import catalog
 from vertex_emulator.rules._common import enum_name, problem
 from vertex_emulator.rules.parameters import parameter_problems, walk_parameters
 from vertex_emulator.rules.tasks import nul_problems
 
-__all__ = ["study_problems", "trial_count_problems"]
+__all__ = ["study_problems", "trial_count_problems", "trial_tpu_problems"]
 
 
 def _no_whitespace(value: str) -> bool:
@@ -111,4 +120,28 @@ def trial_count_problems(job: Any) -> list[str]:
                 f"must not be negative (got {job.max_failed_trial_count}; 0 lets Vertex AI decide)",
             )
         )
+    elif job.max_trial_count >= 1 and job.max_failed_trial_count > job.max_trial_count:
+        out.append(
+            problem(
+                "max_failed_trial_count",
+                f"must not exceed max_trial_count (got {job.max_failed_trial_count} > {job.max_trial_count})",
+            )
+        )
+    return out
+
+
+def trial_tpu_problems(job: Any) -> list[str]:
+    """A raw ``HyperparameterTuningJob`` whose trial job asks for TPUs (``tuning-tpu``)."""
+    out: list[str] = []
+    for index, pool in enumerate(job.trial_job_spec.worker_pool_specs):
+        machine = pool.machine_spec.machine_type
+        accelerator = enum_name(pool.machine_spec, "accelerator_type")
+        if machine in catalog.TPU_MACHINES or accelerator.startswith("TPU_"):
+            asked = machine if machine in catalog.TPU_MACHINES else accelerator
+            out.append(
+                problem(
+                    f"trial_job_spec.worker_pool_specs[{index}].machine_spec",
+                    f"hyperparameter tuning jobs that require TPUs are not supported (got {asked})",
+                )
+            )
     return out

@@ -22,15 +22,14 @@ the best one in the metric's goal (``BEST_MEASUREMENT``) that reports it, over a
 A trial ends SUCCEEDED with that measurement, or INFEASIBLE with ``infeasibleReason`` when its job
 failed (the job's error is quoted) or it reported none of the study's metrics.
 
-Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``; see
-``stopping`` for the rules): every ``STOPPING_POLL_S`` the running
+Automated early stopping (``medianAutomatedStoppingSpec``, ``decayCurveStoppingSpec``,
+``convexAutomatedStoppingSpec``; see ``stopping`` for the rules): every ``STOPPING_POLL_S`` the running
 trials' reports are compared; a trial a rule condemns goes STOPPING ("should stop according to the
 service") and its CustomJob is cancelled; it then ends SUCCEEDED with the final measurement its
 reports give (INFEASIBLE is for a trial "done but missing the final_measurement"), and is not a
 failed trial. With ``useElapsedDuration`` the rules' x-axis is the seconds from the trial's start to
 each line's cloudml-hypertune ``timestamp`` (every measurement carries that ``elapsedDuration``), else
-``global_step``. ``convexAutomatedStoppingSpec`` is accepted and not applied (the emulator's log says
-so once per job).
+``global_step``.
 
 Failed trials, the seed of random draws and the study's state: tuning_study.py.
 
@@ -41,7 +40,6 @@ when the trials have run out. ``trials[]`` is updated in the store as each trial
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
@@ -52,7 +50,7 @@ from vertex_emulator.capacity.host import spec_replicas
 from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime.custom_job import CustomJobRun
 from vertex_emulator.runtime.driver import DriverHost, JobDriver
-from vertex_emulator.runtime.tuning_study import RULES, Study, failed_trial_limit, seed_for, trial_job_spec
+from vertex_emulator.runtime.tuning_study import Study, failed_trial_limit, seed_for, trial_job_spec
 from vertex_emulator.tuning.hypertune import MetricsLog, curve, final_measurement, measurements
 from vertex_emulator.tuning.search import Search, Value, format_value
 from vertex_emulator.tuning.stopping import Curve
@@ -65,8 +63,6 @@ STOPPING_POLL_S = 0.2
 #: Seconds between two reads of a running trial's metrics file (which cloudml-hypertune rewrites
 #: with its last 100 reports at every report).
 METRICS_POLL_S = 0.02
-
-_LOG = logging.getLogger(__name__)
 
 
 class TuningRun(JobDriver):
@@ -162,8 +158,6 @@ class TuningRun(JobDriver):
         if not metrics:
             self.finish("JOB_STATE_FAILED", 3, "studySpec.metrics: at least one metric is required")
             return None
-        if study.get("convexAutomatedStoppingSpec") is not None:
-            _LOG.warning("%s: convexAutomatedStoppingSpec is accepted but not applied locally", self.job_name)
         max_failed = job.get("maxFailedTrialCount") or 0
         return Study.of(
             study,
@@ -178,9 +172,9 @@ class TuningRun(JobDriver):
     def _look(self, study: Study) -> None:
         """Publish the running trials' new reports and apply the early-stopping rule, if any."""
         self._publish_measurements(study.metrics, study.published)
-        if study.rule_key is not None:
+        if study.rule is not None:
             self._early_stop(
-                RULES[study.rule_key],
+                study.rule,
                 study.first_metric,
                 study.maximize,
                 study.completed,

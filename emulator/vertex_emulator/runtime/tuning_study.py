@@ -12,9 +12,15 @@ Each trial is a CustomJob whose spec is ``trialJobSpec`` with (``trial_job_spec`
   ``<base>/<trial id>/model/`` as documented.
 
 Failures: an INFEASIBLE trial counts as failed. When ``maxFailedTrialCount`` failed trials have
-been seen the tuning job FAILS (code 3), stopping running trials. ``maxFailedTrialCount: 0`` ("the
-service decides") is, in the emulator, ``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))``
-(``failed_trial_limit``).
+been seen the tuning job FAILS (code 3), stopping running trials. With ``maxFailedTrialCount`` unset
+or 0, Google's tuning page ("Create a hyperparameter tuning job", Handle failed trials,
+https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/
+using-hyperparameter-tuning, read 2026-12-06) says: "If the first trial of your job fails, [the
+service] ends the job immediately", and after a first trial that succeeds the service ends the job
+when "the number of failed trials has grown too high" or their ratio to successful ones has; the
+emulator reads "the first trial" as trial 1 (the first started), ends the job FAILED as soon as it
+fails (``FIRST_TRIAL_RULE``, stopping the trials running beside it), and otherwise applies
+``min(maxTrialCount, max(3, ceil(maxTrialCount / 5)))`` failed trials (``failed_trial_limit``).
 
 Random draws (RANDOM_SEARCH, the stand-in for ALGORITHM_UNSPECIFIED) are seeded with the integer in
 the job's label ``emulator-seed`` when it has one, else with a hash of the job's resource name
@@ -33,9 +39,11 @@ from typing import Any
 from vertex_emulator.core.gcs import join_uri
 from vertex_emulator.runtime.cluster import is_reduction_server
 from vertex_emulator.tuning.search import Observation, ParamSpec, Search, Value
-from vertex_emulator.tuning.stopping import Curve, decay_curve_should_stop, median_should_stop
+from vertex_emulator.tuning.stopping import ConvexRule, Curve, decay_curve_should_stop, median_should_stop
 
 __all__ = [
+    "FIRST_TRIAL_RULE",
+    "CONVEX_KEY",
     "RULES",
     "SEED_LABEL",
     "Study",
@@ -46,11 +54,26 @@ __all__ = [
 ]
 
 SEED_LABEL = "emulator-seed"
+#: Why a job whose first trial failed ends, as its error says (the service's own text is not published)
+FIRST_TRIAL_RULE = (
+    "with maxFailedTrialCount unset or 0, the job ends as soon as its first trial fails (a first trial "
+    "that fails suggests a problem in the training code)"
+)
 #: the automated early-stopping rules applied, by the study spec's field that asks for them
 RULES: dict[str, Callable[..., bool]] = {
     "medianAutomatedStoppingSpec": median_should_stop,
     "decayCurveStoppingSpec": decay_curve_should_stop,
 }
+#: the rule whose settings come from its spec (tuning/stopping.py)
+CONVEX_KEY = "convexAutomatedStoppingSpec"
+
+
+def stopping_rule(study: Mapping[str, Any]) -> tuple[str, Callable[..., bool]] | None:
+    """The study spec's automated early-stopping rule (its field and the rule), or None."""
+    if study.get(CONVEX_KEY) is not None:
+        return CONVEX_KEY, ConvexRule.of(study[CONVEX_KEY] or {})
+    key = next((key for key in RULES if study.get(key) is not None), None)
+    return None if key is None else (key, RULES[key])
 
 
 def failed_trial_limit(max_failed: int, max_trials: int) -> int:
@@ -114,6 +137,8 @@ class Study:
     max_failed: Any
     #: the early-stopping rule's field in the study spec, or None
     rule_key: str | None
+    #: the early-stopping rule (called as ``rule(curve, completed, maximize=...)``), or None
+    rule: Callable[..., bool] | None
     #: the rules' x-axis is the elapsed time (``useElapsedDuration``), else ``global_step``
     by_elapsed: bool
     #: the first metric (the objective, and the early-stopping rules' curve) and whether it is maximized
@@ -129,6 +154,8 @@ class Study:
     failed: int = 0
     exhausted: bool = False
     last_failure: str = ""
+    #: the job ends on its first trial's failure (maxFailedTrialCount unset or 0)
+    first_failed: bool = False
 
     @classmethod
     def of(
@@ -143,12 +170,14 @@ class Study:
         max_failed: Any,
     ) -> Study:
         """The study of spec ``study``, none of its trials started yet."""
-        rule_key = next((key for key in RULES if study.get(key) is not None), None)
+        found = stopping_rule(study)
+        rule_key = found[0] if found else None
         return cls(
             search,
             metrics,
             str(study.get("measurementSelectionType") or "LAST_MEASUREMENT"),
             rule_key=rule_key,
+            rule=found[1] if found else None,
             by_elapsed=rule_key is not None and bool((study.get(rule_key) or {}).get("useElapsedDuration")),
             first_metric=str(metrics[0]["metricId"]),
             maximize=str(metrics[0].get("goal") or "MAXIMIZE") != "MINIMIZE",
@@ -179,9 +208,14 @@ class Study:
             return False
         self.failed += 1
         self.last_failure = f"trial {trial_id}: {reason}"
+        if trial_id == "1" and not self.max_failed:
+            self.first_failed = True
+            return True
         return self.failed >= self.limit
 
     def failure_message(self) -> str:
+        if self.first_failed:
+            return f"The first trial failed: {FIRST_TRIAL_RULE}. The failure: {self.last_failure}"
         return (
             f"{self.failed} trials failed, reaching the limit of {self.limit} failed trials "
             f"(maxFailedTrialCount {self.max_failed}). The last failure: {self.last_failure}"
