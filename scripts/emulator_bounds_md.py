@@ -8,12 +8,14 @@ when the table is stale (tests/test_reference_tables.py runs the check).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from pathlib import Path
 
-from marked_page import replace_marked  # scripts/ is on the path: run as a script, or by the tests
+from marked_page import (  # scripts/ is on the path: run as a script, or by the tests
+    replace_marked,
+    write_or_check,
+)
 
 __all__ = ["END", "PAGE", "ROWS", "START", "main", "size", "table", "updated"]
 
@@ -120,18 +122,7 @@ def updated(page: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail when the table is stale")
-    args = parser.parse_args(argv)
-    page = PAGE.read_text(encoding="utf-8")
-    fresh = updated(page)
-    if args.check:
-        if fresh != page:
-            print("docs/emulator.md: the bounds table is stale: run python scripts/emulator_bounds_md.py")
-            return 1
-        return 0
-    PAGE.write_text(fresh, encoding="utf-8")
-    return 0
+    return write_or_check(argv, PAGE, updated, "bounds table", "python scripts/emulator_bounds_md.py")
 
 
 if __name__ == "__main__":

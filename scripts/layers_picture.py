@@ -8,13 +8,15 @@ runs the check).
 
 from __future__ import annotations
 
-import argparse
 import configparser
 import re
 import sys
 from pathlib import Path
 
-from marked_page import replace_marked  # scripts/ is on the path: run as a script, or by the tests
+from marked_page import (  # scripts/ is on the path: run as a script, or by the tests
+    replace_marked,
+    write_or_check,
+)
 
 __all__ = ["BEGIN", "END", "layers", "main", "picture", "updated"]
 
@@ -69,18 +71,7 @@ def updated(page: str, config_path: Path = CONTRACTS) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail when the picture is stale")
-    args = parser.parse_args(argv)
-    page = PAGE.read_text(encoding="utf-8")
-    fresh = updated(page)
-    if args.check:
-        if fresh != page:
-            print("docs/architecture.md: the layers picture is stale: run python scripts/layers_picture.py")
-            return 1
-        return 0
-    PAGE.write_text(fresh, encoding="utf-8")
-    return 0
+    return write_or_check(argv, PAGE, updated, "layers picture", "python scripts/layers_picture.py")
 
 
 if __name__ == "__main__":
