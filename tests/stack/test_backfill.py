@@ -21,7 +21,7 @@ from tests.polling import poll_until
 from .figures import Figures
 from .stack import SHORT_TRAINING, AirflowStack
 
-pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1800)]
 
 DAG_ID = "stack_backfill"
 RUNS = 50
@@ -73,7 +73,7 @@ def test_backfill_50_runs_under_kills_and_faults(stack: AirflowStack) -> None:
     try:
         stack.api("PATCH", f"/api/v2/dags/{DAG_ID}", json_body={"is_paused": False})
         stack.backfill(DAG_ID, "2024-01-01", "2024-02-19", code=SHORT_TRAINING, max_active_runs=10)
-        deadline = time.monotonic() + 900
+        deadline = time.monotonic() + 1500  # a hang guard, not a pace (the time is recorded as a figure)
         while True:
             runs = backfill_runs(stack)
             if len(runs) == RUNS and all(r["state"] in ("success", "failed") for r in runs):
