@@ -112,6 +112,8 @@ def test_distributed_job_replicas_connect_and_see_the_documented_environment(
         assert r["env"]["AIP_CHECKPOINT_DIR"] == "gs://bkt/runs/a/checkpoints/"
         assert r["env"]["AIP_TENSORBOARD_LOG_DIR"] == "gs://bkt/runs/a/logs/"
         assert r["env"]["CLOUD_ML_JOB_ID"] == name.split("/")[-1]
+        assert r["env"]["CLOUD_ML_PROJECT_ID"] == name.split("/")[1]
+        assert r["env"]["CLOUD_ML_REGION"] == name.split("/")[3]
         assert r["env"]["STORAGE_EMULATOR_HOST"] == "http://127.0.0.1:7"
         assert "CLOUD_ML_TRIAL_ID" not in r["env"]
         torch_vars = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"}
@@ -125,6 +127,7 @@ def test_distributed_job_replicas_connect_and_see_the_documented_environment(
         else:
             assert not torch_vars & set(r["env"])
         service = {"CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "CLOUD_ML_HP_METRIC_FILE"}
+        service |= {"CLOUD_ML_PROJECT_ID", "CLOUD_ML_REGION"}
         service |= {"STORAGE_EMULATOR_HOST"} | {n for n in r["env"] if n.startswith("AIP_")} | torch_vars
         local = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LC_ALL"}
         local |= {"PYTHONUNBUFFERED", "RECORD_DIR", "LC_CTYPE"}  # the pool's env; Python sets LC_CTYPE
