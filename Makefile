@@ -116,65 +116,55 @@ compat: $(STAMP)
 compat-install: $(STAMP)
 	$(PY) scripts/compat_cells.py --phase install --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
-# Everything at once, as one stage: lint, types, the tests (the unit/integration/e2e suite, then the
-# emulator's own in its own venv), the compat suite in every other cell of the support matrix (each cell's
-# virtualenv made, then its suite run, two cells at a time), the reliability suite on four real Airflow
-# stacks (its files in four groups of about equal run time, each on a stack of its own), the same
-# guarantees on its Celery profile and the job view in a browser on a stack of its own; then
-# docs/reliability.md from their figures. These mostly wait on servers, replica processes, schedulers,
-# downloads and disk rather than compute (the unit suite, with 6 processes, kept 0.85 of a core busy on
-# average), so they share a 2-core machine: run one after the other in two stages, as before, the stack
-# jobs waited for the unit suite although neither needs the other, and make test took 21 minutes; make
-# runs them as parallel jobs and prints each one's output whole when it ends (--output-sync), so their
-# lines never interleave. Every job runs to its end (-k) and make test fails if any failed.
+# Lint, types and the tests (the unit/integration/e2e suite, then the emulator's own in its own venv), all
+# three at once, and meanwhile the compat cells' virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
+# compat suite in those cells (two at a time), the reliability suite on two real Airflow stacks (its files
+# split in two halves of about equal length, each half on a stack of its own), the same guarantees on its
+# Celery profile and the job view in a browser on a stack of its own; then docs/reliability.md from their
+# figures. These mostly wait on servers, replica processes and schedulers rather than compute, so they
+# share a 2-core machine: make runs them as parallel jobs and prints each one's output whole when it ends
+# (--output-sync), so their lines never interleave. Every job of a stage runs to its end (-k) and make
+# test fails if any failed; a failure in the first stage skips the second.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j12 --output-sync=target COMPAT_JOBS=2 lint typecheck unit-all compat $(STACK_JOBS); \
-	rc=$$?; $(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
+	@$(MAKE) --no-print-directory -k -j4 --output-sync=target lint typecheck unit-all compat-install
+	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 COMPAT_PHASE=test compat $(STACK_JOBS); rc=$$?; \
+	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
-# The reliability suite (tests marked `stack`), six pytest processes at the same time, each with its
-# own stack (its own ports, state and process marker): real Airflow stacks on PostgreSQL with the fault
-# matrix and the canary (stack-local), the crash scenarios and adoption (stack-local-2), the backfills
-# under crashes and the training logs (stack-local-3), the capacity ladder's backfill and the triggerer
-# kills (stack-local-4); the same guarantees on the Celery profile (two workers, two schedulers, two
-# triggerers, Redis: stack-celery); the job view in Chromium (Debian's package, installed when missing)
-# on a stack whose users log in (stack-ui). Then docs/reliability.md. The four groups are balanced by
-# the files' run times (5 to 9 minutes each beside the rest of make test).
-STACK_TESTS   := tests/stack/test_fault_matrix.py tests/stack/test_canary.py
-STACK_TESTS_2 := tests/stack/test_crashes.py tests/stack/test_adoption.py
-STACK_TESTS_3 := tests/stack/test_backfill.py tests/stack/test_training_logs.py
-STACK_TESTS_4 := tests/stack/test_capacity.py tests/stack/test_triggerers.py
-CELERY_TESTS  := tests/stack/test_celery.py
-UI_TESTS      := tests/ui/test_browser.py
-STACK_JOBS    := stack-local stack-local-2 stack-local-3 stack-local-4 stack-celery stack-ui
+# The reliability suite (tests marked `stack`), four pytest processes at the same time, each with its
+# own stack (its own ports, state and process marker): a real Airflow stack on PostgreSQL with crash
+# scenarios, the fault matrix and adoption (stack-local); another with the triggerer kills, the backfills
+# under crashes and on a capacity ladder and the training logs (stack-local-2); the same guarantees on the
+# Celery profile (two workers, two schedulers, two triggerers, Redis: stack-celery); the job view in
+# Chromium (Debian's package, installed when missing) on a stack whose users log in (stack-ui). Then
+# docs/reliability.md. The halves are balanced by the files' run times (about 7 minutes each alone).
+STACK_TESTS  := tests/stack/test_fault_matrix.py tests/stack/test_crashes.py tests/stack/test_canary.py \
+	tests/stack/test_adoption.py
+STACK_TESTS_2 := tests/stack/test_triggerers.py tests/stack/test_backfill.py \
+	tests/stack/test_training_logs.py tests/stack/test_capacity.py
+CELERY_TESTS := tests/stack/test_celery.py
+UI_TESTS     := tests/ui/test_browser.py
+STACK_JOBS   := stack-local stack-local-2 stack-celery stack-ui
 
 .PHONY: $(STACK_JOBS)
 test-stack: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j6 --output-sync=target $(STACK_JOBS); rc=$$?; \
+	@$(MAKE) --no-print-directory -k -j4 --output-sync=target $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
-# one stack job: its files in one pytest process (one stack), pytest's exit 5 (no test) a failure
-define stack_job
-@$(PY) -m pytest -m stack --timeout 1800 $(1) $(PYTEST_ARGS); rc=$$?; \
-if [ $$rc -eq 5 ]; then echo "pytest collected no tests in $(1): failing" >&2; exit 1; fi; exit $$rc
-endef
-
 stack-local: $(STAMP)
-	$(call stack_job,$(STACK_TESTS))
+	@$(PY) -m pytest -m stack --timeout 1800 $(STACK_TESTS) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no stack tests: failing" >&2; exit 1; fi; exit $$rc
 
 stack-local-2: $(STAMP)
-	$(call stack_job,$(STACK_TESTS_2))
-
-stack-local-3: $(STAMP)
-	$(call stack_job,$(STACK_TESTS_3))
-
-stack-local-4: $(STAMP)
-	$(call stack_job,$(STACK_TESTS_4))
+	@$(PY) -m pytest -m stack --timeout 1800 $(STACK_TESTS_2) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no stack tests: failing" >&2; exit 1; fi; exit $$rc
 
 stack-celery: $(STAMP)
-	$(call stack_job,$(CELERY_TESTS))
+	@$(PY) -m pytest -m stack --timeout 1800 $(CELERY_TESTS) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no Celery stack tests: failing" >&2; exit 1; fi; exit $$rc
 
 stack-ui: $(STAMP)
-	$(call stack_job,$(UI_TESTS))
+	@$(PY) -m pytest -m stack --timeout 1800 $(UI_TESTS) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests: failing" >&2; exit 1; fi; exit $$rc
 
 # the demo lives in the checkout (scripts/demo.py), not in the package: it runs the checkout's dags/
 demo: $(STAMP)

@@ -8,9 +8,9 @@ when any cell failed, naming them. Extra arguments are passed to every nox call.
 
 ``--phase install`` only makes each cell's virtualenv (nox ``--install-only``); ``--phase test`` then runs
 the suite in it without installing again (nox ``-R``; a cell with no virtualenv yet is installed first).
-``--phase all``, the default, does both in one nox call per cell: ``make test`` runs that beside the unit
-suite and the stack jobs (an install mostly waits on downloads and disk, a cell's suite on servers and
-replica processes); the two phases apart serve a machine that installs once and tests often.
+``make test`` installs the cells while the unit suite runs (an install mostly waits on downloads and
+disk, the unit suite on the cores) and tests them in its second stage; ``--phase all``, the default,
+does both in one nox call.
 """
 
 from __future__ import annotations

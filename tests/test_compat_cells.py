@@ -73,8 +73,8 @@ def compat(session, cell):
 
 
 def test_the_install_phase_installs_only_and_the_test_phase_reuses_it(tmp_path: Path) -> None:
-    """``make compat-install`` then ``make compat COMPAT_PHASE=test``: the real nox, on a noxfile whose
-    install and run steps each write a line."""
+    """``make test`` installs the cells in its first stage and tests them in its second: the real nox,
+    on a noxfile whose install and run steps each write a line."""
     log = tmp_path / "steps.log"
     log.touch()
     cells = [cell.name for cell in CELLS]

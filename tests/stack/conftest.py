@@ -40,7 +40,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[AirflowStack]:
 @pytest.fixture(scope="session")
 def celery_stack(request: pytest.FixtureRequest) -> Iterator[CeleryStack]:
     """The Celery profile (tests/stack/celery_stack.py). Run its tests in a pytest process of their
-    own (``make stack-celery``, which ``make test`` runs beside the other stack jobs): one session
+    own (``make stack-celery``, which ``make test`` runs beside ``make stack-local``): one session
     that also used ``stack`` would keep both session-scoped stacks up for the whole of its run."""
     st = CeleryStack(DAGS, parallelism=8)
     st.start()
