@@ -1,7 +1,7 @@
 """The catalog's TPU VM machine types and their topologies, derived from the stored tables of Google's
 "Configure compute resources" page and the TPU pages it links to (``catalog/configure_compute_page.json``).
 ``scripts/catalog_gen.py`` merges what this derives into the hand-kept catalog before it writes the
-generated modules; ``tests/test_catalog.py`` re-derives it and fails on any difference.
+generated modules; ``tests/test_catalog_page.py`` re-derives it and fails on any difference.
 
 The derivation is mechanical: every row of a TPU version's slice table that names its machine type gives
 (machine type, topology) -> VMs, less the rows the table's notes reserve for the GKE API; a version whose
