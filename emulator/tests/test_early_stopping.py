@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,33 @@ from vertex_emulator.tuning.stopping import ConvexRule, decay_curve_should_stop,
 
 GOOD_A = [(1.0, 3.0), (2.0, 6.0), (3.0, 9.0)]
 GOOD_B = [(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]
+
+
+def run_study(
+    tmp_path: Path,
+    name: str,
+    trainer: str,
+    stopping: dict[str, Any],
+    *,
+    transport: str = "grpc",
+    timeout: float = 60,
+) -> Any:
+    """Run a 3-trial study (one at a time) of ``trainer`` with ``stopping`` in its studySpec to its end."""
+    from google.cloud import aiplatform_v1
+
+    body = testing.tuning_job(name, max_trials=3, parallel=1)
+    body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = [sys.executable, "-c", trainer]
+    body["studySpec"].update(stopping)
+    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
+    with testing.running_emulator(tmp_path) as em:
+        client = testing.grpc_client(em) if transport == "grpc" else testing.rest_client(em)
+        try:
+            job = client.create_hyperparameter_tuning_job(
+                parent=testing.PARENT, hyperparameter_tuning_job=message
+            )
+            return testing.wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=timeout)
+        finally:
+            client.transport.close()
 
 
 def test_median_rule_follows_the_reference_wording() -> None:
@@ -56,22 +84,8 @@ for step in (1, 2, 3):
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", ["medianAutomatedStoppingSpec", "decayCurveStoppingSpec"])
 def test_a_poor_trial_is_stopped_and_keeps_its_measurement(tmp_path: Path, rule: str) -> None:
-    from google.cloud import aiplatform_v1
-
-    body = testing.tuning_job("early-stop", max_trials=3, parallel=1)
-    body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = [sys.executable, "-c", TRAINER]
-    body["studySpec"][rule] = {}
     started = time.monotonic()
-    with testing.running_emulator(tmp_path) as em:
-        client = testing.grpc_client(em)
-        try:
-            message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
-            job = client.create_hyperparameter_tuning_job(
-                parent=testing.PARENT, hyperparameter_tuning_job=message
-            )
-            job = testing.wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=60)
-        finally:
-            client.transport.close()
+    job = run_study(tmp_path, "early-stop", TRAINER, {rule: {}})
     assert time.monotonic() - started < 60  # not the 120 s the poor trial would have run
     trials = {t.id: t for t in job.trials}
     assert [trials[i].state.name for i in ("1", "2", "3")] == ["SUCCEEDED"] * 3
@@ -127,26 +141,9 @@ for step in (1, 2, 3):
 @pytest.mark.slow
 @pytest.mark.parametrize("transport", ["grpc", "rest"])
 def test_convex_stopping_stops_a_poor_trial(tmp_path: Path, transport: str) -> None:
-    from google.cloud import aiplatform_v1
-
-    body = testing.tuning_job("convex", max_trials=3, parallel=1)
-    body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = [
-        sys.executable,
-        "-c",
-        CONVEX_TRAINER,
-    ]
-    body["studySpec"]["convexAutomatedStoppingSpec"] = {"minMeasurementCount": "1"}
-    message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
     started = time.monotonic()
-    with testing.running_emulator(tmp_path) as em:
-        client = testing.grpc_client(em) if transport == "grpc" else testing.rest_client(em)
-        try:
-            job = client.create_hyperparameter_tuning_job(
-                parent=testing.PARENT, hyperparameter_tuning_job=message
-            )
-            job = testing.wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=90)
-        finally:
-            client.transport.close()
+    stopping = {"convexAutomatedStoppingSpec": {"minMeasurementCount": "1"}}
+    job = run_study(tmp_path, "convex", CONVEX_TRAINER, stopping, transport=transport, timeout=90)
     assert time.monotonic() - started < 90  # not the 120 s the poor trial would have run
     trials = {t.id: t for t in job.trials}
     assert [trials[i].state.name for i in ("1", "2", "3")] == ["SUCCEEDED"] * 3
@@ -194,25 +191,8 @@ for step in (1, 2, 3):
 
 @pytest.mark.slow
 def test_median_rule_on_elapsed_duration(tmp_path: Path) -> None:
-    from google.cloud import aiplatform_v1
-
-    body = testing.tuning_job("early-stop-elapsed", max_trials=3, parallel=1)
-    body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = [
-        sys.executable,
-        "-c",
-        ELAPSED_TRAINER,
-    ]
-    body["studySpec"]["medianAutomatedStoppingSpec"] = {"useElapsedDuration": True}
-    with testing.running_emulator(tmp_path) as em:
-        client = testing.grpc_client(em)
-        try:
-            message = aiplatform_v1.HyperparameterTuningJob.from_json(json.dumps(body))
-            job = client.create_hyperparameter_tuning_job(
-                parent=testing.PARENT, hyperparameter_tuning_job=message
-            )
-            job = testing.wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=60)
-        finally:
-            client.transport.close()
+    stopping = {"medianAutomatedStoppingSpec": {"useElapsedDuration": True}}
+    job = run_study(tmp_path, "early-stop-elapsed", ELAPSED_TRAINER, stopping)
     trials = {t.id: t for t in job.trials}
     stopped = trials["3"]
     assert stopped.state.name == "SUCCEEDED"

@@ -8,17 +8,16 @@ each readable by Get), and nothing is written outside its state dir.
 
 from __future__ import annotations
 
-import http.client
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from probes import Http
 
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
@@ -32,39 +31,25 @@ SETTINGS = settings(
 )
 
 
-class Client:
+class Client(Http):
+    """The probes' raw HTTP client, keeping the name of every job an accepted Create returned."""
+
     def __init__(self, em: Emulator) -> None:
-        url = urlsplit(em.rest_endpoint)
-        self.host, self.port = url.hostname or "127.0.0.1", int(url.port or 80)
+        super().__init__(em)
         self.created: list[str] = []
 
     def request(
-        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 30,
     ) -> tuple[int, Any]:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
-        try:
-            conn.putrequest(method, path, skip_accept_encoding=True)
-            for key, value in (headers or {}).items():
-                conn.putheader(key, value)
-            if body is not None and "Content-Length" not in (headers or {}):
-                conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders(body)
-            resp = conn.getresponse()
-            raw = resp.read()
-        finally:
-            conn.close()
-        try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
-            data = raw.decode(errors="replace")
-        if (
-            resp.status == 200
-            and method == "POST"
-            and path.endswith("/customJobs")
-            and isinstance(data, dict)
-        ):
+        status, data = super().request(method, path, body, headers, timeout)
+        if status == 200 and method == "POST" and path.endswith("/customJobs") and isinstance(data, dict):
             self.created.append(str(data["name"]))
-        return resp.status, data
+        return status, data
 
 
 @pytest.fixture(scope="module")
