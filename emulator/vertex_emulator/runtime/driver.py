@@ -5,7 +5,8 @@ it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there
 ``provisioning_s`` in PENDING once its capacity is granted, as Vertex AI provisions VMs; a job over its GPU
 quota waits QUEUED, and one with no free GPUs in its region waits PENDING, then fails with the
 stockout -- a FLEX_START job waits up to its ``max_wait_duration`` instead -- capacity/ledger.py; a job
-whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py; a cancel
+whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py, and one
+that waits for GPUs gives its replica slots back meanwhile; a cancel
 still ends any wait: admission.py), reads cancel and close requests from its event queue and writes the job's
 terminal state.
 The driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
@@ -145,10 +146,11 @@ class JobDriver(Admission, threading.Thread):
                 return None
         if not self.wait_for_quota(job):
             return None
-        if not self.wait_for_room(self.replicas_needed(job)):
+        slots = self.replicas_needed(job)
+        if not self.wait_for_room(slots):
             return None
         self.set_state("JOB_STATE_PENDING")
-        if not self.wait_for_gpus(job):
+        if not self.wait_for_gpus(job, slots):
             return None
         if self.wait_phase(pending_s):
             return None
