@@ -81,8 +81,9 @@ def test_a_full_disk_answers_unavailable_and_the_job_settles_once_it_has_room(
         record(
             "full_disk",
             "the state directory's disk full (SQLite's max_page_count reached) while a job runs and ends",
-            f"Create: {answer(status, data)} 'disk full' naming the state directory (was 500); the job "
-            "settled FAILED once the disk had room (was RUNNING until a restart)",
+            f"Create: {answer(status, data)} 'disk full' naming the state directory (was 500 INTERNAL); the "
+            "job stayed RUNNING while full and settled with its replica's failure once the disk had room "
+            "(was: that write lost, an internal error written instead, or RUNNING until a restart)",
         )
         assert (status, data["error"]["status"]) == (503, "UNAVAILABLE"), data
         assert "disk full" in data["error"]["message"] and state_dir in data["error"]["message"]
