@@ -62,6 +62,9 @@ PROBES = [
     ("huge_range", "a Range of 5,000 digits"),
     ("deep_storage_resource", "a Cloud Storage resource of 100,000 nested brackets"),
     ("nested_log_line", "log lines nested 100,000 deep, huge or planted (entries.list)"),
+    ("full_disk", "a full disk under the state directory"),
+    ("quota_admission_race", "50 concurrent Creates against a refusing quota"),
+    ("gpu_wait_slots", "a job waiting for GPUs, then a CPU-only job"),
 ]
 
 

@@ -81,6 +81,31 @@ class Ledger:
             wake_next()
         return []
 
+    def reserve(self, owner: str, needs: Mapping[Key, int]) -> list[Key]:
+        """Check and take ``needs`` for ``owner`` in one step (under the book's lock, so concurrent
+        callers cannot all pass the check): ``[]`` when taken, else the keys over their limit beside
+        what is held already. Never puts the owner in line; ``acquire`` grants at once what
+        ``reserve`` took."""
+        with self._lock:
+            short = []
+            for key, count in needs.items():
+                limit = self.limit_of(key)
+                if limit is not None and self._in_use(key) + count > limit:
+                    short.append(key)
+            if short:
+                return short
+            self._held[owner] = dict(needs)
+            for key in needs:
+                self._peak[key] = max(self._peak.get(key, 0), self._in_use(key))
+        return []
+
+    def rename(self, owner: str, new: str) -> None:
+        """What ``owner`` holds is ``new``'s from now on (a reservation made before a job had a name)."""
+        with self._lock:
+            held = self._held.pop(owner, None)
+            if held is not None:
+                self._held[new] = held
+
     def release(self, owner: str) -> None:
         """Free what ``owner`` holds and take it out of line."""
         with self._lock:
@@ -171,17 +196,28 @@ class GpuCapacity:
 
     def create_problem(self, region: str, gpus: Mapping[str, int], how: Provisioning) -> str | None:
         """The RESOURCE_EXHAUSTED text for a Create whose job exceeds a quota limit by itself (or, with
-        ``over_quota = "refuse"``, beside the jobs running), else None."""
+        ``over_quota = "refuse"``, beside the jobs running), else None. Takes nothing: a Create that
+        will run the job admits it with ``admit``."""
+        return self.admit(region, gpus, how, None)
+
+    def admit(self, region: str, gpus: Mapping[str, int], how: Provisioning, owner: str | None) -> str | None:
+        """``create_problem``, and with ``over_quota = "refuse"`` the job's quota taken for ``owner`` (when
+        given) in the same step as the check: of many concurrent Creates, exactly those that fit are
+        admitted (the quota book's lock holds the check and the reservation together). The reservation
+        is the job's own from then on (``Ledger.rename`` to its name; its driver frees it as it ends)."""
         with self.settings.lock:
             refuse = self.settings.over_quota == "refuse"
-        over = []
-        for key, count in self.quota_needs(region, gpus, how).items():
-            limit = self._quota_limit(key)
-            if limit is None:
-                continue
-            if count > limit or (refuse and self.quota.in_use(key) + count > limit):
-                over.append(self.metric(key))
-        return quota_message(over) if over else None
+        needs = self.quota_needs(region, gpus, how)
+        if owner is not None and refuse:
+            over = self.quota.reserve(owner, needs)
+        else:  # a check only: the job waits in line for its quota when it runs (``over_quota = "queue"``)
+            over = [
+                key
+                for key, count in needs.items()
+                if (limit := self._quota_limit(key)) is not None
+                and (count > limit or (refuse and self.quota.in_use(key) + count > limit))
+            ]
+        return quota_message([self.metric(key) for key in over]) if over else None
 
     def changed(self) -> None:
         """The settings changed: jobs waiting for quota or capacity try again."""

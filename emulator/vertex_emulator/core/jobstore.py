@@ -5,27 +5,36 @@ RFC 3339 timestamps ending in ``Z``) -- exactly what ``CustomJob.to_json`` produ
 ``CustomJob.from_json`` takes -- so protos only appear at the API edges. The database lives at
 ``<state_dir>/jobs.sqlite3`` and survives restarts. One connection is shared by every thread and
 guarded by a lock; each write is its own transaction.
+
+A write the disk has no room for (SQLite's ``SQLITE_FULL``, "database or disk is full", or ``ENOSPC``
+from what the write does beside the database) raises ``ApiError("UNAVAILABLE", "disk full: ...")``
+naming the state directory, so every API surface answers 503 / gRPC UNAVAILABLE, never 500; the job is
+left as it was (the transaction is rolled back) and the write can be tried again (the runner retries
+its own: runtime/driver.py, ``JobDriver.persist``).
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
+import errno
 import json
 import logging
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from vertex_emulator.core import jobstore_repair
+from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JOB_KINDS, TERMINAL_STATES, JobKind
 from vertex_emulator.core.timefmt import format_rfc3339, now_rfc3339, parse_rfc3339
 
-__all__ = ["JobStore"]
+__all__ = ["JobStore", "disk_full_error"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +51,25 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_parent ON jobs (kind, parent, seq);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
 """
+
+
+#: SQLite's result code for "database or disk is full" (``sqlite3.SQLITE_FULL`` from Python 3.11)
+_SQLITE_FULL = 13
+
+
+def _is_full(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full_error(state_dir: Path, exc: BaseException) -> ApiError:
+    """The UNAVAILABLE every surface answers while the state directory's disk is full."""
+    return ApiError(
+        "UNAVAILABLE",
+        f"disk full: the emulator cannot write its state directory {state_dir} ({exc}); free space on "
+        "that disk and retry (jobs already running settle once it has room)",
+    )
 
 
 def _after(previous: str) -> str:
@@ -84,6 +112,16 @@ class JobStore:
             self.damage.append(f"job {name}: {reason}; moved to the quarantined_jobs table")
         _log.warning("job %s quarantined: %s", name, reason)
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write: a full disk raises ``disk_full_error`` (UNAVAILABLE) instead of SQLite's error."""
+        try:
+            yield
+        except (sqlite3.OperationalError, OSError) as exc:
+            if _is_full(exc):
+                raise disk_full_error(self.path.parent, exc) from exc
+            raise
+
     # -- writes -------------------------------------------------------------------------------
 
     def insert(self, kind: JobKind, parent: str, job: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +130,7 @@ class JobStore:
             raise ValueError(f"kind must be one of {', '.join(JOB_KINDS)} (got {kind!r})")
         body = copy.deepcopy(job)
         body["state"] = "JOB_STATE_QUEUED"
-        with self._lock:
+        with self._lock, self._writing():
             # Stamped under the lock: a job visible to List never has an older createTime than one
             # that is not visible yet (concurrent Creates converge on the oldest job; see the hook).
             stamp = now_rfc3339()
@@ -119,7 +157,7 @@ class JobStore:
 
         Raises KeyError when there is no such job. ``name`` cannot be changed.
         """
-        with self._lock:
+        with self._lock, self._writing():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 body = self._get_locked(name)
@@ -133,7 +171,8 @@ class JobStore:
                     (state, json.dumps(body, sort_keys=True), name),
                 )
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLITE_FULL may have rolled it back already
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
             self._parsed[name] = body
@@ -141,7 +180,7 @@ class JobStore:
 
     def delete(self, name: str) -> None:
         """Remove a job. Raises KeyError when there is no such job."""
-        with self._lock:
+        with self._lock, self._writing():
             self._parsed.pop(name, None)
             cur = self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
             if cur.rowcount == 0:

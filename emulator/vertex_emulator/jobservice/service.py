@@ -243,17 +243,15 @@ class JobService:
             problem = self.ceilings.ceiling_problem(info.kind, message_replicas(info.kind, message))
             if problem is not None:
                 raise ApiError("RESOURCE_EXHAUSTED", problem)
-        if self.gpus is not None:
-            # GPUs over a quota: the service's RESOURCE_EXHAUSTED naming the metric (capacity/gpus.py)
-            spec = body.get("jobSpec" if info.kind == "customJobs" else "trialJobSpec") or {}
-            over = self.gpus.create_problem(request.parent.split("/")[3], spec_gpus(spec), provisioning(spec))
-            if over is not None:
-                raise ApiError("RESOURCE_EXHAUSTED", over)
+        ticket = self._admit(info.kind, request.parent, body)
         try:
-            check_request_uris(body)  # every gs:// URI maps inside --gcs-root, or the Create fails
-        except ValueError as exc:
-            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
-        stored = self.store.insert(info.kind, request.parent, body)
+            stored = self._store_new(info.kind, request.parent, body)
+        except BaseException:
+            if self.gpus is not None and ticket is not None:
+                self.gpus.quota.release(ticket)  # not stored: the quota it took is free again
+            raise
+        if self.gpus is not None and ticket is not None:
+            self.gpus.quota.rename(ticket, stored["name"])  # its driver frees it as it ends
         unapplied = unapplied_fields(info.kind, message)
         if unapplied:
             _log.info(
@@ -266,6 +264,28 @@ class JobService:
         # The job as created, as the service answers a Create (QUEUED); its driver, already started,
         # may move it on before this answer is sent: a Get shows that, the Create's answer does not.
         return self._proto(info.kind, stored)
+
+    def _admit(self, kind: JobKind, parent: str, body: dict[str, Any]) -> str | None:
+        """Refuse GPUs over a quota with the service's RESOURCE_EXHAUSTED naming the metric
+        (capacity/gpus.py). With over_quota "refuse", a CustomJob's quota is checked and taken in one
+        step (``GpuCapacity.admit``), so of concurrent Creates exactly those that fit pass: taken under
+        the ticket returned (None: nothing taken) until the job has a name."""
+        if self.gpus is None:
+            return None
+        ticket = f"create:{secrets.token_hex(8)}" if kind == "customJobs" else None
+        spec = body.get("jobSpec" if kind == "customJobs" else "trialJobSpec") or {}
+        over = self.gpus.admit(parent.split("/")[3], spec_gpus(spec), provisioning(spec), ticket)
+        if over is not None:
+            raise ApiError("RESOURCE_EXHAUSTED", over)
+        return ticket
+
+    def _store_new(self, kind: JobKind, parent: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Store a new job QUEUED, once its ``gs://`` URIs are checked (each maps inside --gcs-root)."""
+        try:
+            check_request_uris(body)
+        except ValueError as exc:
+            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+        return self.store.insert(kind, parent, body)
 
     def _get(self, info: MethodInfo, request: Any) -> Any:
         return self._proto(info.kind, self._load(info, request.name))

@@ -9,7 +9,9 @@ thread before the job starts:
   come, first served, capacity/host.py): a job that can never fit fails (code 8);
 - PENDING, for free GPUs in its region (``wait_for_gpus``): a STANDARD or SPOT job waits at most
   ``Capacity.stockout_after_s`` and then fails with the stockout (code 8); a FLEX_START job waits up
-  to its ``max_wait_duration``.
+  to its ``max_wait_duration``. A job that has to wait for GPUs gives its replica slots back for the
+  wait (a job waiting for accelerators holds no host slots: CPU-only jobs start meanwhile) and takes
+  them again, PENDING, once its GPUs are granted.
 
 A cancel or close ends any wait. What the job holds is freed as its driver's thread ends
 (``release_resources``).
@@ -139,10 +141,13 @@ class Admission:
 
         return self._wait_in_line(books.quota, needs, tell) is True
 
-    def wait_for_gpus(self, job: dict[str, Any]) -> bool:
+    def wait_for_gpus(self, job: dict[str, Any], slots: int = 0) -> bool:
         """Wait PENDING until the region has free GPUs for the job. A STANDARD or SPOT job waits at most
         ``Capacity.stockout_after_s``, then fails with the stockout (code 8); a FLEX_START job waits up
-        to its ``max_wait_duration`` (0: for ever), then fails. False when the job cannot start."""
+        to its ``max_wait_duration`` (0: for ever), then fails. False when the job cannot start.
+
+        The job's ``slots`` replica slots (taken by ``wait_for_room``) are given back when it has to
+        wait, and taken again, PENDING, once its GPUs are granted."""
         region, gpus, how, spec = self._gpu_request(job)
         if not gpus:
             return True
@@ -166,13 +171,19 @@ class Admission:
                 kind = "Spot " if how == "spot" else ""
                 why = f"No free {kind}capacity in {region} for {wanted}; the job fails if none frees up."
             self.on_waiting(why, "PENDING")
+            if slots > 0:
+                waited.append(True)
+                self.release_room()  # waiting for accelerators holds no host slots
 
+        waited: list[bool] = []
         granted = self._wait_in_line(books.stock, needs, tell, deadline)
         if granted is None:
             if how == "flex_start":
                 self.finish("JOB_STATE_FAILED", STOCKOUT_CODE, flex_start_message(region, wait_s or 0.0))
             else:
                 self.finish("JOB_STATE_FAILED", STOCKOUT_CODE, stockout_message(region))
+        if granted is True and waited:
+            return self.wait_for_room(slots, "PENDING")
         return granted is True
 
     def release_resources(self) -> None:
@@ -181,8 +192,8 @@ class Admission:
         self.host.gpus.quota.release(self.job_name)
         self.host.gpus.stock.release(self.job_name)
 
-    def wait_for_room(self, count: int) -> bool:
-        """Wait, in the job's current state (QUEUED for a new job), until ``count`` replica slots are
+    def wait_for_room(self, count: int, state: str = "QUEUED") -> bool:
+        """Wait, in the job's current ``state`` (QUEUED for a new job), until ``count`` replica slots are
         free under the host's ceiling (capacity.Room; first come, first served); False when a cancel or
         close ended the wait, or the job can never fit (it is then FAILED, code 8 RESOURCE_EXHAUSTED).
         The slots are freed when the driver's thread ends (``release_room``)."""
@@ -204,7 +215,8 @@ class Admission:
                     f"Waiting for room to run {count} replicas: this emulator runs at most "
                     f"{room.ceiling} replicas at once (--max-replica-processes); {snapshot['running']} are "
                     f"running and {ahead} {'job waits' if ahead == 1 else 'jobs wait'} ahead of this one. It "
-                    "starts when running jobs end."
+                    "starts when running jobs end.",
+                    state,
                 )
             if self.handle_control(self.events.get()):
                 return False

@@ -5,9 +5,15 @@ it through QUEUED and PENDING (``Faults.queued_s`` / ``pending_s`` hold it there
 ``provisioning_s`` in PENDING once its capacity is granted, as Vertex AI provisions VMs; a job over its GPU
 quota waits QUEUED, and one with no free GPUs in its region waits PENDING, then fails with the
 stockout -- a FLEX_START job waits up to its ``max_wait_duration`` instead -- capacity/ledger.py; a job
-whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py; a cancel
+whose replicas do not fit the room left under the host's ceiling waits QUEUED, capacity/host.py, and one
+that waits for GPUs gives its replica slots back meanwhile; a cancel
 still ends any wait: admission.py), reads cancel and close requests from its event queue and writes the job's
 terminal state.
+Every state write of the driver (``persist``: its states, a terminal state above all) is retried
+when the store cannot write (a full disk answers ``UNAVAILABLE``, core/jobstore.py), with a backoff
+capped at ``WRITE_RETRY_MAX_S``, until it is written, the job is gone or the emulator closes (a
+restart settles the job then): a job whose write failed settles once the disk has room again.
+
 The driver knows the runner only through ``DriverHost``, so no driver module imports the runner.
 
 The thread rule: a replica's supervisor asks for the parent-death signal (``PR_SET_PDEATHSIG``,
@@ -22,20 +28,35 @@ from __future__ import annotations
 
 import logging
 import queue
+import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from vertex_emulator.core.config import EmulatorConfig
+from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime.admission import Admission, CapacityHost
 
-__all__ = ["DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
+__all__ = ["WRITE_RETRY_MAX_S", "DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+#: the longest pause between two tries of a state write that failed (the first is 50 ms, then doubled)
+WRITE_RETRY_MAX_S = 2.0
+
+
+def _retryable(exc: BaseException) -> bool:
+    """A state write that may succeed later: the store unavailable (a full disk), SQLite or the OS failing."""
+    if isinstance(exc, ApiError):
+        return exc.status == "UNAVAILABLE"
+    return isinstance(exc, (sqlite3.OperationalError, OSError))
 
 
 def job_id_of(name: str) -> str:
@@ -102,6 +123,8 @@ class JobDriver(Admission, threading.Thread):
         self.done = threading.Event()
         #: set with every cancel/close request, for work that cannot read the event queue (pip)
         self.stop_requested = threading.Event()
+        #: set by a close request: a state write that keeps failing stops being retried
+        self.close_requested = threading.Event()
 
     # -- requests from other threads ----------------------------------------------------------
 
@@ -112,6 +135,30 @@ class JobDriver(Admission, threading.Thread):
     def request_close(self) -> None:
         self.events.put(("close",))
         self.stop_requested.set()
+        self.close_requested.set()
+
+    # -- state writes ---------------------------------------------------------------------------
+
+    def persist(self, write: Callable[[], _T]) -> _T:
+        """``write()`` (a store write), tried again with backoff while the store cannot write (a full
+        disk); KeyError and other errors pass through. A close request ends the retries: the write's
+        last error is raised then (the restart settles the job)."""
+        pause = 0.05
+        warned = False
+        while True:
+            try:
+                return write()
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise
+                if not warned:
+                    warned = True
+                    log.warning(
+                        "%s %s: a state write failed, retrying: %s", self.kind_label, self.job_name, exc
+                    )
+                if self.close_requested.wait(pause):
+                    raise
+                pause = min(pause * 2, WRITE_RETRY_MAX_S)
 
     # -- helpers for subclasses ---------------------------------------------------------------
 
@@ -145,10 +192,11 @@ class JobDriver(Admission, threading.Thread):
                 return None
         if not self.wait_for_quota(job):
             return None
-        if not self.wait_for_room(self.replicas_needed(job)):
+        slots = self.replicas_needed(job)
+        if not self.wait_for_room(slots):
             return None
         self.set_state("JOB_STATE_PENDING")
-        if not self.wait_for_gpus(job):
+        if not self.wait_for_gpus(job, slots):
             return None
         if self.wait_phase(pending_s):
             return None
@@ -190,6 +238,8 @@ class JobDriver(Admission, threading.Thread):
         """The job entered ``state`` (``reason``: a failed job's error message); subclasses log it."""
 
     def set_state(self, state: str, **fields: Any) -> dict[str, Any] | None:
+        said: list[str] = []
+
         def apply(job: dict[str, Any]) -> None:
             if job.get("state") in TERMINAL_STATES:
                 return
@@ -198,11 +248,14 @@ class JobDriver(Admission, threading.Thread):
             job["state"] = state
             job.update(fields)
             # the state's service lines are written before the state can be read: a client that sees
-            # the state finds its lines (Logging shows them no later than JobService shows the state)
-            self.on_state(state, None)
+            # the state finds its lines (Logging shows them no later than JobService shows the state);
+            # once, however many tries the write takes
+            if not said:
+                self.on_state(state, None)
+                said.append(state)
 
         try:
-            return self.store.update(self.job_name, apply)
+            return self.persist(lambda: self.store.update(self.job_name, apply))
         except KeyError:
             return None
 
@@ -226,15 +279,23 @@ class JobDriver(Admission, threading.Thread):
                     job.pop("error", None)
             job["endTime"] = now_rfc3339()
             ended = str(job["state"])
-            self.on_state(ended, message if ended == state else None)  # before the state is readable
-            logged.append(ended)
+            if ended not in logged:  # once, however many tries the write takes
+                self.on_state(ended, message if ended == state else None)  # before the state is readable
+                logged.append(ended)
 
         logged: list[str] = []
         try:
-            final = self.store.update(self.job_name, apply)
+            final = self.persist(lambda: self.store.update(self.job_name, apply))
             self.final_state = str(final.get("state"))
         except KeyError:
             self.final_state = state
+        except Exception as exc:
+            if not (self.close_requested.is_set() and _retryable(exc)):
+                raise
+            log.warning(
+                "%s %s: not settled before the emulator closed (%s)", self.kind_label, self.job_name, exc
+            )
+            return  # the state directory could not be written: the next start settles the job
         detail = f": {message}" if message else ""
         log.info("%s %s ended %s%s", self.kind_label, self.job_name, self.final_state, detail)
         if not logged:  # the job had ended already, or is gone: its lines as before

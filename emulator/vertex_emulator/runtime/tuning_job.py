@@ -228,7 +228,7 @@ class TuningRun(JobDriver):
         if job.get("encryptionSpec"):
             body["encryptionSpec"] = job["encryptionSpec"]
         parent = self.job_name.split("/hyperparameterTuningJobs/")[0]
-        custom = self.store.insert("customJobs", parent, body)
+        custom = self.persist(lambda: self.store.insert("customJobs", parent, body))
         self.trial_started[trial_id] = time.time()
         trial = {
             "id": trial_id,
@@ -241,7 +241,7 @@ class TuningRun(JobDriver):
         def add(j: dict[str, Any]) -> None:
             j.setdefault("trials", []).append(trial)
 
-        self.store.update(self.job_name, add)
+        self.persist(lambda: self.store.update(self.job_name, add))
         run = CustomJobRun(
             self.host,
             custom["name"],
@@ -348,7 +348,7 @@ class TuningRun(JobDriver):
                     trial.update(fields)
 
         try:
-            self.store.update(self.job_name, apply)
+            self.persist(lambda: self.store.update(self.job_name, apply))
         except KeyError:
             pass
 
