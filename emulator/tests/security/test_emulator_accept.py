@@ -293,6 +293,21 @@ def test_the_emulator_serves_ipv6_loopback(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+def test_the_caller_check_holds_over_ipv6(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from google.api_core import exceptions
+
+    with testing.running_emulator(tmp_path, host="::1", faults=Faults(queued_s=3600)) as em:
+        grpc_client, rest_client = testing.grpc_client(em), testing.rest_client(em)
+        for client in (grpc_client, rest_client):
+            client.list_custom_jobs(parent=testing.PARENT)  # its own user, over tcp6: served
+        monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)  # now another account's
+        with pytest.raises(exceptions.PermissionDenied, match="only the local user that runs it"):
+            grpc_client.list_custom_jobs(parent=testing.PARENT)
+        with pytest.raises(exceptions.Forbidden):
+            rest_client.list_custom_jobs(parent=testing.PARENT)
+
+
 def _anonymous() -> object:
     from google.auth.credentials import AnonymousCredentials
 
