@@ -11,14 +11,16 @@ Bad bytes are the caller's error: a request over ``MAX_MESSAGE_BYTES``, or one t
 parser refuses (including nesting past protobuf's recursion limit), is INVALID_ARGUMENT, never
 INTERNAL (which clients retry as transient). With an access token, every call must carry
 ``authorization: Bearer <token>`` metadata, or it is UNAUTHENTICATED; without one, a call from another
-local account than the emulator's is PERMISSION_DENIED, whichever service it is for (server/callers.py).
+local account than the emulator's, or from one whose caller could not be identified when its connection
+was accepted, is PERMISSION_DENIED, whichever service it is for (server/callers.py). The TCP port is
+``AcceptProxy``'s (server/acceptproxy.py): it identifies each connection's caller at accept and
+carries the connection to the gRPC server on a private Unix socket.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-import socket
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
@@ -28,6 +30,7 @@ import grpc
 from vertex_emulator.jobservice.methods import METHODS, ApiError, MethodInfo
 from vertex_emulator.jobservice.service import JobService
 from vertex_emulator.server import callers
+from vertex_emulator.server.acceptproxy import AcceptProxy
 
 __all__ = ["MAX_MESSAGE_BYTES", "SERVICE_NAME", "GrpcServer"]
 
@@ -124,10 +127,11 @@ class _TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
 
 class _PeerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Without a token: refuses a call from another local account, whichever service it is for."""
+    """Without a token: refuses a call whose connection was not identified, when it was accepted, as
+    the emulator's own user's (server/acceptproxy.py), whichever service it is for."""
 
-    def __init__(self, host: str) -> None:
-        self.host, self.port = host, 0  # the port: set once bound
+    def __init__(self, proxy: AcceptProxy) -> None:
+        self._proxy = proxy
 
     def intercept_service(
         self, continuation: Callable[[Any], Any], handler_call_details: grpc.HandlerCallDetails
@@ -141,7 +145,7 @@ class _PeerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
                 return None
 
             def call(request: Any, context: grpc.ServicerContext) -> Any:
-                if not callers.grpc_caller_allowed(context.peer(), self.port, self.host):
+                if not callers.caller_allowed(self._proxy.uid_of(context.peer())):
                     context.abort(grpc.StatusCode.PERMISSION_DENIED, callers.PEER_REFUSAL)
                 return behavior(request, context)
 
@@ -174,20 +178,10 @@ class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
         return handler
 
 
-def _bind_failure(host: str, port: int) -> OSError:
-    """Why gRPC could not bind ``host:port`` (it does not say): the error a plain bind gets."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            return OSError(exc.errno, exc.strerror or str(exc))
-    return OSError(errno.EADDRINUSE, "gRPC could not bind it (a plain bind can)")
-
-
 class GrpcServer:
-    """Serves ``service`` on ``host:port`` (port 0 picks a free one; see ``port``); an OSError
-    saying why when the address cannot be bound, never a shared port (``grpc.so_reuseport`` 0)."""
+    """Serves ``service`` on ``host:port`` (port 0 picks a free one; see ``port``; an IPv6 address
+    such as ``::1`` too); an OSError saying why when the address cannot be bound, never a shared
+    port."""
 
     def __init__(
         self,
@@ -201,35 +195,37 @@ class GrpcServer:
         max_concurrent_rpcs: int = 64,
         idle_timeout_s: float = 60.0,
     ):
-        self.host = host
-        peers = _PeerInterceptor(host)
+        self.host = host = host.strip("[]")
+        # the TCP port: its connections' callers identified at accept, then carried to gRPC's
+        # private Unix socket (an OSError when host:port cannot be bound)
+        self._proxy = AcceptProxy(host, port)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
             options=[
                 ("grpc.max_receive_message_length", _TRANSPORT_MAX_BYTES),
-                # gRPC sets SO_REUSEPORT by default on Linux: a second emulator given the same port
-                # would then share it with the first (each call going to either) instead of failing
+                # gRPC sets SO_REUSEPORT by default on Linux (no matter for a Unix socket; kept off)
                 ("grpc.so_reuseport", 0),
                 # a connection with no call for this long is closed (idle sockets hold no thread here,
-                # but they hold memory and a descriptor)
+                # but they hold memory and a descriptor); the proxy then closes its TCP side
                 ("grpc.max_connection_idle_ms", int(idle_timeout_s * 1000)),
             ],
             # calls beyond the workers wait in a bounded queue; past it, RESOURCE_EXHAUSTED
             maximum_concurrent_rpcs=max_concurrent_rpcs,
             # the token, else the caller's account, guards every service served here (extra_handlers
             # too, e.g. the Logging API)
-            interceptors=[_TokenInterceptor(auth_token) if auth_token is not None else peers],
+            interceptors=[
+                _TokenInterceptor(auth_token) if auth_token is not None else _PeerInterceptor(self._proxy)
+            ],
         )
         self._server.add_generic_rpc_handlers((_Handler(service, auth_token), *extra_handlers))
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
-            bound = self._server.add_insecure_port(address)
+            bound = self._server.add_insecure_port(f"unix:{self._proxy.backend}")
         except RuntimeError:  # recent grpcio raises; older ones return 0
             bound = 0
         if bound == 0:
-            raise _bind_failure(host, port)
-        self.port: int = bound
-        peers.port = bound
+            self._proxy.stop()
+            raise OSError(errno.EADDRNOTAVAIL, "gRPC could not listen on its private Unix socket")
+        self.port: int = self._proxy.port
 
     @property
     def target(self) -> str:
@@ -238,6 +234,10 @@ class GrpcServer:
 
     def start(self) -> None:
         self._server.start()
+        self._proxy.start()
 
     def stop(self, grace: float | None = 1.0) -> None:
-        self._server.stop(grace).wait()
+        try:
+            self._server.stop(grace).wait()
+        finally:
+            self._proxy.stop()

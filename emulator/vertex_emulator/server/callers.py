@@ -11,9 +11,14 @@ socket with mode 0600 would, and serves only its own user:
   milliseconds, used only when netlink is not available). A loopback connection has both ends on
   this machine, so the caller's end -- the socket whose local address is the connection's peer
   address and whose remote address is the one served -- is there, with its uid. ``peer_uid`` finds
-  it; the emulator serves a connection whose uid is its own effective uid and refuses every other
-  (PERMISSION_DENIED / 403), including one whose end it cannot find (a caller in another network
-  namespace behind a port forward, say).
+  it, and takes only that very socket (its four addresses, not a listener the kernel's lookup falls
+  back to) while a process still holds it: a socket its process closed (orphaned) and one in
+  TIME_WAIT read as uid 0 and identify no one. ``identify`` asks once per connection, when it is
+  accepted and before a byte is read (server/httpserve.py, server/acceptproxy.py for gRPC), so a
+  caller cannot close its end before the question; the emulator serves a connection whose uid is its
+  own effective uid and refuses every other (PERMISSION_DENIED / 403), including one it could not
+  identify (gone before it was accepted; a caller in another network namespace behind a port
+  forward, say).
 - With an access token (``--auth-token``; required for a non-loopback ``--host``), the JobService
   (gRPC, REST), the Logging API and the pages accept only calls that carry it, from any user or
   machine, as before. Cloud Storage (loopback only) accepts the token *or* the emulator's own user:
@@ -42,16 +47,15 @@ import socket
 import struct
 import sys
 from http.server import BaseHTTPRequestHandler
-from urllib.parse import unquote
+from typing import Protocol
 
 __all__ = [
     "CAN_CHECK_PEERS",
     "PEER_REFUSAL",
     "bearer_matches",
-    "grpc_caller_allowed",
-    "grpc_peer",
+    "caller_allowed",
     "http_caller_allowed",
-    "peer_allowed",
+    "identify",
     "peer_uid",
     "warn_if_unchecked",
 ]
@@ -61,7 +65,8 @@ _TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 CAN_CHECK_PEERS = os.path.exists(_TABLES[0])
 PEER_REFUSAL = (
     "this emulator serves only the local user that runs it (or a caller with its --auth-token): "
-    "the connection comes from another account"
+    "the connection comes from another account, or its owner could not be told when it was accepted "
+    "(the caller had closed it already)"
 )
 _log = logging.getLogger(__name__)
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -70,6 +75,9 @@ _SOCK_DIAG_BY_FAMILY = 20
 _NLMSG_ERROR = 2
 #: whether sock_diag answered (set to False the first time it cannot be used)
 _diag_works = hasattr(socket, "AF_NETLINK")
+#: TCP states (include/net/tcp_states.h) of a caller's end that its process may still hold:
+#: ESTABLISHED, FIN_WAIT1 and FIN_WAIT2 (it shut down its sending side, and still reads)
+_HELD_STATES = frozenset({1, 4, 5})
 
 
 def _words(packed: bytes) -> str:
@@ -111,7 +119,30 @@ def _diag_uid(src: IPAddress, sport: int, dst: IPAddress, dport: int) -> int | N
     if struct.unpack_from("=H", data, 4)[0] != _SOCK_DIAG_BY_FAMILY:
         return None
     # struct inet_diag_msg {family, state, timer, retrans; id (48 bytes); expires, rqueue, wqueue, uid, inode}
-    return int(struct.unpack_from("=I", data, 16 + 4 + 48 + 12)[0])
+    state = data[17]
+    sockid = data[20:56]  # sport, dport (network order), src, dst (16 bytes each)
+    uid, inode = struct.unpack_from("=II", data, 16 + 4 + 48 + 12)
+    if sockid not in _sockids(src, sport, dst, dport):
+        return None  # another socket than the one asked for (a listener the kernel fell back to)
+    return _owned(state, uid, inode)
+
+
+def _sockids(src: IPAddress, sport: int, dst: IPAddress, dport: int) -> tuple[bytes, ...]:
+    """``inet_diag_sockid``'s ports and addresses as the kernel answers for this connection: an IPv4
+    one may be an IPv6 socket's (a dual-stack client), named by IPv4-mapped addresses."""
+    ports = struct.pack("!HH", sport, dport)
+    plain = ports + src.packed.ljust(16, b"\0") + dst.packed.ljust(16, b"\0")
+    if src.version == 6:
+        return (plain,)
+    mapped = b"\0" * 10 + b"\xff\xff"
+    return plain, ports + mapped + src.packed + mapped + dst.packed
+
+
+def _owned(state: int, uid: int, inode: int) -> int | None:
+    """The uid of a caller's socket that a process still holds open, else None: a socket its process
+    closed (orphaned: inode 0, and the kernel reports uid 0 for it) or in TIME_WAIT has no owner
+    left, and must not read as root."""
+    return int(uid) if state in _HELD_STATES and inode != 0 else None
 
 
 def _proc_uid(peer: IPAddress, peer_port: int, served_port: int) -> int | None:
@@ -129,10 +160,10 @@ def _proc_uid(peer: IPAddress, peer_port: int, served_port: int) -> int | None:
             start = data.rfind(b"\n", 0, at) + 1
             end = data.find(b"\n", at)
             fields = data[start : end if end >= 0 else len(data)].split()
-            # sl local_address rem_address st tx:rx tr:tm retrnsmt uid ... (proc(5))
-            if len(fields) > 7 and fields[1] == needle.strip() and fields[2].endswith(remote_port):
+            # sl local_address rem_address st tx:rx tr:tm retrnsmt uid timeout inode (proc(5))
+            if len(fields) > 9 and fields[1] == needle.strip() and fields[2].endswith(remote_port):
                 try:
-                    return int(fields[7])
+                    return _owned(int(fields[3], 16), int(fields[7]), int(fields[9]))
                 except ValueError:
                     return None
             at = data.find(needle, at + 1)
@@ -172,23 +203,27 @@ def _ip(host: str) -> IPAddress:
     return ip
 
 
-def peer_allowed(peer_host: str, peer_port: int, served_port: int, served_host: str | None = None) -> bool:
-    """True when the caller is this process's own user (or the machine cannot tell: not Linux)."""
+def identify(sock: socket.socket) -> int | None:
+    """Who called: the uid owning the other end of the accepted connection ``sock``, looked up once,
+    when it is accepted and before a byte is read from it (the caller's end is then open, owned by the
+    process that connected). None when it cannot be told: the caller closed it already, it is in
+    TIME_WAIT, the lookup fails, or it is not a loopback connection of this network namespace."""
+    try:
+        peer, served = sock.getpeername(), sock.getsockname()
+    except OSError:
+        return None
+    if not isinstance(peer, tuple) or not isinstance(served, tuple):
+        return None  # not TCP (a Unix socket: not served by the emulator's listeners)
+    return peer_uid(str(peer[0]), int(peer[1]), int(served[1]), str(served[0]))
+
+
+def caller_allowed(uid: int | None) -> bool:
+    """Whether a connection identified as ``uid`` at accept (``identify``) is this process's own
+    user's; one that could not be identified is refused. Where the machine cannot tell (not Linux),
+    every caller is."""
     if not CAN_CHECK_PEERS:
         return True
-    return peer_uid(peer_host, peer_port, served_port, served_host) == os.geteuid()
-
-
-def grpc_peer(peer: str) -> tuple[str, int] | None:
-    """``(host, port)`` of a gRPC peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
-    kind, _, rest = unquote(peer).partition(":")
-    if kind not in ("ipv4", "ipv6"):
-        return None
-    host, _, port = rest.rpartition(":")
-    try:
-        return host.strip("[]"), int(port)
-    except ValueError:
-        return None
+    return uid is not None and uid == os.geteuid()
 
 
 def warn_if_unchecked(auth_token: str | None) -> None:
@@ -200,27 +235,17 @@ def warn_if_unchecked(auth_token: str | None) -> None:
         )
 
 
-def grpc_caller_allowed(peer: str, served_port: int, served_host: str | None = None) -> bool:
-    """Whether a gRPC call from ``peer`` (``context.peer()``) to ``served_host:served_port`` (None: a
-    loopback address) is the emulator's user's."""
-    if not CAN_CHECK_PEERS:
-        return True
-    where = grpc_peer(peer)
-    return where is not None and peer_allowed(where[0], where[1], served_port, served_host)
+class _AcceptedCallers(Protocol):
+    def caller_uid(self, sock: socket.socket) -> int | None: ...
 
 
 def http_caller_allowed(handler: BaseHTTPRequestHandler, auth_token: str | None = None) -> bool:
-    """Whether an HTTP request carries ``auth_token`` (when given) or its connection is the emulator's
-    user's (checked once per connection: its two ends do not change)."""
+    """Whether an HTTP request carries ``auth_token`` (when given) or its connection was identified,
+    when its server accepted it, as the emulator's user's (``BoundedHTTPServer.caller_uid``)."""
     if auth_token is not None and bearer_matches(handler.headers.get("Authorization"), auth_token):
         return True
-    allowed: bool | None = getattr(handler, "_vertex_caller_allowed", None)
-    if allowed is None:
-        host, port = handler.client_address[:2]
-        served = handler.connection.getsockname()
-        allowed = peer_allowed(str(host), int(port), int(served[1]), str(served[0]))
-        setattr(handler, "_vertex_caller_allowed", allowed)  # noqa: B010 - a per-connection cache
-    return allowed
+    server: _AcceptedCallers = handler.server  # type: ignore[assignment]  # a BoundedHTTPServer
+    return caller_allowed(server.caller_uid(handler.connection))
 
 
 def bearer_matches(header: str | None, auth_token: str) -> bool:

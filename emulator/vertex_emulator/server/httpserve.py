@@ -14,6 +14,10 @@ for everyone. ``BoundedHTTPServer`` keeps the standard library's request handlin
   ``Deadlines.progress`` (``idle_timeout_s`` between two blocks: uploads of any size, at any steady
   pace).
 
+Each connection's caller is identified when it is accepted, before a byte of it is read
+(``callers.identify``), and keeps that identity (``caller_uid``) for its life. An IPv6 address
+(``::1``) is served on an IPv6 socket.
+
 A watchdog thread shuts down the socket of a connection past its deadline, so a blocked read returns
 at once, whatever the client sends. Handlers must call ``Deadlines.busy`` once their body is read.
 """
@@ -26,6 +30,8 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
+
+from vertex_emulator.server import callers
 
 __all__ = ["BoundedHTTPServer", "Ceilings", "Deadlines"]
 
@@ -60,10 +66,12 @@ _BUSY = (
 
 
 class _Conn:
-    __slots__ = ("deadline", "evictable", "since", "sock")
+    __slots__ = ("deadline", "evictable", "since", "sock", "uid")
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self.sock = sock
+        #: who called (``callers.identify``), looked up when accepted, before a byte was read
+        self.uid: int | None = None
         self.since = time.monotonic()
         self.deadline: float | None = deadline
         self.evictable = True
@@ -88,7 +96,10 @@ class BoundedHTTPServer(HTTPServer):
         #: connections refused (every slot busy) and evicted (idle or slow), for tests and stats.
         self.refused = 0
         self.evicted = 0
-        super().__init__(address, handler)
+        host = address[0].strip("[]")
+        # an IPv6 address (``::1``) needs an IPv6 socket: HTTPServer's default family is IPv4 only
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        super().__init__((host, *address[1:]), handler)
         self._watchdog = threading.Thread(target=self._watch, name="http-watchdog", daemon=True)
         self._watchdog.start()
 
@@ -122,6 +133,13 @@ class BoundedHTTPServer(HTTPServer):
 
     def _serve(self, sock: socket.socket, client_address: Any) -> None:
         try:
+            # who called, before a byte is read: a caller gone by then is not identified (and refused
+            # where the emulator's user is required), never read from a closed socket's leftovers
+            uid = callers.identify(sock)
+            with self._lock:
+                conn = self._conns.get(id(sock))
+                if conn is not None:
+                    conn.uid = uid
             self.finish_request(sock, client_address)
         except Exception:
             self.handle_error(sock, client_address)
@@ -163,6 +181,12 @@ class BoundedHTTPServer(HTTPServer):
             if evictable and not conn.evictable:
                 conn.since = now
             conn.evictable = evictable
+
+    def caller_uid(self, sock: socket.socket) -> int | None:
+        """The uid identified when ``sock`` was accepted (None: not identified, or no longer served)."""
+        with self._lock:
+            conn = self._conns.get(id(sock))
+            return None if conn is None else conn.uid
 
     def open_connections(self) -> int:
         with self._lock:
