@@ -60,6 +60,12 @@ The internals (Task SDK and core modules outside the public interface), each the
   (``context["ti"]``), which a trigger does not have; its implementation is a static method of the
   internal ``RuntimeTaskInstance`` (``airflow.sdk.execution_time.task_runner``), called here as the
   Kubernetes provider's pod trigger calls it, off the event loop, through the same channel.
+- **The DAGs a DAG file defines** (``dags_in_file``, for ``airflow-vertex-dist render``): the DAG
+  processor's own ``DagBag`` (re-exported by ``airflow.models`` from ``airflow.models.dagbag`` on 3.1 and
+  ``airflow.dag_processing.dagbag`` on 3.2 and 3.3), so that render finds what Airflow finds: the
+  module's DAG globals and the DAGs ``with DAG(...)`` and a called ``@dag`` function register
+  themselves (the Task SDK's ``DagContext``), with Airflow's import errors. The Task SDK has no public
+  "load this DAG file".
 - **The XComs of a run, read by the listener** (``stored_xcom_values``): the listener runs in the API
   server and the scheduler, which have no supervisor channel, so the Task SDK's ``XCom`` cannot serve
   it, and the REST API would need credentials; it reads the metadata DB through the core's
@@ -104,6 +110,7 @@ __all__ = [
     "TaskDeferralTimeout",
     "async_supervisor_channel",
     "conf",
+    "dags_in_file",
     "has_supervisor_channel",
     "redact",
     "resume_race_possible",
@@ -187,6 +194,18 @@ async def task_state(dag_id: str, task_id: str, run_id: str, map_index: int = -1
     key = task_id if map_index < 0 else f"{task_id}_{map_index}"
     state = ((states or {}).get(run_id) or {}).get(key)
     return "" if state is None else str(getattr(state, "value", state))
+
+
+def dags_in_file(path: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The DAGs the Python file ``path`` defines, by DAG id, found as Airflow's DAG processor finds them,
+    and the file's import errors as Airflow reports them (file path -> message or traceback)."""
+    # Internal: the DAG processor's DagBag; one file, no folder scan, no example DAGs, no "safe mode"
+    # guess (the file is named). Airflow 3.1, 3.2 and 3.3, same signatures.
+    from airflow.models import DagBag
+
+    bag = DagBag(dag_folder=path, collect_dags=False)
+    bag.process_file(path, only_if_updated=False, safe_mode=False)  # type: ignore[no-untyped-call,unused-ignore]
+    return dict(bag.dags), {str(k): str(v) for k, v in bag.import_errors.items()}
 
 
 def stored_xcom_values(

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 __all__ = ["main"]
@@ -50,38 +49,32 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _import_dag_file(path: Path) -> ModuleType:
-    """Import a DAG file as Airflow's DAG processor does: a module of its own, its folder on
-    ``sys.path`` (so it imports its neighbours)."""
-    import hashlib
-    import importlib.util
+class DagFileError(Exception):
+    """The DAG file does not load: Airflow's import errors of it."""
+
+
+def _dags_of_file(path: Path) -> dict[str, Any]:
+    """Every DAG the file defines, by id, found as Airflow's DAG processor finds them (its ``DagBag``:
+    the module's DAG globals, and the DAGs ``with DAG(...)`` and a called ``@dag`` function register);
+    its folder on ``sys.path`` first (so it imports its neighbours). ``DagFileError`` with Airflow's
+    import errors when it does not load."""
+    from airflow_vertex_dist._compat import dags_in_file
 
     path = path.resolve()
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    digest = hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:12]
-    name = f"airflow_vertex_dist_render_{digest}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{path} is not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    dags, errors = dags_in_file(str(path))
+    if errors:
+        raise DagFileError("\n".join(errors.values()))
+    return dags
 
 
-def _pick_task(args: argparse.Namespace, module: ModuleType) -> tuple[Any, Any]:
-    """The (DAG, task) of the file that ``--dag`` and ``--task`` name; ``TaskChoiceError`` lists the
-    choices when they name none, or several."""
-    from airflow.sdk import DAG
-
+def _pick_task(args: argparse.Namespace, dags: dict[str, Any]) -> tuple[Any, Any]:
+    """The (DAG, task) of the file's ``dags`` that ``--dag`` and ``--task`` name; ``TaskChoiceError``
+    lists the choices when they name none, or several."""
     from airflow_vertex_dist.operators.offline_render import TaskChoiceError, provider_tasks
 
-    dags: dict[str, Any] = {}
-    for value in vars(module).values():
-        if isinstance(value, DAG):
-            dags.setdefault(value.dag_id, value)
     if not dags:
         raise TaskChoiceError("defines no DAG")
     if args.dag is not None:
@@ -117,6 +110,7 @@ def _render_dag_file(args: argparse.Namespace) -> int:
 
     from airflow_vertex_dist.operators.offline_render import (
         TaskChoiceError,
+        connection_location,
         manual_run_context,
         render_task_spec,
         rendered_location,
@@ -129,17 +123,20 @@ def _render_dag_file(args: argparse.Namespace) -> int:
         return 2
     try:
         with _stdout_to_stderr():
-            module = _import_dag_file(path)
-    except Exception as exc:  # the DAG file's own error, whatever it is
-        print(f"cannot import {args.spec}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            dags = _dags_of_file(path)
+    except DagFileError as exc:  # the DAG file's own error, as Airflow reports it
+        print(f"cannot import {args.spec}: {exc}", file=sys.stderr)
         return 2
     when = args.logical_date or datetime.now(timezone.utc)
+    where = None
     try:
         with _stdout_to_stderr():
-            dag, task = _pick_task(args, module)
+            dag, task = _pick_task(args, dags)
             context = manual_run_context(dag, task, when, args.data_interval)
             spec = render_task_spec(dag, task, context, map_index=args.map_index)
             location = args.location or rendered_location(task, context, dag)
+            if location is None:  # the run's hook takes the connection's
+                location, where = connection_location(task, context, dag)
     except TaskChoiceError as exc:
         print(f"{args.spec}: {exc}", file=sys.stderr)
         return 2
@@ -151,6 +148,8 @@ def _render_dag_file(args: argparse.Namespace) -> int:
         print(_CONTEXT_NOTE, file=sys.stderr)
         return 2
     _print_body(spec.to_api(location=location), args.compact)
+    if where is not None:
+        print(f"location: {location}, {where}" if location else f"location: none: {where}", file=sys.stderr)
     return _print_prices(spec, location, getattr(task, "capacity", None))
 
 

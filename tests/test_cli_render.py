@@ -19,9 +19,13 @@ DAGS = ROOT / "dags"
 COMMAND = Path(sys.executable).with_name("airflow-vertex-dist")
 
 
-def render(tmp_path: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def render(
+    tmp_path: Path, *args: str, cwd: Path | None = None, env_vars: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing on the path by hand
+    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW_CONN_")}  # only the test's own
     env["AIRFLOW_HOME"] = str(tmp_path / "airflow-home")
+    env.update(env_vars or {})
     return subprocess.run(
         [str(COMMAND), "render", *args],
         cwd=cwd or tmp_path,

@@ -97,6 +97,10 @@ CLAIMS: dict[str, list[tuple[Any, ...]]] = {
         ),
         (r"Transient errors \((.*?) —", transient_grpc_codes, lambda text: sorted(text.split(", "))),
         (
+            r"a refused connection \(nothing listens at `api_endpoint`\) is retried for (\d+) s",
+            "airflow_vertex_dist.hooks.retry_warnings:EMULATOR_START_GRACE_S",
+        ),
+        (
             r"\(`<location>(-aiplatform\.googleapis\.com)`\)",
             lambda: code_at("airflow_vertex_dist.hooks._clients:_regional_endpoint")("L").removeprefix("L"),
         ),

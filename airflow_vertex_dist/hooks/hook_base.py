@@ -21,6 +21,7 @@ from airflow_vertex_dist.hooks.connection import (
     connection_fields,
     parse_impersonation_chain,
 )
+from airflow_vertex_dist.hooks.retry_warnings import RetryWarnings
 from airflow_vertex_dist.jobs.dicts import parse_job_name
 from airflow_vertex_dist.jobs.kinds import JobKind
 
@@ -157,8 +158,27 @@ class VertexHookBase(BaseHook):
             return f"{base}/ui/{name}"
         return _CONSOLE.format(location=name.location, job_id=name.job_id, project=name.project)
 
-    def _log_retry(self, exc: Exception) -> None:
-        self.log.warning("Vertex AI call failed with a transient error, retrying: %s", exc)
+    def _retry_warnings(
+        self, address: str | None = None, transport: str | None = None, *, location: str | None = None
+    ) -> RetryWarnings:
+        """The ``on_error`` hook of one call's retry (``retry_warnings``): warnings naming this
+        connection, the attempt and the deadline; an emulator that refuses connections at ``address``
+        over ``transport`` fails fast. By default the JobService's address: ``api_endpoint``, else
+        ``location``'s (default: the hook's) regional endpoint."""
+        conn = self.connection
+        transport = transport or conn.transport
+        if address is None and conn.api_endpoint:
+            address = conn.rest_url if transport == "rest" else conn.grpc_target
+        elif address is None:
+            address = f"{location or self.location}-aiplatform.googleapis.com"
+        return RetryWarnings(
+            self.log,
+            self.vertex_dist_conn_id,
+            address,
+            deadline_s=self.retry_policy.deadline_s,
+            emulator=conn.is_emulator,
+            transport=transport,
+        )
 
     def _list_request(
         self, kind: JobKind, filter: str, page_size: int, read_mask: list[str] | None

@@ -209,6 +209,8 @@ class VertexLogsHook(VertexHookBase):
         self._client: Any = None
         self._rest = False
         self._rest_url = ""
+        self._address = ""  # where the client calls, for the retry warnings
+        self._transport = "grpc"
 
     def get_conn(self) -> Any:
         """The Logging client: a ``LoggingServiceV2Client`` (gRPC) or an authorized HTTP session (REST)."""
@@ -228,6 +230,8 @@ class VertexLogsHook(VertexHookBase):
         else:
             rest = target is not None and "://" in target and not target.startswith(("grpc://", "dns:"))
         self._rest = rest
+        self._transport = "rest" if rest else "grpc"
+        self._address = target or "logging.googleapis.com"
 
         if rest:
             # the Logging v2 REST API, read through the library's own proto types (its generated
@@ -288,7 +292,7 @@ class VertexLogsHook(VertexHookBase):
                 "page_size": page_size,
                 "page_token": page_token,
             },
-            retry=sync_retry(self.retry_policy, self._log_retry),
+            retry=sync_retry(self.retry_policy, self._retry_warnings(self._address, self._transport)),
             timeout=self.retry_policy.rpc_timeout_s,
         )
         return [line_from_entry(e) for e in pager.entries], str(pager.next_page_token)
@@ -318,7 +322,7 @@ class VertexLogsHook(VertexHookBase):
                 raise exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
             return ListLogEntriesResponse.from_json(response.text, ignore_unknown_fields=True)
 
-        result = sync_retry(self.retry_policy, self._log_retry)(post)()
+        result = sync_retry(self.retry_policy, self._retry_warnings(self._address, self._transport))(post)()
         return [line_from_entry(e) for e in result.entries], str(result.next_page_token)
 
     def read_lines(

@@ -18,6 +18,7 @@ import logging
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.off_loop import load_clients
+from airflow_vertex_dist.hooks.retry_warnings import EmulatorNotRunningError
 
 __all__ = ["MAX_BACKOFF_S", "PollLoop", "backoff", "is_transient"]
 
@@ -26,12 +27,14 @@ MAX_BACKOFF_S = 60.0
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether a failed cycle is retried (the hooks' transient errors, a retry deadline, a timeout)."""
+    """Whether a failed cycle is retried (the hooks' transient errors, a retry deadline, a timeout, and
+    an emulator that is not running: a deferred task's wait outlives an emulator's restart, and each
+    cycle's warning says how to start it)."""
     from google.api_core.exceptions import RetryError
 
     from airflow_vertex_dist.hooks._clients import is_transient as hook_is_transient
 
-    return hook_is_transient(exc) or isinstance(exc, (RetryError, *ASYNC_TIMEOUT))
+    return hook_is_transient(exc) or isinstance(exc, (RetryError, EmulatorNotRunningError, *ASYNC_TIMEOUT))
 
 
 def backoff(interval: float, failures: int) -> float:

@@ -110,7 +110,7 @@ class VertexJobsHook(VertexHookBase):
 
         return JobServiceCalls(
             self.get_conn(location),
-            retry=sync_retry(self.retry_policy, self._log_retry),
+            retry=sync_retry(self.retry_policy, self._retry_warnings(location=location)),
             timeout=self.retry_policy.rpc_timeout_s,
         )
 
@@ -138,6 +138,7 @@ class VertexJobsHook(VertexHookBase):
         message = job_from_dict(kind, body)
         rpc = self._rpc()
         policy = self.retry_policy
+        on_error = self._retry_warnings()  # names the attempt and deadline; an absent emulator fails
         deadline = time.monotonic() + policy.deadline_s
         delay = policy.initial_s
         while True:
@@ -149,7 +150,8 @@ class VertexJobsHook(VertexHookBase):
                     raise
                 if not self.retry_quota_at_create and is_capacity_quota_error(exc):
                     raise
-                self.log.warning("Create %s failed with a transient error (%s); looking it up", kind, exc)
+                on_error(exc)
+                self.log.info("Looking the Create of a %s up by its token before sending it again", kind)
             time.sleep(delay)
             delay = min(delay * policy.multiplier, policy.maximum_s)
             found = self.find_job(kind, token_labels)
@@ -323,7 +325,7 @@ class VertexJobsAsyncHook(VertexHookBase):
 
         return AsyncJobServiceCalls(
             client,
-            retry=async_retry(self.retry_policy, self._log_retry),
+            retry=async_retry(self.retry_policy, self._retry_warnings(location=location)),
             timeout=self.retry_policy.rpc_timeout_s,
         )
 

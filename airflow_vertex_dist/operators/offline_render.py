@@ -18,7 +18,14 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["TaskChoiceError", "manual_run_context", "provider_tasks", "render_task_spec", "rendered_location"]
+__all__ = [
+    "TaskChoiceError",
+    "connection_location",
+    "manual_run_context",
+    "provider_tasks",
+    "render_task_spec",
+    "rendered_location",
+]
 
 
 class TaskChoiceError(ValueError):
@@ -131,3 +138,36 @@ def rendered_location(task: Any, context: dict[str, Any], dag: Any) -> str | Non
     if not location:
         return None
     return str(task.render_template(location, context, dag.get_template_env()))
+
+
+def _task_argument(task: Any, name: str) -> Any:
+    """An operator argument of ``task``, also of a mapped one (its ``partial`` arguments)."""
+    value = getattr(task, name, None)
+    if value is None:
+        value = (getattr(task, "partial_kwargs", None) or {}).get(name)
+    return value
+
+
+def connection_location(task: Any, context: dict[str, Any], dag: Any) -> tuple[str | None, str]:
+    """The location of the task's connection (its ``vertex_dist_conn_id``, rendered), read as the hooks
+    read it: the connection's extras, parsed, with no call to any Google API. ``(location, what to
+    say about it)``; ``(None, why)`` when the connection does not exist here, cannot be parsed or sets
+    no location."""
+    from airflow_vertex_dist._compat import AirflowException
+    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+    from airflow_vertex_dist.hooks.hook_base import VertexHookBase
+
+    conn_id = _task_argument(task, "vertex_dist_conn_id") or DEFAULT_CONN_ID
+    conn_id = str(task.render_template(conn_id, context, dag.get_template_env()))
+    try:
+        location = VertexHookBase(conn_id).connection.location
+    except AirflowException as exc:  # not found (AirflowNotFoundException), or its backend failed
+        return None, (
+            f"connection {conn_id!r} does not exist here ({exc}): outside a task, Airflow looks in "
+            "AIRFLOW_CONN_* variables and a configured secrets backend; give --location"
+        )
+    except ValueError as exc:
+        return None, f"connection {conn_id!r} cannot be read: {exc}"
+    if not location:
+        return None, f"connection {conn_id!r} sets no location; give --location"
+    return location, f"the location of connection {conn_id!r}"

@@ -165,3 +165,27 @@ def test_the_listener_reads_the_owner_records_real_tasks_pushed() -> None:
     run_records = _owner_records(dr.dag_id, dr.run_id)
     assert sorted(r["name"] for r in run_records) == sorted(record(i)["name"] for i in (7, 1, 2))
     assert _compat.stored_xcom_values("other", dr.dag_id, dr.run_id) == [record(99)]
+
+
+def test_dags_in_file_finds_what_the_dag_processor_finds(tmp_path: Any) -> None:
+    """A module global, a ``with DAG(...)`` block without ``as`` and a called ``@dag`` function: the
+    DagBag's auto-registration finds all three; a file that fails to import gives Airflow's error."""
+    path = tmp_path / "three.py"
+    path.write_text(
+        "from datetime import datetime, timezone\n"
+        "from airflow.sdk import DAG, dag\n"
+        "START = datetime(2024, 1, 1, tzinfo=timezone.utc)\n"
+        "named = DAG('named', schedule=None, start_date=START)\n"
+        "with DAG('unnamed', schedule=None, start_date=START):\n"
+        "    pass\n"
+        "@dag(schedule=None, start_date=START)\n"
+        "def decorated():\n"
+        "    pass\n"
+        "decorated()\n"
+    )
+    dags, errors = _compat.dags_in_file(str(path))
+    assert sorted(dags) == ["decorated", "named", "unnamed"] and errors == {}
+    broken = tmp_path / "broken.py"
+    broken.write_text("from airflow.sdk import DAG\nraise RuntimeError('broken on purpose')\n")
+    dags, errors = _compat.dags_in_file(str(broken))
+    assert dags == {} and "broken on purpose" in "".join(errors.values())

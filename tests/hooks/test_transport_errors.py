@@ -58,6 +58,25 @@ def _connect(monkeypatch: pytest.MonkeyPatch, transport: str, endpoint: str) -> 
     )
 
 
+def observe_retries(
+    monkeypatch: pytest.MonkeyPatch, hook: VertexJobsHook, on_error: Callable[[Exception], None]
+) -> None:
+    """Call ``on_error`` with each error the hook's retries retry, after the hook's own ``on_error``
+    (``RetryWarnings``: its warning, and an absent emulator's error)."""
+    made = hook._retry_warnings
+
+    def warnings(*args: Any, **kwargs: Any) -> Callable[[Exception], None]:
+        own = made(*args, **kwargs)
+
+        def both(exc: Exception) -> None:
+            own(exc)
+            on_error(exc)
+
+        return both
+
+    monkeypatch.setattr(hook, "_retry_warnings", warnings)
+
+
 @pytest.fixture
 def stack() -> Iterator[ExitStack]:
     with ExitStack() as stack:
@@ -68,7 +87,8 @@ def stack() -> Iterator[ExitStack]:
 def test_a_refused_connection_is_retried_until_the_service_is_back(
     transport: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stack: ExitStack
 ) -> None:
-    """The emulator is down at the first call (connection refused) and starts after it failed."""
+    """The emulator is down at the first call (connection refused) and starts after it failed, within
+    the time an emulator connection gives an emulator to start (``EMULATOR_START_GRACE_S``)."""
     port = _free_port()
     endpoint = f"127.0.0.1:{port}" if transport == "grpc" else f"http://127.0.0.1:{port}"
     _connect(monkeypatch, transport, endpoint)
@@ -81,7 +101,7 @@ def test_a_refused_connection_is_retried_until_the_service_is_back(
             ports = {"grpc_port": port} if transport == "grpc" else {"rest_port": port}
             stack.enter_context(testing.running_emulator(tmp_path, **ports))
 
-    monkeypatch.setattr(hook, "_log_retry", on_error)
+    observe_retries(monkeypatch, hook, on_error)
     assert hook.list_jobs("customJobs") == []
     expected = exceptions.ServiceUnavailable if transport == "grpc" else requests.exceptions.ConnectionError
     assert isinstance(errors[0], expected), repr(errors[0])
@@ -110,7 +130,7 @@ def test_a_read_timeout_is_retried(em: Emulator, transport: str, monkeypatch: py
         errors.append(exc)
         update_faults(em.config.faults, {"latency_s": 0.0})
 
-    monkeypatch.setattr(hook, "_log_retry", on_error)
+    observe_retries(monkeypatch, hook, on_error)
     with hook:
         hook.list_jobs("customJobs", filter='display_name="nothing-here"')
     expected = exceptions.DeadlineExceeded if transport == "grpc" else requests.exceptions.Timeout
