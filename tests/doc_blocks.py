@@ -58,11 +58,13 @@ REASONS: dict[str, re.Pattern[str]] = {
     "runs for minutes": re.compile(r"^\s*(make (demo|test)\b|(cd \S+ && )?pytest\b)", re.M),
     "needs a running Airflow scheduler": re.compile(r"^\s*airflow (backfill|dags trigger)\b", re.M),
     "writes to Airflow's metadata database": re.compile(r"^\s*airflow (pools|variables|connections) ", re.M),
-    "stops processes a server of the page above started": re.compile(r"^\s*kill\b", re.M),
 }
 
 #: Pages a test runs from top to bottom as one shell session: the page, and the test that does.
-SESSIONS = {"docs/quickstart.md": "tests/test_quickstart.py"}
+SESSIONS = {
+    "docs/quickstart.md": "tests/test_quickstart.py",
+    "docs/how-to/real-airflow.md": "tests/test_real_airflow_page.py",
+}
 
 
 @dataclass(frozen=True)
