@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from doc_blocks import python_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -63,8 +64,12 @@ def _blocks() -> Iterator[Block]:
 BLOCKS = list(_blocks())
 #: blocks that show a file of the repository as it is (pymdownx.snippets), e.g. an example DAG
 INCLUDES = [b for b in BLOCKS if b.code.strip().startswith("--8<--")]
+#: the plain python blocks run here; those that talk to an emulator or are pytest tests are run by
+#: tests/test_doc_blocks.py (tests/doc_blocks.py says which is which)
 PLAIN_PYTHON = [
-    b for b in BLOCKS if b.lang == "python" and 'exec="on"' not in b.options and b not in INCLUDES
+    b
+    for b in BLOCKS
+    if b.lang == "python" and b not in INCLUDES and python_runner(b.options, b.code) == "plain"
 ]
 SHELL = [b for b in BLOCKS if b.lang in ("bash", "sh", "console")]
 

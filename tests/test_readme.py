@@ -44,3 +44,20 @@ def test_readme_commands_exist() -> None:
         assert re.search(rf"^{re.escape(target)}:", makefile, re.M), f"make {target} is not a Makefile target"
     ci = (README.parent / ".ci" / "run").read_text()
     assert "make test" in ci
+
+
+def test_readme_installs_with_the_constraints_of_exactly_the_tested_releases() -> None:
+    """The README's install commands name each Airflow release the matrix tests (tests/compat/matrix.py),
+    no other, each with that release's own constraints file (Airflow's URL pattern, for the user's
+    Python); nothing is fetched here."""
+    from compat.matrix import CELLS, MAIN
+
+    url = "https://raw.githubusercontent.com/apache/airflow/constraints-{v}/constraints-${{PYTHON_VERSION}}.txt"
+    line = r'^pip install \./ "apache-airflow==([\d.]+)" --constraint "([^"]+)"$'
+    commands = re.findall(line, README.read_text(), re.M)
+    assert commands, "the README gives no install command with Airflow's constraints"
+    for version, constraints in commands:
+        assert constraints == url.format(v=version), (version, constraints)
+    tested = {MAIN.airflow, *(cell.airflow for cell in CELLS)}
+    assert sorted(version for version, _ in commands) == sorted(tested)
+    assert 'PYTHON_VERSION="$(python -c' in README.read_text()

@@ -9,6 +9,9 @@ Fixtures:
   (``vertex_emulator_factory(image_map={...}, faults=Faults(...))``); each is stopped at the end.
 * ``vertex_job_client``: the stock ``google.cloud.aiplatform_v1.JobServiceClient`` over gRPC to
   ``vertex_emulator``.
+* ``vertex_aiplatform``: ``vertex_emulator`` with the Vertex AI SDK pointed at it
+  (``vertex_emulator.sdk.init``: project ``local-project``, location ``us-central1``), so
+  ``aiplatform.CustomJob(...).run()`` runs there; the SDK's global settings are reset when the test ends.
 
 A test of a user's own code points its client (or an Airflow connection) at
 ``vertex_emulator.grpc_target`` / ``vertex_emulator.rest_endpoint``, and ``gs://`` at
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 # The emulator's modules (gRPC, the v1 types) load only when a test asks for a fixture: pytest loads
 # this plugin in every run of an environment that has the distribution installed.
 
-__all__ = ["vertex_emulator", "vertex_emulator_factory", "vertex_job_client"]
+__all__ = ["vertex_aiplatform", "vertex_emulator", "vertex_emulator_factory", "vertex_job_client"]
 
 
 @pytest.fixture
@@ -62,3 +65,18 @@ def vertex_job_client(vertex_emulator: Emulator) -> Any:
     from vertex_emulator import testing
 
     return testing.grpc_client(vertex_emulator)
+
+
+@pytest.fixture
+def vertex_aiplatform(vertex_emulator: Emulator) -> Iterator[Emulator]:
+    """``vertex_emulator``, with ``aiplatform.init`` pointed at it (``vertex_emulator.sdk.init``); the SDK's
+    global settings are back to their defaults when the test ends."""
+    from google.cloud.aiplatform import initializer
+
+    from vertex_emulator import sdk
+
+    sdk.init(endpoint=vertex_emulator.rest_endpoint, token=vertex_emulator.config.auth_token)
+    try:
+        yield vertex_emulator
+    finally:
+        initializer.global_config.__init__()  # type: ignore[misc]

@@ -1,0 +1,120 @@
+"""The code blocks of README.md, emulator/README.md and docs/, and how each one is run by a test.
+
+Used by ``tests/test_docs.py`` (the site's blocks) and ``tests/test_doc_blocks.py`` (every block of the
+three). A block is run one of these ways:
+
+- ``python`` with ``exec="on"`` (docs/ only): by the strict site build (markdown-exec);
+- ``python`` defining ``test_*`` functions that take the pytest plugin's fixtures: by ``pytest``;
+- ``python`` that talks to an emulator (the SDK helper ``vertex_emulator.sdk``, ``aiplatform.``, the
+  default endpoint ``127.0.0.1:8780``): in a fresh interpreter, beside a running emulator;
+- any other ``python``: in a fresh interpreter;
+- a shell block: executed in bash, unless the line before it says why not, in the words of ``REASONS``
+  (``<!-- docs-test: not run: starts a long-running server -->``), each word checked against the
+  block's own commands, or unless a page-long session test runs it (``SESSIONS``).
+
+Blocks that are not code (``text`` output, a ``mermaid`` diagram) are shown, not run; ``json`` and
+``ini`` blocks are parsed and checked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "BLOCKS",
+    "DOCS",
+    "NOT_CODE",
+    "REASONS",
+    "ROOT",
+    "SESSIONS",
+    "SHELL_LANGS",
+    "SOURCES",
+    "Block",
+    "blocks_of",
+    "python_runner",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SOURCES = [ROOT / "README.md", ROOT / "emulator" / "README.md", *sorted(DOCS.rglob("*.md"))]
+SHELL_LANGS = ("bash", "sh", "console", "shell")
+NOT_CODE = ("text", "mermaid")
+
+_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
+)
+_MARK = re.compile(r"<!-- docs-test: not run: (?P<reason>[^<>]+?) -->[ \t]*\n[ \t]*\Z")
+
+#: Why a shell block may be left unrun, each with what its commands must show for the reason to hold.
+REASONS: dict[str, re.Pattern[str]] = {
+    "installs packages": re.compile(r"\b(pip|uv pip) install\b"),
+    "starts a long-running server": re.compile(
+        r"^\s*(vertex-emulator\b(?!.*--help)"
+        r"|airflow (standalone|api-server|scheduler|triggerer|dag-processor)\b)",
+        re.M,
+    ),
+    "runs for minutes": re.compile(r"^\s*(make (demo|test)\b|(cd \S+ && )?pytest\b)", re.M),
+    "needs a running Airflow scheduler": re.compile(r"^\s*airflow (backfill|dags trigger)\b", re.M),
+    "writes to Airflow's metadata database": re.compile(r"^\s*airflow (pools|variables|connections) ", re.M),
+}
+
+#: Pages a test runs from top to bottom as one shell session: the page, and the test that does.
+SESSIONS = {
+    "docs/quickstart.md": "tests/test_quickstart.py",
+    "docs/how-to/real-airflow.md": "tests/test_real_airflow_page.py",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    lang: str
+    options: str
+    code: str
+    #: why the block is not run (from the marker line before it), or None
+    not_run: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def runner(self) -> str:
+        """How the block is run, when it is python (``python_runner``)."""
+        return python_runner(self.options, self.code)
+
+
+def blocks_of(page: Path) -> list[Block]:
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for match in _FENCE.finditer(text):
+        info = match["info"].strip()
+        lang, _, options = info.partition(" ")
+        indent = match["indent"]
+        body = "\n".join(line[len(indent) :] for line in match["body"].splitlines())
+        mark = _MARK.search(text, 0, match.start())
+        line = text.count("\n", 0, match.start()) + 1
+        found.append(Block(page, line, lang, options, body, mark["reason"] if mark else None))
+    return found
+
+
+BLOCKS = [block for page in SOURCES for block in blocks_of(page)]
+
+_EMULATOR = re.compile(r"vertex_emulator import sdk|vertex_emulator\.sdk|\baiplatform\.|127\.0\.0\.1:878\d")
+
+
+def python_runner(options: str, code: str) -> str:
+    """How a python block (its fence's options and its code) is run: ``build``, ``include``, ``pytest``,
+    ``emulator`` or ``plain``."""
+    if 'exec="on"' in options:
+        return "build"
+    if code.strip().startswith("--8<--"):
+        return "include"
+    if re.search(r"^def test_\w+\(", code, re.M):
+        return "pytest"
+    if _EMULATOR.search(code):
+        return "emulator"
+    return "plain"

@@ -1,0 +1,136 @@
+"""docs/how-to/real-airflow.md works literally: its shell blocks run as written, in order, in one bash
+session from an empty directory: the emulator, then ``airflow standalone`` on the page's own ports (each
+swapped for a free one: another Airflow or emulator may hold them on this machine). Between starting
+and stopping them, a DAG of one ``@task`` is triggered and must succeed through the scheduler, which
+it does only when the task process reaches the Execution API at the page's URL. Stopping must be clean:
+standalone shuts its components down and exits 0, the emulator exits 0, and no process of the session
+is left."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "real-airflow.md"
+_FENCE = re.compile(r"^```(?P<lang>\w+)[^\n]*\n(?P<body>.*?)^```", re.S | re.M)
+#: the page's ports: Airflow's API server, the emulator's REST, gRPC and storage, the two log servers
+_PORTS = re.compile(r"\b(9080|9780|9781|9782|9793|9794)\b")
+
+_DAG = """cat > "$AIRFLOW_HOME/dags/hello.py" <<'PYEOF'
+from datetime import datetime
+
+from airflow.sdk import dag, task
+
+
+@dag(schedule=None, start_date=datetime(2026, 1, 1))
+def hello():
+    @task
+    def say():
+        print("hello from a task")
+
+    say()
+
+
+hello()
+PYEOF
+"""
+
+_RUN = """
+python - <<'PYEOF'
+import os, time, urllib.request
+url = os.environ["AIRFLOW__API__BASE_URL"] + "/api/v2/monitor/health"
+deadline = time.monotonic() + 400
+while True:  # the API server answers once standalone's components are up
+    try:
+        urllib.request.urlopen(url, timeout=5)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(1)
+PYEOF
+until airflow dags list -o plain 2>/dev/null | grep -q '^hello'; do sleep 2; done
+airflow dags unpause hello > /dev/null
+airflow dags trigger hello > /dev/null
+until airflow dags list-runs hello -o plain 2>/dev/null | grep -Eq ' (success|failed) '; do sleep 3; done
+airflow dags list-runs hello -o plain | grep -q ' success ' && echo "RUN SUCCEEDED"
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _script() -> str:
+    ports: dict[str, int] = {}
+    blocks = [m["body"] for m in _FENCE.finditer(PAGE.read_text()) if m["lang"] == "bash"]
+    start, stop = blocks[:-1], blocks[-1]
+    script = "\n".join(start) + _DAG + _RUN + stop + "\necho STOPPED\n"
+    return _PORTS.sub(lambda m: str(ports.setdefault(m[0], _free_port())), script)
+
+
+def test_the_script_has_every_step() -> None:
+    script = _script()
+    for step in (
+        "set -m",
+        "vertex-emulator",
+        "AIRFLOW_CONN_VERTEX_DIST_DEFAULT",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL",
+        "airflow standalone",
+        'kill -INT "$AIRFLOW_PID"',
+        'kill -TERM "$EMULATOR_PID"',
+    ):
+        assert step in script, step
+    assert not _PORTS.search(script), "a port of the page was left in: it may be taken on this machine"
+
+
+def _session_processes(sid: int) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == sid:
+                found.append(proc)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # four Airflow components start, run a task, stop: 4 minutes under load
+def test_the_page_runs_as_written(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "GOOGLE_"))}
+    env["HOME"] = str(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", _script()],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=900)
+        left = [p.pid for p in _session_processes(proc.pid)]
+    finally:
+        for leftover in _session_processes(proc.pid):  # set -m: the jobs have process groups of their own
+            leftover.send_signal(signal.SIGKILL)
+    log_file = work / "airflow.log"
+    airflow_log = log_file.read_text(errors="replace") if log_file.exists() else ""
+    assert proc.returncode == 0, out[-4000:] + airflow_log[-4000:]
+    assert "RUN SUCCEEDED" in out and out.rstrip().endswith("STOPPED"), out[-3000:]
+    assert "Shutting down components" in airflow_log and "Complete" in airflow_log, airflow_log[-3000:]
+    assert not left, f"processes of the session left running: {left}"
