@@ -134,7 +134,8 @@ test: $(STAMP)
 # own stack (its own ports, state and process marker): a real Airflow stack on PostgreSQL with crash
 # scenarios and the fault matrix (stack-local); another with the triggerer kills, the backfills
 # under crashes and on a capacity ladder and the training logs (stack-local-2); the same guarantees on the
-# Celery profile (two workers, two schedulers, two triggerers, Redis: stack-celery); the job view in
+# Celery profile (two workers, two schedulers, two triggerers, Redis), then `airflow standalone` as
+# docs/how-to/real-airflow.md runs it (stack-celery); the job view in
 # Chromium (Debian's package, installed when missing) on a stack whose users log in, then the canary on a
 # stack of its own, after adoption on a third (stack-ui). Then docs/reliability.md. The jobs are balanced
 # by the files' run times (measured from a fresh clone: 10, 8, 5 and 4 minutes before adoption, about 2.5
@@ -142,7 +143,7 @@ test: $(STAMP)
 STACK_TESTS  := tests/stack/test_fault_matrix.py tests/stack/test_crashes.py
 STACK_TESTS_2 := tests/stack/test_triggerers.py tests/stack/test_backfill.py \
 	tests/stack/test_training_logs.py tests/stack/test_capacity.py
-CELERY_TESTS := tests/stack/test_celery.py
+CELERY_TESTS := tests/stack/test_celery.py tests/test_real_airflow_page.py
 UI_TESTS     := tests/stack/test_adoption.py tests/ui/test_browser.py tests/stack/test_canary.py
 STACK_JOBS   := stack-local stack-local-2 stack-celery stack-ui
 

@@ -105,7 +105,7 @@ def _session_processes(sid: int) -> list[psutil.Process]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.stack  # a real Airflow of its own: make test runs it in a stack job (stack-celery)
 @pytest.mark.timeout(900)  # four Airflow components start, run a task, stop: 4 minutes under load
 def test_the_page_runs_as_written(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "GOOGLE_"))}
