@@ -53,6 +53,10 @@ __all__ = ["RESUME_HOLD_S", "JobWaitTrigger", "trigger_classpath"]
 #: exit. 5 s was not enough on a 2-core host at load 17, where one loop took about 5 s and the report
 #: was read 5.4 s after the exit; an event that comes sooner than this (a job that ends or stocks out
 #: within seconds) waits for the rest of it. Jobs that run longer than this are not delayed at all.
+#: The hold is measured on the triggerer's own monotonic clock, from when the trigger starts running
+#: (always after the deferral: the triggerer only runs a trigger the deferral has stored), never by
+#: comparing the worker's wall time of the deferral with the triggerer's: 45 s of skew between the two
+#: hosts stretched a 10 s hold to 55 s (or would drop it, the other way round).
 RESUME_HOLD_S = 10.0
 
 
@@ -84,9 +88,10 @@ class JobWaitTrigger(BaseTrigger):
     :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     :param impersonation_chain: replaces the connection's impersonation chain for the job and log
         reads (the task's own; a list or comma separated).
-    :param deferred_at: when the task deferred (Unix seconds); ``None``, the default: now, which is when
-        the operator builds the trigger. In a triggerer, the event is held until ``RESUME_HOLD_S``
-        after it (see ``RESUME_HOLD_S``).
+    :param deferred_at: when the task deferred (Unix seconds, the worker's clock); ``None``, the
+        default: now, which is when the operator builds the trigger. Kept for the record only: in a
+        triggerer the event is held until ``RESUME_HOLD_S`` after the trigger started running, on the
+        triggerer's monotonic clock (see ``RESUME_HOLD_S``).
     """
 
     def __init__(
@@ -177,9 +182,10 @@ class JobWaitTrigger(BaseTrigger):
         return {"status": status, "message": message, "job": compact_job(job) if job else None}
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        hold_until = time.monotonic() + RESUME_HOLD_S  # one clock: this process's, where the wait happens
         async for event in self._wait():
             if resume_race_possible():
-                await asyncio.sleep(max(0.0, self.deferred_at + RESUME_HOLD_S - time.time()))
+                await asyncio.sleep(max(0.0, hold_until - time.monotonic()))
             yield event
 
     async def _wait(self) -> AsyncIterator[TriggerEvent]:
