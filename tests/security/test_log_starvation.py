@@ -123,3 +123,19 @@ def test_a_job_with_a_backlog_of_big_lines_does_not_hold_back_another_jobs_lines
     # the first cycle hands out the quiet job's lines though most of the noisy job's are still to come
     assert quiet_lines == [f"quiet {i}" for i in range(5)], noisy_lines
     assert 0 < noisy_lines < 120
+
+
+def test_a_failed_jobs_quote_of_big_lines_comes_at_once(em: Emulator) -> None:
+    from airflow_vertex_dist.hooks.logs import VertexLogsHook
+
+    em.logs.max_page_bytes = 1 << 40  # as a service that bounds its pages by entries only
+    try:
+        job_id = job_with_lines(em, [f"{i:03d}" + "x" * (BIG - 3) for i in range(40)])
+        hook = VertexLogsHook(project_id=PROJECT)
+        started = time.monotonic()
+        tail = hook.tail(job_id, "workerpool0-0", lines=20)
+        hook.close()
+    finally:
+        em.logs.max_page_bytes = type(em.logs)(em.store, Path(em.config.state_dir)).max_page_bytes
+    assert tail and tail[-1].text[:3] == "039"
+    assert time.monotonic() - started < 30
