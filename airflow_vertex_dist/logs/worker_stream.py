@@ -186,7 +186,7 @@ class LogStreamer:
                 for line in lines:
                     if self.cursor.before(line):
                         self.cursor = LogCursor.of(line)
-                        self.log.log(python_level(line.severity), "[%s] %s", line.key, line.text)
+                        self.log.log(python_level(line.severity), "[%s] %s", line.key, redact(line.text))
                         written += 1
                 if not token:
                     break

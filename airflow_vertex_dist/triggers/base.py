@@ -38,6 +38,7 @@ from airflow_vertex_dist.jobs.events import EventStatus, JobEvent
 from airflow_vertex_dist.jobs.kinds import ever_ran
 from airflow_vertex_dist.jobs.progress import ProgressLog
 from airflow_vertex_dist.jobs.types import Job
+from airflow_vertex_dist.logs.masking import TriggerSecrets
 from airflow_vertex_dist.logs.trigger_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
@@ -92,6 +93,9 @@ class JobWaitTrigger(BaseTrigger):
         default: now, which is when the operator builds the trigger. Kept for the record only: in a
         triggerer the event is held until ``RESUME_HOLD_S`` after the trigger started running, on the
         triggerer's monotonic clock (see ``RESUME_HOLD_S``).
+    :param mask_spans: where the job carries values the task's secrets masker hides
+        (``logs.masking.secret_spans``: JSON pointers and character spans, never the values): the
+        trigger teaches them to its own masker from the job it reads, before it writes a line.
     """
 
     def __init__(
@@ -107,8 +111,12 @@ class JobWaitTrigger(BaseTrigger):
         log_insert_id: str = "",
         impersonation_chain: str | Sequence[str] = "",
         deferred_at: float | None = None,
+        mask_spans: Sequence[str] = (),
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
+        #: where the job carries secrets the task's masker hides (positions only: ``logs.masking``)
+        self.mask_spans = [str(span) for span in mask_spans]
+        self.secrets = TriggerSecrets(self.mask_spans)
         self.deferred_at = time.time() if deferred_at is None else float(deferred_at)
         self.job_name = job_name
         self.conn_id = conn_id
@@ -141,6 +149,7 @@ class JobWaitTrigger(BaseTrigger):
                 "log_insert_id": self.log_insert_id,
                 "impersonation_chain": self.impersonation_chain,
                 "deferred_at": self.deferred_at,
+                "mask_spans": self.mask_spans,
                 **self.serialize_kwargs(),
             },
         )
@@ -218,6 +227,7 @@ class JobWaitTrigger(BaseTrigger):
                         job = await asyncio.wait_for(updates.next(), timeout=remaining)
                     except ASYNC_TIMEOUT:
                         continue
+                    await self.secrets.learn(job)  # before the stream writes a line of it
                     for line in progress.update(job):
                         self.log.info("%s", line)
                     payload = None
