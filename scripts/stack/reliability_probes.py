@@ -10,8 +10,8 @@ from reliability_cells import escape
 
 __all__ = ["PROBES", "probe_rows"]
 
-#: the emulator's security probes (emulator/tests/security/, emulator/tests/test_package_install.py), in
-#: the order of the table.
+#: the security probes (emulator/tests/security/, emulator/tests/test_package_install.py and the
+#: provider's tests/security/), in the order of the table.
 PROBES = [
     ("cross_site_post", "a web page posts a job (CORS simple request)"),
     ("non_json_post", "a write that is not JSON"),
@@ -62,6 +62,10 @@ PROBES = [
     ("huge_range", "a Range of 5,000 digits"),
     ("deep_storage_resource", "a Cloud Storage resource of 100,000 nested brackets"),
     ("nested_log_line", "log lines nested 100,000 deep, huge or planted (entries.list)"),
+    ("log_page_bytes", "big replica lines in one Logging page (entries.list)"),
+    ("log_starvation", "one job's big lines beside another job's (the shared log poller)"),
+    ("deferred_log_secret", "a secret printed by a replica, in a deferred task's log"),
+    ("clock_skew_resume_hold", "clock skew between worker and triggerer (the resume hold)"),
 ]
 
 

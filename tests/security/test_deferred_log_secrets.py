@@ -21,6 +21,7 @@ import pytest
 import structlog.testing
 from airflow.jobs.triggerer_job_runner import TriggerRunner
 from airflow.sdk.log import _secrets_masker, mask_secret
+from stack.figures import Figures
 
 from airflow_vertex_dist._compat import redact
 from airflow_vertex_dist.hooks.connection import RetryPolicy
@@ -99,3 +100,12 @@ def test_a_deferred_tasks_log_masks_a_secret_its_replica_prints(em: Emulator) ->
     printed = [m for m in messages if "token=" in m]
     assert printed and all("token=***" in m for m in printed), messages
     assert not any(SECRET in m for m in messages), messages
+    Figures.record(
+        "security_probes",
+        "deferred_log_secret",
+        {
+            "input": "a replica prints a sensitive Variable's value, its task deferred "
+            "(Airflow's TriggerRunner, a masker that never read the Variable)",
+            "answer": f"{printed[0]} (was the value in clear); the trigger's kwargs hold positions only",
+        },
+    )

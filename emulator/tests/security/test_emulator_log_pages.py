@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from logging_support import gapic
-from probes import JSON, PARENT, Http
+from probes import JSON, PARENT, Http, record
 from test_emulator_log_records import job_logs
 
 from vertex_emulator.app import Emulator
@@ -45,6 +45,12 @@ def test_big_lines_are_served_in_pages_below_the_transport_limit_over_grpc(emula
     assert served == [f"{i:03d}" for i in range(LINES)]
     sizes = [type(page).pb(page).ByteSize() for page in pages]
     assert max(sizes) < GRPC_LIMIT and len(pages) > 1, sizes
+    record(
+        "log_page_bytes",
+        f"entries.list (gRPC, pageSize 1000) over {LINES} replica lines of 250 KiB",
+        f"{len(pages)} pages of at most {max(sizes) // 1024:,} KiB, every line served (was one page of "
+        "about 10 MB: RESOURCE_EXHAUSTED 'Received message larger than max')",
+    )
 
 
 def test_big_lines_are_served_in_bounded_pages_over_rest(emulator: Emulator, web: Http) -> None:
