@@ -112,6 +112,7 @@ __all__ = [
     "conf",
     "dags_in_file",
     "has_supervisor_channel",
+    "mask_in_trigger",
     "redact",
     "resume_race_possible",
     "stored_xcom_values",
@@ -127,6 +128,19 @@ def redact(text: str) -> str:
     from airflow.sdk.log import redact as _redact  # type: ignore[attr-defined,unused-ignore]
 
     return str(_redact(text))
+
+
+async def mask_in_trigger(value: str) -> None:
+    """Teach ``value`` to the secrets masker of a trigger's process (and, where the Task SDK carries
+    it, to its triggerer's: ``amask_secret``, 3.3); on older versions to the process's own masker, which
+    ``redact`` reads (the sync ``mask_secret`` would send on the supervisor channel from the loop)."""
+    import airflow.sdk.log as sdk_log
+
+    amask = getattr(sdk_log, "amask_secret", None)
+    if amask is not None:
+        await amask(value)
+    else:
+        sdk_log._secrets_masker().add_mask(value)  # type: ignore[attr-defined,unused-ignore]
 
 
 # --- Airflow internals: no public API serves these (the module notes say why; each is exercised on

@@ -72,6 +72,11 @@ ROWS: list[tuple[str, str, str]] = [
         "400 / INVALID_ARGUMENT naming `pageSize`",
     ),
     (
+        "the entries of one Cloud Logging page, in bytes",
+        "{cloud_logging.api:MAX_PAGE_BYTES!s} (at least one entry)",
+        "the page ends early, with a `nextPageToken`",
+    ),
+    (
         "a record of a replica's log file",
         "{runtime.log_records:MAX_RECORD_BYTES!s}",
         "skipped; the lines after it are served",

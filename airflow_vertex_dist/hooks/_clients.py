@@ -79,8 +79,12 @@ _CLIENT_INFO = ClientInfo(user_agent=f"{DISTRIBUTION}/{package_version()}")  # t
 
 def is_transient(exc: BaseException) -> bool:
     """Worth retrying: google.api_core's own transient predicate (``if_transient_error``: 500, 503, 429
-    and a dropped connection), plus ``TRANSIENT_ERRORS`` and ``TRANSPORT_ERRORS``. The same
-    answer for both transports."""
+    and a dropped connection), plus ``TRANSIENT_ERRORS`` and ``TRANSPORT_ERRORS``, except a response
+    larger than the transport carries. The same answer for both transports."""
+    if "larger than max" in str(exc).lower():
+        # gRPC's RESOURCE_EXHAUSTED for a response past the receive limit: the same call gets the same
+        # answer, so it is the caller's to ask for less (the log poller halves its page: logs/pages.py)
+        return False
     return isinstance(exc, TRANSIENT_ERRORS + TRANSPORT_ERRORS) or (
         isinstance(exc, Exception) and bool(if_transient_error(exc))
     )

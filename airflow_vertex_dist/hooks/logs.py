@@ -353,5 +353,13 @@ class VertexLogsHook(VertexHookBase):
         text = jobs_filter([job_id], selection=[replica])
         if trial_id is not None:
             text += f" AND labels.{_quote(TRIAL_LABEL)}={_quote(trial_id)}"
-        page, _ = self.list_page(text, page_size=min(lines, MAX_PAGE_SIZE), descending=True)
-        return list(reversed(page))
+        size = min(lines, MAX_PAGE_SIZE)
+        while True:
+            try:
+                page, _ = self.list_page(text, page_size=size, descending=True)
+                return list(reversed(page))
+            except Exception as exc:
+                # a page of big lines past the transport's limit: fewer lines, never the same page again
+                if size <= 1 or "larger than max" not in str(exc).lower():
+                    raise
+                size //= 2

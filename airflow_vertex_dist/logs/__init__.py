@@ -3,6 +3,10 @@
 - ``poller``: ``LogCursor`` (where a stream stands), the read budget and the shared, quota-aware
   log poller of a triggerer process (one ``entries.list`` per interval for every stream of a project),
   with the settle window that keeps each replica's lines in order.
+- ``pages``: how the poller reads its pages -- smaller when a page is too large for the transport,
+  skipped with a marker line when one entry is, and a budget per job and cycle -- and its read pacing.
+- ``masking``: Airflow's secrets masked in every replica line, in the triggerer as in the worker (the
+  trigger learns the values from its job, at the spans the task's masker hid).
 - ``cursor``: the stream's cursor saved in its task instance's XCom, so a restarted triggerer or a
   resumed task does not write the same lines again.
 - ``trigger_stream``: the trigger's side (lines written to the trigger's log while a deferred task waits).

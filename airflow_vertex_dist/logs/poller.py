@@ -20,6 +20,9 @@ Logging can make an entry readable after newer ones, and a cursor past it would 
 back until it has settled, such a line is read in its place. When a job ends, its stream waits for a
 cycle that has read past the end (``LogPoller.read_through``).
 
+Each job has a budget of lines per cycle, and a page too large for the transport is read again
+smaller, or skipped with a marker line, never retried as it was (``logs.pages``).
+
 Read calls are paced by a budget per event loop (a triggerer process runs one):
 ``[vertex_dist] log_reads_per_minute``, default 50, shared by every log poller of the loop.
 RESOURCE_EXHAUSTED
@@ -43,6 +46,14 @@ from airflow_vertex_dist.common.rfc3339 import format_rfc3339_nanos, rfc3339_key
 from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID, RetryPolicy
 from airflow_vertex_dist.hooks.logs import PRIMARY, LogLine, ReplicaSelection, jobs_filter, time_clauses
 from airflow_vertex_dist.hooks.poll_loop import MAX_BACKOFF_S, PollLoop
+from airflow_vertex_dist.logs.pages import (
+    JOB_BYTES_PER_CYCLE,
+    PageSizer,
+    ReadBudget,
+    line_cost,
+    skipped_line,
+    too_large,
+)
 
 __all__ = [
     "DEFAULT_READS_PER_MINUTE",
@@ -103,27 +114,6 @@ def selection_takes(selection: ReplicaSelection, line: LogLine) -> bool:
     if selection == "default":
         return line.replica == PRIMARY or SEVERITIES.get(line.severity, 0) >= SEVERITIES["WARNING"]
     return line.replica in selection
-
-
-class ReadBudget:
-    """At most ``per_minute`` reads a minute, evenly spaced (one process-wide instance by default)."""
-
-    def __init__(self, per_minute: int) -> None:
-        if per_minute <= 0:
-            raise ValueError(f"log_reads_per_minute: must be a positive number (got {per_minute!r})")
-        self.spacing = 60.0 / per_minute
-        self._next = 0.0
-        self._lock: asyncio.Lock | None = None
-
-    async def acquire(self) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            now = time.monotonic()
-            wait = self._next - now
-            if wait > 0:
-                await asyncio.sleep(wait)  # the budget's pacing itself, not a wait for state
-            self._next = max(now, self._next) + self.spacing
 
 
 _BUDGETS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ReadBudget] = weakref.WeakKeyDictionary()
@@ -190,6 +180,12 @@ class _LogSubscription:
             self.cursor = LogCursor.of(line)
             self._ready.set()
 
+    def mark(self, line: LogLine) -> None:
+        """Hand over a marker line (``pages.skipped_line``) whatever the selection, and go on after it."""
+        self._lines.append(line)
+        self.cursor = self.position = LogCursor.of(line)
+        self._ready.set()
+
     def take(self) -> list[LogLine]:
         """The lines received since the last take (possibly none), oldest first."""
         lines, self._lines = self._lines, []
@@ -232,6 +228,8 @@ class LogPoller(PollLoop):
         self._subs: set[_LogSubscription] = set()
         #: entries.list calls (for logs and tests)
         self.read_calls = 0
+        #: the page size, halved while pages are too large for the transport (``pages``)
+        self.pages = PageSizer(PAGE_SIZE)
 
     def subscribe(
         self,
@@ -305,34 +303,66 @@ class LogPoller(PollLoop):
         return jobs_filter(job_ids, since=since, selection=selection, until=until)
 
     async def poll_once(self) -> None:
-        """One cycle: one ``entries.list`` call for every subscribed job, and its further pages."""
+        """One cycle: one ``entries.list`` call for every subscribed job, and its further pages; a job
+        past its budget (``pages``) leaves the cycle's later reads, which then read the others only."""
         subs = list(self._subs)
         if not subs:
             return
-        by_job: dict[str, list[_LogSubscription]] = {}
-        for sub in subs:
-            by_job.setdefault(sub.job_id, []).append(sub)
         now = time.time()
-        cut = now - self.settle
-        text = self._filter(subs, settled_until(self.settle, now))
-        token = ""
+        until = settled_until(self.settle, now) or format_rfc3339_nanos(int(now * 1_000_000_000))
+        group, used = subs, {sub.job_id: 0 for sub in subs}
+        text, token = self._filter(group, settled_until(self.settle, now)), ""
         for _ in range(MAX_PAGES_PER_CYCLE):
             await self.budget.acquire()
             self.read_calls += 1
-            lines, token = await asyncio.to_thread(
-                self.hook.list_page, text, page_size=PAGE_SIZE, page_token=token
-            )
-            for line in lines:
-                for sub in by_job.get(line.job_id, ()):
-                    sub.offer(line)
-            if lines:
-                last = LogCursor.of(lines[-1])
-                for sub in subs:
-                    if sub.position.before(lines[-1]):
-                        sub.position = last
+            try:
+                lines, token = await asyncio.to_thread(
+                    self.hook.list_page, text, page_size=self.pages.size, page_token=token
+                )
+            except Exception as exc:
+                if not too_large(exc):
+                    raise
+                if self.pages.shrink():
+                    continue  # the same page again, smaller
+                self._skip(group, until, exc)
+                lines, token = [], ""
+            else:
+                self.pages.grow()
+                self._hand_out(group, lines, used)
+            over = {job for job, n in used.items() if n > JOB_BYTES_PER_CYCLE}
+            rest = [sub for sub in group if sub.job_id not in over]
+            if token and over and rest and len(rest) < len(group):
+                group, token = rest, ""  # the others go on, from their own positions
+                text = self._filter(group, settled_until(self.settle, now))
+                continue
             if not token:
-                self.horizon = max(self.horizon, cut)
+                if len(group) == len(subs):
+                    self.horizon = max(self.horizon, now - self.settle)
                 break
+
+    def _hand_out(
+        self, group: Sequence[_LogSubscription], lines: list[LogLine], used: dict[str, int]
+    ) -> None:
+        by_job: dict[str, list[_LogSubscription]] = {sub.job_id: [] for sub in group}
+        for sub in group:
+            by_job[sub.job_id].append(sub)
+        for line in lines:
+            subs = by_job.get(line.job_id, ())
+            for sub in subs:
+                sub.offer(line)
+            if subs:
+                used[line.job_id] += line_cost(line)
+        if lines:
+            last = LogCursor.of(lines[-1])
+            for sub in group:
+                if sub.position.before(lines[-1]):
+                    sub.position = last
+
+    def _skip(self, group: Sequence[_LogSubscription], until: str, exc: Exception) -> None:
+        """A page no size could carry: every stream of the read goes on after ``until``, told so."""
+        log.warning("A Cloud Logging page could not be read even one entry at a time: %s", exc)
+        for sub in group:  # positions are at or before the last cut, so before this one
+            sub.mark(skipped_line(sub.job_id, sub.position.timestamp, until, exc))
 
 
 _REGISTRY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[LogPollerKey, LogPoller]] = (

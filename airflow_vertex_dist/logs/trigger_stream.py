@@ -21,11 +21,12 @@ import contextlib
 import time
 from typing import Any, Protocol
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT, redact
 from airflow_vertex_dist.common.log_severity import python_level
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.jobs.dicts import parse_job_name
 from airflow_vertex_dist.logs.cursor import XCOM_TIMEOUT_S, CursorStore, later
+from airflow_vertex_dist.logs.masking import TriggerSecrets
 from airflow_vertex_dist.logs.poller import LogCursor, get_log_poller
 
 __all__ = [
@@ -58,6 +59,7 @@ class LogStreamingTrigger(Protocol):
     stream_logs: Any
     log_timestamp: str
     log_insert_id: str
+    secrets: TriggerSecrets
 
     @property
     def log(self) -> _InfoLog: ...
@@ -91,8 +93,8 @@ class TriggerLogStream:
         self._last_write: float | None = None
 
     def _write(self, lines: list[Any]) -> None:
-        for line in lines:
-            self.trigger.log.log(python_level(line.severity), "[%s] %s", line.key, line.text)
+        for line in lines:  # masked here, whatever the triggerer's log pipeline does (``logs.masking``)
+            self.trigger.log.log(python_level(line.severity), "[%s] %s", line.key, redact(line.text))
         if lines:
             self._last_write = asyncio.get_running_loop().time()
             # the resume point, were this trigger rebuilt from its kwargs in this process ...
@@ -102,6 +104,9 @@ class TriggerLogStream:
                 self.store.save(LogCursor.of(lines[-1]))
 
     async def _pump(self) -> None:
+        secrets = getattr(self.trigger, "secrets", None)
+        if secrets is not None:
+            await secrets.ready.wait()  # the job's secrets are known before a line is written
         while True:
             self._write(await self.sub.wait())
 

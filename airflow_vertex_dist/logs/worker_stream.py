@@ -137,7 +137,8 @@ class LogStreamer:
         *,
         min_interval_s: float = 1.2,
     ) -> None:
-        from airflow_vertex_dist.logs.poller import LogCursor, settle_seconds
+        from airflow_vertex_dist.logs.pages import PageSizer
+        from airflow_vertex_dist.logs.poller import PAGE_SIZE, LogCursor, settle_seconds
 
         self.hook = hook
         self.settle = settle_seconds()
@@ -146,6 +147,7 @@ class LogStreamer:
         self.log = log
         self.min_interval_s = min_interval_s
         self.cursor = LogCursor()
+        self.pages = PageSizer(PAGE_SIZE)
         self._last_read = float("-inf")
         self.read_calls = 0
 
@@ -154,6 +156,7 @@ class LogStreamer:
         settled (``[vertex_dist] log_settle_seconds`` old); returns how many. ``force`` (the wait
         has its verdict, the job ended): let the settle window pass, then read every line left."""
         from airflow_vertex_dist.hooks.logs import jobs_filter
+        from airflow_vertex_dist.logs.pages import too_large
         from airflow_vertex_dist.logs.poller import LogCursor, settled_until
 
         now = time.monotonic()
@@ -173,11 +176,17 @@ class LogStreamer:
         try:
             for _ in range(10):
                 self.read_calls += 1
-                lines, token = self.hook.list_page(text, page_token=token)
+                try:
+                    lines, token = self.hook.list_page(text, page_size=self.pages.size, page_token=token)
+                except Exception as exc:
+                    if too_large(exc) and self.pages.shrink():
+                        continue  # the same page again, smaller (logs/pages.py)
+                    raise
+                self.pages.grow()
                 for line in lines:
                     if self.cursor.before(line):
                         self.cursor = LogCursor.of(line)
-                        self.log.log(python_level(line.severity), "[%s] %s", line.key, line.text)
+                        self.log.log(python_level(line.severity), "[%s] %s", line.key, redact(line.text))
                         written += 1
                 if not token:
                     break

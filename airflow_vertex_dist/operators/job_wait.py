@@ -102,6 +102,7 @@ class JobWait:
         host = self.host
         timeout = host.execution_timeout
         # Imported here: a DAG file that only builds the task never pays for the trigger machinery.
+        from airflow_vertex_dist.logs.masking import secret_spans
         from airflow_vertex_dist.triggers.jobs import VertexJobTrigger
 
         return VertexJobTrigger(
@@ -117,6 +118,7 @@ class JobWait:
             impersonation_chain=host.hook.impersonation_chain_override,
             stream_logs=self.logs.selection(job),
             converge=converge,
+            mask_spans=secret_spans(job) if job is not None else (),
         )
 
     def defer(self, context: Context, job: Mapping[str, Any]) -> None:

@@ -61,6 +61,7 @@ def defer_rung(
 ) -> None:
     """Defer to ``VertexRungTrigger`` on the rung's job; the walk's state goes with the deferral's kwargs
     and into XCom (``LADDER_XCOM_KEY``), and ``execute_ladder_complete`` resumes it."""
+    from airflow_vertex_dist.logs.masking import secret_spans
     from airflow_vertex_dist.triggers.rung import VertexRungTrigger
 
     context["ti"].xcom_push(key=LADDER_XCOM_KEY, value=state.to_json())
@@ -81,6 +82,7 @@ def defer_rung(
         strategy=strategy_of(plan),
         rung=plan.number,
         job_created=str(job["createTime"]) if job.get("createTime") else None,
+        mask_spans=secret_spans(job),
     )
     host.log.info("Deferring: waiting for %s (rung %d) in the triggerer", job["name"], plan.number)
     host.defer(

@@ -196,6 +196,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
         )
 
     def _trigger_kwargs(self, name: str) -> dict[str, Any]:
+        from airflow_vertex_dist.logs.masking import secret_spans
         from airflow_vertex_dist.logs.worker_stream import selection_of
 
         cursor: dict[str, str] = {}
@@ -215,6 +216,7 @@ class _VertexJobWaitSensor(VertexHookMixin, BaseSensorOperator):
             "poll_interval": float(self.poke_interval),
             "stream_logs": selection_of(self.stream_logs, self._job),
             "impersonation_chain": self.hook.impersonation_chain_override,
+            "mask_spans": secret_spans(self._job) if self._job is not None else [],
         }
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:

@@ -38,6 +38,7 @@ from airflow_vertex_dist.jobs.events import EventStatus, JobEvent
 from airflow_vertex_dist.jobs.kinds import ever_ran
 from airflow_vertex_dist.jobs.progress import ProgressLog
 from airflow_vertex_dist.jobs.types import Job
+from airflow_vertex_dist.logs.masking import TriggerSecrets
 from airflow_vertex_dist.logs.trigger_stream import log_stream_start
 from airflow_vertex_dist.triggers.poller import DEFAULT_PAGE_SIZE, JobNotFoundError, watch_job
 
@@ -53,6 +54,10 @@ __all__ = ["RESUME_HOLD_S", "JobWaitTrigger", "trigger_classpath"]
 #: exit. 5 s was not enough on a 2-core host at load 17, where one loop took about 5 s and the report
 #: was read 5.4 s after the exit; an event that comes sooner than this (a job that ends or stocks out
 #: within seconds) waits for the rest of it. Jobs that run longer than this are not delayed at all.
+#: The hold is measured on the triggerer's own monotonic clock, from when the trigger starts running
+#: (always after the deferral: the triggerer only runs a trigger the deferral has stored), never by
+#: comparing the worker's wall time of the deferral with the triggerer's: 45 s of skew between the two
+#: hosts stretched a 10 s hold to 55 s (or would drop it, the other way round).
 RESUME_HOLD_S = 10.0
 
 
@@ -84,9 +89,13 @@ class JobWaitTrigger(BaseTrigger):
     :param log_timestamp: with ``log_insert_id``, the cursor to resume streaming after.
     :param impersonation_chain: replaces the connection's impersonation chain for the job and log
         reads (the task's own; a list or comma separated).
-    :param deferred_at: when the task deferred (Unix seconds); ``None``, the default: now, which is when
-        the operator builds the trigger. In a triggerer, the event is held until ``RESUME_HOLD_S``
-        after it (see ``RESUME_HOLD_S``).
+    :param deferred_at: when the task deferred (Unix seconds, the worker's clock); ``None``, the
+        default: now, which is when the operator builds the trigger. Kept for the record only: in a
+        triggerer the event is held until ``RESUME_HOLD_S`` after the trigger started running, on the
+        triggerer's monotonic clock (see ``RESUME_HOLD_S``).
+    :param mask_spans: where the job carries values the task's secrets masker hides
+        (``logs.masking.secret_spans``: JSON pointers and character spans, never the values): the
+        trigger teaches them to its own masker from the job it reads, before it writes a line.
     """
 
     def __init__(
@@ -102,8 +111,12 @@ class JobWaitTrigger(BaseTrigger):
         log_insert_id: str = "",
         impersonation_chain: str | Sequence[str] = "",
         deferred_at: float | None = None,
+        mask_spans: Sequence[str] = (),
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
+        #: where the job carries secrets the task's masker hides (positions only: ``logs.masking``)
+        self.mask_spans = [str(span) for span in mask_spans]
+        self.secrets = TriggerSecrets(self.mask_spans)
         self.deferred_at = time.time() if deferred_at is None else float(deferred_at)
         self.job_name = job_name
         self.conn_id = conn_id
@@ -136,6 +149,7 @@ class JobWaitTrigger(BaseTrigger):
                 "log_insert_id": self.log_insert_id,
                 "impersonation_chain": self.impersonation_chain,
                 "deferred_at": self.deferred_at,
+                "mask_spans": self.mask_spans,
                 **self.serialize_kwargs(),
             },
         )
@@ -177,9 +191,10 @@ class JobWaitTrigger(BaseTrigger):
         return {"status": status, "message": message, "job": compact_job(job) if job else None}
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        hold_until = time.monotonic() + RESUME_HOLD_S  # one clock: this process's, where the wait happens
         async for event in self._wait():
             if resume_race_possible():
-                await asyncio.sleep(max(0.0, self.deferred_at + RESUME_HOLD_S - time.time()))
+                await asyncio.sleep(max(0.0, hold_until - time.monotonic()))
             yield event
 
     async def _wait(self) -> AsyncIterator[TriggerEvent]:
@@ -212,6 +227,7 @@ class JobWaitTrigger(BaseTrigger):
                         job = await asyncio.wait_for(updates.next(), timeout=remaining)
                     except ASYNC_TIMEOUT:
                         continue
+                    await self.secrets.learn(job)  # before the stream writes a line of it
                     for line in progress.update(job):
                         self.log.info("%s", line)
                     payload = None

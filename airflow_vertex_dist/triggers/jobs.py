@@ -116,6 +116,7 @@ class VertexJobTrigger(JobWaitTrigger):
         log_insert_id: str = "",
         deferred_at: float | None = None,
         converge: dict[str, str] | None = None,
+        mask_spans: Sequence[str] = (),
     ) -> None:
         parse_job_name(job_name)
         if converge is not None and not (
@@ -140,6 +141,7 @@ class VertexJobTrigger(JobWaitTrigger):
             log_insert_id=log_insert_id,
             impersonation_chain=impersonation_chain,
             deferred_at=deferred_at,
+            mask_spans=mask_spans,
         )
         self.cancel_on_kill = bool(cancel_on_kill)
         self.partial_success = partial_success

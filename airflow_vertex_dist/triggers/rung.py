@@ -75,8 +75,10 @@ class VertexRungTrigger(VertexJobTrigger):
         self._task_deadline = task
         if self.pending_limit is None or self.job_created is None:
             return task
+        # the job's age is on the service's clock, this host's may be skewed from it: never more than
+        # the whole limit from the start of this wait, on this process's monotonic clock
         wall_end = rfc3339_nanos(self.job_created) / 1e9 + self.pending_limit
-        pending = time.monotonic() + max(0.0, wall_end - time.time())
+        pending = started + min(self.pending_limit, max(0.0, wall_end - time.time()))
         return pending if task is None else min(task, pending)
 
     async def give_up(self, message: str, job: Job | None = None, *, left: str = "running") -> JobEvent:

@@ -10,8 +10,8 @@ from reliability_cells import escape
 
 __all__ = ["PROBES", "probe_rows"]
 
-#: the emulator's security probes (emulator/tests/security/, emulator/tests/test_package_install.py), in
-#: the order of the table.
+#: the security probes (emulator/tests/security/, emulator/tests/test_package_install.py and the
+#: provider's tests/security/), in the order of the table.
 PROBES = [
     ("cross_site_post", "a web page posts a job (CORS simple request)"),
     ("non_json_post", "a write that is not JSON"),
@@ -69,6 +69,10 @@ PROBES = [
     ("full_disk", "a full disk under the state directory"),
     ("quota_admission_race", "50 concurrent Creates against a refusing quota"),
     ("gpu_wait_slots", "a job waiting for GPUs, then a CPU-only job"),
+    ("log_page_bytes", "big replica lines in one Logging page (entries.list)"),
+    ("log_starvation", "one job's big lines beside another job's (the shared log poller)"),
+    ("deferred_log_secret", "a secret printed by a replica, in a deferred task's log"),
+    ("clock_skew_resume_hold", "clock skew between worker and triggerer (the resume hold)"),
 ]
 
 

@@ -137,6 +137,8 @@ def render(figures: dict[str, Any]) -> str:
         "  the task does, and neither does the emulator's own log. Airflow's secrets masker redacts it from",
         "  the task log and the rendered template fields because the names are sensitive: a DAG author who",
         "  puts a secret in env should take it from a Variable or Connection, under a sensitive name.",
+        "  The replica prints the value, in a task that defers and in one that waits in its worker: both",
+        "  task logs show its line masked (the trigger learns the value from the job, not its kwargs).",
         f"  Places checked: {cell(security.get('canary_places_checked', []))}; "
         f"leaks found: {len(security.get('canary_leaks', [])) if 'canary_leaks' in security else 'not run'}.",
         "- The emulator listens on 127.0.0.1 only (checked from `/proc/net/tcp*` for the CLI's process) and",
@@ -216,8 +218,9 @@ def render(figures: dict[str, Any]) -> str:
         "  guards no state). The try's process went on until its next heartbeat and submitted the",
         "  next rung's job while its pool slot was already another task's: 10 GPUs asked against a",
         "  pool of 8. A trigger in a triggerer now hands its task the event no sooner than 10 s after",
-        "  the deferral (`RESUME_HOLD_S` in `triggers/base.py`); a job that runs longer than that is",
-        "  not delayed, and `dag.test()` never holds.",
+        "  the deferral (`RESUME_HOLD_S` in `triggers/base.py`: 10 s from the trigger's start, on the",
+        "  triggerer's monotonic clock, so no skew between hosts stretches or drops it); a job that runs",
+        "  longer than that is not delayed, and `dag.test()` never holds.",
         "",
     ]
     return "\n".join(out)

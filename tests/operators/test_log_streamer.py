@@ -38,7 +38,7 @@ class ScriptedHook:
         self.error = error
         self.asked: list[tuple[str, str]] = []
 
-    def list_page(self, text: str, page_token: str = "") -> tuple[list[LogLine], str]:
+    def list_page(self, text: str, page_size: int = 1000, page_token: str = "") -> tuple[list[LogLine], str]:
         self.asked.append((text, page_token))
         if self.error is not None:
             raise self.error

@@ -10,6 +10,10 @@ needs it (the emulator's store has it, as Vertex's would); everything *Airflow* 
 the task -- its log, its XComs, its rendered template fields, the trigger's kwargs in the metadata DB --
 and the emulator's own process log never contain the value. Airflow's secrets masker redacts it in the
 log and rendered fields because the Variable's and the env variable's names are sensitive.
+
+The replica prints the value, and two tasks run the job: ``train`` defers (its replica lines are
+written by the triggerer, whose masker never read the Variable) and ``train_here`` waits in its
+worker; both logs show the printed line, masked.
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ from .stack import AirflowStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
-CODE = "import os, time; assert os.environ['TRAINING_API_TOKEN']; print('token present'); time.sleep(6)"
+CODE = (
+    "import os, time; assert os.environ['TRAINING_API_TOKEN']; print('token present'); "
+    "print('token=' + os.environ['TRAINING_API_TOKEN']); time.sleep(6)"
+)
+TASKS = ("train", "train_here")
 
 
 def trigger_kwargs(stack: AirflowStack) -> list[str]:
@@ -50,18 +58,19 @@ def test_canary_never_leaks(stack: AirflowStack) -> None:
     assert stack.wait_run(dag_id, run_id, timeout=300) == "success"
 
     run = quote(run_id, safe="")
-    ti = stack.task_instance(dag_id, run_id, "train")
-    rendered = json.dumps(
-        stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/train")["rendered_fields"]
-    )
-    xcoms = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/train/xcomEntries")
-    xcom_values = [
-        stack.api(
-            "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/train/xcomEntries/{entry['key']}"
+    rendered_by_task, xcom_values, api_logs = [], [], {}
+    for task in TASKS:
+        ti = stack.task_instance(dag_id, run_id, task)
+        base = f"/api/v2/dags/{dag_id}/dagRuns/{run}/taskInstances/{task}"
+        rendered_by_task.append(stack.api("GET", base)["rendered_fields"])
+        xcoms = stack.api("GET", f"{base}/xcomEntries")
+        xcom_values += [
+            stack.api("GET", f"{base}/xcomEntries/{entry['key']}") for entry in xcoms["xcom_entries"]
+        ]
+        api_logs[task] = "\n".join(
+            stack.task_log(dag_id, run_id, task, n) for n in range(1, int(ti["try_number"]) + 1)
         )
-        for entry in xcoms["xcom_entries"]
-    ]
-    api_logs = [stack.task_log(dag_id, run_id, "train", n) for n in range(1, int(ti["try_number"]) + 1)]
+    rendered = json.dumps(rendered_by_task)
     log_files = [
         p.read_text(errors="replace") for p in (stack.log_folder / f"dag_id={dag_id}").rglob("*.log")
     ]
@@ -70,7 +79,7 @@ def test_canary_never_leaks(stack: AirflowStack) -> None:
         "trigger kwargs": "\n".join(rows),
         "rendered fields": rendered,
         "xcom": json.dumps(xcom_values),
-        "task log (API)": "\n".join(api_logs),
+        "task log (API)": "\n".join(api_logs.values()),
         "task log (files)": "\n".join(log_files),
         "emulator log": emulator_log,
     }
@@ -80,11 +89,16 @@ def test_canary_never_leaks(stack: AirflowStack) -> None:
     assert leaks == []
     # the checks looked at real content: the job ran with the value, the task logged its job
     assert "TRAINING_API_TOKEN" in rendered and "***" in rendered
-    assert any("Job page:" in text for text in api_logs)
+    assert all("Job page:" in text for text in api_logs.values())
+    # the replica printed the value; each task's log shows its line masked, deferred or not
+    for task, text in api_logs.items():
+        assert "token=***" in text, task
     assert "VertexJobTrigger" in places["trigger kwargs"]
     assert not any(word in places["trigger kwargs"] for word in ("keyfile", "private_key", "credentials"))
-    [job] = [j for j in stack.emulator_jobs() if j["labels"].get("airflow-dag") == dag_id]
-    env = job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
-    assert env == [{"name": "TRAINING_API_TOKEN", "value": CANARY}]  # the job itself legitimately has it
+    jobs = [j for j in stack.emulator_jobs() if j["labels"].get("airflow-dag") == dag_id]
+    assert len(jobs) == len(TASKS)
+    for job in jobs:
+        env = job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
+        assert env == [{"name": "TRAINING_API_TOKEN", "value": CANARY}]  # the job itself legitimately has it
     replica_logs = "".join(p.read_text(errors="replace") for p in Path(stack.emulator_state).rglob("*.log"))
     assert "token present" in replica_logs

@@ -56,12 +56,27 @@ def test_in_a_triggerer_an_early_event_waits_for_the_rest_of_the_hold(
     assert at >= deferred_at + RESUME_HOLD_S
 
 
+class EndsLater(JobWaitTrigger):
+    """A wait whose event comes ``after`` seconds after it starts."""
+
+    after = 1.0
+
+    async def decide(self, job: Job) -> JobEvent | None:  # pragma: no cover - never polled
+        return None
+
+    async def _wait(self) -> AsyncIterator[TriggerEvent]:
+        await asyncio.sleep(self.after)  # the job's run, as the trigger sees it
+        yield TriggerEvent({"status": "success", "message": "ended", "job": None})  # type: ignore[no-untyped-call]
+
+
 def test_in_a_triggerer_a_late_event_is_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a hold of an hour would run past the 60 s limit of first_event
+    # the hold counts from the trigger's start: an event after it is handed over at once
     monkeypatch.setattr(base, "resume_race_possible", lambda: True)
-    monkeypatch.setattr(base, "RESUME_HOLD_S", 3600.0)
-    event, _ = first_event(EndsAtOnce(job_name=NAME, conn_id="c", deferred_at=time.time() - 7200))
+    monkeypatch.setattr(base, "RESUME_HOLD_S", 0.5)
+    started = time.monotonic()
+    event, _ = first_event(EndsLater(job_name=NAME, conn_id="c", deferred_at=time.time() - 7200))
     assert event.payload["message"] == "ended"
+    assert time.monotonic() - started < EndsLater.after + 0.4
 
 
 def test_outside_a_triggerer_nothing_is_held(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,12 @@ runtime/log_records.py). This module serves them as ``LogEntry`` objects shaped 
 ``resourceNames`` (``projects/<id>``), ``filter`` (query.py), ``orderBy`` (``timestamp asc`` or
 ``timestamp desc``), ``pageSize`` (default 50, at most 1,000) and ``pageToken``.
 
+* Page size in bytes: ``pageSize`` is "the maximum number of results to return" (the same reference),
+  and a response may hold fewer, with a ``nextPageToken`` when more may exist. A page also ends before
+  its entries pass ``MAX_PAGE_BYTES`` (2 MiB, half of gRPC's default 4 MiB receive limit, which the
+  stock clients keep): 1,000 lines of 256 KiB (``MAX_LINE_BYTES``) would make a 250 MiB page that no
+  client could read. A page always holds at least one entry, when one is left.
+
 * Severity: stdout lines are INFO and stderr lines ERROR, as on Vertex AI (entries.py).
 * Timestamps: a line's ``timestamp`` is when its supervisor read it from the replica's pipe
   (nanoseconds); ``receiveTimestamp`` is the same time. A request serves only the lines stamped at
@@ -52,11 +58,14 @@ from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "MAX_PAGE_BYTES",
     "LogEntriesApi",
 ]
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
+#: A page's entries stop before they pass this many bytes (their JSON, UTF-8): below gRPC's 4 MiB.
+MAX_PAGE_BYTES = 2 * 1024 * 1024
 _Key = tuple[int, str]
 
 
@@ -97,6 +106,8 @@ class LogEntriesApi:
         self.log_root = Path(state_dir) / "logs"
         #: draws an injected fault for a method name (the JobService's fault injector), or None.
         self.fault = fault
+        #: where a page ends in bytes (``MAX_PAGE_BYTES``)
+        self.max_page_bytes = MAX_PAGE_BYTES
         self.calls = 0
         self._indexes: dict[tuple[str, str], RecordIndex] = {}
         self._legacy: dict[tuple[str, str], _Legacy] = {}
@@ -145,15 +156,24 @@ class LogEntriesApi:
         sources = self._sources(projects, query, bound)
         streams = [self._entries(src, query, bound, after, descending) for src in sources]
         page: list[Entry] = []
+        out: list[dict[str, Any]] = []
         more = False
+        used = 0
         for entry in heapq.merge(*streams, key=_key, reverse=descending):
             if not query.predicate(entry.fields()):
                 continue
             if len(page) == size:
                 more = True
                 break
+            as_json = entry.as_json()
+            cost = len(json.dumps(as_json, ensure_ascii=False).encode())
+            if page and used + cost > self.max_page_bytes:
+                more = True
+                break
+            used += cost
             page.append(entry)
-        response: dict[str, Any] = {"entries": [e.as_json() for e in page]}
+            out.append(as_json)
+        response: dict[str, Any] = {"entries": out}
         if more:
             last = page[-1]
             response["nextPageToken"] = self._encode_token(last.timestamp, last.insert_id, digest)

@@ -57,6 +57,13 @@ with DAG("stack_secret", schedule=None, start_date=START, params=PARAMS, default
         deferrable=True,
         poll_interval=1.0,
     )
+    # the same job waited for in the worker: its replica lines are masked there as in the triggerer
+    VertexTrainingOperator(
+        task_id="train_here",
+        spec=spec(workers=False, env={"TRAINING_API_TOKEN": "{{ var.value.avd_api_secret }}"}),
+        deferrable=False,
+        poll_interval=1.0,
+    )
 stack_secret = dag
 
 # Backfilled under random task kills and API faults; not deferrable, so a kill hits a running wait.
