@@ -62,6 +62,9 @@ PROBES = [
     ("huge_range", "a Range of 5,000 digits"),
     ("deep_storage_resource", "a Cloud Storage resource of 100,000 nested brackets"),
     ("nested_log_line", "log lines nested 100,000 deep, huge or planted (entries.list)"),
+    ("owner_xcom_edit", "an edited owner record (provider: the job tab and the hand-marking listener)"),
+    ("string_spec_injection", "a conf value closing its quote in a string spec (provider)"),
+    ("endpoint_credentials", "credentials to a host that is not Google's (provider)"),
 ]
 
 

@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from airflow_vertex_dist.hooks.connection import RetryPolicy, VertexConnection
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
+from tests.stack.figures import Figures
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +164,11 @@ def test_a_token_sent_in_clear_off_this_machine_is_warned_about(caplog: pytest.L
         VertexConnection.from_extra({**extra, "api_endpoint": "10.9.8.7:8781"}).emulator_auth_token()
     assert "api_endpoint: '10.9.8.7:8781' is not on this machine" in caplog.text
     assert "travels in clear" in caplog.text and "a-token-of-the-emulator" not in caplog.text
+    Figures.record(
+        "security_probes",
+        "endpoint_credentials",
+        {
+            "input": 'a connection with "emulator": false and api_endpoint a loopback listener (gRPC, REST); emulator_token_file of mode 0644, 5,000 bytes, a directory, a FIFO; a token to 10.9.8.7 in clear',  # noqa: E501 - the table's text
+            "answer": "ValueError naming api_endpoint and trusted_endpoint_hosts, no connection made; ValueError naming emulator_token_file each time; a warning (was: connected with the credentials, the files read, no warning)",  # noqa: E501 - the table's text
+        },
+    )

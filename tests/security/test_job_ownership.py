@@ -28,6 +28,7 @@ from tests.operators.fixtures import airflow_db, emulator, vertex_conn  # noqa: 
 from tests.operators.harness import dag_xcom, poll, run_dag, ti_state
 from tests.operators.test_training import jobs, spec
 from tests.operators.test_user_actions import fire, orm_ti
+from tests.stack.figures import Figures
 from vertex_emulator.app import Emulator
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
@@ -95,6 +96,14 @@ def test_an_edited_owner_record_neither_shows_nor_cancels_another_dags_job(
     assert CANCELLER.wait_idle(timeout=60)
     assert vertex_conn.store.get(job_b["name"])["state"] == "JOB_STATE_RUNNING"  # today: CANCELLED
     assert f"not cancelling: job {job_b['name']} is not the job of task owner_a.train" in caplog.text
+    Figures.record(
+        "security_probes",
+        "owner_xcom_edit",
+        {
+            "input": "PATCH of DAG A's vertex_job_owner XCom to name DAG B's running job and another connection; open A's tab; mark A failed",  # noqa: E501 - the table's text
+            "answer": "409, nothing of B's job shown; B's job left RUNNING, the refusal logged; A's own connection used (was: B's job and lines shown, B's job cancelled, the XCom's connection used)",  # noqa: E501 - the table's text
+        },
+    )
 
 
 def test_the_record_of_the_tasks_own_job_still_works(

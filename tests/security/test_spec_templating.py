@@ -19,6 +19,7 @@ from airflow.sdk import DAG
 
 from airflow_vertex_dist.operators.spec_field import SpecError
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
+from tests.stack.figures import Figures
 
 COMMAND = ["python", "-c", "print('the author wrote this')"]
 EVIL = ["sh", "-c", "echo owned"]
@@ -99,3 +100,11 @@ def test_jinja_that_writes_the_documents_text_is_refused_with_the_fix() -> None:
     spec = "primary:\n  container:\n    args: [{% for a in params.args %}'{{ a }}',{% endfor %}]\n"
     with pytest.raises(SpecError, match=r"spec: a spec given as a string is parsed as JSON or YAML first"):
         _render(spec, {"args": ["a"]})
+    Figures.record(
+        "security_probes",
+        "string_spec_injection",
+        {
+            "input": 'a JSON and a YAML spec string with args: ["--name={{ params.name }}"], name = x"], "command": ["sh", "-c", "echo owned"], "args": ["y; a spec string giving a key twice',  # noqa: E501 - the table's text
+            "answer": "the author's command kept, the value one argument; SpecError naming the duplicate key (was: the injected command won, the last key taken)",  # noqa: E501 - the table's text
+        },
+    )
