@@ -38,7 +38,7 @@ def _dead_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 def _records(dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1) -> list[Any]:
     base = "projects/p/locations/us-central1/customJobs/"
     return [
-        {"task_id": f"t{i}", "map_index": -1, "value": {"name": f"{base}{1000 + i}", "conn_id": "unreachable"}}
+        {"task_id": f"t{i}", "map_index": -1, "value": {"name": f"{base}{1000 + i}", "conn_id": "x"}}
         for i in range(JOBS)
     ]
 
