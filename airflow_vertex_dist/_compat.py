@@ -311,3 +311,27 @@ def xcom_rows(
 
 
 __all__ += ["readable_dag_ids", "ui_auth_dependencies", "xcom_rows"]
+
+
+def rendered_task_fields(
+    dag_id: str, run_id: str, task_id: str, map_index: int = -1
+) -> dict[str, Any] | None:
+    """The rendered template fields Airflow stored for one task instance (its connection id,
+    impersonation chain, watched job name...), or None when none are stored. The task's own run writes
+    them (through the Execution API, with the task's token) before it executes: no call of the public
+    REST API can change them, unlike an XCom, which an API user with edit rights on the DAG can PATCH."""
+    # Internal: the core's RenderedTaskInstanceFields model and its session factory. Airflow 3.1-3.3.
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    table = RenderedTaskInstanceFields
+    query = select(table.rendered_fields).where(
+        table.dag_id == dag_id, table.run_id == run_id, table.task_id == task_id, table.map_index == map_index
+    )
+    with create_session(scoped=False) as session:
+        value = session.scalar(query)
+    return dict(value) if isinstance(value, dict) else None
+
+
+__all__ += ["rendered_task_fields"]

@@ -108,6 +108,13 @@ def get_provider_info() -> dict[str, Any]:
                         "logging.googleapis.com.",
                         "schema": {"type": ["string", "null"]},
                     },
+                    "trusted_endpoint_hosts": {
+                        "label": "Trusted endpoint hosts",
+                        "description": "Hosts other than *.googleapis.com that API endpoint and Logging "
+                        "endpoint may name (the connection's credentials are sent there), comma separated; "
+                        "*.domain for a domain's hosts. Empty: Google's hosts only.",
+                        "schema": {"type": ["string", "null"]},
+                    },
                 },
                 "ui-field-behaviour": {
                     "hidden-fields": ["host", "schema", "login", "password", "port", "extra"],

@@ -10,6 +10,7 @@ running (deferred) task as well as a finished one.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from airflow.sdk import BaseOperatorLink
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
 
     from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook
 
-__all__ = ["LINK_XCOM_KEY", "OWNER_XCOM_KEY", "OwnedJob", "OwnerRecord", "VertexJobLink"]
+__all__ = [
+    "LINK_XCOM_KEY",
+    "OWNER_XCOM_KEY",
+    "OwnedJob",
+    "OwnerRecord",
+    "VertexJobLink",
+    "ownership_problem",
+    "task_owned_job",
+]
 
 #: The XCom key of an ``OwnedJob`` record (``{"name", "conn_id", "impersonation_chain"}``): pushed
 #: by an operator that owns its job and cancels it when killed (``cancel_on_kill``);
@@ -80,6 +89,53 @@ class OwnedJob:
             impersonation_chain=list(self.impersonation_chain) or None,
             **kwargs,
         )
+
+
+def task_owned_job(name: str, fields: Mapping[str, Any] | None) -> OwnedJob | None:
+    """The job ``name`` with the task's own credentials: the connection id and impersonation chain of
+    its rendered template fields (``fields``: ``_compat.rendered_task_fields``, which no REST API call
+    can change), never those an XCom names. None when the fields do not name a connection."""
+    from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
+
+    conn_id = (fields or {}).get("vertex_dist_conn_id")
+    if not isinstance(conn_id, str) or not conn_id.strip() or set(conn_id) == {"*"}:
+        return None
+    chain = (fields or {}).get("impersonation_chain")
+    if chain is not None and not isinstance(chain, str | list):
+        return None
+    return OwnedJob(name, conn_id.strip(), parse_impersonation_chain(chain))
+
+
+def ownership_problem(
+    job: Mapping[str, Any],
+    dag_id: str,
+    task_id: str,
+    run_id: str,
+    map_index: int = -1,
+    *,
+    watched: str | None = None,
+) -> str | None:
+    """Why ``job`` (as the JobService returned it) is not the job of the task instance, or None.
+
+    A job is the task instance's when it carries the labels the provider writes on every job it creates
+    (``managed-by`` and ``airflow-run``: a hash of dag id, task id, run id and map index), or when it is
+    the job the task watches (a sensor: ``watched``, its rendered ``job_name``). An XCom naming a job
+    is never enough: a REST API user who may edit one DAG's XComs could name another DAG's job."""
+    from airflow_vertex_dist.hooks.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RUN_LABEL, run_hash
+    from airflow_vertex_dist.jobs.dicts import job_labels
+
+    name = str(job.get("name", ""))
+    if watched and name and watched.strip() == name:
+        return None
+    labels = job_labels(job)
+    expected = run_hash(dag_id, task_id, run_id, map_index)
+    if labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE and labels.get(RUN_LABEL) == expected:
+        return None
+    return (
+        f"job {name} is not the job of task {dag_id}.{task_id} run {run_id} (map index {map_index}): "
+        f"its {RUN_LABEL} label is {labels.get(RUN_LABEL)!r}, this task instance's is {expected!r} "
+        "(the task's XCom names a job the task did not create)"
+    )
 
 
 class VertexJobLink(BaseOperatorLink):

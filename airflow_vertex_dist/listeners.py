@@ -9,7 +9,11 @@ run on, billed, with no task waiting for it. Before Airflow 3.3 no trigger is to
 This listener closes that gap from the other side. For a task of ours that owns a job with
 ``cancel_on_kill=True`` -- it pushed ``{"name", "conn_id", "impersonation_chain"}`` under
 ``OWNER_XCOM_KEY`` -- it cancels that job unless it already ended or is being cancelled, with the
-task's credentials: its connection and its own ``impersonation_chain`` (empty: the connection's):
+task's credentials: its connection and its own ``impersonation_chain`` (empty: the connection's), read
+from the task instance's rendered template fields, never from the record. An XCom can be edited
+through the REST API, so the record only names a candidate: the job is read first, and cancelled only
+when its labels say it is this task instance's (``links.ownership_problem``); otherwise nothing is
+sent and the refusal is logged.
 
 * Airflow's REST API (and so the UI) fires ``on_task_instance_failed`` / ``on_task_instance_success``
   with ``previous_state=None`` for a task's state set by hand, in the API server's process (3.1 and
@@ -48,9 +52,9 @@ from typing import Any
 from airflow.listeners import hookimpl
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_vertex_dist._compat import stored_xcom_values
+from airflow_vertex_dist._compat import rendered_task_fields, xcom_rows
 from airflow_vertex_dist.hooks.connection import RetryPolicy
-from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob
+from airflow_vertex_dist.links import OWNER_XCOM_KEY, OwnedJob, ownership_problem, task_owned_job
 
 __all__ = [
     "CANCELLER",
@@ -128,23 +132,68 @@ class CancelWorker:
 CANCELLER = CancelWorker()
 
 
+@dataclasses.dataclass(frozen=True)
+class _TaskKey:
+    """One task instance, in plain values (what crosses to the worker thread)."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int = -1
+
+
 def _owner_records(dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1) -> list[Any]:
-    """The owner records (XCom values) of one task instance, or of every task of a run, read from the
-    metadata DB (``_compat.stored_xcom_values``): the API server and the scheduler have no Task SDK
-    channel."""
-    return stored_xcom_values(OWNER_XCOM_KEY, dag_id, run_id, task_id, map_index)
+    """The owner records of one task instance, or of every task of a run, read from the metadata DB
+    (``_compat.xcom_rows``: the API server and the scheduler have no Task SDK channel): each
+    ``{"task_id", "map_index", "value"}``."""
+    rows = xcom_rows(
+        OWNER_XCOM_KEY,
+        dag_id=dag_id,
+        run_id=run_id,
+        task_id=task_id,
+        map_index=None if task_id is None else map_index,
+        limit=1 if task_id is not None else 10_000,
+    )
+    return [{"task_id": row["task_id"], "map_index": row["map_index"], "value": row["value"]} for row in rows]
+
+
+def _task_fields(key: _TaskKey) -> dict[str, Any] | None:
+    """The task instance's rendered template fields (``_compat.rendered_task_fields``)."""
+    return rendered_task_fields(key.dag_id, key.run_id, key.task_id, key.map_index)
+
+
+def _owned(key: _TaskKey, value: Any, action: str) -> OwnedJob | None:
+    """The job an owner record names, with the task's own connection and impersonation chain (its
+    rendered template fields: no REST API call can change them), or None (and why, logged). The
+    record's own ``conn_id`` and chain are not used: an API user may have edited them."""
+    record = OwnedJob.from_record(value)
+    if record is None:
+        return None
+    owned = task_owned_job(record.name, _task_fields(key))
+    if owned is None:
+        log.error(
+            "%s: job %s not cancelled: the task instance has no stored rendered fields naming its "
+            "connection (the connection an XCom names is never used)",
+            action,
+            record.name,
+        )
+    return owned
 
 
 def owned_job(task_instance: Any) -> OwnedJob | None:
-    """The job the task instance's try recorded it owns, or ``None``."""
+    """The job the task instance's try recorded it owns, with the task's own credentials, or ``None``.
+    Whether the job really is the task instance's is checked against the job itself before a cancel
+    (``_cancel``)."""
     ti = task_instance
     map_index = getattr(ti, "map_index", -1)
-    records = _owner_records(ti.dag_id, ti.run_id, ti.task_id, -1 if map_index is None else map_index)
-    return OwnedJob.from_record(records[0]) if records else None
+    key = _TaskKey(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else map_index)
+    records = _owner_records(key.dag_id, key.run_id, key.task_id, key.map_index)
+    return _owned(key, records[0]["value"], "owner record") if records else None
 
 
-def _cancel(owned: OwnedJob, action: str, deadline: float | None = None) -> str | None:
-    """Cancel the job unless it ended (or is being cancelled); the job's name when a cancel was sent.
+def _cancel(owned: OwnedJob, key: _TaskKey, action: str, deadline: float | None = None) -> str | None:
+    """Cancel the job unless it ended (or is being cancelled) or is not the task instance's (its labels,
+    ``links.ownership_problem``: refused and logged); the job's name when a cancel was sent.
     ``deadline`` (``time.monotonic()``) shortens ``CANCEL_RETRY`` to what is left of a budget."""
     from airflow_vertex_dist.jobs.dicts import job_state
 
@@ -155,6 +204,11 @@ def _cancel(owned: OwnedJob, action: str, deadline: float | None = None) -> str 
             policy, deadline_s=min(policy.deadline_s, left), rpc_timeout_s=min(policy.rpc_timeout_s, left)
         )
     with owned.hook(retry_policy=policy) as hook:
+        job = hook.get_job(owned.name)
+        problem = ownership_problem(job, key.dag_id, key.task_id, key.run_id, key.map_index)
+        if problem is not None:
+            log.error("%s: not cancelling: %s", action, problem)
+            return None
         job, sent = hook.cancel_unless_ended(owned.name)
     if not sent:
         log.info("%s: job %s is %s: not cancelling", action, owned.name, job_state(job))
@@ -165,9 +219,13 @@ def _cancel(owned: OwnedJob, action: str, deadline: float | None = None) -> str 
 
 def cancel_owned_job(task_instance: Any, action: str, budget_s: float | None = None) -> str | None:
     """Cancel the job the task instance owns unless it ended; the job's name when a cancel was sent."""
-    owned = owned_job(task_instance)
+    ti = task_instance
+    map_index = getattr(ti, "map_index", -1)
+    key = _TaskKey(ti.dag_id, ti.task_id, ti.run_id, -1 if map_index is None else map_index)
+    records = _owner_records(key.dag_id, key.run_id, key.task_id, key.map_index)
+    owned = _owned(key, records[0]["value"], action) if records else None
     budget = RUN_BUDGET_S if budget_s is None else budget_s
-    return None if owned is None else _cancel(owned, action, time.monotonic() + budget)
+    return None if owned is None else _cancel(owned, key, action, time.monotonic() + budget)
 
 
 def cancel_run_jobs(dag_run: Any, action: str, budget_s: float | None = None) -> list[str]:
@@ -177,15 +235,16 @@ def cancel_run_jobs(dag_run: Any, action: str, budget_s: float | None = None) ->
     budget_s = RUN_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     cancelled = []
-    for value in _owner_records(dag_run.dag_id, dag_run.run_id):
-        owned = OwnedJob.from_record(value)
+    for row in _owner_records(dag_run.dag_id, dag_run.run_id):
+        key = _TaskKey(dag_run.dag_id, str(row["task_id"]), dag_run.run_id, int(row["map_index"]))
+        owned = _owned(key, row["value"], action)
         if owned is None:
             continue
         if time.monotonic() >= deadline:
             log.error("%s: job %s not cancelled: the run's %gs budget is spent", action, owned.name, budget_s)
             continue
         try:
-            name = _cancel(owned, action, deadline)
+            name = _cancel(owned, key, action, deadline)
         except Exception:
             log.exception("%s: cancelling job %s failed", action, owned.name)
             continue

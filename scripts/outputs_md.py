@@ -54,7 +54,8 @@ TYPES = (
         "airflow_vertex_dist.links",
         "OwnerRecord",
         "The value under `vertex_job_owner`, pushed by a training or tuning task that waits with "
-        "`cancel_on_kill`: what the provider's listener cancels when the task is marked by hand.",
+        "`cancel_on_kill`: what the provider's listener cancels when the task is marked by hand, once the "
+        "job's labels confirm it is the task instance's, with the task's own connection.",
         "",
     ),
 )

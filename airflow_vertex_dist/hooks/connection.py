@@ -68,6 +68,14 @@ ignored).
     ``https://host[:port]`` (REST), TLS with the connection's credentials; with ``emulator``, the
     emulator's (plain, ``http://`` for REST). Empty means the emulator's own endpoint with
     ``emulator`` (it serves the Logging read API on the same ports), else ``logging.googleapis.com``.
+``trusted_endpoint_hosts``
+    Without ``emulator``, ``api_endpoint`` and ``logging_endpoint`` must be hosts of
+    ``googleapis.com`` (``hooks.endpoints``): the connection's credentials go nowhere else. Any other
+    host (a Private Service Connect endpoint's IP address, a proxy) must be listed here: host names or
+    addresses, comma separated (or a list), ``*.domain`` for a domain's hosts.
+
+The token file must be a regular file, the owner's only (mode 0600 or 0400), of at most 4096 bytes;
+a token sent on the emulator's plain channel to a host off this machine is logged as a warning.
 """
 
 from __future__ import annotations
@@ -103,7 +111,13 @@ from airflow_vertex_dist.hooks.connection_form import (
     connection_type_info,
     ui_field_behaviour,
 )
-from airflow_vertex_dist.hooks.endpoints import endpoint_problem, scheme_of
+from airflow_vertex_dist.hooks.endpoints import (
+    credentials_host_problem,
+    endpoint_problem,
+    read_token_file,
+    scheme_of,
+    warn_clear_token,
+)
 
 __all__ = [
     "CONN_TYPE",
@@ -119,6 +133,7 @@ __all__ = [
     "parse_impersonation_chain",
     "ui_field_behaviour",
 ]
+
 
 def parse_impersonation_chain(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """A chain as a tuple: ``None`` is empty, a string is split on commas, blanks are dropped."""
@@ -171,6 +186,7 @@ class VertexConnection(BaseModel):
     logging_endpoint: str | None = None
     emulator_token: SecretStr | None = Field(default=None, repr=False)
     emulator_token_file: str | None = None
+    trusted_endpoint_hosts: tuple[str, ...] = ()
 
     @field_validator(
         "project",
@@ -231,7 +247,7 @@ class VertexConnection(BaseModel):
     def _flag(cls, value: Any) -> Any:
         return False if blank(value) else value
 
-    @field_validator("impersonation_chain", "scopes", mode="before")
+    @field_validator("impersonation_chain", "scopes", "trusted_endpoint_hosts", mode="before")
     @classmethod
     def _chain(cls, value: Any) -> Any:
         if isinstance(value, str | list | tuple) or value is None:
@@ -265,7 +281,7 @@ class VertexConnection(BaseModel):
             )
         given = [name for name in ("emulator_token", "emulator_token_file") if getattr(self, name)]
         if given and not self.emulator:
-            raise ValueError(f"{given[0]}: only the emulator takes an access token: set \"emulator\": true")
+            raise ValueError(f'{given[0]}: only the emulator takes an access token: set "emulator": true')
         if len(given) > 1:
             raise ValueError("emulator_token and emulator_token_file: give one, not both")
         if self.web_endpoint and not self.emulator:
@@ -280,6 +296,10 @@ class VertexConnection(BaseModel):
             )
             if problem:
                 raise ValueError(problem)
+            trusted = self.trusted_endpoint_hosts
+            problem = value and not self.emulator and credentials_host_problem(field, value, trusted)
+            if problem:
+                raise ValueError(problem)
         return self
 
     @property
@@ -288,20 +308,20 @@ class VertexConnection(BaseModel):
         return self.emulator is True
 
     def emulator_auth_token(self) -> str | None:
-        """The emulator's access token (``emulator_token``, or ``emulator_token_file`` read now); None
-        without one. ``ValueError`` naming the file when it cannot be read or is empty."""
+        """The emulator's access token (``emulator_token``, or ``emulator_token_file`` read now and
+        checked: ``hooks.endpoints.read_token_file``); None without one. ``ValueError`` naming the field
+        when the file is not fit. A warning is logged when the token goes in clear off this machine."""
         if self.emulator_token is not None:
-            return self.emulator_token.get_secret_value().strip() or None
-        if not self.emulator_token_file:
+            token = self.emulator_token.get_secret_value().strip() or None
+        elif self.emulator_token_file:
+            token = read_token_file(self.emulator_token_file, "emulator_token_file")
+        else:
             return None
-        try:
-            with open(self.emulator_token_file, encoding="utf-8") as fh:
-                token = fh.read().strip()
-        except OSError as exc:
-            path = self.emulator_token_file
-            raise ValueError(f"emulator_token_file: cannot read {path}: {exc.strerror}") from None
-        if not token:
-            raise ValueError(f"emulator_token_file: {self.emulator_token_file} is empty")
+        if token is not None:
+            for field in ("api_endpoint", "logging_endpoint", "web_endpoint"):
+                value = getattr(self, field)
+                if value:
+                    warn_clear_token(field, value)
         return token
 
     @property

@@ -68,6 +68,12 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "description": "Cloud Logging API endpoint for replica logs: host[:port] (gRPC) or "
         "https://host[:port] (REST). Empty: the emulator's with Emulator, else logging.googleapis.com.",
     },
+    "trusted_endpoint_hosts": {
+        "label": "Trusted endpoint hosts",
+        "description": "Hosts other than *.googleapis.com that API endpoint and Logging endpoint may name "
+        "(the connection's credentials are sent there), comma separated; *.domain for a domain's hosts. "
+        "Empty: Google's hosts only.",
+    },
 }
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from airflow_vertex_dist.specs._base import JINJA_MARKERS, RENDERED_CONTEXT
 from airflow_vertex_dist.specs._fields import items_of, models_in
 from airflow_vertex_dist.specs.errors import error_text, unknown_field_rule
+from airflow_vertex_dist.specs.loading import DuplicateKeyError, parse_spec_document
 
 __all__ = [
     "SpecError",
@@ -94,19 +95,14 @@ def spec_error(
 
 
 def _parse_document(text: str | bytes, when: str) -> Any:
-    """A JSON document as JSON (YAML would mangle its surrogate-pair escapes and refuse some control
-    characters JSON allows), anything else as YAML; every failure is a ``SpecError``."""
-    import json
-
+    """``parse_spec_document`` (JSON as JSON, anything else as YAML, a key given twice refused); every
+    failure is a ``SpecError``."""
     import yaml
 
     try:
-        if text.lstrip()[:1] in ("{", "[", b"{", b"["):
-            try:
-                return json.loads(text)
-            except ValueError:
-                pass  # not JSON after all: YAML's flow style, say
-        return yaml.safe_load(text)
+        return parse_spec_document(text, "spec")
+    except DuplicateKeyError as exc:
+        raise SpecError(f"{exc}{when}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"spec: not a JSON or YAML document{when}: {exc}") from exc
     except RecursionError:
@@ -189,6 +185,9 @@ def render_spec(
     """Render the templated spec field ``value`` string by string with ``render`` (the operator's
     ``render_template``), as Airflow renders a dict, list or string; dict keys are not rendered.
 
+    A spec given as a string is rendered structurally (``_render_document``): parsed first, then its
+    string values rendered one by one, never text into the document.
+
     A string that fails to render raises ``SpecError`` naming the operator's field and the string's path
     in the spec: ``cannot render field 'spec' of task 'train':`` then ``spec.labels.day: '{{ ds_nodash
     }}': 'ds_nodash' is undefined``, and, when the run has no logical date and the template needs one,
@@ -212,4 +211,41 @@ def render_spec(
             return rendered if isinstance(item, list) else tuple(rendered)
         return render(item)  # anything else as Airflow renders it
 
+    if isinstance(value, str | bytes) and not skip(value):
+        return _render_document(value, lambda item: walk(item, field), field, task_id)
     return walk(value, field)
+
+
+#: A string that is one Jinja expression and nothing else: it renders the whole document.
+_ONE_EXPRESSION = re.compile(r"\s*\{\{(?:(?!\}\}|\{\{|\{%|\{#).)*\}\}\s*", re.DOTALL)
+
+
+def _render_document(text: str | bytes, walk: Callable[[Any], Any], field: str, task_id: str) -> Any:
+    """A spec given as a string, rendered structurally. A JSON or YAML document is parsed (a key
+    given twice refused), then its string values are rendered (``walk``): a rendered value stays one
+    value whatever it holds, so it can neither end its quoted string nor add a key. A string that is
+    one Jinja expression and nothing else (``{{ var.value.my_spec }}``) renders the whole document,
+    which is then parsed as it is (nothing in it rendered again). Any other Jinja in a string spec
+    would write the document's text (``{% for %}``, ``{{ }}`` outside a quoted value) and is refused."""
+    if not has_jinja(text if isinstance(text, str) else text.decode("utf-8", "replace")):
+        return text  # nothing to render: coerce_spec parses (and judges) it
+    try:
+        parsed = parse_spec_document(text, field)
+    except DuplicateKeyError as exc:
+        raise SpecError(f"cannot render field {field!r} of task {task_id!r}:\n  {exc}") from None
+    except Exception:  # Jinja in the document's text: not a document until rendered
+        parsed = None
+    if isinstance(parsed, Mapping):
+        return walk(dict(parsed))
+    if isinstance(text, str) and _ONE_EXPRESSION.fullmatch(text):
+        rendered = walk(text)
+        if isinstance(rendered, str | bytes):
+            return _parse_document(rendered, " after rendering")
+        return rendered
+    raise SpecError(
+        f"cannot render field {field!r} of task {task_id!r}:\n  {field}: a spec given as a string is parsed "
+        "as JSON or YAML first and Jinja is rendered inside its string values only; this one is not a "
+        "document before rendering (Jinja writes its text: a {% %} block, or {{ }} outside a quoted "
+        "value). Quote each templated value (display_name: '{{ params.name }}'), give the spec as a dict, "
+        "or render the whole document from one expression ('{{ var.value.my_spec }}')"
+    )

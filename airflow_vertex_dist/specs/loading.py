@@ -1,4 +1,7 @@
-"""``load_spec``: a spec from a JSON/YAML file or from ``module:attribute``."""
+"""``load_spec``: a spec from a JSON/YAML file or from ``module:attribute``; ``parse_spec_document``: a
+JSON or YAML spec document as data, a key given twice refused (``DuplicateKeyError``): in JSON and
+YAML alike the last one would silently win, so a value that ends its quoted string and repeats a key
+(``command``, say) would replace what the spec's author wrote."""
 
 from __future__ import annotations
 
@@ -10,9 +13,68 @@ from typing import Any
 from airflow_vertex_dist.specs.job import DistributedTrainingJob
 from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
-__all__ = ["Spec", "load_spec", "spec_from_dict"]
+__all__ = ["DuplicateKeyError", "Spec", "load_spec", "parse_spec_document", "spec_from_dict"]
 
 Spec = DistributedTrainingJob | HyperparameterTuningJob
+
+
+class DuplicateKeyError(ValueError):
+    """A spec document that gives one key twice in one mapping."""
+
+
+def _duplicate(key: Any, where: str) -> DuplicateKeyError:
+    return DuplicateKeyError(
+        f"{where}: duplicate key {key!r}: a key may appear only once in a mapping of a spec document"
+    )
+
+
+def _json_object(where: str) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise _duplicate(key, where)
+            out[key] = value
+        return out
+
+    return hook
+
+
+def _yaml_loader(where: str) -> Any:
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            self.flatten_mapping(node)
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in seen:
+                        raise _duplicate(key, f"{where} (line {key_node.start_mark.line + 1})")
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class names it
+                    pass
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+def parse_spec_document(text: str | bytes, where: str = "spec") -> Any:
+    """A JSON document as JSON (YAML would mangle its surrogate-pair escapes and refuse some control
+    characters JSON allows), anything else as YAML (safe: plain data only). ``DuplicateKeyError``
+    naming the key when a mapping gives one twice; ``json.JSONDecodeError`` / ``yaml.YAMLError`` for
+    a text that is no document."""
+    import yaml
+
+    if text.lstrip()[:1] in ("{", "[", b"{", b"["):
+        try:
+            return json.loads(text, object_pairs_hook=_json_object(where))
+        except DuplicateKeyError:
+            raise
+        except ValueError:
+            pass  # not JSON after all: YAML's flow style, say
+    return yaml.load(text, Loader=_yaml_loader(where))  # noqa: S506 - a SafeLoader subclass
 
 
 def spec_from_dict(data: Any, *, location: str | None = None) -> Spec:
@@ -47,14 +109,16 @@ def load_spec(ref: str, *, location: str | None = None) -> Spec:
         text = Path(ref).read_text(encoding="utf-8")
         if suffix == ".json":
             try:
-                data = json.loads(text)
+                data = json.loads(text, object_pairs_hook=_json_object(ref))
+            except DuplicateKeyError:
+                raise
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{ref}: not valid JSON: {exc}") from exc
         else:
             import yaml
 
             try:
-                data = yaml.safe_load(text)
+                data = yaml.load(text, Loader=_yaml_loader(ref))  # noqa: S506 - a SafeLoader subclass
             except yaml.YAMLError as exc:
                 raise ValueError(f"{ref}: not valid YAML: {exc}") from exc
         return spec_from_dict(data, location=location)

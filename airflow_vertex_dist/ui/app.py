@@ -10,9 +10,12 @@ default, so every route depends on the API server's own dependencies (``_compat.
 no login is 401, a user whose auth manager does not let them read the DAG's task instances gets 403
 and nothing of the job; the jobs list holds only the DAGs the user may read.
 
-Which job: the task's owner record (XCom ``vertex_job_owner``: job, connection id and the task's
-impersonation chain); a task without one (``cancel_on_kill=False``, a sensor) is read through its
-``vertex_job`` XCom with the default connection. Data comes through the provider's hooks: one
+Which job: the one the task's owner record (XCom ``vertex_job_owner``) names, else its ``vertex_job``
+XCom; read with the task's own connection and impersonation chain, from the task instance's rendered
+template fields (which no REST API call can change), never those of an XCom. An XCom is only a
+candidate: the job is shown when its labels say it is this task instance's, or when it is the job the
+task (a sensor) watches by its rendered ``job_name`` (``links.ownership_problem``); else the page is a
+409 naming the mismatch, with nothing of that job. Data comes through the provider's hooks: one
 JobService Get and one Cloud Logging ``entries.list`` per job at most every ``REFRESH_S`` seconds,
 whatever the number of pages open on it (``JobCache``), and all the view's log reads in one API
 server process together at most ``LOG_READS_PER_MINUTE`` a minute.
@@ -20,6 +23,7 @@ server process together at most ``LOG_READS_PER_MINUTE`` a minute.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -27,7 +31,13 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from airflow_vertex_dist.links import LINK_XCOM_KEY, OWNER_XCOM_KEY, OwnedJob
+from airflow_vertex_dist.links import (
+    LINK_XCOM_KEY,
+    OWNER_XCOM_KEY,
+    OwnedJob,
+    ownership_problem,
+    task_owned_job,
+)
 from airflow_vertex_dist.ui import model
 from airflow_vertex_dist.ui.page import REFRESH_S, JobPage, LogView, index_page, job_page, main_section
 
@@ -40,9 +50,12 @@ __all__ = [
     "ReadWindow",
     "create_app",
     "find_job",
+    "job_problem",
     "map_index_of",
     "web_url",
 ]
+
+log = logging.getLogger(__name__)
 
 #: where the plugin mounts the app in the API server
 PREFIX = "/vertex-dist"
@@ -163,10 +176,11 @@ def read_log_view(owned: OwnedJob, job: dict[str, Any]) -> LogView:
 
 
 def find_job(dag_id: str, run_id: str, task_id: str, map_index: int) -> tuple[OwnedJob, str] | None:
-    """The task instance's job and its console URL (``""`` when not pushed): from its owner record,
-    else from its ``vertex_job`` XCom with the default connection; None when it has neither."""
-    from airflow_vertex_dist._compat import xcom_rows
-    from airflow_vertex_dist.hooks.connection import DEFAULT_CONN_ID
+    """The job the task instance's XComs name (its owner record's, else its ``vertex_job`` link's),
+    with the task's own connection and impersonation chain (its rendered template fields), and its
+    console URL (``""`` when not pushed); None without a job name or a connection. The job is still
+    to be checked against the task instance (``job_problem``)."""
+    from airflow_vertex_dist._compat import rendered_task_fields, xcom_rows
 
     def one(key: str) -> dict[str, Any] | None:
         rows = xcom_rows(key, dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index, limit=1)
@@ -176,12 +190,25 @@ def find_job(dag_id: str, run_id: str, task_id: str, map_index: int) -> tuple[Ow
     link_value = link["value"] if link and isinstance(link["value"], dict) else {}
     console = web_url(link_value.get("console_url"))
     owner = one(OWNER_XCOM_KEY)
-    owned = OwnedJob.from_record(owner["value"]) if owner else None
-    if owned is not None:
-        return owned, console
-    if isinstance(link_value.get("name"), str):
-        return OwnedJob(link_value["name"], DEFAULT_CONN_ID), console
-    return None
+    record = OwnedJob.from_record(owner["value"]) if owner else None
+    name = record.name if record is not None else link_value.get("name")
+    if not isinstance(name, str):
+        return None
+    owned = task_owned_job(name, rendered_task_fields(dag_id, run_id, task_id, map_index))
+    return None if owned is None else (owned, console)
+
+
+def job_problem(job: dict[str, Any], dag_id: str, run_id: str, task_id: str, map_index: int) -> str | None:
+    """Why the job is not the task instance's to show (``links.ownership_problem``; a sensor's watched
+    job is its rendered ``job_name``), or None."""
+    from airflow_vertex_dist._compat import rendered_task_fields
+
+    if ownership_problem(job, dag_id, task_id, run_id, map_index) is None:
+        return None
+    watched = (rendered_task_fields(dag_id, run_id, task_id, map_index) or {}).get("job_name")
+    return ownership_problem(
+        job, dag_id, task_id, run_id, map_index, watched=watched if isinstance(watched, str) else None
+    )
 
 
 def web_url(value: Any) -> str:
@@ -241,6 +268,10 @@ def create_app(cache: JobCache | None = None) -> Any:
             raise HTTPException(404, "This task instance has no Vertex AI job (yet).")
         owned, console = found
         job = jobs.job(owned)
+        problem = job_problem(job, dag_id, run_id, task_id, index)
+        if problem is not None:  # nothing of that job: not its state, not its lines
+            log.error("job view %s.%s run %s: %s", dag_id, task_id, run_id, problem)
+            raise HTTPException(409, f"Not shown: {problem}.")
         page = JobPage(
             job=job,
             dag_id=dag_id,

@@ -73,6 +73,9 @@ PROBES = [
     ("log_starvation", "one job's big lines beside another job's (the shared log poller)"),
     ("deferred_log_secret", "a secret printed by a replica, in a deferred task's log"),
     ("clock_skew_resume_hold", "clock skew between worker and triggerer (the resume hold)"),
+    ("owner_xcom_edit", "an edited owner record (provider: the job tab and the hand-marking listener)"),
+    ("string_spec_injection", "a conf value closing its quote in a string spec (provider)"),
+    ("endpoint_credentials", "credentials to a host that is not Google's (provider)"),
 ]
 
 

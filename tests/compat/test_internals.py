@@ -157,13 +157,27 @@ def test_the_listener_reads_the_owner_records_real_tasks_pushed() -> None:
     def ti(task_id: str, map_index: int = -1) -> Any:
         return types.SimpleNamespace(dag_id=dr.dag_id, task_id=task_id, run_id=dr.run_id, map_index=map_index)
 
-    assert owned_job(ti("owner")) == OwnedJob.from_record(record(7))
-    assert owned_job(ti("mapped_owner", 0)) == OwnedJob.from_record(record(1))
-    assert owned_job(ti("mapped_owner", 1)) == OwnedJob.from_record(record(2))
-    assert owned_job(ti("bystander")) is None
-    assert owned_job(ti("owner", 3)) is None
+    def value(task_id: str, map_index: int = -1) -> Any:
+        rows = _owner_records(dr.dag_id, dr.run_id, task_id, map_index)
+        return rows[0]["value"] if rows else None
+
+    assert value("owner") == record(7)
+    assert value("mapped_owner", 0) == record(1)
+    assert value("mapped_owner", 1) == record(2)
+    assert value("bystander") is None
+    assert value("owner", 3) is None
     run_records = _owner_records(dr.dag_id, dr.run_id)
-    assert sorted(r["name"] for r in run_records) == sorted(record(i)["name"] for i in (7, 1, 2))
+    assert sorted(r["value"]["name"] for r in run_records) == sorted(record(i)["name"] for i in (7, 1, 2))
+    assert sorted((r["task_id"], r["map_index"]) for r in run_records) == [
+        ("mapped_owner", 0),
+        ("mapped_owner", 1),
+        ("owner", -1),
+    ]
+    # the connection comes from the task's rendered template fields, never from the record: these
+    # tasks have no connection field, so the listener has nothing to cancel with
+    assert _compat.rendered_task_fields(dr.dag_id, dr.run_id, "mapped_owner", 1) is not None
+    assert _compat.rendered_task_fields(dr.dag_id, dr.run_id, "owner", 3) is None
+    assert owned_job(ti("owner")) is None
     assert _compat.stored_xcom_values("other", dr.dag_id, dr.run_id) == [record(99)]
 
 

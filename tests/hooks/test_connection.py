@@ -66,12 +66,15 @@ def test_emulator_endpoints() -> None:
     ("extra", "grpc_target", "rest_url"),
     [
         ({"api_endpoint": PSC}, PSC, None),
-        ({"api_endpoint": "10.8.0.5:443"}, "10.8.0.5:443", None),
-        ({"api_endpoint": "127.0.0.1:8443", "emulator": False}, "127.0.0.1:8443", None),
-        ({"api_endpoint": "dns:///private.example.com:443"}, "dns:///private.example.com:443", None),
+        ({"api_endpoint": "10.8.0.5:443", "trusted_endpoint_hosts": "10.8.0.5"}, "10.8.0.5:443", None),
+        ({"api_endpoint": "127.0.0.1:8443", "emulator": False, "trusted_endpoint_hosts": ["127.0.0.1"]},
+         "127.0.0.1:8443", None),
+        ({"api_endpoint": "dns:///private.example.com:443", "trusted_endpoint_hosts": "*.example.com"},
+         "dns:///private.example.com:443", None),
         ({"api_endpoint": "europe-west4-aiplatform.googleapis.com", "transport": "rest"}, None,
          "https://europe-west4-aiplatform.googleapis.com"),
-        ({"api_endpoint": "https://10.8.0.5:8443/", "transport": "rest"}, None, "https://10.8.0.5:8443"),
+        ({"api_endpoint": "https://10.8.0.5:8443/", "transport": "rest",
+          "trusted_endpoint_hosts": "10.8.0.5"}, None, "https://10.8.0.5:8443"),
     ],
 )
 def test_an_endpoint_override_is_not_the_emulator(
@@ -138,8 +141,9 @@ def test_logging_endpoint_follows_the_emulator_only() -> None:
     assert own.logging_target == "127.0.0.1:9"
     assert VertexConnection.from_extra({"logging_endpoint": " "}).logging_target is None
     # an endpoint override is for Vertex AI only: replica logs still come from Cloud Logging
-    assert VertexConnection.from_extra({"api_endpoint": "vertex.psc.internal"}).logging_target is None
-    psc_logs = {"api_endpoint": "vertex.psc.internal", "logging_endpoint": "logging.psc.internal"}
+    psc = {"api_endpoint": "vertex.psc.internal", "trusted_endpoint_hosts": "*.psc.internal"}
+    assert VertexConnection.from_extra(psc).logging_target is None
+    psc_logs = {**psc, "logging_endpoint": "logging.psc.internal"}
     assert VertexConnection.from_extra(psc_logs).logging_target == "logging.psc.internal"
 
 
@@ -164,6 +168,7 @@ def test_ui_metadata() -> None:
         "emulator",
         "web_endpoint",
         "logging_endpoint",
+        "trusted_endpoint_hosts",
     }
     assert fields["keyfile_dict"]["schema"]["format"] == "password"
     info = connection_type_info()

@@ -105,7 +105,7 @@ def test_an_endpoint_override_keeps_the_connections_credentials(
     """The override replaces the regional endpoint only: the key's credentials (with the quota project),
     over TLS (a secure channel / an https URL); the call itself is shown in test_endpoint_tls.py."""
     extra = {"keyfile_dict": key_info, "transport": transport, "api_endpoint": endpoint}
-    extra["quota_project_id"] = "q"
+    extra.update(quota_project_id="q", trusted_endpoint_hosts="10.8.0.5, vertex.psc.internal")
     client = build_sync_client(VertexConnection.from_extra(extra), "europe-west4")
     try:
         assert client.transport._host == host
@@ -336,6 +336,7 @@ def test_the_logs_client_has_the_connections_credentials_off_the_emulator(
     from airflow_vertex_dist.hooks.logs import VertexLogsHook
 
     extra = {"project": "p", "keyfile_dict": key_info, "quota_project_id": "q", **extra}
+    extra["trusted_endpoint_hosts"] = "*.psc.internal"
     monkeypatch.setenv("AIRFLOW_CONN_LOGS", json.dumps({"conn_type": "vertex_dist", "extra": extra}))
     hook = VertexLogsHook("logs")
     client = hook.get_conn()  # no network until the first call

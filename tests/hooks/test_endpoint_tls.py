@@ -120,6 +120,7 @@ def test_the_hooks_call_an_endpoint_override_over_tls_with_real_credentials(
         "transport": transport,
         "api_endpoint": endpoint,
         "emulator": False,  # a loopback endpoint: saying it is not the emulator is required
+        "trusted_endpoint_hosts": "127.0.0.1",  # not a Google host: the credentials go there by name only
         "logging_endpoint": endpoint,
         "key_path": str(_key_file(tmp_path, signing_key, f"{https_url}/token")),
         "quota_project_id": QUOTA,

@@ -6,8 +6,9 @@ with 40 owned jobs held the scheduler's loop for 10 minutes. Here 40 owner recor
 nobody listens on; the listener calls must return while the worker is held, then the worker keeps
 its per-run budget.
 
-The owner records are served by replacing ``_owner_records`` (the XCom read); the real read is
-exercised by ``test_user_actions``.
+The owner records are served by replacing ``_owner_records`` (the XCom read) and the tasks' rendered
+fields (which name their connection) by replacing ``_task_fields``; the real reads are exercised by
+``test_user_actions``.
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ def _dead_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _records(dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1) -> list[Any]:
     base = "projects/p/locations/us-central1/customJobs/"
-    return [{"name": f"{base}{1000 + i}", "conn_id": "unreachable"} for i in range(JOBS)]
+    return [
+        {"task_id": f"t{i}", "map_index": -1, "value": {"name": f"{base}{1000 + i}", "conn_id": "x"}}
+        for i in range(JOBS)
+    ]
 
 
 @pytest.fixture
 def unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
     _dead_endpoint(monkeypatch)
     monkeypatch.setattr(listeners, "_owner_records", _records)
+    monkeypatch.setattr(listeners, "_task_fields", lambda key: {"vertex_dist_conn_id": "unreachable"})
 
 
 class Run:

@@ -120,6 +120,7 @@ def saved(
             "transport": "rest",
             "api_endpoint": url,
             "emulator": False,
+            "trusted_endpoint_hosts": "127.0.0.1",
         },
         "saved_cli_json": airflow2_form(project="json-project", keyfile_dict="", quota_project_id=QUOTA),
         "saved_cli_uri": airflow2_form(project="uri-project", scope="https://www.googleapis.com/auth/bigquery"),

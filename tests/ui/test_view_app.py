@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
 
 from airflow_vertex_dist import _compat
+from airflow_vertex_dist.hooks.labels import run_labels
 from airflow_vertex_dist.links import OwnedJob
 from airflow_vertex_dist.ui import app as ui_app
 from airflow_vertex_dist.ui.app import JobCache, ReadWindow
@@ -24,6 +25,9 @@ from vertex_emulator.app import Emulator
 from vertex_emulator.testing import PARENT, container_job, tuning_job, wait_for_state
 
 URL = "/ti/dag_a/manual__1/train/-1"
+#: the labels the provider writes on the job of the task instance of ``URL``: the view shows a job only
+#: when they say it is that task instance's
+URL_LABELS = run_labels("dag_a", "train", "manual__1", -1)
 
 
 def _allow(request: Any = None) -> None:
@@ -65,7 +69,7 @@ def test_a_custom_job_page_shows_pools_timeline_and_replica_lines(
     }
     body["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": "gs://bkt/out"}
     # the job of a capacity ladder's second rung (its label, as the ladder writes it), on Spot
-    body["labels"] = {**(body.get("labels") or {}), "airflow-rung": "r2"}
+    body["labels"] = {**(body.get("labels") or {}), **URL_LABELS, "airflow-rung": "r2"}
     body["jobSpec"]["scheduling"] = {"strategy": "SPOT"}
     job = client.create_custom_job(parent=PARENT, custom_job=CustomJob.from_json(json.dumps(body)))
     wait_for_state(client, job.name, ["JOB_STATE_SUCCEEDED"], timeout=120)
@@ -106,6 +110,7 @@ def test_reads_are_shared_by_pages_and_spaced_by_the_refresh_interval(
     one more of each; the log reads of all pages together stop at the per-minute window."""
     client = testing.grpc_client(vertex_conn)
     body = container_job("runs", "import time; print('up', flush=True); time.sleep(120)")
+    body["labels"] = {**(body.get("labels") or {}), **URL_LABELS}
     job = client.create_custom_job(parent=PARENT, custom_job=CustomJob.from_json(json.dumps(body)))
     wait_for_state(client, job.name, ["JOB_STATE_RUNNING"], timeout=120)
     clock = _Clock()
@@ -140,6 +145,7 @@ def test_a_study_page_draws_six_points_and_marks_the_best(
         " metric_value=x * s / (1 + (x - 4) ** 2), global_step=s) for s in (1, 2, 3)]"
     )
     body = tuning_job("study", code, max_trials=6, parallel=3)
+    body["labels"] = {**(body.get("labels") or {}), **URL_LABELS}
     job = client.create_hyperparameter_tuning_job(
         parent=PARENT, hyperparameter_tuning_job=HyperparameterTuningJob.from_json(json.dumps(body))
     )
