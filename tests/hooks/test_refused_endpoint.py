@@ -126,6 +126,7 @@ def test_a_refused_tls_endpoint_is_retried_and_every_warning_names_connection_at
     transient, retried until the deadline."""
     address = f"127.0.0.1:{closed_port}" if transport == "grpc" else f"https://127.0.0.1:{closed_port}"
     extra = {"transport": transport, "api_endpoint": address, "emulator": False, "is_anonymous": True}
+    extra["trusted_endpoint_hosts"] = "127.0.0.1"  # a loopback stand-in for a Private Service Connect address
     _connect(monkeypatch, "psc_endpoint", extra)
     policy = RetryPolicy(initial_s=0.05, maximum_s=0.1, deadline_s=1.0, rpc_timeout_s=5.0)
     with VertexJobsHook("psc_endpoint", retry_policy=policy) as hook, pytest.raises(RetryError) as raised:
