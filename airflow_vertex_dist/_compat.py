@@ -66,7 +66,7 @@ The internals (Task SDK and core modules outside the public interface), each the
   module's DAG globals and the DAGs ``with DAG(...)`` and a called ``@dag`` function register
   themselves (the Task SDK's ``DagContext``), with Airflow's import errors. The Task SDK has no public
   "load this DAG file".
-- **The XComs of a run, read by the listener** (``stored_xcom_values``): the listener runs in the API
+- **The XComs of a run, read by the listener and the view** (``xcom_rows``): the listener runs in the API
   server and the scheduler, which have no supervisor channel, so the Task SDK's ``XCom`` cannot serve
   it, and the REST API would need credentials; it reads the metadata DB through the core's
   ``XComModel`` and ``create_session`` (``airflow.models.xcom``, ``airflow.utils.session``).
@@ -115,7 +115,6 @@ __all__ = [
     "mask_in_trigger",
     "redact",
     "resume_race_possible",
-    "stored_xcom_values",
     "task_state",
 ]
 
@@ -220,25 +219,6 @@ def dags_in_file(path: str) -> tuple[dict[str, Any], dict[str, str]]:
     bag = DagBag(dag_folder=path, collect_dags=False)
     bag.process_file(path, only_if_updated=False, safe_mode=False)  # type: ignore[no-untyped-call,unused-ignore]
     return dict(bag.dags), {str(k): str(v) for k, v in bag.import_errors.items()}
-
-
-def stored_xcom_values(
-    key: str, dag_id: str, run_id: str, task_id: str | None = None, map_index: int = -1
-) -> list[Any]:
-    """The values (deserialized) of the XCom ``key`` of one task instance (``task_id`` given: at most
-    one), or of every task instance of a run, read from the metadata DB: for code in the API server
-    or the scheduler (the listener), which has no supervisor channel."""
-    # Internal: the core's XCom table model and its session factory. Airflow 3.1, 3.2 and 3.3.
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    query: dict[str, Any] = {"run_id": run_id, "key": key, "dag_ids": dag_id}
-    if task_id is not None:
-        query.update(task_ids=task_id, map_indexes=map_index, limit=1)
-    # A session of our own, not the thread's scoped one: the scheduler fires the run listeners inside
-    # its scoped session, and closing that one would detach the scheduler's runs (and crash it).
-    with create_session(scoped=False) as session:
-        return [XComModel.deserialize_value(row) for row in session.scalars(XComModel.get_many(**query))]
 
 
 # --- The job view (ui/app.py): internals of Airflow's API server. A plugin's FastAPI app is not

@@ -178,7 +178,8 @@ def test_the_listener_reads_the_owner_records_real_tasks_pushed() -> None:
     assert _compat.rendered_task_fields(dr.dag_id, dr.run_id, "mapped_owner", 1) is not None
     assert _compat.rendered_task_fields(dr.dag_id, dr.run_id, "owner", 3) is None
     assert owned_job(ti("owner")) is None
-    assert _compat.stored_xcom_values("other", dr.dag_id, dr.run_id) == [record(99)]
+    rows = _compat.xcom_rows("other", dag_id=dr.dag_id, run_id=dr.run_id)
+    assert [row["value"] for row in rows] == [record(99)]
 
 
 def test_dags_in_file_finds_what_the_dag_processor_finds(tmp_path: Any) -> None:
