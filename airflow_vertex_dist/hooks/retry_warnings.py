@@ -5,13 +5,16 @@ per hook call: each transient error it sees is one failed attempt, logged with t
 attempt number and the call's deadline. On an emulator connection (``"emulator": true``) a refused
 connection is not left to the retry's five minutes: nothing listens at the address, so after
 ``EMULATOR_START_GRACE_S`` (an emulator started at the same moment gets that long to open its port)
-``on_error`` raises ``EmulatorNotRunningError``, which google.api_core lets through unchanged, naming
-the connection, the address and the command that starts the emulator there. A refused connection to
+``on_error`` raises ``EmulatorNotRunningError`` (once a TCP connect to the address is refused too: a
+gRPC channel keeps failing fast for its reconnect backoff after a server has started), which
+google.api_core lets through unchanged, naming the connection, the address and the command that
+starts the emulator there. A refused connection to
 Google's endpoints stays transient. Pure: no Google import.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
@@ -24,6 +27,7 @@ __all__ = [
     "RetryWarnings",
     "emulator_command",
     "is_refused",
+    "listens",
 ]
 
 #: How long an emulator connection's refused calls are retried before ``EmulatorNotRunningError``.
@@ -51,12 +55,30 @@ def is_refused(exc: BaseException) -> bool:
     return False
 
 
+def _port_of(address: str) -> str:
+    rest = address.split("://", 1)[1] if "://" in address else address
+    rest = rest.split("/", 1)[0]
+    return rest.rsplit(":", 1)[1] if ":" in rest and not rest.endswith("]") else ""
+
+
+def listens(address: str, timeout_s: float = 1.0) -> bool:
+    """Whether a TCP connection to ``address`` is accepted now: the check before saying that nothing
+    listens there (a gRPC channel keeps failing fast for its reconnect backoff after a refusal, even
+    once a server has started; a REST call does not, but the check costs one connect either way)."""
+    port = _port_of(address)
+    if not port.isdigit():
+        return False
+    try:
+        with socket.create_connection((host_of(address).strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def emulator_command(address: str, transport: str) -> str:
     """The ``vertex-emulator`` command line that serves ``address`` (``host:port`` for gRPC, a URL for
     REST): the port flag of the transport, and ``--host`` unless the host is loopback."""
-    rest = address.split("://", 1)[1] if "://" in address else address
-    rest = rest.split("/", 1)[0]
-    port = rest.rsplit(":", 1)[1] if ":" in rest and not rest.endswith("]") else ""
+    port = _port_of(address)
     flag = "--rest-port" if transport == "rest" else "--grpc-port"
     command = "vertex-emulator"
     if not is_loopback(address):
@@ -113,7 +135,9 @@ class RetryWarnings:
         self.attempt += 1
         if self.emulator and is_refused(exc):
             if time.monotonic() - self.started >= EMULATOR_START_GRACE_S:
-                raise EmulatorNotRunningError(self.conn_id, self.address, self.transport) from exc
+                if not listens(self.address):
+                    raise EmulatorNotRunningError(self.conn_id, self.address, self.transport) from exc
+                self.started = time.monotonic()  # it listens now: the refusal was the channel's backoff
             self.log.warning(
                 "Vertex AI call on connection %r: attempt %d refused at %s; is the emulator starting? "
                 "trying again for up to %.0f s",

@@ -156,3 +156,36 @@ def test_the_command_names_the_host_unless_it_is_loopback() -> None:
 def test_the_poller_waits_through_an_emulator_restart_but_a_call_does_not() -> None:
     error = EmulatorNotRunningError("c", "127.0.0.1:1", "grpc")
     assert poller_is_transient(error) and not is_transient(error)
+
+
+def test_a_refusal_after_the_grace_is_not_called_not_running_while_the_port_listens(closed_port: int) -> None:
+    """A gRPC channel keeps failing fast for its reconnect backoff after a server started: past the
+    grace, a refusal while the address accepts a TCP connection is retried, not called "not running"."""
+    import logging
+
+    from airflow_vertex_dist.hooks.retry_warnings import RetryWarnings, listens
+
+    refused = ConnectionRefusedError("Connection refused")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        assert listens(address)
+        hook = RetryWarnings(
+            logging.getLogger(__name__), "local_emu", address, deadline_s=60, emulator=True, transport="grpc"
+        )
+        hook.started -= EMULATOR_START_GRACE_S + 1
+        hook(refused)  # retried: something listens there
+        assert hook.attempt == 1
+    gone = RetryWarnings(
+        logging.getLogger(__name__),
+        "local_emu",
+        _address("grpc", closed_port),
+        deadline_s=60,
+        emulator=True,
+        transport="grpc",
+    )
+    gone.started -= EMULATOR_START_GRACE_S + 1
+    assert not listens(_address("grpc", closed_port))
+    with pytest.raises(EmulatorNotRunningError, match="nothing listens"):
+        gone(refused)
