@@ -41,7 +41,7 @@ def ui_timezone() -> tzinfo:
     try:
         from zoneinfo import ZoneInfo
 
-        from airflow.configuration import conf
+        from airflow_vertex_dist._compat import conf
 
         name = conf.get("api", "default_ui_timezone", fallback="UTC") or "UTC"
         return UTC if name.lower() in ("utc", "system") else ZoneInfo(name)

@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.ui import times
 from airflow_vertex_dist.ui.listing import list_row
@@ -63,6 +65,13 @@ def test_times_are_shown_in_airflows_format_and_the_ui_timezone() -> None:
     assert times.shown("2026-12-06T04:30:26.123456789Z")["text"] == "2026-12-06 04:30:26 UTC"  # nanoseconds
     assert times.shown("not a time") == {"iso": "", "text": "not a time"}
     assert times.duration(3723) == "1h 02m 03s" and times.duration(63) == "1m 03s"
+
+
+def test_the_pages_timezone_is_airflows_default_ui_timezone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__API__DEFAULT_UI_TIMEZONE", "Europe/Paris")
+    assert times.ui_timezone() == ZoneInfo("Europe/Paris")
+    monkeypatch.setenv("AIRFLOW__API__DEFAULT_UI_TIMEZONE", "system")
+    assert times.ui_timezone() == timezone.utc
 
 
 def test_a_running_job_shows_its_times_as_time_elements_and_its_elapsed_time() -> None:
