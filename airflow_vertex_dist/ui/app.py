@@ -241,7 +241,13 @@ def listed(rows: list[dict[str, Any]], cache: JobCache) -> list[dict[str, Any]]:
     def one(row: dict[str, Any]) -> dict[str, Any]:
         found = find_job(row["dag_id"], row["run_id"], row["task_id"], int(row["map_index"]))
         job = read_other(cache, found[0])(found[0].name) if found else None
-        steps = ladder_steps(row["dag_id"], row["run_id"], row["task_id"], int(row["map_index"]))
+        # only a ladder's job carries its rung label: no XCom read for any other
+        on_ladder = job is not None and model.capacity_rung(job)
+        steps = (
+            ladder_steps(row["dag_id"], row["run_id"], row["task_id"], int(row["map_index"]))
+            if on_ladder
+            else []
+        )
         return list_row(row, job, steps, zone=zone)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -283,7 +289,11 @@ def create_app(cache: JobCache | None = None) -> Any:
             task_log_url=task_log_url(dag_id, run_id, task_id, index),
             output_url=output_url(model.output_uri(job), console),
             logs=jobs.logs(owned, job),
-            rungs=rung_rows(job, ladder_steps(dag_id, run_id, task_id, index), read_other(jobs, owned)),
+            rungs=rung_rows(
+                job,
+                ladder_steps(dag_id, run_id, task_id, index) if model.capacity_rung(job) else [],
+                read_other(jobs, owned),
+            ),
             zone=times.ui_timezone(),
         )
         body = main_section(page) if fragment else job_page(page)
