@@ -168,6 +168,13 @@ stack-ui: $(STAMP)
 	@$(PY) -m pytest -m stack --timeout 1800 $(UI_TESTS) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests: failing" >&2; exit 1; fi; exit $$rc
 
+# the job view's screenshots in docs/ui.md (docs/images/ui-*.png): the browser tests write them on each run;
+# this runs those tests alone, on a stack of their own (a few minutes)
+.PHONY: ui-screenshots
+ui-screenshots: $(STAMP)
+	@$(PY) -m pytest -m stack --timeout 1800 tests/ui/test_browser.py $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests: failing" >&2; exit 1; fi; exit $$rc
+
 # the demo lives in the checkout (scripts/demo.py), not in the package: it runs the checkout's dags/
 demo: $(STAMP)
 	$(PY) scripts/demo.py

@@ -139,9 +139,10 @@ def ownership_problem(
 
 
 class VertexJobLink(BaseOperatorLink):
-    """The "Vertex AI job" button: the job in the Vertex AI console (or the emulator's job page)."""
+    """The "Vertex AI console" button: the job in the Vertex AI console (or the emulator's job page);
+    named apart from the job view's "Vertex AI job" tab (docs/ui.md), which shows the job in Airflow."""
 
-    name = "Vertex AI job"
+    name = "Vertex AI console"
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         # The Task SDK's XCom (the configured backend), a public utility at this path per Airflow's

@@ -38,8 +38,10 @@ from airflow_vertex_dist.links import (
     ownership_problem,
     task_owned_job,
 )
-from airflow_vertex_dist.ui import model
+from airflow_vertex_dist.ui import model, times
+from airflow_vertex_dist.ui.listing import list_row
 from airflow_vertex_dist.ui.page import REFRESH_S, JobPage, LogView, index_page, job_page, main_section
+from airflow_vertex_dist.ui.rungs import ladder_steps, rung_rows
 
 __all__ = [
     "LOG_LINES",
@@ -243,6 +245,42 @@ def map_index_of(text: str) -> int:
     return index
 
 
+def read_other(cache: JobCache, owned: OwnedJob) -> Callable[[str], dict[str, Any] | None]:
+    """Reads another job of the same task (a ladder's rung left) with the task's credentials,
+    through ``cache``; None when it cannot be read."""
+
+    def read(name: str) -> dict[str, Any] | None:
+        try:
+            return cache.job(OwnedJob(name, owned.conn_id, owned.impersonation_chain))
+        except Exception:  # the row still shows the rung, without its price
+            return None
+
+    return read
+
+
+def listed(rows: list[dict[str, Any]], cache: JobCache) -> list[dict[str, Any]]:
+    """The jobs list's rows (``listing.list_row``): each task's job read through ``cache`` (8 at a
+    time; an ended job is read once) and shown only when it is the task's (``job_problem``), with the
+    rungs its ladder left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    zone = times.ui_timezone()
+
+    def one(row: dict[str, Any]) -> dict[str, Any]:
+        ti = (row["dag_id"], row["run_id"], row["task_id"], int(row["map_index"]))
+        found = find_job(*ti)
+        job = read_other(cache, found[0])(found[0].name) if found else None
+        if job is not None and job_problem(job, *ti) is not None:
+            job = None  # an XCom naming another task's job: nothing of that job in this row
+        # only a ladder's job carries its rung label: no XCom read for any other
+        on_ladder = job is not None and model.capacity_rung(job)
+        steps = ladder_steps(*ti) if on_ladder else []
+        return list_row(row, job, steps, zone=zone)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(one, rows))
+
+
 def create_app(cache: JobCache | None = None) -> Any:
     """The FastAPI app (a new one per call; ``cache``: the job cache it reads through)."""
     from fastapi import Depends, FastAPI, HTTPException
@@ -282,6 +320,12 @@ def create_app(cache: JobCache | None = None) -> Any:
             task_log_url=task_log_url(dag_id, run_id, task_id, index),
             output_url=output_url(model.output_uri(job), console),
             logs=jobs.logs(owned, job),
+            rungs=rung_rows(
+                job,
+                ladder_steps(dag_id, run_id, task_id, index) if model.capacity_rung(job) else [],
+                read_other(jobs, owned),
+            ),
+            zone=times.ui_timezone(),
         )
         body = main_section(page) if fragment else job_page(page)
         return HTMLResponse(body, headers={"Cache-Control": "no-store"})
@@ -293,6 +337,8 @@ def create_app(cache: JobCache | None = None) -> Any:
             for row in xcom_rows(LINK_XCOM_KEY, dag_ids=readable_dag_ids(user), limit=100)
             if isinstance(row["value"], dict)
         ]
-        return HTMLResponse(index_page(rows, prefix=PREFIX), headers={"Cache-Control": "no-store"})
+        return HTMLResponse(
+            index_page(listed(rows, jobs), prefix=PREFIX), headers={"Cache-Control": "no-store"}
+        )
 
     return app

@@ -100,12 +100,9 @@ def replica_keys(job: Mapping[str, Any]) -> list[str]:
 
 
 def _time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    from airflow_vertex_dist.ui.times import parse
+
+    return parse(value)
 
 
 def _duration(seconds: float) -> str:

@@ -21,16 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone, tzinfo
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
 from jinja2.ext import Extension
 
 from airflow_vertex_dist.common.log_severity import SEVERITIES
-from airflow_vertex_dist.ui import model
+from airflow_vertex_dist.ui import model, times
+from airflow_vertex_dist.ui.sections import replica_sections
+from airflow_vertex_dist.ui.study import study_facts
+
+UTC = timezone.utc
 
 __all__ = ["REFRESH_S", "SEVERITY_RANK", "JobPage", "LogView", "index_page", "job_page", "main_section"]
 
@@ -56,7 +60,10 @@ class LogView:
 
 @dataclass
 class JobPage:
-    """What one page shows: the job, where it came from, and its links."""
+    """What one page shows: the job, where it came from, and its links; ``rungs``: a capacity
+    ladder's rungs tried (``rungs.rung_rows``); ``zone``: the timezone of the times as the page is
+    served (Airflow's ``default_ui_timezone``; the page's script then shows the user's); ``now``:
+    the time a running job's elapsed time counts to (the time of the request)."""
 
     job: Mapping[str, Any]
     dag_id: str
@@ -67,6 +74,9 @@ class JobPage:
     task_log_url: str
     output_url: str
     logs: LogView
+    rungs: list[dict[str, str]] = field(default_factory=list)
+    zone: tzinfo = UTC
+    now: datetime | None = None
 
 
 class _JoinLines(Extension):
@@ -99,6 +109,19 @@ def _render(template: str, **context: Any) -> str:
 _TRIAL_COLUMNS = ("id", "state", "parameters", "final", "intermediate", "stopped_early", "infeasible")
 
 
+def _timeline(page: JobPage) -> list[dict[str, Any]]:
+    """The timeline's rows, each time shown in the page's zone; the last row of a running job counts
+    up from its time (``since``)."""
+    job = page.job
+    rows = model.timeline(job, now=page.now or datetime.now(UTC))
+    shown: list[dict[str, Any]] = [
+        {**row, "time": times.shown(row["time"], page.zone), "since": ""} for row in rows
+    ]
+    if shown and model.is_running(job):
+        shown[-1]["since"] = times.shown(rows[-1]["time"])["iso"]
+    return shown
+
+
 def _main_context(page: JobPage) -> dict[str, Any]:
     """What ``main.html`` shows of ``page``: the values as they are (the template escapes them)."""
     job = page.job
@@ -106,9 +129,15 @@ def _main_context(page: JobPage) -> dict[str, Any]:
     study = bool(job.get("trials") or job.get("studySpec"))
     trial_rows = model.trial_rows(job) if study else []
     best = model.best_trial(job) if study else None
-    keys = model.replica_keys(job) if "jobSpec" in job else []
+    running = model.is_running(job)
+    started = job.get("startTime") or job.get("createTime")
+    lines = {
+        key: [(sev, times.shown(ts, page.zone), text) for sev, ts, text in found]
+        for key, found in page.logs.lines.items()
+    }
     return {
-        "running": model.is_running(job),
+        "running": running,
+        "since": times.shown(started)["iso"] if running and started else "",
         "heading": job.get("displayName") or job.get("name", ""),
         "job_state": job.get("state"),
         "name": job.get("name", ""),
@@ -121,12 +150,14 @@ def _main_context(page: JobPage) -> dict[str, Any]:
         ],
         "reduction_server": any(p["reduction_server"] for p in pools),
         "rung": model.capacity_rung(job),
-        "timeline": [[s["step"], s["time"], s["duration"]] for s in model.timeline(job)],
+        "rungs": page.rungs,
+        "timeline": _timeline(page),
         "error": job.get("error") or {},
         "log_note": page.logs.note,
-        "replicas": [(key, page.logs.lines.get(key, [])) for key in dict.fromkeys([*keys, *page.logs.lines])],
+        "sections": replica_sections(job, lines),
         "ranks": SEVERITY_RANK,
         "study": study,
+        "study_facts": study_facts(job) if study else [],
         "trial_chart": model.trial_chart(job) if study else "",
         "intermediate_chart": model.intermediate_chart(job) if study else "",
         "trials": [[r[k] for k in _TRIAL_COLUMNS] for r in trial_rows],
@@ -150,19 +181,10 @@ def job_page(page: JobPage) -> str:
 
 
 def index_page(rows: Sequence[Mapping[str, Any]], *, prefix: str) -> str:
-    """The nav entry's page: the newest jobs of this provider's tasks the user may read, each linked to
-    its task instance's view."""
-    shown = [
-        {
-            "path": "/".join(
-                quote(str(row[k]), safe="") for k in ("dag_id", "run_id", "task_id", "map_index")
-            ),
-            "job": row["job_name"].rsplit("/", 1)[-1],
-            "dag_id": row["dag_id"],
-            "run_id": row["run_id"],
-            "task": row["task_id"] if int(row["map_index"]) < 0 else f"{row['task_id']}[{row['map_index']}]",
-            "timestamp": row["timestamp"],
-        }
-        for row in rows
-    ]
+    """The nav entry's page: the newest jobs of this provider's tasks the user may read (rows of
+    ``listing.list_row``, or the XCom rows themselves: then without what their jobs say), each linked
+    to its task instance's view."""
+    from airflow_vertex_dist.ui.listing import list_row
+
+    shown = [row if "path" in row else list_row(row, None) for row in rows]
     return _render("index.html", title="Vertex AI jobs", rows=shown, prefix=prefix)

@@ -90,6 +90,11 @@ def test_an_edited_owner_record_neither_shows_nor_cancels_another_dags_job(
     assert response.status_code == 409, response.text[:300]  # today: 200 with B's job
     assert "job-of-dag-b" not in response.text and B_LINE not in response.text
     assert "is not the job of task owner_a.train" in response.text
+    # the "Vertex AI jobs" list: A's row shows nothing of B's job (its display name, its state)
+    monkeypatch.setattr(_compat, "readable_dag_ids", lambda user: {"owner_a"})
+    listing = TestClient(ui_app.create_app()).get("/jobs")
+    assert listing.status_code == 200, listing.text[:300]
+    assert "owner_a" in listing.text and "job-of-dag-b" not in listing.text
 
     # marking A failed by hand: B's job runs on
     fire("on_task_instance_failed", ti_a)

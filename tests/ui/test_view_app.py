@@ -39,12 +39,20 @@ def _deny(request: Any = None) -> None:
 
 
 def _client(
-    monkeypatch: pytest.MonkeyPatch, name: str, *, allowed: bool = True, cache: JobCache | None = None
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    *,
+    allowed: bool = True,
+    cache: JobCache | None = None,
+    steps: list[dict[str, Any]] | None = None,
 ) -> TestClient:
+    """The app, its task's job ``name`` (and the rungs its ladder left, ``steps``) as the task's XComs
+    would give them (``tests/compat/test_ui_internals.py`` reads real XComs)."""
     monkeypatch.setattr(_compat, "ui_auth_dependencies", lambda: (_allow if allowed else _deny, _allow))
     monkeypatch.setattr(
         ui_app, "find_job", lambda *a: (OwnedJob(name, "vertex_dist_default"), "http://console/x")
     )
+    monkeypatch.setattr(ui_app, "ladder_steps", lambda *a: list(steps or []))
     return TestClient(ui_app.create_app(cache))
 
 

@@ -7,6 +7,9 @@
 * ``ui_study``: a 6-trial grid study over an integer ``x`` in [1, 6], each trial reporting its score
   ``x * step / (1 + (x - 4) ** 2)`` at steps 1 to 3, a second apart, through cloudml-hypertune: the
   best trial is x = 4.
+* ``ui_ladder``: a capacity ladder whose first rung asks for an A100 in the connection's region (the
+  browser test stocks it out) and whose second runs an L4 in us-east1: the task leaves rung 1 for a
+  stockout and its job succeeds on rung 2.
 
 A trigger that fires right after its task deferred can lose the task to an Airflow scheduler race
 (apache/airflow#67287: the executor's success event of the deferring try, processed after the task
@@ -108,3 +111,36 @@ with DAG(
 ) as dag:
     VertexTuningOperator(task_id="tune", spec=STUDY_SPEC, deferrable=True, poll_interval=1.0)
 ui_study = dag
+
+LADDER_SPEC = {
+    "display_name": "ui-ladder",
+    "primary": {
+        "machine": {
+            "machine_type": "a2-highgpu-1g",
+            "accelerator_type": "NVIDIA_TESLA_A100",
+            "accelerator_count": 1,
+        },
+        "container": {"image_uri": "python:3.11", "command": [PY, "-c", "print('trained', flush=True)"]},
+    },
+}
+LADDER = {
+    "regions": ["us-east1"],
+    "rungs": [
+        {"name": "a100"},
+        {
+            "name": "l4-east",
+            "region": "us-east1",
+            "machine": {
+                "machine_type": "g2-standard-8",
+                "accelerator_type": "NVIDIA_L4",
+                "accelerator_count": 1,
+            },
+        },
+    ],
+}
+
+with DAG("ui_ladder", schedule=None, start_date=START, default_args={"retries": 0}) as dag:
+    VertexTrainingOperator(
+        task_id="train", spec=LADDER_SPEC, capacity=LADDER, deferrable=True, poll_interval=1.0
+    )
+ui_ladder = dag

@@ -1,0 +1,141 @@
+"""A capacity ladder's rungs as the job view's table shows them: each rung the task tried, in order
+(the rungs it left, then the one its job runs or ran on), with its job, how it ended, how long it took
+and its price per hour from the provider's machine catalog. The rungs left come from the task's XComs:
+its return value's ``rung.left`` once it ended, the walk's state (``vertex_ladder``) while it waits.
+Pure, but for ``ladder_steps`` (the XComs, read through ``_compat``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from airflow_vertex_dist.jobs.dicts import job_labels, job_spec, job_state, short_state
+from airflow_vertex_dist.ui import model, times
+
+UTC = timezone.utc
+
+__all__ = ["job_price", "ladder_steps", "rung_rows", "same_task", "steps_of"]
+
+#: the XCom key of a ladder's walk while its task waits (operators/ladder_wait.py's LADDER_XCOM_KEY)
+_LADDER_KEY = "vertex_ladder"
+
+
+def steps_of(result: Any, walk: Any) -> list[dict[str, Any]]:
+    """The rungs left, from the task's return value (``rung.left``) or else the walk's state."""
+    rung = result.get("rung") if isinstance(result, Mapping) else None
+    if isinstance(rung, Mapping) and isinstance(rung.get("left"), list):
+        return [dict(s) for s in rung["left"] if isinstance(s, Mapping)]
+    steps = walk.get("steps") if isinstance(walk, Mapping) else None
+    return [dict(s) for s in steps or [] if isinstance(s, Mapping)]
+
+
+def ladder_steps(dag_id: str, run_id: str, task_id: str, map_index: int) -> list[dict[str, Any]]:
+    """The rungs the task instance left, read from its XComs (none for a task without a ladder)."""
+    from airflow_vertex_dist._compat import xcom_rows
+
+    def one(key: str) -> Any:
+        rows = xcom_rows(key, dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index, limit=1)
+        return rows[0]["value"] if rows else None
+
+    return steps_of(one("return_value"), one(_LADDER_KEY))
+
+
+def same_task(job: Mapping[str, Any], other: Mapping[str, Any] | None) -> bool:
+    """Whether ``other`` is a job of the same task try's walk as ``job``: the same DAG, task and run
+    labels (the rungs' job names come from XComs, which any task of the DAG may write: a job of
+    another task is never shown through this one)."""
+    from airflow_vertex_dist.hooks.labels import DAG_LABEL, RUN_LABEL, TASK_LABEL
+
+    if not other:
+        return False
+    mine, theirs = job_labels(job), job_labels(other)
+    return all(mine.get(k) and mine.get(k) == theirs.get(k) for k in (DAG_LABEL, TASK_LABEL, RUN_LABEL))
+
+
+def _region(name: str) -> str:
+    parts = name.split("/")
+    return parts[3] if len(parts) > 3 and parts[2] == "locations" else ""
+
+
+def job_price(job: Mapping[str, Any]) -> str:
+    """USD per hour of the whole job while it runs, from the machine catalog: every replica of every
+    pool (a tuning job's ``parallelTrialCount`` trials at once); ``at most`` for SPOT (the catalog has
+    no Spot price; a Spot VM is sold below on-demand); ``""`` when a figure is missing."""
+    from airflow_vertex_dist.specs.prices import price_per_hour
+
+    region = _region(str(job.get("name", "")))
+    spec = job_spec(job)
+    strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
+    if not region or strategy == "FLEX_START":
+        return ""
+    total = 0.0
+    for row, pool in zip(model.pools(job), [p for p in spec.get("workerPoolSpecs") or [] if p], strict=True):
+        machine = pool.get("machineSpec") or {}
+        accel = machine.get("acceleratorType")
+        count = int(machine.get("acceleratorCount", 1 if accel else 0) or 0)
+        price = price_per_hour(str(machine.get("machineType", "")), accel, count, region)
+        if price is None:
+            return ""
+        total += price * int(row["replicas"])
+    if "trialJobSpec" in job:
+        total *= int(job.get("parallelTrialCount") or 1)
+    return f"{'at most ' if strategy == 'SPOT' else ''}${total:,.2f}/h"
+
+
+def _row(
+    rung: str, region: str, job: Mapping[str, Any] | None, name: str, outcome: str, took: str
+) -> dict[str, str]:
+    return {
+        "rung": rung,
+        "region": region,
+        "job": name.rsplit("/", 1)[-1] if name else "none (Create refused)",
+        "outcome": outcome,
+        "took": took,
+        "price": job_price(job) if job else "",
+        "since": "",
+    }
+
+
+def _own(
+    job: Mapping[str, Any], read: Callable[[str], Mapping[str, Any] | None], name: str
+) -> Mapping[str, Any] | None:
+    other = read(name) if name else None
+    return other if other is not None and same_task(job, other) else None
+
+
+def rung_rows(
+    job: Mapping[str, Any],
+    steps: Sequence[Mapping[str, Any]],
+    read: Callable[[str], Mapping[str, Any] | None],
+    now: datetime | None = None,
+) -> list[dict[str, str]]:
+    """One row per rung tried: the ``steps`` left (each job read with ``read``, for its price: only a
+    job of the same task, ``same_task``), then the rung of ``job`` (its ``airflow-rung`` label);
+    ``[]`` for the job of no ladder."""
+    from airflow_vertex_dist.hooks.labels import RUNG_LABEL
+
+    label = str(job_labels(job).get(RUNG_LABEL) or "")
+    if not label and not steps:
+        return []
+    rows = []
+    for step in steps:
+        name = str(step.get("job") or "")
+        reason = str(step.get("reason") or "")
+        outcome = f"left: {step.get('outcome', '')}" + (f" ({reason})" if reason else "")
+        seconds = step.get("seconds")
+        took = times.duration(float(seconds)) if isinstance(seconds, int | float) else ""
+        label_of = (
+            f"{step.get('rung', '')} ({step.get('name', '')})"
+            if step.get("name")
+            else str(step.get("rung", ""))
+        )
+        rows.append(_row(label_of, str(step.get("region") or ""), _own(job, read, name), name, outcome, took))
+    running = model.is_running(job)
+    end = (now or datetime.now(UTC)) if running else job.get("endTime")
+    took = times.duration(times.seconds_between(job.get("createTime"), end))
+    name = str(job.get("name", ""))
+    current = _row(label.removeprefix("r"), _region(name), job, name, short_state(job_state(job)), took)
+    current["since"] = times.shown(job.get("createTime"))["iso"] if running else ""
+    rows.append(current)
+    return rows

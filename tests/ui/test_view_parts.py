@@ -1,0 +1,261 @@
+"""The job view's parts, rendered without a server: times in Airflow's format and timezone, a running
+job's elapsed time, a tuning job's study first, the replica sections in order with the service's lines
+folded, a ladder's rungs with their prices from the catalog, the jobs list's columns, both themes'
+colours, and distinct names for the tab and the extra link."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from airflow_vertex_dist.links import VertexJobLink
+from airflow_vertex_dist.ui import times
+from airflow_vertex_dist.ui.listing import list_row
+from airflow_vertex_dist.ui.page import TEMPLATES, JobPage, LogView, index_page, job_page, main_section
+from airflow_vertex_dist.ui.plugin import VertexDistUiPlugin
+from airflow_vertex_dist.ui.rungs import job_price, rung_rows, steps_of
+from airflow_vertex_dist.ui.sections import replica_sections
+from airflow_vertex_dist.ui.study import study_facts
+from tests.emulator_suite import check_page
+
+NAME = "projects/p/locations/us-central1/customJobs/7"
+STUDY = "projects/p/locations/us-central1/hyperparameterTuningJobs/9"
+LABELS = {"airflow-dag": "d", "airflow-task": "t", "airflow-run": "r-1"}
+POOL = {
+    "replicaCount": 1,
+    "machineSpec": {"machineType": "n1-standard-4"},
+    "containerSpec": {"imageUri": "i"},
+}
+NOW = datetime(2026, 12, 6, 4, 35, 0, tzinfo=timezone.utc)
+
+
+def _page(job: dict[str, Any], **extra: Any) -> JobPage:
+    return JobPage(
+        job=job,
+        dag_id="d",
+        run_id="r",
+        task_id="t",
+        map_index=-1,
+        console_url="",
+        task_log_url="/dags/d",
+        output_url="",
+        logs=extra.pop("logs", LogView()),
+        **extra,
+    )
+
+
+def _running() -> dict[str, Any]:
+    return {
+        "name": NAME,
+        "state": "JOB_STATE_RUNNING",
+        "createTime": "2026-12-06T04:30:26.200637Z",
+        "startTime": "2026-12-06T04:31:00.123456789Z",
+        "labels": {**LABELS, "airflow-rung": "r2"},
+        "jobSpec": {"workerPoolSpecs": [POOL, {**POOL, "replicaCount": 2}]},
+    }
+
+
+def test_times_are_shown_in_airflows_format_and_the_ui_timezone() -> None:
+    shown = times.shown("2026-12-06T04:30:26.200637Z", ZoneInfo("Europe/Paris"))
+    assert shown == {"iso": "2026-12-06T04:30:26.200637Z", "text": "2026-12-06 05:30:26 CET"}
+    assert times.shown("2026-12-06T04:30:26.123456789Z")["text"] == "2026-12-06 04:30:26 UTC"  # nanoseconds
+    assert times.shown("not a time") == {"iso": "", "text": "not a time"}
+    assert times.duration(3723) == "1h 02m 03s" and times.duration(63) == "1m 03s"
+
+
+def test_the_pages_timezone_is_airflows_default_ui_timezone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__API__DEFAULT_UI_TIMEZONE", "Europe/Paris")
+    assert times.ui_timezone() == ZoneInfo("Europe/Paris")
+    monkeypatch.setenv("AIRFLOW__API__DEFAULT_UI_TIMEZONE", "system")
+    assert times.ui_timezone() == timezone.utc
+
+
+def test_a_running_job_shows_its_times_as_time_elements_and_its_elapsed_time() -> None:
+    check_page(job_page(_page(_running(), zone=ZoneInfo("Europe/Paris"), now=NOW)))
+    main = main_section(_page(_running(), zone=ZoneInfo("Europe/Paris"), now=NOW))
+    assert "2026-12-06T04:30:26.200637Z" not in re.sub(r"datetime='[^']*'|data-since='[^']*'", "", main)
+    assert (
+        "<time datetime='2026-12-06T04:30:26.200637Z' data-format='datetime'>2026-12-06 05:30:26 CET</time>"
+        in main
+    )
+    # the heading counts up from the start, the timeline's last step from its time: 4m 00s at NOW
+    assert "<span class='elapsed' data-since='2026-12-06T04:31:00.123456Z'>" in main
+    assert re.search(
+        r"<td>running</td><td><time [^>]*>[^<]*</time></td><td><span class='elapsed' "
+        r"data-since='2026-12-06T04:31:00.123456Z'>4m 00s</span>",
+        main,
+    )
+
+
+def _study(**extra: Any) -> dict[str, Any]:
+    trials = [
+        {
+            "id": str(i),
+            "state": "SUCCEEDED" if i < 3 else "ACTIVE",
+            "parameters": [{"parameterId": "x", "value": float(i)}],
+            **({"finalMeasurement": {"metrics": [{"metricId": "loss", "value": 1.0 / i}]}} if i < 3 else {}),
+        }
+        for i in (1, 2, 3)
+    ]
+    return {
+        "name": STUDY,
+        "state": "JOB_STATE_RUNNING",
+        "createTime": "2026-12-06T04:30:26Z",
+        "maxTrialCount": 8,
+        "parallelTrialCount": 2,
+        "studySpec": {
+            "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+            "parameters": [{"parameterId": "x", "integerValueSpec": {"minValue": "1", "maxValue": "8"}}],
+            "algorithm": "RANDOM_SEARCH",
+        },
+        "trialJobSpec": {"workerPoolSpecs": [POOL]},
+        "trials": trials,
+        **extra,
+    }
+
+
+def test_a_tuning_job_leads_with_its_study_and_chart_then_its_trials_then_its_pools() -> None:
+    assert study_facts(_study()) == [
+        ("metric", "loss (minimize)"),
+        ("algorithm", "RANDOM_SEARCH"),
+        ("trials", "2/8 ended, 1 running, 2 at a time"),
+        ("best trial", "trial 2: loss = 0.5 (x=2)"),
+    ]
+    check_page(job_page(_page(_study(), now=NOW)))
+    main = main_section(_page(_study(), now=NOW))
+    order = [
+        main.index(mark) for mark in ("id='study'", "id='trial-chart'", "id='trials-table'", "<h2>Pools</h2>")
+    ]
+    assert order == sorted(order)
+    assert "<dt>trials</dt><dd data-fact='trials'>2/8 ended, 1 running, 2 at a time</dd>" in main
+
+
+def test_replica_sections_are_in_trial_then_pool_order_and_the_service_lines_are_folded() -> None:
+    line = [("INFO", "2026-12-06T04:30:26Z", "up")]
+    lines = {
+        key: line for key in ("trial 10 / service", "trial 10 / workerpool0-0", "trial 2 / workerpool0-0")
+    }
+    keys = [s.key for s in replica_sections(_study(trials=[{"id": "2"}, {"id": "10"}]), lines)]
+    assert keys == ["trial 2 / workerpool0-0", "trial 10 / workerpool0-0", "trial 10 / service"]
+    job = {"name": NAME, "jobSpec": {"workerPoolSpecs": [POOL, {**POOL, "replicaCount": 2}, {}, POOL]}}
+    lines = {"service": line, "workerpool3-0": line, "workerpool1-1": line, "workerpool0-0": line}
+    sections = replica_sections(job, lines)
+    assert [s.key for s in sections] == [
+        "workerpool0-0",
+        "workerpool1-0",
+        "workerpool1-1",
+        "workerpool3-0",
+        "service",
+    ]
+    assert [s.folded for s in sections] == [False, True, False, False, True]  # no line yet; the service's
+    main = main_section(_page(job, logs=LogView(lines)))
+    assert (
+        "<section class='replica' data-replica='service'><details>"
+        "<summary>service (the service's own lines, 1)" in main
+    )
+    assert "<section class='replica' data-replica='workerpool0-0'><h3>workerpool0-0</h3>" in main
+
+
+def test_a_ladders_rungs_tried_with_their_job_outcome_time_and_price() -> None:
+    left = {
+        **_running(),
+        "name": NAME.replace("/7", "/6"),
+        "state": "JOB_STATE_FAILED",
+        "labels": {**LABELS, "airflow-rung": "r1"},
+        "endTime": "2026-12-06T04:30:00Z",
+        "jobSpec": {"workerPoolSpecs": [POOL], "scheduling": {"strategy": "SPOT"}},
+    }
+    stranger = {**left, "name": NAME.replace("/7", "/5"), "labels": {**LABELS, "airflow-task": "other"}}
+    steps = [
+        {
+            "rung": 1,
+            "name": "spot",
+            "region": "us-central1",
+            "job": left["name"],
+            "outcome": "STOCKOUT",
+            "reason": "no capacity",
+            "seconds": 95.0,
+        },
+        {
+            "rung": 2,
+            "name": "",
+            "region": "europe-west4",
+            "job": None,
+            "outcome": "QUOTA",
+            "reason": "",
+            "seconds": 1,
+        },
+        {
+            "rung": 3,
+            "name": "",
+            "region": "us-central1",
+            "job": stranger["name"],
+            "outcome": "STOCKOUT",
+            "reason": "",
+            "seconds": 2,
+        },
+    ]
+    jobs = {left["name"]: left, stranger["name"]: stranger}
+    rows = rung_rows(_running(), steps, jobs.get, now=NOW)
+    assert [(r["rung"], r["job"], r["outcome"], r["took"], r["price"]) for r in rows] == [
+        ("1 (spot)", "6", "left: STOCKOUT (no capacity)", "1m 35s", "at most $0.22/h"),
+        ("2", "none (Create refused)", "left: QUOTA", "0m 01s", ""),
+        ("3", "5", "left: STOCKOUT", "0m 02s", ""),  # another task's job: never read through this one
+        ("2", "7", "RUNNING", "4m 34s", "$0.66/h"),  # 3 replicas of n1-standard-4
+    ]
+    assert job_price({**_running(), "name": "nowhere"}) == ""
+    # the rungs left: the task's return value once it ended, else the walk's state in XCom
+    assert steps_of({"rung": {"left": steps[:1]}}, {"steps": steps}) == steps[:1]
+    assert steps_of(None, {"steps": steps}) == steps
+    check_page(job_page(_page(_running(), rungs=rows, now=NOW)))
+    main = main_section(_page(_running(), rungs=rows, now=NOW))
+    assert main.index("id='rungs-table'") < main.index("<h2>Pools</h2>")
+    assert "<td class='left'>left: STOCKOUT (no capacity)</td><td>1m 35s</td><td>at most $0.22/h</td>" in main
+
+
+def test_the_jobs_list_shows_state_kind_display_name_duration_and_the_rungs_jobs() -> None:
+    xcom = {
+        "dag_id": "d",
+        "run_id": "r",
+        "task_id": "t",
+        "map_index": -1,
+        "timestamp": "2026-12-06T04:30:27+00:00",
+        "job_name": NAME,
+    }
+    steps = [{"rung": 1, "job": NAME.replace("/7", "/6"), "outcome": "STOCKOUT"}]
+    running = list_row(xcom, {**_running(), "displayName": "bert"}, steps, now=NOW)
+    ended = list_row(
+        {**xcom, "job_name": STUDY},
+        {**_study(), "state": "JOB_STATE_SUCCEEDED", "endTime": "2026-12-06T05:30:26Z"},
+    )
+    unread = list_row(xcom, None)
+    assert [(r["state"], r["kind"], r["display_name"], r["duration"]) for r in (running, ended, unread)] == [
+        ("RUNNING", "custom job", "bert", "4m 34s"),
+        ("SUCCEEDED", "tuning job", "", "1h 00m 00s"),
+        ("?", "custom job", "", ""),
+    ]
+    page = index_page([running, ended], prefix="/vertex-dist")
+    check_page(page)
+    assert "<span class='note rung-job'>rung 1: 6 (left: STOCKOUT)</span>" in page
+    assert "<span class='elapsed' data-since='2026-12-06T04:30:26.200637Z'>4m 34s</span>" in page
+    assert "<td class='SUCCEEDED'>SUCCEEDED</td><td>tuning job</td>" in page
+
+
+def test_both_themes_have_their_colours_and_the_script_follows_airflows() -> None:
+    css = (TEMPLATES / "view.css").read_text()
+    assert ":root[data-theme=dark]{color-scheme:dark;" in css
+    assert "@media (prefers-color-scheme:dark){:root:not([data-theme])" in css  # without the script
+    page = job_page(_page(_running()))
+    # Airflow's UI: next-themes' class on <html> and its "theme" key; its "timezone" key
+    for mark in ("c.contains('dark')", "stored('theme')", "stored('timezone')"):
+        assert mark in page
+
+
+def test_the_tab_and_the_extra_link_have_distinct_names() -> None:
+    tabs = {view["name"] for view in VertexDistUiPlugin.external_views}
+    assert tabs == {"Vertex AI job", "Vertex AI jobs"}
+    assert VertexJobLink.name == "Vertex AI console" and VertexJobLink.name not in tabs
