@@ -180,7 +180,8 @@ def check_template_syntax(value: Any, env: Any, *, field: str = "spec", task_id:
     (the task's Jinja environment: the DAG's delimiters and extensions), when the task is built: a Jinja
     syntax error then fails the DAG file's import, not the run. ``SpecError`` names the operator's field,
     the string's path in the spec and the line of the error. A spec given as a string is parsed as one
-    template (its lines are the document's). Names, filters and macros are judged when it renders."""
+    template (its lines are the document's; the line of the error is quoted). Names, filters and
+    macros are judged when it renders."""
     from jinja2 import TemplateSyntaxError
 
     def walk(item: Any, path: str) -> None:
@@ -190,9 +191,12 @@ def check_template_syntax(value: Any, env: Any, *, field: str = "spec", task_id:
             try:
                 env.parse(item)
             except TemplateSyntaxError as exc:
+                lines = item.splitlines()
+                if len(lines) > 1 and 0 < (exc.lineno or 0) <= len(lines):
+                    item = lines[exc.lineno - 1]  # of a document, the line of the error
                 raise SpecError(
-                    f"invalid template in field {field!r} of task {task_id!r}:\n  {path}: Jinja syntax error "
-                    f"on line {exc.lineno}: {exc.message}: {item!r}"
+                    f"invalid template in field {field!r} of task {task_id!r}:\n  {path}: {item!r}: Jinja "
+                    f"syntax error on line {exc.lineno}: {(exc.message or '').rstrip('.')}"
                 ) from None
         elif isinstance(item, Mapping):
             for key, sub in item.items():
