@@ -9,6 +9,8 @@
   trigger learns the values from its job, at the spans the task's masker hid).
 - ``cursor``: the stream's cursor saved in its task instance's XCom, so a restarted triggerer or a
   resumed task does not write the same lines again.
+- ``lines``: how a replica line reads in the task log (its own time, its replica key, its level) and
+  the time order a batch of lines is written in, for both sides below.
 - ``trigger_stream``: the trigger's side (lines written to the trigger's log while a deferred task waits).
 - ``worker_stream``: the worker's side (a non-deferred wait), the ``stream_logs`` argument, and a failed
   job's cause quoted from its failing replica's last lines, through the secrets masker.

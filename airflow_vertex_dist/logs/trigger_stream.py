@@ -1,9 +1,9 @@
 """A trigger's replica log stream: lines from the shared log poller written to the trigger's log.
 
 In Airflow 3 a trigger's log reaches its task's log, so a deferred task shows its job's replica lines
-(``[<replica key>] <text>``, in order per replica, each at the logging level of its Cloud Logging
-severity: ``python_level``) while the triggerer waits for the job. The stream
-resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
+(``<time> [<replica key>] <text>``, with each entry's own time, in the replicas' time order, each at
+the logging level of its Cloud Logging severity: ``logs.lines``) while the triggerer waits for the
+job. The stream resumes after the later of the cursor in the trigger's kwargs and the one it saved in its task
 instance's XCom (``airflow_vertex_dist.logs.cursor``), so a restarted triggerer does not
 write the lines already shown again.
 
@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-from airflow_vertex_dist._compat import ASYNC_TIMEOUT, redact
-from airflow_vertex_dist.common.log_severity import python_level
+from airflow_vertex_dist._compat import ASYNC_TIMEOUT
 from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
 from airflow_vertex_dist.jobs.dicts import parse_job_name
 from airflow_vertex_dist.logs.cursor import XCOM_TIMEOUT_S, CursorStore, later
+from airflow_vertex_dist.logs.lines import write_lines
 from airflow_vertex_dist.logs.masking import TriggerSecrets
 from airflow_vertex_dist.logs.poller import LogCursor, get_log_poller
 
@@ -93,8 +94,8 @@ class TriggerLogStream:
         self._last_write: float | None = None
 
     def _write(self, lines: list[Any]) -> None:
-        for line in lines:  # masked here, whatever the triggerer's log pipeline does (``logs.masking``)
-            self.trigger.log.log(python_level(line.severity), "[%s] %s", line.key, redact(line.text))
+        # masked here, whatever the triggerer's log pipeline does (``logs.masking``), in time order
+        lines = write_lines(self.trigger.log, lines)
         if lines:
             self._last_write = asyncio.get_running_loop().time()
             # the resume point, were this trigger rebuilt from its kwargs in this process ...
@@ -110,13 +111,16 @@ class TriggerLogStream:
         while True:
             self._write(await self.sub.wait())
 
-    async def finish(self, timeout: float) -> None:
+    async def finish(self, timeout: float, closing: Sequence[str] = ()) -> None:
         """After the job ended: wait for a poll cycle that read every line stamped before now (the
         poller's settle window, then one cycle; bounded by ``timeout`` plus that window), then write
-        what it read; returns once lines written lately had ``FINAL_LINES_GRACE_S`` to reach the task's
-        log."""
+        what it read, then ``closing`` (the job's end: it comes after the job's last lines); returns
+        once lines written lately had ``FINAL_LINES_GRACE_S`` to reach the task's log."""
         await self.poller.read_through(time.time(), timeout + self.poller.settle)
         self._write(self.sub.take())
+        for text in closing:
+            self.trigger.log.info("%s", text)
+            self._last_write = asyncio.get_running_loop().time()
         if self.store is not None:
             await self.store.flush(timeout=timeout)
         if self._last_write is not None:
@@ -167,12 +171,16 @@ class StartingLogStream:
             await asyncio.wait_for(asyncio.shield(self._task), timeout=timeout)
         return self.stream
 
-    async def finish(self, timeout: float) -> None:
+    async def finish(self, timeout: float, closing: Sequence[str] = ()) -> None:
         """After the job ended: the stream's ``TriggerLogStream.finish``, once it has started (its
-        cursor read is bounded by ``XCOM_TIMEOUT_S``: the task's log should have the job's last lines)."""
+        cursor read is bounded by ``XCOM_TIMEOUT_S``: the task's log should have the job's last lines);
+        ``closing`` written after them (or at once, without a stream)."""
         stream = await self.started(XCOM_TIMEOUT_S + timeout)
         if stream is not None:
-            await stream.finish(timeout)
+            await stream.finish(timeout, closing)
+            return
+        for text in closing:
+            self.trigger.log.info("%s", text)
 
     def close(self) -> None:
         self._task.cancel()

@@ -4,8 +4,9 @@
 (``workerpool0-0``) lines and every replica's warnings and errors, what a user wants on a 40-replica
 job --, ``"all"``, a list of replica keys and whole pools (``["workerpool0-0", "workerpool1-*"]``, matched
 against the job's pools as ``VertexReplicaSensor`` matches them), or ``False``. Lines are written to
-the task log as ``[<replica key>] <text>``, in order per replica, each at the logging level of its
-Cloud Logging severity (``python_level``: ERROR lines are ERROR records, INFO lines INFO).
+the task log as ``<time> [<replica key>] <text>`` with each entry's own time, in the replicas' time order,
+each at the logging level of its Cloud Logging severity (``python_level``: ERROR lines are ERROR
+records, INFO lines INFO; ``airflow_vertex_dist.logs.lines``).
 
 When a job fails, ``failure_details`` names the failing replica (from the job's error message,
 ``The replica workerpool1-0 exited with a non-zero status of 1``) and quotes its last lines from
@@ -23,7 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_vertex_dist._compat import redact
-from airflow_vertex_dist.common.log_severity import python_level
 from airflow_vertex_dist.jobs.dicts import parse_job_name
 
 __all__ = [
@@ -156,6 +156,7 @@ class LogStreamer:
         settled (``[vertex_dist] log_settle_seconds`` old); returns how many. ``force`` (the wait
         has its verdict, the job ended): let the settle window pass, then read every line left."""
         from airflow_vertex_dist.hooks.logs import jobs_filter
+        from airflow_vertex_dist.logs.lines import write_lines
         from airflow_vertex_dist.logs.pages import too_large
         from airflow_vertex_dist.logs.poller import LogCursor, settled_until
 
@@ -171,7 +172,7 @@ class LogStreamer:
         text = jobs_filter(
             [self.job_id], since=self.cursor.timestamp or None, selection=self.selection, until=until
         )
-        written = 0
+        fresh: list[Any] = []
         token = ""
         try:
             for _ in range(10):
@@ -186,10 +187,10 @@ class LogStreamer:
                 for line in lines:
                     if self.cursor.before(line):
                         self.cursor = LogCursor.of(line)
-                        self.log.log(python_level(line.severity), "[%s] %s", line.key, redact(line.text))
-                        written += 1
+                        fresh.append(line)
                 if not token:
                     break
         except Exception as exc:  # streaming is best effort: the wait goes on
             self.log.warning("Reading replica logs failed (%s); retrying at the next poll", exc)
-        return written
+        write_lines(self.log, fresh)  # the lines read, in their replicas' time order (``logs.lines``)
+        return len(fresh)

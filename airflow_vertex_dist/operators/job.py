@@ -65,6 +65,7 @@ from airflow_vertex_dist.operators.job_spec import (
 from airflow_vertex_dist.operators.job_wait import JobWait, job_verdict
 from airflow_vertex_dist.operators.parts import owned_part
 from airflow_vertex_dist.operators.spec_field import (
+    check_template_syntax,
     coerce_spec,
     render_spec,
     spec_to_field,
@@ -159,6 +160,8 @@ class VertexJobOperator(VertexBaseOperator):
         # Validate at DAG-parse time when nothing is left to render; otherwise after rendering. The
         # field holds JSON (a dict), so the UI shows the spec and the rendered spec as JSON.
         self.spec, self._spec = spec_field(spec, self.spec_model)
+        if self._spec is None:  # Jinja to render: its syntax checked now, when the DAG file is parsed
+            check_template_syntax(self.spec, self.get_template_env(), task_id=self.task_id)
         self.deferrable = deferrable
         if wait is not None:
             warnings.warn(

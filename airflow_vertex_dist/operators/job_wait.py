@@ -148,8 +148,7 @@ class JobWait:
         paused = PausedClock()
         try:
             while True:
-                for line in progress.update(job):
-                    host.log.info("%s", line)
+                news = progress.update(job)
                 verdict = job_verdict(
                     job,
                     partial_success=host.partial_success,
@@ -158,6 +157,8 @@ class JobWait:
                 )
                 if streamer is not None and (verdict is None or ever_ran(job)):  # else no line to wait for
                     streamer.poll(force=verdict is not None)
+                for line in news:  # after the lines drained: the job's end comes after its last lines
+                    host.log.info("%s", line)
                 if verdict is not None:
                     if not verdict[0] and job_state(job) == "JOB_STATE_PAUSED":  # past its grace
                         cancelled = self.attacher.cancel(name, reason="PAUSED past its grace")

@@ -48,6 +48,7 @@ from airflow_vertex_dist.operators.ladder_parts import (
     price_text,
     prices_table,
     region_of,
+    rung_job_line,
     rung_seconds,
     strategy_of,
 )
@@ -248,7 +249,7 @@ class LadderWalk:
                     continue
                 job = created
             self.attacher.adopt_job(context, job)
-            host.log.info("Rung %d/%d (%s) runs %s", plan.number, len(plans), plan.name, job["name"])
+            host.log.info("%s", rung_job_line(plan, len(plans), job))  # "runs", or how it ended
             if not host.wait_for_completion:
                 host.keep_final_job(job)
                 return host.job_outputs(job)

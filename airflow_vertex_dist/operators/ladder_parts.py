@@ -20,6 +20,7 @@ __all__ = [
     "price_text",
     "prices_table",
     "region_of",
+    "rung_job_line",
     "rung_seconds",
     "strategy_of",
 ]
@@ -128,3 +129,16 @@ def rung_seconds(job: Mapping[str, Any]) -> float:
         return max(0.0, (end - rfc3339_nanos(str(created))) / 1e9)
     except ValueError:
         return 0.0
+
+
+def rung_job_line(plan: RungPlan, rungs: int, job: Mapping[str, Any]) -> str:
+    """What the task log says of the rung's job as the walk takes it up: that it runs, or -- a job
+    that ended before (a resumed task's) -- how it ended and why, at once."""
+    from airflow_vertex_dist.jobs.dicts import error_suffix, job_state, short_state
+    from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES
+
+    where = f"Rung {plan.number}/{rungs} ({plan.name})"
+    state = job_state(job)
+    if state in TERMINAL_STATES:
+        return f"{where}: job {job['name']} already ended: {short_state(state)}{error_suffix(job)}"
+    return f"{where} runs {job['name']}"

@@ -106,11 +106,12 @@ def poll_rung(host: WaitHost, logs: JobLogs, plan: RungPlan, job: Job) -> Job:
     delay = min(1.0, host.poll_interval)
     try:
         while True:
-            for line in progress.update(job):
-                host.log.info("%s", line)
+            news = progress.update(job)
             ended = rung_ended(host, job, plan, paused.paused_for(job))
             if streamer is not None and (not ended or ever_ran(job)):  # else no line to wait for
                 streamer.poll(force=ended)
+            for line in news:  # after the lines drained: the job's end comes after its last lines
+                host.log.info("%s", line)
             if ended:
                 return job
             time.sleep(delay)

@@ -8,7 +8,8 @@ has its keys checked when the task is built (``check_keys``), its values after r
 model holding Jinja was checked when it was built, except the rules of its templated fields (label
 values, display names, the output directory...: ``specs._base.defers_jinja``); the rendered spec is
 validated with every rule (``coerce_spec(..., rendered=True)``). An unknown field is named with the
-closest valid one: ``spec.primery: unknown field (did you mean primary?)``.
+closest valid one: ``spec.primery: unknown field (did you mean primary?)``. A Jinja syntax error
+fails when the task is built, with the string's path and line (``check_template_syntax``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from airflow_vertex_dist.specs.loading import DuplicateKeyError, parse_spec_docu
 __all__ = [
     "SpecError",
     "check_keys",
+    "check_template_syntax",
     "coerce_spec",
     "has_jinja",
     "render_spec",
@@ -171,6 +173,39 @@ def _render_failure(path: str, template: str, exc: Exception, has_logical_date: 
     if not has_logical_date and undefined and undefined.group(1) in LOGICAL_DATE_KEYS:
         line += _NO_LOGICAL_DATE
     return line
+
+
+def check_template_syntax(value: Any, env: Any, *, field: str = "spec", task_id: str = "?") -> None:
+    """Compile (parse, never render) every template string of the spec field ``value`` with ``env``
+    (the task's Jinja environment: the DAG's delimiters and extensions), when the task is built: a Jinja
+    syntax error then fails the DAG file's import, not the run. ``SpecError`` names the operator's field,
+    the string's path in the spec and the line of the error. A spec given as a string is parsed as one
+    template (its lines are the document's; the line of the error is quoted). Names, filters and
+    macros are judged when it renders."""
+    from jinja2 import TemplateSyntaxError
+
+    def walk(item: Any, path: str) -> None:
+        if isinstance(item, str):
+            if not has_jinja(item):
+                return
+            try:
+                env.parse(item)
+            except TemplateSyntaxError as exc:
+                lines = item.splitlines()
+                if len(lines) > 1 and 0 < (exc.lineno or 0) <= len(lines):
+                    item = lines[exc.lineno - 1]  # of a document, the line of the error
+                raise SpecError(
+                    f"invalid template in field {field!r} of task {task_id!r}:\n  {path}: {item!r}: Jinja "
+                    f"syntax error on line {exc.lineno}: {(exc.message or '').rstrip('.')}"
+                ) from None
+        elif isinstance(item, Mapping):
+            for key, sub in item.items():
+                walk(sub, f"{path}.{key}")
+        elif isinstance(item, list | tuple):
+            for index, sub in enumerate(item):
+                walk(sub, f"{path}[{index}]")
+
+    walk(value.decode("utf-8", "replace") if isinstance(value, bytes) else value, field)
 
 
 def render_spec(

@@ -228,16 +228,19 @@ class JobWaitTrigger(BaseTrigger):
                     except ASYNC_TIMEOUT:
                         continue
                     await self.secrets.learn(job)  # before the stream writes a line of it
-                    for line in progress.update(job):
-                        self.log.info("%s", line)
+                    news = progress.update(job)
                     payload = None
                     if converge is not None:
                         payload = await self.check_siblings(job, updates.siblings)
                     if payload is None:
                         payload = await self.decide(job)
+                    if payload is not None and logs is not None and ever_ran(job):  # else no line left
+                        # the job's end is written after its last replica lines
+                        await logs.finish(timeout=2 * self.poll_interval + 5, closing=news)
+                        news = []
+                    for line in news:
+                        self.log.info("%s", line)
                     if payload is not None:
-                        if logs is not None and ever_ran(job):  # else no replica wrote a line
-                            await logs.finish(timeout=2 * self.poll_interval + 5)
                         yield _fire(payload)
                         return
         except JobNotFoundError as exc:

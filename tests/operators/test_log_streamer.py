@@ -76,14 +76,14 @@ def test_a_read_follows_every_page_once_then_goes_on_after_its_cursor(log: Recor
     assert streamer.poll() == 3
     assert [token for _, token in hook.asked] == ["", "1"]  # both pages, and no read past the last
     assert [(r.levelno, r.getMessage()) for r in log.records] == [
-        (logging.INFO, "[workerpool0-0] line 1"),
-        (logging.INFO, "[workerpool0-0] line 2"),
-        (logging.ERROR, "[workerpool0-0] line 3"),
+        (logging.INFO, "00:00:01.000Z [workerpool0-0] line 1"),
+        (logging.INFO, "00:00:02.000Z [workerpool0-0] line 2"),
+        (logging.ERROR, "00:00:03.000Z [workerpool0-0] line 3"),
     ]
     hook.pages[1].append(_line(4))
     assert streamer.poll() == 1  # the lines already written are not written again
     assert 'timestamp>="2026-01-01T00:00:03Z"' in hook.asked[2][0]  # the read starts at the cursor
-    assert log.records[-1].getMessage() == "[workerpool0-0] line 4"
+    assert log.records[-1].getMessage() == "00:00:04.000Z [workerpool0-0] line 4"
 
 
 def test_lines_of_one_instant_are_told_apart_by_their_insert_id() -> None:

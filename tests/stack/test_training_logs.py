@@ -48,10 +48,19 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+#: the replica line's own time before its key (``04:30:26.200Z [workerpool0-0] ...``, logs/lines.py)
+_LINE_TIME = re.compile(r"^\d{2}:\d{2}:\d{2}\.\d{3}Z (?=\[)")
+
+
 def task_log(stack: AirflowStack, dag_id: str, run_id: str) -> tuple[list[str], str]:
-    """The try's log as the UI gets it: its records' messages, and all its text (errors included)."""
+    """The try's log as the UI gets it: its records' messages (a replica line's time left out), and all
+    its text (errors included)."""
     doc = json.loads(stack.task_log(dag_id, run_id, "train", 1))
-    events = [str(r.get("event", "")) for r in doc.get("content", []) if isinstance(r, dict)]
+    events = [
+        _LINE_TIME.sub("", str(r.get("event", "")), count=1)
+        for r in doc.get("content", [])
+        if isinstance(r, dict)
+    ]
     return events, "\n".join(_strings(doc))
 
 

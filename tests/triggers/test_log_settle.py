@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -160,9 +161,9 @@ def test_a_job_that_never_ran_ends_its_stream_without_a_last_read(
     finishes: list[float] = []
     real_finish = StartingLogStream.finish
 
-    async def finish(self: StartingLogStream, timeout: float) -> None:
+    async def finish(self: StartingLogStream, timeout: float, closing: Sequence[str] = ()) -> None:
         finishes.append(timeout)
-        await real_finish(self, timeout)
+        await real_finish(self, timeout, closing)
 
     monkeypatch.setattr(StartingLogStream, "finish", finish)
     name = _planted(em, ran=ran)

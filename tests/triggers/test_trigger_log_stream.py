@@ -160,9 +160,9 @@ def test_lines_are_written_as_they_come_and_the_cursor_follows_the_last(poller: 
 
     sub, waited = asyncio.run(run())
     assert trigger.records.messages() == [
-        (logging.INFO, "[workerpool0-0] line 1"),
-        (logging.ERROR, "[workerpool0-0] line 2"),
-        (logging.WARNING, "[workerpool0-0] line 3"),
+        (logging.INFO, "00:00:01.000Z [workerpool0-0] line 1"),
+        (logging.ERROR, "00:00:02.000Z [workerpool0-0] line 2"),
+        (logging.WARNING, "00:00:03.000Z [workerpool0-0] line 3"),
     ]
     assert (trigger.log_timestamp, trigger.log_insert_id) == (_line(3).timestamp, "id-3")
     assert store.saves[-1] == LogCursor.of(_line(3))
