@@ -22,46 +22,16 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from doc_blocks import python_runner
+from doc_blocks import Block, blocks_of, python_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
 
-_FENCE = re.compile(
-    r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
-)
-
-
-@dataclass(frozen=True)
-class Block:
-    page: Path
-    line: int
-    lang: str
-    options: str
-    code: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.page.relative_to(DOCS)}:{self.line}"
-
-
-def _blocks() -> Iterator[Block]:
-    for page in PAGES:
-        text = page.read_text(encoding="utf-8")
-        for match in _FENCE.finditer(text):
-            info = match["info"].strip()
-            lang, _, options = info.partition(" ")
-            indent = match["indent"]
-            body = "\n".join(line[len(indent) :] for line in match["body"].splitlines())
-            yield Block(page, text.count("\n", 0, match.start()) + 1, lang, options, body)
-
-
-BLOCKS = list(_blocks())
+BLOCKS = [block for page in PAGES for block in blocks_of(page)]
 #: blocks that show a file of the repository as it is (pymdownx.snippets), e.g. an example DAG
 INCLUDES = [b for b in BLOCKS if b.code.strip().startswith("--8<--")]
 #: the plain python blocks run here; those that talk to an emulator or are pytest tests are run by
