@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from probes import JOBS, job_bytes, job_count, record
@@ -155,15 +156,7 @@ def test_a_padded_request_closed_at_once_is_refused(as_root: Emulator, surface: 
     before, creates = job_count(em), em.call_counts().get("CreateCustomJob", 0)
     body = job_bytes("padded").decode() if surface == "jobs" else "import os; os.system('planted')"
     args = {"port": int(endpoint.rsplit(":", 1)[1]), "path": path, "body": body}
-    sent = subprocess.run(
-        [*python, "-I", "-c", _PADDED_CALLER, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        user=uid,
-        cwd="/",
-    )
-    assert sent.returncode == 0, sent.stderr[-2000:]
+    sent = _run_caller(python, uid, _PADDED_CALLER, args)
     _wait("the server is done with the padded request", lambda: server.open_connections() == 0)
     assert job_count(em) == before
     assert em.call_counts().get("CreateCustomJob", 0) == creates  # refused before it reached the service
@@ -176,6 +169,20 @@ def test_a_padded_request_closed_at_once_is_refused(as_root: Emulator, surface: 
         "refused, nothing created or written: the caller is identified when its connection is accepted, "
         "a closed socket identifies no one (was: read as uid 0 and served by an emulator running as root)",
     )
+
+
+def _run_caller(python: list[str], uid: int | None, script: str, args: dict[str, Any]) -> Any:
+    """Run a caller ``script`` (its ``args`` as JSON) as ``uid``, from ``/``; it must exit 0."""
+    sent = subprocess.run(
+        [*python, "-I", "-c", script, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        user=uid,
+        cwd="/",
+    )
+    assert sent.returncode == 0, sent.stderr[-2000:]
+    return sent
 
 
 #: a gRPC CreateCustomJob by hand (HTTP/2: preface, SETTINGS, HEADERS, DATA), the socket closed at once
@@ -216,15 +223,7 @@ def test_a_grpc_call_closed_at_once_is_refused(as_root: Emulator) -> None:
         "message": CreateCustomJobRequest.serialize(request).hex(),
         "tries": 20,
     }
-    sent = subprocess.run(
-        [*python, "-I", "-c", _GRPC_CALLER, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        user=uid,
-        cwd="/",
-    )
-    assert sent.returncode == 0, sent.stderr[-2000:]
+    _run_caller(python, uid, _GRPC_CALLER, args)
     proxy = em._grpc._proxy  # type: ignore[union-attr]
     _wait("the gRPC port is done with the raced connections", lambda: not proxy._links)
     assert job_count(em) == before
