@@ -18,7 +18,10 @@ Blocks that are not code (``text`` output, a ``mermaid`` diagram) are shown, not
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,7 @@ __all__ = [
     "Block",
     "blocks_of",
     "python_runner",
+    "start_session",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,3 +122,23 @@ def python_runner(options: str, code: str) -> str:
     if _EMULATOR.search(code):
         return "emulator"
     return "plain"
+
+
+def start_session(script: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """Start a page's shell session (``script``, run with ``bash -euo pipefail``) as a user would: in an
+    empty ``work`` directory under ``tmp_path``, ``HOME`` there, no ``AIRFLOW*``/``GOOGLE_*`` variables,
+    this interpreter's ``bin`` first on ``PATH``; a session of its own, stdout and stderr together."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "GOOGLE_"))}
+    env["HOME"] = str(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    work = tmp_path / "work"
+    work.mkdir()
+    return subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )

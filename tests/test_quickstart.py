@@ -9,11 +9,10 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from doc_blocks import start_session
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "quickstart.md"
 _FENCE = re.compile(r"^```(?P<lang>\w+)[^\n]*\n(?P<body>.*?)^```", re.S | re.M)
@@ -55,20 +54,8 @@ def test_the_script_has_every_step() -> None:
 
 @pytest.mark.slow
 def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "GOOGLE_"))}
-    env["HOME"] = str(tmp_path)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    work = tmp_path / "work"
-    work.mkdir()
-    proc = subprocess.Popen(
-        ["bash", "-euo", "pipefail", "-c", _script()],
-        cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_session(_script(), tmp_path)
+    work = tmp_path / "work"  # where the session runs
     try:
         out, _ = proc.communicate(timeout=600)
     finally:

@@ -12,12 +12,11 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
+from doc_blocks import start_session
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "real-airflow.md"
 _FENCE = re.compile(r"^```(?P<lang>\w+)[^\n]*\n(?P<body>.*?)^```", re.S | re.M)
@@ -108,20 +107,8 @@ def _session_processes(sid: int) -> list[psutil.Process]:
 @pytest.mark.stack  # a real Airflow of its own: make test runs it in a stack job (stack-celery)
 @pytest.mark.timeout(900)  # four Airflow components start, run a task, stop: 4 minutes under load
 def test_the_page_runs_as_written(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "GOOGLE_"))}
-    env["HOME"] = str(tmp_path)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    work = tmp_path / "work"
-    work.mkdir()
-    proc = subprocess.Popen(
-        ["bash", "-euo", "pipefail", "-c", _script()],
-        cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_session(_script(), tmp_path)
+    work = tmp_path / "work"  # where the session runs
     try:
         out, _ = proc.communicate(timeout=900)
         left = [p.pid for p in _session_processes(proc.pid)]
