@@ -316,7 +316,13 @@ def test_a_labelled_job_of_another_spec_is_not_adopted(
 class DiesAfterItsJobStarted(VertexTrainingOperator):
     """Try 1 creates its job and fails (the job runs on); before try 2 a deploy lowers ``retries`` to 0.
     With "fresh try" reckoned as ``try_number == max_tries - retries + 1``, try 2 looked like the first
-    try after a clear: it cancelled the running job and started a second one."""
+    try after a clear: it cancelled the running job and started a second one. The job runs until a later
+    try has attached to a job (``release`` is written then), so try 1's job still runs when try 2 decides
+    what to do with it."""
+
+    def __init__(self, *, release: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.release = release
 
     def execute(self, context: Any) -> Any:
         if context["ti"].try_number == 1:
@@ -325,20 +331,34 @@ class DiesAfterItsJobStarted(VertexTrainingOperator):
         self.retries = 0  # the DAG file as deployed between the tries
         return super().execute(context)
 
+    def attach_or_create(self, context: Any) -> dict[str, Any]:
+        job = super().attach_or_create(context)
+        if context["ti"].try_number > 1:
+            Path(self.release).write_text("")
+        return job
+
+
+def until(flag: Path) -> str:
+    """Replica code that runs until ``flag`` exists (at most 60 s)."""
+    return (
+        f"import pathlib, time\nflag = pathlib.Path({str(flag)!r})\n"
+        "for _ in range(600):\n    if flag.exists():\n        break\n    time.sleep(0.1)"
+    )
+
 
 def test_lowering_retries_between_tries_does_not_make_a_retry_look_fresh(
     vertex_conn: Emulator, tmp_path: Path, capfd: Any
 ) -> None:
-    flag = tmp_path / "go"
+    release = tmp_path / "release"
     with DAG("retries_lowered", schedule=None, start_date=START) as dag:
         DiesAfterItsJobStarted(
             task_id="train",
-            spec=spec(unless(flag)),
+            spec=spec(until(release)),
+            release=str(release),
             deferrable=False,
             poll_interval=0.3,
             retries=1,
             retry_delay=timedelta(0),
-            on_retry_callback=lambda context: flag.write_text(""),
         )
     dr = run_dag(dag)
     [job] = jobs(vertex_conn)  # one job: try 2 re-attached to try 1's
