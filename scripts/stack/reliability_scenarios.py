@@ -14,7 +14,8 @@ CRASHES = [
     ("triggerer_kill9", "`kill -9` of the triggerer while 3 deferred runs wait, then a new triggerer"),
     (
         "two_triggerers_kill9",
-        "two triggerers (`--capacity 15` each) hold 20 deferred runs; `kill -9` of the one holding more",
+        "two triggerers, each with a `--capacity` below the number of deferred runs, hold them; `kill -9` "
+        "of the one holding more",
     ),
     ("task_kill9", "`kill -9` of the task's process right after its job was created (retries=2)"),
     ("mark_failed_stack_deferred", "deferred task marked failed through the REST API"),
@@ -42,7 +43,9 @@ def crash_outcome(key: str, fig: dict[str, Any]) -> str:
         return f"{fig['succeeded']}/{fig['runs']} runs succeeded; jobs per run: {cell(fig['jobs'])}"
     if key == "two_triggerers_kill9":
         return (
-            f"{fig['succeeded']}/{fig['runs']} runs succeeded; "
+            f"{fig['succeeded']}/{fig['runs']} runs succeeded"
+            + (f" (`--capacity {fig['capacity']}` each)" if "capacity" in fig else "")
+            + "; "
             + ", ".join(f"{runs} runs with {jobs} job(s)" for jobs, runs in fig["jobs_per_run"].items())
             + f"; the killed triggerer held {fig['held_by_killed']}, the survivor "
             f"{fig['held_by_survivor']} and took the first over {fig['took_over_s']} s after the kill; "
@@ -95,7 +98,8 @@ CELERY = [
     ("mark_failed_deferred", "deferred task marked failed through the REST API (two schedulers' listeners)"),
     (
         "triggerer_kill9",
-        "two triggerers (`--capacity 15` each) hold 20 deferred runs; `kill -9` of the one holding more",
+        "two triggerers, each with a `--capacity` below the number of deferred runs, hold them; `kill -9` "
+        "of the one holding more",
     ),
     (
         "triggerer_frozen",

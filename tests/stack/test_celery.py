@@ -21,7 +21,14 @@ from .figures import Figures
 from .stack import SHORT_TRAINING
 from .test_crashes import SLEEP, attempt_log, job_replicas_gone, run_jobs, wait_job
 from .test_triggerers import DAG_ID as TRIGGERERS_DAG
-from .test_triggerers import USER_ACTION, WAIT_FOR_FILE, holders, kill_one_of_two_triggerers, trigger_logs
+from .test_triggerers import (
+    SCALE_CELERY,
+    USER_ACTION,
+    WAIT_FOR_FILE,
+    holders,
+    kill_one_of_two_triggerers,
+    trigger_logs,
+)
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
@@ -175,6 +182,7 @@ def test_triggerer_kill9_while_both_hold_deferred_tasks(celery_stack: CeleryStac
         celery_stack,
         ("triggerer-1", "triggerer-2"),
         lambda figures: Figures.record("celery", "triggerer_kill9", figures),
+        SCALE_CELERY,
     )
 
 

@@ -1,8 +1,10 @@
 """Two triggerers, one killed (``kill -9``) while both hold deferred tasks: the other takes over.
 
-The session's triggerer is replaced by two, each started with ``--capacity 15``: a triggerer assigns
-itself every unassigned trigger up to its capacity, so with the default (1000) the first to look would
-take all 20; with 15 each, both hold some. Every job waits for a release file, so no job ends before
+The session's triggerer is replaced by two, each started with a capacity below the number of runs
+(``--capacity 15`` for 20 runs on the Celery profile, ``--capacity 7`` for 10 on the LocalExecutor
+stack, whose one executor starts every task process in turn): a triggerer assigns itself every
+unassigned trigger up to its capacity, so with the default (1000) the first to look would take them
+all; with a capacity below the runs, both hold some. Every job waits for a release file, so no job ends before
 the scenario says so. The triggerer holding more triggers is killed; the survivor takes over as many
 of them as its capacity allows while their jobs still run (once the dead one's heartbeat is older
 than ``[triggerer] triggerer_health_check_threshold``); then the jobs are released and the survivor
@@ -30,8 +32,10 @@ from .test_crashes import run_jobs
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
 DAG_ID = "stack_two_triggerers"
-RUNS = 20
-CAPACITY = 15
+#: the scenario's scale: deferred runs and each triggerer's ``--capacity`` (below the runs, so both hold
+#: some), on the LocalExecutor stack and on the Celery profile
+SCALE_LOCAL = (10, 7)
+SCALE_CELERY = (20, 15)
 WAIT_FOR_FILE = "import os, time\nwhile not os.path.exists({path!r}):\n    time.sleep(0.5)\nprint('trained')"
 
 
@@ -42,10 +46,10 @@ def live_triggerers(stack: AirflowStack) -> set[int]:
     return {int(job["id"]) for job in data["jobs"]}
 
 
-def start_triggerer(stack: AirflowStack, key: str) -> int:
-    """Start a triggerer with the scenario's capacity; its triggerer job id, once it heartbeats."""
+def start_triggerer(stack: AirflowStack, key: str, capacity: int) -> int:
+    """Start a triggerer with ``capacity``; its triggerer job id, once it heartbeats."""
     before = live_triggerers(stack)
-    stack.start_service("triggerer", key=key, args=["--capacity", str(CAPACITY)])
+    stack.start_service("triggerer", key=key, args=["--capacity", str(capacity)])
     new: set[int] = poll_until(
         lambda: live_triggerers(stack) - before, timeout=120, interval=1.0, what=f"{key} heartbeating"
     )
@@ -83,11 +87,16 @@ USER_ACTION = "Trigger cancelled by user action"
 
 
 def kill_one_of_two_triggerers(
-    stack: AirflowStack, keys: tuple[str, str], record: Callable[[dict[str, Any]], None]
+    stack: AirflowStack,
+    keys: tuple[str, str],
+    record: Callable[[dict[str, Any]], None],
+    scale: tuple[int, int],
 ) -> None:
     """The scenario of the module doc, on triggerers ``keys`` (the ones of those running before are
-    stopped first and started again, with their default capacity, at the end). Hands the figures to
-    ``record``, then asserts every run succeeded with one job and no process is left."""
+    stopped first and started again, with their default capacity, at the end), with ``scale`` (runs,
+    each triggerer's capacity). Hands the figures to ``record``, then asserts every run succeeded with
+    one job and no process is left."""
+    runs, capacity = scale
     release = stack.root / f"two-triggerers-release-{time.monotonic_ns()}"
     before_keys = [key for key in keys if key in stack.procs and stack.procs[key].alive()]
     for key in before_keys:
@@ -96,16 +105,16 @@ def kill_one_of_two_triggerers(
     run_ids: set[str] = set()
     try:
         for key in keys:
-            ids[key] = start_triggerer(stack, key)
+            ids[key] = start_triggerer(stack, key, capacity)
         started = time.monotonic()
         code = WAIT_FOR_FILE.format(path=str(release))
-        run_ids = {stack.trigger(DAG_ID, {"code": code}) for _ in range(RUNS)}
+        run_ids = {stack.trigger(DAG_ID, {"code": code}) for _ in range(runs)}
 
         def spread() -> Counter[int | None] | None:
             held = Counter(holders(stack, run_ids).values())
             return held if None not in held and all(held[i] for i in ids.values()) else None
 
-        held = poll_until(spread, timeout=600, interval=1.0, what=f"{RUNS} triggers held by both triggerers")
+        held = poll_until(spread, timeout=600, interval=1.0, what=f"{runs} triggers held by both triggerers")
         victim = max(ids, key=lambda key: held[ids[key]])
         survivor = next(key for key in ids if key != victim)
         tree = stack.tree_pids(stack.procs[victim].pid)
@@ -138,7 +147,8 @@ def kill_one_of_two_triggerers(
 
         poll_until(lambda: not orphans(), timeout=60, what="no replica process of the scenario left")
         figures = {
-            "runs": RUNS,
+            "runs": runs,
+            "capacity": capacity,
             "succeeded": states.count("success"),
             "jobs_per_run": {str(n): count for n, count in sorted(per_run.items())},
             "held_by_killed": held[ids[victim]],
@@ -155,8 +165,8 @@ def kill_one_of_two_triggerers(
             if len(js) != 1
         }
         record(figures)
-        assert states == ["success"] * RUNS, figures
-        assert per_run == Counter({1: RUNS}), (figures, failed)
+        assert states == ["success"] * runs, figures
+        assert per_run == Counter({1: runs}), (figures, failed)
         assert all(js[0]["state"] == "JOB_STATE_SUCCEEDED" for js in jobs)
         assert figures["orphans"] == 0
     finally:
@@ -181,4 +191,5 @@ def test_kill9_of_one_of_two_triggerers(stack: AirflowStack) -> None:
         stack,
         ("triggerer", "triggerer-2"),
         lambda figures: Figures.record("crashes", "two_triggerers_kill9", figures),
+        SCALE_LOCAL,
     )
