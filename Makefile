@@ -112,6 +112,13 @@ COMPAT_PHASE ?= all
 compat: $(STAMP)
 	$(PY) scripts/compat_cells.py --phase $(COMPAT_PHASE) --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
+# The declared floors resolved with each Airflow release of the matrix, as the index stood on its date
+# (scripts/check_floors.py); it needs the package index, as the cells' installs do, so it is a build step
+# beside them, not a test.
+.PHONY: floors
+floors: $(STAMP)
+	$(PY) scripts/check_floors.py
+
 .PHONY: compat-install
 compat-install: $(STAMP)
 	$(PY) scripts/compat_cells.py --phase install --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
@@ -119,7 +126,8 @@ compat-install: $(STAMP)
 # Lint, types and the tests (the unit/integration/e2e suite and the emulator's own in its own venv), all
 # four at once (the unit suite spends about three quarters of its time waiting on subprocesses, servers
 # and polls, so the emulator's suite runs in its idle time rather than after it), and meanwhile the
-# compat cells' virtualenvs (installs wait on downloads and disk while the tests use the cores); then, at once, the
+# compat cells' virtualenvs and the floors' resolution with each Airflow release (they wait on downloads
+# and disk while the tests use the cores); then, at once, the
 # compat suite in those cells (two at a time), the reliability suite on two real Airflow stacks (its files
 # split in two halves of about equal length, each half on a stack of its own), the same guarantees on its
 # Celery profile and the job view in a browser on a stack of its own; then docs/reliability.md from their
@@ -128,7 +136,7 @@ compat-install: $(STAMP)
 # (--output-sync), so their lines never interleave. Every job of a stage runs to its end (-k) and make
 # test fails if any failed; a failure in the first stage skips the second.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j5 --output-sync=target lint typecheck unit emulator-test compat-install
+	@$(MAKE) --no-print-directory -k -j6 --output-sync=target lint typecheck unit emulator-test compat-install floors
 	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 COMPAT_PHASE=test compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 
