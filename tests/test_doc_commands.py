@@ -1,6 +1,6 @@
 """The commands the docs give a user to type are the ones that work for what the docs promise: a pool
-for ``gpu_pool`` counts deferred tasks. Read from every page a user reads (README.md,
-emulator/README.md, docs/, the example DAGs)."""
+for ``gpu_pool`` counts deferred tasks, and the emulator is installed with the extra its tuning trials
+need. Read from every page a user reads (README.md, emulator/README.md, docs/, the example DAGs)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,14 @@ def test_every_pool_the_docs_create_counts_deferred_tasks() -> None:
         for found in re.finditer(r"POST /api/v2/pools", text):
             assert "include_deferred" in text[found.start() - 80 : found.end() + 80], name
 
+
+def test_every_emulator_install_has_the_hypertune_extra() -> None:
+    """Tuning trials report their metric through ``cloudml-hypertune`` (the emulator's ``hypertune``
+    extra): an install without it runs training jobs, and trials that fail to import it."""
+    installs = [
+        (name, found.group(0))
+        for name, text in _pages().items()
+        for found in re.finditer(r"pip install [^#`]*?(?:vertex-emulator|\./emulator)\S*", text)
+    ]
+    assert len(installs) >= 3, installs
+    assert [i for i in installs if "[hypertune" not in i[1]] == []
