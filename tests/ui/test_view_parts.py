@@ -249,6 +249,9 @@ def test_both_themes_have_their_colours_and_the_script_follows_airflows() -> Non
     css = (TEMPLATES / "view.css").read_text()
     assert ":root[data-theme=dark]{color-scheme:dark;" in css
     assert "@media (prefers-color-scheme:dark){:root:not([data-theme])" in css  # without the script
+    # form controls (the log-level <select>) take the theme's colours, not the browser's light default
+    controls = re.search(r"^select,[^{]*\{([^}]*)\}", css, re.M)
+    assert controls is not None and "color:var(--fg)" in controls[1] and "background:var(--bg)" in controls[1]
     page = job_page(_page(_running()))
     # Airflow's UI: next-themes' class on <html> and its "theme" key; its "timezone" key
     for mark in ("c.contains('dark')", "stored('theme')", "stored('timezone')"):
