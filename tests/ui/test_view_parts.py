@@ -17,7 +17,7 @@ from airflow_vertex_dist.ui import times
 from airflow_vertex_dist.ui.listing import list_row
 from airflow_vertex_dist.ui.page import TEMPLATES, JobPage, LogView, index_page, job_page, main_section
 from airflow_vertex_dist.ui.plugin import VertexDistUiPlugin
-from airflow_vertex_dist.ui.rungs import job_price, rung_rows, steps_of
+from airflow_vertex_dist.ui.rungs import job_price, rung_names, rung_rows, steps_of
 from airflow_vertex_dist.ui.sections import replica_sections
 from airflow_vertex_dist.ui.study import study_facts
 from tests.emulator_suite import check_page
@@ -200,13 +200,19 @@ def test_a_ladders_rungs_tried_with_their_job_outcome_time_and_price() -> None:
         },
     ]
     jobs = {left["name"]: left, stranger["name"]: stranger}
-    rows = rung_rows(_running(), steps, jobs.get, now=NOW)
+    # the rung the job runs on is named as the rungs left are: the walk's state (pushed when the task
+    # deferred) names it, and once the task ended its return value does
+    names = rung_names(None, {"steps": steps, "rung": {"number": 2, "name": "on-demand"}})
+    assert names == rung_names({"rung": {"number": 2, "name": "on-demand", "left": steps}}, None)
+    assert names == {1: "spot", 2: "on-demand"}
+    rows = rung_rows(_running(), steps, jobs.get, now=NOW, names=names)
     assert [(r["rung"], r["job"], r["outcome"], r["took"], r["price"]) for r in rows] == [
         ("1 (spot)", "6", "left: STOCKOUT (no capacity)", "1m 35s", "at most $0.22/h"),
         ("2", "none (Create refused)", "left: QUOTA", "0m 01s", ""),
         ("3", "5", "left: STOCKOUT", "0m 02s", ""),  # another task's job: never read through this one
-        ("2", "7", "RUNNING", "4m 34s", "$0.66/h"),  # 3 replicas of n1-standard-4
+        ("2 (on-demand)", "7", "RUNNING", "4m 34s", "$0.66/h"),  # 3 replicas of n1-standard-4
     ]
+    assert rung_rows(_running(), steps, jobs.get, now=NOW)[-1]["rung"] == "2"  # no name known: its number
     assert job_price({**_running(), "name": "nowhere"}) == ""
     # the rungs left: the task's return value once it ended, else the walk's state in XCom
     assert steps_of({"rung": {"left": steps[:1]}}, {"steps": steps}) == steps[:1]
