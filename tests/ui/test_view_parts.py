@@ -14,7 +14,7 @@ import pytest
 
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.ui import times
-from airflow_vertex_dist.ui.listing import list_row
+from airflow_vertex_dist.ui.listing import list_row, one_row_per_job
 from airflow_vertex_dist.ui.page import TEMPLATES, JobPage, LogView, index_page, job_page, main_section
 from airflow_vertex_dist.ui.plugin import VertexDistUiPlugin
 from airflow_vertex_dist.ui.rungs import job_price, rung_names, rung_rows, steps_of
@@ -249,6 +249,29 @@ def test_the_jobs_list_shows_state_kind_display_name_duration_and_the_rungs_jobs
     assert "<span class='note rung-job'>rung 1: 6 (left: STOCKOUT)</span>" in page
     assert "<span class='elapsed' data-since='2026-12-06T04:30:26.200637Z'>4m 34s</span>" in page
     assert "<td class='SUCCEEDED'>SUCCEEDED</td><td>tuning job</td>" in page
+
+
+def test_the_jobs_list_has_one_row_per_job_naming_every_task_that_pushed_it() -> None:
+    """A tuning task and the trial sensor watching its job both push the job's link: one row, the
+    tuning task's (it pushed first), naming both tasks, each linking to its own view."""
+    base = {"dag_id": "d", "run_id": "r", "map_index": -1, "job_name": STUDY}
+    gate = {**base, "task_id": "gate", "timestamp": "2026-12-06T04:40:00+00:00"}
+    tune = {**base, "task_id": "tune", "timestamp": "2026-12-06T04:30:27+00:00"}
+    other = {**base, "task_id": "train", "timestamp": "2026-12-06T04:20:00+00:00", "job_name": NAME}
+    merged = one_row_per_job([gate, other, tune])  # the XComs newest first
+    assert [(m["task_id"], [p["task_id"] for p in m["pushers"]]) for m in merged] == [
+        ("tune", ["tune", "gate"]),
+        ("train", ["train"]),
+    ]
+    rows = [list_row(m, None) for m in merged]
+    assert [r["task"] for r in rows] == ["tune", "train"]
+    assert [[t["task"] for t in r["tasks"]] for r in rows] == [["tune", "gate"], ["train"]]
+    page = index_page(rows, prefix="/vertex-dist")
+    check_page(page)
+    assert page.count(">9</a>") == 1  # the tuning job once
+    links = "<a href='/vertex-dist/ti/d/r/tune/-1'>tune</a>, <a href='/vertex-dist/ti/d/r/gate/-1'>gate</a>"
+    assert f"<td>{links}</td>" in page
+    assert "<td>train</td>" in page
 
 
 def test_both_themes_have_their_colours_and_the_script_follows_airflows() -> None:
