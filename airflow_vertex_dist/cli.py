@@ -111,6 +111,7 @@ def _render_dag_file(args: argparse.Namespace) -> int:
     from airflow_vertex_dist.operators.offline_render import (
         TaskChoiceError,
         connection_location,
+        logical_date_notes,
         manual_run_context,
         render_task_spec,
         rendered_location,
@@ -132,6 +133,7 @@ def _render_dag_file(args: argparse.Namespace) -> int:
     try:
         with _stdout_to_stderr():
             dag, task = _pick_task(args, dags)
+            notes = logical_date_notes(dag, task, map_index=args.map_index)  # of the fields as written
             context = manual_run_context(dag, task, when, args.data_interval)
             spec = render_task_spec(dag, task, context, map_index=args.map_index)
             location = args.location or rendered_location(task, context, dag)
@@ -148,6 +150,8 @@ def _render_dag_file(args: argparse.Namespace) -> int:
         print(_CONTEXT_NOTE, file=sys.stderr)
         return 2
     _print_body(spec.to_api(location=location), args.compact)
+    for note in notes:
+        print(note, file=sys.stderr)
     if where is not None:
         print(f"location: {location}, {where}" if location else f"location: none: {where}", file=sys.stderr)
     return _print_prices(spec, location, getattr(task, "capacity", None))

@@ -14,8 +14,9 @@ a primary and one worker (2 GPUs in all) on the first rung that gets capacity:
 At most one job of the task is live at any moment (a rung is left once its job has ended or been
 cancelled); the task log names each rung change, and the XCom's ``rung`` says which rung ran and why
 the ones before it were left. ``gpu_pool`` admits the task through an Airflow pool by its 2 GPUs:
-create the pool with as many slots as your GPU quota (``airflow pools set a100-quota 8 "GPU quota"``),
-and a backfill never asks for more GPUs at once. The rungs' prices per hour are in the task log (and
+create the pool with as many slots as your GPU quota, counting deferred tasks (``airflow pools set
+a100-quota 8 "GPU quota" --include-deferred``: the task defers), and a backfill never asks for more
+GPUs at once. The rungs' prices per hour are in the task log (and
 ``airflow-vertex-dist render``); the ladder refuses, when the file is parsed, a rung above
 ``max_price_per_hour``.
 """

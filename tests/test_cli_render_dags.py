@@ -113,3 +113,28 @@ def test_a_file_that_does_not_import_shows_airflows_error(tmp_path: Path) -> Non
     assert out.returncode == 2
     assert f"cannot import {path}" in out.stderr
     assert "No module named 'no_such_module_here'" in out.stderr
+
+
+def test_a_logical_date_variable_in_a_dag_without_schedule_gets_a_note(tmp_path: Path) -> None:
+    """A DAG with no schedule runs by hand, and a manual run may have no logical date: render says which
+    field uses which logical-date-only variable, and what to use instead (the run's own advice). A
+    scheduled DAG's runs always have one: no note."""
+    from airflow_vertex_dist.operators.spec_field import NO_LOGICAL_DATE_ADVICE
+
+    task = TASK.format(conn_id="vertex_dist_default", location='location="us-central1",').strip("\n")
+    task = task.replace('display_name="found"', 'display_name="found-{{ ds_nodash }}-{{ run_id }}"')
+    path = tmp_path / "found.py"
+    path.write_text(WITH_DAG.format(task=task))
+    out = render(tmp_path, str(path), "--logical-date", "2026-01-02")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["displayName"].startswith("found-20260102-manual__")
+    notes = [line for line in out.stderr.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        "note: spec.display_name uses ds_nodash: this DAG has no schedule, and a run triggered by hand "
+        f"without a logical date cannot render it; {NO_LOGICAL_DATE_ADVICE}"
+    ]
+    assert "{{ dag_run.run_after | ds_nodash }} or {{ run_id }}" in NO_LOGICAL_DATE_ADVICE
+    path.write_text(WITH_DAG.replace("schedule=None", 'schedule="@daily"').format(task=task))
+    out = render(tmp_path, str(path), "--logical-date", "2026-01-02")
+    assert out.returncode == 0, out.stderr
+    assert "note: " not in out.stderr

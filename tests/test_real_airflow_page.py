@@ -93,6 +93,25 @@ def test_the_script_has_every_step() -> None:
     assert not _PORTS.search(script), "a port of the page was left in: it may be taken on this machine"
 
 
+def test_a_new_dag_file_is_seen_within_seconds_or_at_once() -> None:
+    """Airflow 3's DAG processor looks for new DAG files every ``[dag_processor] refresh_interval``
+    (300 s unless set): the page's environment shortens it, before ``airflow standalone`` starts, and
+    the page says how to register a new file at once (``airflow dags reserialize``, a real command)."""
+    from airflow.cli.cli_config import DAGS_COMMANDS
+    from airflow.configuration import conf
+
+    script = _script()
+    found = re.search(r"^export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=(\d+)", script, re.M)
+    assert found is not None, "the page leaves the DAG processor's 5 minutes for a new DAG file"
+    assert 0 < int(found[1]) < 300
+    assert found.start() < script.index("airflow standalone")
+    assert conf.has_option("dag_processor", "refresh_interval")
+    assert "reserialize" in {command.name for command in DAGS_COMMANDS}
+    text = PAGE.read_text()
+    assert "airflow dags reserialize" in text
+    assert text.index("airflow dags reserialize") < text.index("## Stopping both")
+
+
 def _session_processes(sid: int) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter():

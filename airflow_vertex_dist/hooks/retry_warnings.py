@@ -8,7 +8,8 @@ connection is not left to the retry's five minutes: nothing listens at the addre
 ``on_error`` raises ``EmulatorNotRunningError`` (once a TCP connect to the address is refused too: a
 gRPC channel keeps failing fast for its reconnect backoff after a server has started), which
 google.api_core lets through unchanged, naming the connection, the address and the command that
-starts the emulator there. A refused connection to
+starts the emulator there; raised without its chain (the gRPC or requests errors of the refused
+attempts), so a task log ends in the one error that says what to do. A refused connection to
 Google's endpoints stays transient. Pure: no Google import.
 """
 
@@ -136,7 +137,7 @@ class RetryWarnings:
         if self.emulator and is_refused(exc):
             if time.monotonic() - self.started >= EMULATOR_START_GRACE_S:
                 if not listens(self.address):
-                    raise EmulatorNotRunningError(self.conn_id, self.address, self.transport) from exc
+                    raise EmulatorNotRunningError(self.conn_id, self.address, self.transport) from None
                 self.started = time.monotonic()  # it listens now: the refusal was the channel's backoff
             self.log.warning(
                 "Vertex AI call on connection %r: attempt %d refused at %s; is the emulator starting? "

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["LADDER_XCOM_KEY", "defer_rung", "poll_rung", "pulled_state", "rung_ended"]
 
 #: The XCom key of the walk's state while the task is deferred (``LadderState.to_json``): the rungs left
-#: so far, a refused Create included, which no job records. XComs are kept across a deferral.
+#: so far, a refused Create included, which no job records, and the rung waited on (``rung``: its number
+#: and name, for the job view). XComs are kept across a deferral.
 LADDER_XCOM_KEY = "vertex_ladder"
 
 
@@ -64,7 +65,9 @@ def defer_rung(
     from airflow_vertex_dist.logs.masking import secret_spans
     from airflow_vertex_dist.triggers.rung import VertexRungTrigger
 
-    context["ti"].xcom_push(key=LADDER_XCOM_KEY, value=state.to_json())
+    # with the rung waited on, named: the job view labels it as it labels the rungs left
+    walk = {**state.to_json(), "rung": {"number": plan.number, "name": plan.name}}
+    context["ti"].xcom_push(key=LADDER_XCOM_KEY, value=walk)
     timeout = host.execution_timeout
     trigger = VertexRungTrigger(
         job_name=str(job["name"]),

@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "TaskChoiceError",
     "connection_location",
+    "logical_date_notes",
     "manual_run_context",
     "provider_tasks",
     "render_task_spec",
@@ -171,3 +172,44 @@ def connection_location(task: Any, context: dict[str, Any], dag: Any) -> tuple[s
     if not location:
         return None, f"connection {conn_id!r} sets no location; give --location"
     return location, f"the location of connection {conn_id!r}"
+
+
+def _field_value(task: Any, field: str, map_index: int | None) -> Any:
+    if field == "spec" and _operator_class(task) is not type(task):  # mapped: the one instance's spec
+        try:
+            return _mapped_spec(task, map_index)
+        except TaskChoiceError:
+            return None
+    return _task_argument(task, field)
+
+
+def logical_date_notes(dag: Any, task: Any, *, map_index: int | None = None) -> list[str]:
+    """For a DAG with no schedule (its runs are manual, and a manual run may have no logical date):
+    one note per template variable a rendered field of ``task`` uses that only a run with a logical
+    date has (``ds``, ``ds_nodash``, ``ts``, ``logical_date``...), naming the field's path and the
+    variable, with what to use instead (``spec_field.NO_LOGICAL_DATE_ADVICE``, what the run's error
+    says). ``[]`` for a scheduled DAG."""
+    from jinja2 import TemplateSyntaxError, meta
+
+    from airflow_vertex_dist.operators.spec_field import (
+        LOGICAL_DATE_KEYS,
+        NO_LOGICAL_DATE_ADVICE,
+        template_strings,
+    )
+
+    if getattr(dag.timetable, "can_be_scheduled", True):
+        return []
+    env = dag.get_template_env()
+    notes = []
+    for field in _operator_class(task).template_fields:
+        for path, text in template_strings(_field_value(task, field, map_index), field):
+            try:
+                names = meta.find_undeclared_variables(env.parse(text))
+            except TemplateSyntaxError:  # the render itself said so
+                continue
+            for name in sorted(names & LOGICAL_DATE_KEYS):
+                notes.append(
+                    f"note: {path} uses {name}: this DAG has no schedule, and a run triggered by hand "
+                    f"without a logical date cannot render it; {NO_LOGICAL_DATE_ADVICE}"
+                )
+    return notes

@@ -15,7 +15,7 @@ fails when the task is built, with the string's path and line (``check_template_
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -26,6 +26,8 @@ from airflow_vertex_dist.specs.errors import error_text, unknown_field_rule
 from airflow_vertex_dist.specs.loading import DuplicateKeyError, parse_spec_document
 
 __all__ = [
+    "LOGICAL_DATE_KEYS",
+    "NO_LOGICAL_DATE_ADVICE",
     "SpecError",
     "check_keys",
     "check_template_syntax",
@@ -34,6 +36,7 @@ __all__ = [
     "render_spec",
     "spec_error",
     "spec_to_field",
+    "template_strings",
     "unknown_field_rule",
 ]
 
@@ -157,10 +160,14 @@ LOGICAL_DATE_KEYS = frozenset(
     }
 )
 _UNDEFINED_NAME = re.compile(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined$")
+#: What to do about a template that needs a logical date in a run without one (said at run time by
+#: ``render_spec``, and beforehand by ``airflow-vertex-dist render``).
+NO_LOGICAL_DATE_ADVICE = (
+    "trigger it with a logical date, or use {{ dag_run.run_after | ds_nodash }} or {{ run_id }}"
+)
 _NO_LOGICAL_DATE = (
     ": this run has no logical date (a manual run triggered without one), so ds, ds_nodash, ts, "
-    "logical_date and data_interval_start/end are not set; trigger it with a logical date, or use "
-    "{{ dag_run.run_after | ds_nodash }} or {{ run_id }}"
+    "logical_date and data_interval_start/end are not set; " + NO_LOGICAL_DATE_ADVICE
 )
 
 
@@ -184,28 +191,35 @@ def check_template_syntax(value: Any, env: Any, *, field: str = "spec", task_id:
     macros are judged when it renders."""
     from jinja2 import TemplateSyntaxError
 
-    def walk(item: Any, path: str) -> None:
+    for path, item in template_strings(value, field):
+        try:
+            env.parse(item)
+        except TemplateSyntaxError as exc:
+            lines = item.splitlines()
+            if len(lines) > 1 and 0 < (exc.lineno or 0) <= len(lines):
+                item = lines[exc.lineno - 1]  # of a document, the line of the error
+            raise SpecError(
+                f"invalid template in field {field!r} of task {task_id!r}:\n  {path}: {item!r}: Jinja "
+                f"syntax error on line {exc.lineno}: {(exc.message or '').rstrip('.')}"
+            ) from None
+
+
+def template_strings(value: Any, field: str = "spec") -> Iterator[tuple[str, str]]:
+    """Every string of the field ``value`` that holds Jinja, with its path (``spec.labels.day``); a
+    spec given as a string (or bytes) is one template, its path the field's name."""
+
+    def walk(item: Any, path: str) -> Iterator[tuple[str, str]]:
         if isinstance(item, str):
-            if not has_jinja(item):
-                return
-            try:
-                env.parse(item)
-            except TemplateSyntaxError as exc:
-                lines = item.splitlines()
-                if len(lines) > 1 and 0 < (exc.lineno or 0) <= len(lines):
-                    item = lines[exc.lineno - 1]  # of a document, the line of the error
-                raise SpecError(
-                    f"invalid template in field {field!r} of task {task_id!r}:\n  {path}: {item!r}: Jinja "
-                    f"syntax error on line {exc.lineno}: {(exc.message or '').rstrip('.')}"
-                ) from None
+            if has_jinja(item):
+                yield path, item
         elif isinstance(item, Mapping):
             for key, sub in item.items():
-                walk(sub, f"{path}.{key}")
+                yield from walk(sub, f"{path}.{key}")
         elif isinstance(item, list | tuple):
             for index, sub in enumerate(item):
-                walk(sub, f"{path}[{index}]")
+                yield from walk(sub, f"{path}[{index}]")
 
-    walk(value.decode("utf-8", "replace") if isinstance(value, bytes) else value, field)
+    yield from walk(value.decode("utf-8", "replace") if isinstance(value, bytes) else value, field)
 
 
 def render_spec(

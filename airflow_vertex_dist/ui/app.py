@@ -39,9 +39,9 @@ from airflow_vertex_dist.links import (
     task_owned_job,
 )
 from airflow_vertex_dist.ui import model, times
-from airflow_vertex_dist.ui.listing import list_row
+from airflow_vertex_dist.ui.listing import list_row, one_row_per_job
 from airflow_vertex_dist.ui.page import REFRESH_S, JobPage, LogView, index_page, job_page, main_section
-from airflow_vertex_dist.ui.rungs import ladder_steps, rung_rows
+from airflow_vertex_dist.ui.rungs import ladder_steps, ladder_walk, rung_rows
 
 __all__ = [
     "LOG_LINES",
@@ -259,9 +259,9 @@ def read_other(cache: JobCache, owned: OwnedJob) -> Callable[[str], dict[str, An
 
 
 def listed(rows: list[dict[str, Any]], cache: JobCache) -> list[dict[str, Any]]:
-    """The jobs list's rows (``listing.list_row``): each task's job read through ``cache`` (8 at a
-    time; an ended job is read once) and shown only when it is the task's (``job_problem``), with the
-    rungs its ladder left."""
+    """The jobs list's rows (``listing.list_row``), one per job (``listing.one_row_per_job``): each
+    job read through ``cache`` (8 at a time; an ended job is read once) and shown only when it is the
+    task's (``job_problem``), with the rungs its ladder left."""
     from concurrent.futures import ThreadPoolExecutor
 
     zone = times.ui_timezone()
@@ -278,7 +278,7 @@ def listed(rows: list[dict[str, Any]], cache: JobCache) -> list[dict[str, Any]]:
         return list_row(row, job, steps, zone=zone)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(one, rows))
+        return list(pool.map(one, one_row_per_job(rows)))
 
 
 def create_app(cache: JobCache | None = None) -> Any:
@@ -310,6 +310,7 @@ def create_app(cache: JobCache | None = None) -> Any:
         if problem is not None:  # nothing of that job: not its state, not its lines
             log.error("job view %s.%s run %s: %s", dag_id, task_id, run_id, problem)
             raise HTTPException(409, f"Not shown: {problem}.")
+        steps, names = ladder_walk(dag_id, run_id, task_id, index) if model.capacity_rung(job) else ([], {})
         page = JobPage(
             job=job,
             dag_id=dag_id,
@@ -320,11 +321,7 @@ def create_app(cache: JobCache | None = None) -> Any:
             task_log_url=task_log_url(dag_id, run_id, task_id, index),
             output_url=output_url(model.output_uri(job), console),
             logs=jobs.logs(owned, job),
-            rungs=rung_rows(
-                job,
-                ladder_steps(dag_id, run_id, task_id, index) if model.capacity_rung(job) else [],
-                read_other(jobs, owned),
-            ),
+            rungs=rung_rows(job, steps, read_other(jobs, owned), names=names),
             zone=times.ui_timezone(),
         )
         body = main_section(page) if fragment else job_page(page)

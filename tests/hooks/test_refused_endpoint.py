@@ -83,6 +83,9 @@ def test_an_emulator_that_is_not_running_fails_within_seconds_and_says_how_to_st
     assert f"connection 'local_emu': nothing listens at {address} (connection refused)" in message
     assert "the emulator is not running there" in message
     assert f"start it with `vertex-emulator {flag} {closed_port}`" in message
+    # no chain of the refused attempts' gRPC or requests errors before it: its message says it all
+    assert raised.value.__cause__ is None
+    assert raised.value.__suppress_context__
     lines = _retry_lines(capfd)
     assert lines, "no warning while the emulator had time to start"
     for number, line in enumerate(lines, start=1):

@@ -195,6 +195,8 @@ def test_a_stockout_past_the_pending_limit_moves_on_in_the_triggerer(
         [left] = dag_xcom(dr, "train")["rung"]["left"]
         assert (left["outcome"], left["job"]) == ("stockout", first["name"])
         assert "pending_limit of 0.5s" in left["reason"]
+        # the walk's state names the rung it last waited on, for the job view's table of rungs tried
+        assert dag_xcom(dr, "train", "vertex_ladder")["rung"] == {"number": 2, "name": "l4"}
         assert most[0] == 1
         assert "Deferring: waiting for" in logged(capfd)
 

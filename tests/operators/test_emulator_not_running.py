@@ -58,3 +58,6 @@ def test_a_task_on_an_emulator_that_is_not_running_fails_and_says_how_to_start_i
     assert f"connection 'laptop_emu': nothing listens at {address} (connection refused)" in logs
     assert f"the emulator is not running there; start it with `vertex-emulator {flag} {port}`" in logs
     assert f"Vertex AI call on connection 'laptop_emu': attempt 1 refused at {address}" in logs
+    # the log ends in the one clear error, not after the refused attempts' chained tracebacks
+    assert "direct cause of the following exception" not in logs
+    assert "During handling of the above exception" not in logs

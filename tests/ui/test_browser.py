@@ -256,6 +256,8 @@ def test_the_view_follows_airflows_dark_mode_and_timezone(
     assert page.evaluate("document.documentElement.classList.contains('dark')")  # Airflow is dark
     frame.wait_for_function("document.documentElement.dataset.theme === 'dark'")
     assert frame.evaluate("getComputedStyle(document.body).backgroundColor") == DARK_BG
+    # its form controls too: the log-level <select> is not left light
+    assert frame.evaluate("getComputedStyle(document.getElementById('severity')).backgroundColor") == DARK_BG
     created = frame.locator("#timeline-table time").first
     when = times.parse(created.get_attribute("datetime"))
     assert when is not None

@@ -53,6 +53,7 @@ def _client(
         ui_app, "find_job", lambda *a: (OwnedJob(name, "vertex_dist_default"), "http://console/x")
     )
     monkeypatch.setattr(ui_app, "ladder_steps", lambda *a: list(steps or []))
+    monkeypatch.setattr(ui_app, "ladder_walk", lambda *a: (list(steps or []), {}))
     return TestClient(ui_app.create_app(cache))
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from airflow_vertex_dist.links import VertexJobLink
 from airflow_vertex_dist.ui import times
-from airflow_vertex_dist.ui.listing import list_row
+from airflow_vertex_dist.ui.listing import list_row, one_row_per_job
 from airflow_vertex_dist.ui.page import TEMPLATES, JobPage, LogView, index_page, job_page, main_section
 from airflow_vertex_dist.ui.plugin import VertexDistUiPlugin
-from airflow_vertex_dist.ui.rungs import job_price, rung_rows, steps_of
+from airflow_vertex_dist.ui.rungs import job_price, rung_names, rung_rows, steps_of
 from airflow_vertex_dist.ui.sections import replica_sections
 from airflow_vertex_dist.ui.study import study_facts
 from tests.emulator_suite import check_page
@@ -200,13 +200,19 @@ def test_a_ladders_rungs_tried_with_their_job_outcome_time_and_price() -> None:
         },
     ]
     jobs = {left["name"]: left, stranger["name"]: stranger}
-    rows = rung_rows(_running(), steps, jobs.get, now=NOW)
+    # the rung the job runs on is named as the rungs left are: the walk's state (pushed when the task
+    # deferred) names it, and once the task ended its return value does
+    names = rung_names(None, {"steps": steps, "rung": {"number": 2, "name": "on-demand"}})
+    assert names == rung_names({"rung": {"number": 2, "name": "on-demand", "left": steps}}, None)
+    assert names == {1: "spot", 2: "on-demand"}
+    rows = rung_rows(_running(), steps, jobs.get, now=NOW, names=names)
     assert [(r["rung"], r["job"], r["outcome"], r["took"], r["price"]) for r in rows] == [
         ("1 (spot)", "6", "left: STOCKOUT (no capacity)", "1m 35s", "at most $0.22/h"),
         ("2", "none (Create refused)", "left: QUOTA", "0m 01s", ""),
         ("3", "5", "left: STOCKOUT", "0m 02s", ""),  # another task's job: never read through this one
-        ("2", "7", "RUNNING", "4m 34s", "$0.66/h"),  # 3 replicas of n1-standard-4
+        ("2 (on-demand)", "7", "RUNNING", "4m 34s", "$0.66/h"),  # 3 replicas of n1-standard-4
     ]
+    assert rung_rows(_running(), steps, jobs.get, now=NOW)[-1]["rung"] == "2"  # no name known: its number
     assert job_price({**_running(), "name": "nowhere"}) == ""
     # the rungs left: the task's return value once it ended, else the walk's state in XCom
     assert steps_of({"rung": {"left": steps[:1]}}, {"steps": steps}) == steps[:1]
@@ -245,10 +251,36 @@ def test_the_jobs_list_shows_state_kind_display_name_duration_and_the_rungs_jobs
     assert "<td class='SUCCEEDED'>SUCCEEDED</td><td>tuning job</td>" in page
 
 
+def test_the_jobs_list_has_one_row_per_job_naming_every_task_that_pushed_it() -> None:
+    """A tuning task and the trial sensor watching its job both push the job's link: one row, the
+    tuning task's (it pushed first), naming both tasks, each linking to its own view."""
+    base = {"dag_id": "d", "run_id": "r", "map_index": -1, "job_name": STUDY}
+    gate = {**base, "task_id": "gate", "timestamp": "2026-12-06T04:40:00+00:00"}
+    tune = {**base, "task_id": "tune", "timestamp": "2026-12-06T04:30:27+00:00"}
+    other = {**base, "task_id": "train", "timestamp": "2026-12-06T04:20:00+00:00", "job_name": NAME}
+    merged = one_row_per_job([gate, other, tune])  # the XComs newest first
+    assert [(m["task_id"], [p["task_id"] for p in m["pushers"]]) for m in merged] == [
+        ("tune", ["tune", "gate"]),
+        ("train", ["train"]),
+    ]
+    rows = [list_row(m, None) for m in merged]
+    assert [r["task"] for r in rows] == ["tune", "train"]
+    assert [[t["task"] for t in r["tasks"]] for r in rows] == [["tune", "gate"], ["train"]]
+    page = index_page(rows, prefix="/vertex-dist")
+    check_page(page)
+    assert page.count(">9</a>") == 1  # the tuning job once
+    links = "<a href='/vertex-dist/ti/d/r/tune/-1'>tune</a>, <a href='/vertex-dist/ti/d/r/gate/-1'>gate</a>"
+    assert f"<td>{links}</td>" in page
+    assert "<td>train</td>" in page
+
+
 def test_both_themes_have_their_colours_and_the_script_follows_airflows() -> None:
     css = (TEMPLATES / "view.css").read_text()
     assert ":root[data-theme=dark]{color-scheme:dark;" in css
     assert "@media (prefers-color-scheme:dark){:root:not([data-theme])" in css  # without the script
+    # form controls (the log-level <select>) take the theme's colours, not the browser's light default
+    controls = re.search(r"^select,[^{]*\{([^}]*)\}", css, re.M)
+    assert controls is not None and "color:var(--fg)" in controls[1] and "background:var(--bg)" in controls[1]
     page = job_page(_page(_running()))
     # Airflow's UI: next-themes' class on <html> and its "theme" key; its "timezone" key
     for mark in ("c.contains('dark')", "stored('theme')", "stored('timezone')"):
