@@ -289,7 +289,7 @@ def test_a_ladders_rungs_are_in_the_tab_and_its_jobs_in_the_list(
     page = admin.new_page()
     frame = open_tab(page, task_page(stack, "ui_ladder", run_id, "train"))
     rows = table_rows(frame, "#rungs-table")
-    assert [row[:2] for row in rows] == [("1 (a100)", "us-central1"), ("2", "us-east1")]
+    assert [row[:2] for row in rows] == [("1 (a100)", "us-central1"), ("2 (l4-east)", "us-east1")]
     assert {rows[0][2], rows[1][2]} == set(jobs)
     assert rows[0][3].startswith("left: ") and "stockout" in rows[0][3].lower()
     assert rows[1][3] == "SUCCEEDED" and rows[1][4].endswith("s")
