@@ -12,8 +12,8 @@ three). A block is run one of these ways:
   (``<!-- docs-test: not run: starts a long-running server -->``), each word checked against the
   block's own commands, or unless a page-long session test runs it (``SESSIONS``).
 
-Blocks that are not code (``text`` output, a ``mermaid`` diagram) are shown, not run; ``json`` and
-``ini`` blocks are parsed and checked.
+Blocks that are not code (``text`` output, a ``mermaid`` diagram) are shown, not run; ``json``,
+``ini`` and ``yaml`` (scenario files) blocks are parsed and checked.
 """
 
 from __future__ import annotations

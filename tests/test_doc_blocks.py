@@ -3,7 +3,7 @@
 How each kind is run: ``tests/doc_blocks.py``. Here: the python blocks that talk to an emulator (run
 beside a real one), the pytest blocks (run by pytest, with the emulator's plugin), the README's other
 python blocks, the shell blocks (executed in bash, or marked with a reason that their own commands bear
-out), the connections the shell blocks export, and the ``json`` / ``ini`` blocks. The site's own
+out), the connections the shell blocks export, and the ``json`` / ``ini`` / ``yaml`` blocks. The site's own
 python blocks (``exec="on"`` and the plain ones) are run by ``tests/test_docs.py``.
 """
 
@@ -31,7 +31,7 @@ README_PLAIN = [b for b in PYTHON if b.runner == "plain" and DOCS not in b.page.
 SHELL = [b for b in BLOCKS if b.lang in SHELL_LANGS]
 SESSION_RUN = [b for b in SHELL if b.not_run is None and str(b.page.relative_to(ROOT)) in SESSIONS]
 EXECUTED = [b for b in SHELL if b.not_run is None and b not in SESSION_RUN]
-_CHECKED_LANGS = ("python", *SHELL_LANGS, "json", "ini", *NOT_CODE)
+_CHECKED_LANGS = ("python", *SHELL_LANGS, "json", "ini", "yaml", *NOT_CODE)
 
 
 def _ids(blocks: list[Block]) -> list[str]:
@@ -212,6 +212,16 @@ def test_json_blocks_parse_and_a_capacity_file_is_valid() -> None:
         data = json.loads(block.code)
         if "stockout_after_s" in data:
             CapacitySettings.model_validate(data)
+
+
+def test_yaml_blocks_are_valid_scenarios() -> None:
+    """A ``yaml`` block is a scenario file: the emulator's loader reads it without an error."""
+    from vertex_emulator.scenario.loader import parse_scenario
+
+    blocks = [b for b in BLOCKS if b.lang == "yaml"]
+    assert blocks
+    for block in blocks:
+        assert parse_scenario(block.code, block.id).version == 1
 
 
 def test_ini_blocks_set_options_the_provider_declares() -> None:

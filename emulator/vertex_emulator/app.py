@@ -18,6 +18,8 @@ from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.jobservice.grpc_server import GrpcServer
 from vertex_emulator.jobservice.service import JobService, RunnerLike
 from vertex_emulator.rest import RestServer
+from vertex_emulator.scenario.model import Scenario
+from vertex_emulator.scenario.player import ScenarioSlot
 from vertex_emulator.server.callers import warn_if_unchecked
 from vertex_emulator.server.httpserve import Ceilings
 
@@ -80,6 +82,10 @@ class Emulator:
         )
         #: the Cloud Logging read API over the replica logs (served by both servers)
         self.logs = LogEntriesApi(self.store, Path(config.state_dir), fault=self.service.injector.draw)
+        #: the scenario played (``config.scenario`` from the start; ``PUT /emulator/scenario``)
+        self.scenario = ScenarioSlot(self.gpus, config.faults, self.store)
+        if config.scenario is not None and not isinstance(config.scenario, Scenario):
+            raise TypeError("config.scenario: must be a vertex_emulator.scenario.model.Scenario")
         self._grpc: GrpcServer | None = None
         self._rest: RestServer | None = None
         self._storage: StorageServer | None = None
@@ -102,7 +108,13 @@ class Emulator:
             host,
             self.config.rest_port,
             lambda: RestServer(
-                self.service, host, config.rest_port, auth_token=token, logs=self.logs, ceilings=ceilings
+                self.service,
+                host,
+                config.rest_port,
+                auth_token=token,
+                logs=self.logs,
+                ceilings=ceilings,
+                scenario=self.scenario,
             ),
         )
         try:
@@ -145,6 +157,8 @@ class Emulator:
         self.runner.recover()
         rest.start()
         grpc_server.start()
+        if isinstance(self.config.scenario, Scenario):
+            self.scenario.play(self.config.scenario)  # its time 0: the emulator serving
         return self
 
     @property
@@ -166,6 +180,7 @@ class Emulator:
         if self._closed:
             return
         self._closed = True
+        self.scenario.stop()
         try:
             if self._grpc is not None:
                 self._grpc.stop(grace=0.5)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from vertex_emulator.capacity.gpus import Provisioning, quota_message, quota_metric
+from vertex_emulator.capacity.settings import update_capacity
 from vertex_emulator.core.config import Capacity, Faults
 from vertex_emulator.core.errors import ApiError
 
@@ -223,6 +224,12 @@ class GpuCapacity:
         """The settings changed: jobs waiting for quota or capacity try again."""
         self.quota.changed()
         self.stock.changed()
+
+    def update(self, changes: Any) -> None:
+        """Validate and apply a partial change of the settings (a ``CapacityError`` naming the field),
+        then wake the jobs waiting: the one way a change arrives at runtime (the admin API, a scenario)."""
+        update_capacity(self.settings, changes)
+        self.changed()
 
     # -- Spot ------------------------------------------------------------------------------------
 

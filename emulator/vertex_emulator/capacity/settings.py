@@ -34,8 +34,13 @@ from vertex_emulator.core.validation import SettingsModel, rule, validated_chang
 __all__ = [
     "COUNT_MAPS",
     "OVER_QUOTA",
+    "Accelerator",
     "CapacityError",
     "CapacitySettings",
+    "Count",
+    "PerHour",
+    "Region",
+    "Seconds",
     "capacity_from_json",
     "capacity_to_json",
     "load_capacity_file",
@@ -120,6 +125,8 @@ Region = Annotated[str, StringConstraints(pattern=f"^{_REGION_RE.pattern}$"), ru
 Accelerator = Annotated[
     str, WithJsonSchema({"type": "string", "enum": sorted(ACCELERATOR_KINDS)}), rule(_accelerator)
 ]
+#: Spot preemptions per replica and hour
+PerHour = Annotated[float, Field(ge=0, le=3600), rule(_per_hour)]
 #: ``{region: {accelerator type: count}}``
 CountMap = Annotated[
     dict[Region, Annotated[dict[Accelerator, Count], rule(_mapping("an accelerator type to a count"))]],
@@ -139,7 +146,7 @@ class CapacitySettings(SettingsModel):
     flex_start_stock: CountMap = {}
     stockout_after_s: Seconds = 60.0
     over_quota: Annotated[Literal["queue", "refuse"], rule(_over_quota)] = "queue"
-    spot_preemptions_per_hour: Annotated[float, Field(ge=0, le=3600), rule(_per_hour)] = 0.0
+    spot_preemptions_per_hour: PerHour = 0.0
     spot_preempt_after_s: Annotated[
         Annotated[float, Field(ge=0, le=_MAX_SECONDS)] | None, rule(_seconds_or_never)
     ] = None

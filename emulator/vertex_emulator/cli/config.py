@@ -69,6 +69,14 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
                 message = f"{flag} ({name}){message[len(name) :]}"
                 break
         parser.error(message)
+    scenario = None
+    if args.scenario is not None:
+        from vertex_emulator.scenario.loader import ScenarioError, load_scenario
+
+        try:
+            scenario = load_scenario(args.scenario)
+        except ScenarioError as exc:
+            parser.error(f"--scenario: {exc}")
     storage_port = args.storage_port
     if storage_port is None:  # not given: a free port beside free ones, else the fixed default
         storage_port = 0 if 0 in (args.grpc_port, args.rest_port) else DEFAULT_STORAGE_PORT
@@ -101,6 +109,7 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         image_map=dict(args.image_map),
         faults=faults,
         capacity=capacity,
+        scenario=scenario,
         pass_env=list(args.pass_env),
         storage_port=storage_port,
         max_connections=args.max_connections,

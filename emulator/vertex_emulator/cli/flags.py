@@ -326,6 +326,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     faults.add_argument("--seed", type=int, default=None, help="seed for fault draws and random search")
     _add_capacity_flags(parser)
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a scenario file (YAML or JSON) played from the start on its compressed clock "
+        "(docs/emulator.md, Scenarios)",
+    )
     return parser
 
 

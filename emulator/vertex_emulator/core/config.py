@@ -109,6 +109,9 @@ class EmulatorConfig:
     faults: Faults = field(default_factory=Faults)
     #: GPU quotas, free capacity, Spot preemption and flex-start (unlimited by default).
     capacity: Capacity = field(default_factory=Capacity)
+    #: a scenario (scenario/model.py's ``Scenario``, as ``--scenario`` reads it) the emulator plays from
+    #: its start; None: none. Typed ``object`` here, below the scenario package's layer.
+    scenario: object | None = None
     #: base URL of the REST/web server, set once it is bound (web access URIs hang off it).
     web_base_url: str | None = None
     #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process tree.

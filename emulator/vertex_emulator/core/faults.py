@@ -28,9 +28,12 @@ from vertex_emulator.core.validation import SettingsModel, rule, validated_chang
 
 __all__ = [
     "STATUS_CODE_NAMES",
+    "ErrorCodes",
     "FaultInjector",
     "FaultSettings",
     "FaultsError",
+    "Rates",
+    "Seconds",
     "StatusCodeName",
     "faults_from_json",
     "faults_to_json",
@@ -177,6 +180,10 @@ Probability = Annotated[float, Field(ge=0, le=1), rule(lambda v: _number(v, hi=1
 Rates = Annotated[dict[str, Probability], rule(_rates)]
 #: seconds (finite, not negative)
 Seconds = Annotated[float, Field(ge=0), rule(_number)]
+#: status code names a failing call is drawn from (at least one)
+ErrorCodes = Annotated[
+    list[Annotated[StatusCodeName, rule(_status_code)]], Field(min_length=1), rule(_error_codes)
+]
 
 
 class FaultSettings(SettingsModel):
@@ -186,9 +193,7 @@ class FaultSettings(SettingsModel):
 
     error_rate: Rates = {}
     lost_answer_rate: Rates = {}
-    error_codes: Annotated[
-        list[Annotated[StatusCodeName, rule(_status_code)]], Field(min_length=1), rule(_error_codes)
-    ] = ["UNAVAILABLE"]
+    error_codes: ErrorCodes = ["UNAVAILABLE"]
     latency_s: Seconds = 0.0
     queued_s: Seconds = 0.0
     pending_s: Seconds = 0.0

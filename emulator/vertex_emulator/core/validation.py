@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 from pydantic_core import PydanticCustomError
 
-__all__ = ["SettingsModel", "error_text", "rule", "validated_changes"]
+__all__ = ["SettingsModel", "error_text", "field_path", "rule", "validated_changes"]
 
 _T = TypeVar("_T")
 
@@ -39,7 +39,7 @@ def rule(check: Callable[[Any], _T]) -> BeforeValidator:
     return BeforeValidator(validate)
 
 
-def _path(loc: Sequence[int | str]) -> str:
+def field_path(loc: Sequence[int | str]) -> str:
     """The field path of an error's location (``quota.us-central1``, ``error_codes[1]``); an error
     about a mapping's key (pydantic's ``KEY.[key]`` steps) is the mapping's (its rule names the key)."""
     if len(loc) >= 2 and loc[-1] == "[key]":
@@ -54,7 +54,7 @@ def error_text(exc: ValidationError, *, what: str, known: Sequence[str]) -> str:
     """The first error of ``exc`` as one line that names the field and the rule; ``what`` names the
     settings (``fault``, ``capacity``), ``known`` their fields (listed when a key is unknown)."""
     error = exc.errors(include_url=False)[0]
-    path = _path(error["loc"])
+    path = field_path(error["loc"])
     if error["type"] == "extra_forbidden":
         return f"{path}: unknown {what} setting (known: {', '.join(known)})"
     # the field's own rule (``rule``), or one of pydantic's (its wording, after the field's path)

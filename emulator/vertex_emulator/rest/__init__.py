@@ -31,8 +31,10 @@ Other paths:
   free GPUs, Spot; capacity/settings.py; PUT takes a partial object and wakes the jobs waiting);
   ``POST /emulator/capacity/preempt`` ``{"job": NAME, "replica": KEY}`` preempts a replica of a
   running Spot job now (``replica`` defaults to ``workerpool0-0``).
-* ``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``: the JSON schema of those
-  settings (the pydantic models every PUT, flag and capacity file is validated by).
+* ``GET``/``PUT /emulator/scenario``: the scenario playing (its time, the steps played so far); a PUT
+  (a scenario as JSON, scenario/model.py) stops it and plays another.
+* ``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``, ``GET /emulator/scenario/schema``:
+  the JSON schema of those settings (the pydantic models every PUT, flag and file is validated by).
 
 Every request passes ``RestHandler._check_caller`` (handler.py) first, because the emulator runs the commands
 its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS

@@ -1,12 +1,15 @@
 """The emulator's admin API over REST: ``/emulator/faults`` (read or change the fault settings),
 ``/emulator/capacity`` (the GPU capacity settings; a change wakes the jobs waiting) and
-``/emulator/capacity/preempt`` (preempt a replica of a running Spot job now). Each answers JSON.
-``/emulator/faults/schema`` and ``/emulator/capacity/schema`` answer the JSON schema of the settings
-(the pydantic models every way in validates with: ``FaultSettings``, ``CapacitySettings``).
+``/emulator/capacity/preempt`` (preempt a replica of a running Spot job now) and ``/emulator/scenario``
+(the scenario playing: its time and the steps played; a PUT plays another). Each answers JSON.
+``/emulator/faults/schema``, ``/emulator/capacity/schema`` and ``/emulator/scenario/schema`` answer the
+JSON schema of the settings (the pydantic models every way in validates with: ``FaultSettings``,
+``CapacitySettings``, ``Scenario``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,14 +18,16 @@ from vertex_emulator.capacity.settings import (
     CapacityError,
     CapacitySettings,
     capacity_to_json,
-    update_capacity,
 )
 from vertex_emulator.core.faults import FaultsError, FaultSettings, faults_to_json, update_faults
 from vertex_emulator.core.validation import SettingsModel
 from vertex_emulator.jobservice.methods import ApiError
 from vertex_emulator.jobservice.service import JobService
+from vertex_emulator.scenario.loader import ScenarioError, parse_scenario
+from vertex_emulator.scenario.model import Scenario
+from vertex_emulator.scenario.player import ScenarioSlot
 
-__all__ = ["SCHEMAS", "capacity", "faults", "preempt", "schema"]
+__all__ = ["SCHEMAS", "capacity", "faults", "preempt", "scenario", "schema"]
 
 JsonBody = Callable[[], dict[str, Any]]
 
@@ -43,12 +48,13 @@ def faults(service: JobService, method: str, json_body: JsonBody) -> dict[str, A
 SCHEMAS: dict[str, type[SettingsModel]] = {
     "/emulator/faults": FaultSettings,
     "/emulator/capacity": CapacitySettings,
+    "/emulator/scenario": Scenario,
 }
 
 
 def schema(path: str) -> dict[str, Any]:
-    """``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``: the JSON schema of the
-    settings that path reads and changes (every field, its type, bounds and default)."""
+    """``GET /emulator/faults/schema``, ``/emulator/capacity/schema``, ``/emulator/scenario/schema``: the
+    JSON schema of the settings that path reads and changes (every field, its type, bounds and default)."""
     return SCHEMAS[path].model_json_schema()
 
 
@@ -65,10 +71,9 @@ def capacity(service: JobService, method: str, json_body: JsonBody) -> dict[str,
     if method == "PUT":
         changes = json_body()
         try:
-            update_capacity(gpus.settings, changes)
+            gpus.update(changes)  # and jobs waiting for quota or GPUs try again under the new limits
         except CapacityError as exc:
             raise ApiError("INVALID_ARGUMENT", str(exc)) from None
-        gpus.changed()  # jobs waiting for quota or GPUs try again under the new limits
     return capacity_to_json(gpus.settings)
 
 
@@ -85,3 +90,14 @@ def preempt(service: JobService, json_body: JsonBody) -> dict[str, Any]:
         raise ApiError("INVALID_ARGUMENT", "replica: must be a replica key like 'workerpool0-0'")
     _gpus(service).preempt(job, replica)
     return {"job": job, "replica": replica, "preempted": True}
+
+
+def scenario(slot: ScenarioSlot, method: str, json_body: JsonBody) -> dict[str, Any]:
+    """``GET``/``PUT /emulator/scenario``: the scenario playing (its time, the steps played so far); a PUT
+    (a scenario as JSON) stops the one playing, what it set staying in force, and plays the new one."""
+    if method == "PUT":
+        try:  # the file's own loader and rules (the body laid out one value a line, which errors name)
+            slot.play(parse_scenario(json.dumps(json_body(), indent=1), "body"))
+        except ScenarioError as exc:
+            raise ApiError("INVALID_ARGUMENT", str(exc)) from None
+    return slot.status()

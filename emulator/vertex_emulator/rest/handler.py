@@ -25,6 +25,7 @@ from vertex_emulator.cloud_logging import transports as logging_transports
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.jobservice.service import JobService
 from vertex_emulator.rest import admin, v1, web
+from vertex_emulator.scenario.player import ScenarioSlot
 from vertex_emulator.server import callers
 from vertex_emulator.server.httpserve import BoundedHTTPServer, Ceilings, Deadlines
 from vertex_emulator.server.jsonlimits import json_depth
@@ -218,6 +219,8 @@ class RestHandler(Deadlines):
             self._send_json(200, admin.capacity(service, method, self._json_body))
         elif path.removesuffix("/schema") in admin.SCHEMAS and path.endswith("/schema") and reads:
             self._send_json(200, admin.schema(path.removesuffix("/schema")))
+        elif path == "/emulator/scenario" and method in ("GET", "HEAD", "PUT") and self.server.scenario:
+            self._send_json(200, admin.scenario(self.server.scenario, method, self._json_body))
         elif path == "/emulator/capacity/preempt" and method == "POST":
             self._send_json(200, admin.preempt(service, self._json_body))
         else:
@@ -289,8 +292,11 @@ class RestHTTPServer(BoundedHTTPServer):
         auth_token: str | None,
         logs: logging_api.LogEntriesApi | None = None,
         ceilings: Ceilings | None = None,
+        scenario: ScenarioSlot | None = None,
     ) -> None:
         self.service = service
+        #: the scenario this emulator plays (``/emulator/scenario``; None: the route answers NOT_FOUND)
+        self.scenario = scenario
         self.auth_token = auth_token
         self.bind_host = address[0].strip("[]").lower()
         self.logs = logs

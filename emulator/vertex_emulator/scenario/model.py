@@ -1,0 +1,196 @@
+"""A scenario: a timeline of the settings the emulator already has (GPU stock and quota, the stockout
+wait, Spot preemptions, scheduling delays, API faults), each event applied at a scenario time and, with
+``until``, reverted at another. One pydantic model, ``Scenario``, in the emulator's settings style: its
+field rules are those of ``CapacitySettings`` (capacity/settings.py) and ``FaultSettings``
+(core/faults.py), imported, never copied, so a stock count or an error rate breaks the same rule
+whichever way it arrives.
+
+Times (``at``, ``until``) are offsets from the scenario's start, in scenario seconds: a number of
+seconds, ``"HH:MM"`` or ``"HH:MM:SS"`` (hours may pass 24), or ``"+90m"`` (``h``, ``m``, ``s``
+parts, as ``"+1h30m"``). ``compression`` is scenario seconds per real second.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
+
+from vertex_emulator.capacity.settings import COUNT_MAPS, Accelerator, Count, PerHour, Region
+from vertex_emulator.capacity.settings import Seconds as CapacitySeconds
+from vertex_emulator.core.faults import ErrorCodes, Rates
+from vertex_emulator.core.faults import Seconds as FaultSeconds
+from vertex_emulator.core.validation import SettingsModel, rule
+
+__all__ = [
+    "KINDS",
+    "MAX_COMPRESSION",
+    "MAX_EVENTS",
+    "ApiFaults",
+    "Delays",
+    "Event",
+    "Gpus",
+    "Preempt",
+    "Scenario",
+    "parse_time",
+]
+
+#: events one scenario may hold (the emulator bounds every input)
+MAX_EVENTS = 1000
+#: the most scenario seconds per real second
+MAX_COMPRESSION = 10_000.0
+_MAX_TIME_S = 10 * 365 * 24 * 3600.0  # ten years, as the capacity settings' "never"
+_CLOCK_RE = re.compile(r"(\d{1,5}):([0-5]\d)(?::([0-5]\d(?:\.\d+)?))?")
+_RELATIVE_RE = re.compile(r"\+(?=\d)(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+
+
+def parse_time(value: Any) -> float:
+    """Scenario seconds from the start of ``value`` (a number, ``"HH:MM[:SS]"`` or ``"+1h30m"``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"must be seconds, 'HH:MM' or '+90m' (got {value!r})")
+    if isinstance(value, str):
+        clock, relative = _CLOCK_RE.fullmatch(value), _RELATIVE_RE.fullmatch(value)
+        if clock:
+            seconds = int(clock[1]) * 3600 + int(clock[2]) * 60 + float(clock[3] or 0)
+        elif relative and value != "+":
+            hours, minutes, secs = (float(part or 0) for part in relative.groups())
+            seconds = hours * 3600 + minutes * 60 + secs
+        else:
+            raise ValueError(f"must be seconds, 'HH:MM', 'HH:MM:SS' or '+90m' (got {value!r})")
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds) or not 0 <= seconds <= _MAX_TIME_S:
+        raise ValueError(f"must be from 0 to {_MAX_TIME_S:g} seconds (got {value!r})")
+    return seconds
+
+
+def _version(value: Any) -> Any:
+    if value != 1 or isinstance(value, bool):
+        raise ValueError(f"must be 1, the only scenario format (got {value!r})")
+    return value
+
+
+def _compression(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"must be a finite number (got {value!r})")
+    if not 1 <= value <= MAX_COMPRESSION:
+        raise ValueError(f"must be from 1 to {MAX_COMPRESSION:g} (got {value!r})")
+    return float(value)
+
+
+_TIME_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": 0, "maximum": _MAX_TIME_S},
+        {"type": "string", "pattern": r"^(\d{1,5}:[0-5]\d(:[0-5]\d(\.\d+)?)?|\+.+)$"},
+    ],
+    "description": "seconds from the start, 'HH:MM[:SS]' or '+90m' ('+1h30m', '+20s')",
+}
+#: a scenario time, as seconds from the start (the rule parses the text)
+Time = Annotated[float, WithJsonSchema(_TIME_SCHEMA), rule(parse_time)]
+
+
+class Gpus(SettingsModel):
+    """A count of GPUs of one accelerator type in one region (a stock or a quota)."""
+
+    region: Region
+    accelerator: Accelerator
+    count: Count
+
+
+class Preempt(SettingsModel):
+    """Preempt a replica of every running Spot job that matches (``display_name``: a glob;
+    ``labels``: each given label equal), as ``POST /emulator/capacity/preempt`` does."""
+
+    display_name: Annotated[str, Field(min_length=1, max_length=128)] = "*"
+    labels: Annotated[dict[str, str], Field(max_length=64)] = {}
+    replica: Annotated[str, Field(min_length=1, max_length=64)] = "workerpool0-0"
+
+    def matches(self, job: dict[str, Any]) -> bool:
+        labels = job.get("labels") or {}
+        if not fnmatch.fnmatchcase(str(job.get("displayName", "")), self.display_name):
+            return False
+        return all(labels.get(key) == value for key, value in self.labels.items())
+
+
+class Delays(SettingsModel):
+    """Seconds a new job stays QUEUED, then PENDING, and PENDING once granted (``config.Faults``);
+    only the keys given change."""
+
+    queued_s: FaultSeconds = 0.0
+    pending_s: FaultSeconds = 0.0
+    provisioning_s: FaultSeconds = 0.0
+
+
+class ApiFaults(SettingsModel):
+    """API faults (``config.Faults``): error rates per method (or ``*``), the codes drawn, added
+    latency; only the keys given change, a map given replaces the whole map."""
+
+    error_rate: Rates = {}
+    lost_answer_rate: Rates = {}
+    error_codes: ErrorCodes = ["UNAVAILABLE"]
+    latency_s: FaultSeconds = 0.0
+
+
+#: the kinds of event, each a field of ``Event`` (the capacity maps first)
+KINDS = (
+    *COUNT_MAPS,
+    "stockout_after_s",
+    "spot_preemptions_per_hour",
+    "preempt",
+    "delays",
+    "api_faults",
+)
+
+
+class Event(SettingsModel):
+    """One change at ``at`` (scenario time), reverted at ``until`` when given. Exactly one kind."""
+
+    at: Time
+    until: Time | None = None
+    quota: Gpus | None = None
+    preemptible_quota: Gpus | None = None
+    stock: Gpus | None = None
+    spot_stock: Gpus | None = None
+    flex_start_stock: Gpus | None = None
+    stockout_after_s: CapacitySeconds | None = None
+    spot_preemptions_per_hour: PerHour | None = None
+    preempt: Preempt | None = None
+    delays: Delays | None = None
+    api_faults: ApiFaults | None = None
+
+    @property
+    def kind(self) -> str:
+        return next(name for name in KINDS if getattr(self, name) is not None)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Event:
+        try:
+            self._check()
+        except ValueError as exc:  # in the emulator's words, without pydantic's "Value error, "
+            raise PydanticCustomError("emulator_setting", "{text}", {"text": str(exc)}) from None
+        return self
+
+    def _check(self) -> None:
+        given = [name for name in KINDS if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"must set exactly one kind of event (got {', '.join(given) or 'none'}; "
+                f"kinds: {', '.join(KINDS)})"
+            )
+        if self.until is not None and self.until <= self.at:
+            raise ValueError(f"until ({self.until:g}s) must come after at ({self.at:g}s)")
+        if self.until is not None and given[0] == "preempt":
+            raise ValueError("a preempt event happens once: it takes no until")
+
+
+class Scenario(SettingsModel):
+    """A scenario file: ``version: 1``, ``compression`` (scenario seconds per real second) and the
+    ``timeline`` of events (docs/emulator.md, "Scenarios")."""
+
+    version: Annotated[Literal[1], rule(_version)]
+    compression: Annotated[float, Field(ge=1, le=MAX_COMPRESSION), rule(_compression)] = 1.0
+    timeline: Annotated[list[Event], Field(max_length=MAX_EVENTS)] = []
