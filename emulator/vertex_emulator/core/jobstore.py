@@ -34,7 +34,7 @@ from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JOB_KINDS, TERMINAL_STATES, JobKind
 from vertex_emulator.core.outcomes import JobOutcomes
-from vertex_emulator.core.timefmt import format_rfc3339, parse_rfc3339
+from vertex_emulator.core.timefmt import format_rfc3339, now_rfc3339, parse_rfc3339
 
 __all__ = ["JobStore", "disk_full_error"]
 
@@ -74,9 +74,10 @@ def disk_full_error(state_dir: Path, exc: BaseException) -> ApiError:
     )
 
 
-def _after(previous: str, clock: ServiceClock) -> str:
-    """Now, or one microsecond after ``previous`` if the clock has not moved past it."""
-    stamp = clock.now_rfc3339()
+def _after(previous: str, clock: ServiceClock | None = None) -> str:
+    """Now (``clock``'s, or the machine's), or one microsecond after ``previous`` if the clock has not
+    moved past it."""
+    stamp = now_rfc3339() if clock is None else clock.now_rfc3339()
     if previous and stamp <= previous:
         stamp = format_rfc3339(parse_rfc3339(previous) + timedelta(microseconds=1))
     return stamp
