@@ -148,6 +148,7 @@ def test_the_example_file_and_the_docs_example_load() -> None:
         (3600, 14400, "stock"),
         (7200, 10800, "spot_preemptions_per_hour"),
         (9000, None, "preempt"),
+        (10800, 21600, "job_outcome"),
         (14400, None, "delays"),
         (18000, 18600, "api_faults"),
     ]

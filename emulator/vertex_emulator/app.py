@@ -13,6 +13,7 @@ from vertex_emulator.capacity.ledger import GpuCapacity
 from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.cloud_logging.transports import grpc_handler
 from vertex_emulator.cloud_storage.api import STORAGE_HOST, StorageServer
+from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.jobservice.grpc_server import GrpcServer
@@ -71,7 +72,9 @@ class Emulator:
         self.config = config
         _private_dir(Path(config.state_dir))
         Path(config.gcs_root).mkdir(parents=True, exist_ok=True)
-        self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3")
+        #: the service's clock (core/clock.py): its waits and the times it writes; a scenario paces it
+        self.clock = ServiceClock()
+        self.store = JobStore(Path(config.state_dir) / "jobs.sqlite3", clock=self.clock)
         #: the host's ceilings on replicas, shared by the runner (room) and the service (Create)
         self.ceilings = HostCeilings(config.max_replica_processes, config.max_job_replicas)
         #: GPU quotas, free capacity and Spot preemption (capacity/ledger.py), shared the same way

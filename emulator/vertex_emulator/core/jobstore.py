@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from vertex_emulator.core import jobstore_repair
+from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JOB_KINDS, TERMINAL_STATES, JobKind
+from vertex_emulator.core.outcomes import JobOutcomes
 from vertex_emulator.core.timefmt import format_rfc3339, now_rfc3339, parse_rfc3339
 
 __all__ = ["JobStore", "disk_full_error"]
@@ -72,9 +74,10 @@ def disk_full_error(state_dir: Path, exc: BaseException) -> ApiError:
     )
 
 
-def _after(previous: str) -> str:
-    """Now, or one microsecond after ``previous`` if the clock has not moved past it."""
-    stamp = now_rfc3339()
+def _after(previous: str, clock: ServiceClock | None = None) -> str:
+    """Now (``clock``'s, or the machine's), or one microsecond after ``previous`` if the clock has not
+    moved past it."""
+    stamp = now_rfc3339() if clock is None else clock.now_rfc3339()
     if previous and stamp <= previous:
         stamp = format_rfc3339(parse_rfc3339(previous) + timedelta(microseconds=1))
     return stamp
@@ -83,8 +86,12 @@ def _after(previous: str) -> str:
 class JobStore:
     """Thread-safe persistent store of CustomJobs and HyperparameterTuningJobs."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: ServiceClock | None = None) -> None:
         self.path = Path(path)
+        #: the service's clock (core/clock.py): every time the emulator writes or waits, one per emulator
+        self.clock = clock if clock is not None else ServiceClock()
+        #: the job outcomes a scenario plays (core/outcomes.py), read where a job's replicas start
+        self.outcomes = JobOutcomes()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         #: name -> the job as last written by this store (or read, after a restart), for
@@ -133,7 +140,7 @@ class JobStore:
         with self._lock, self._writing():
             # Stamped under the lock: a job visible to List never has an older createTime than one
             # that is not visible yet (concurrent Creates converge on the oldest job; see the hook).
-            stamp = now_rfc3339()
+            stamp = self.clock.now_rfc3339()
             body["createTime"] = stamp
             body["updateTime"] = stamp
             while True:
@@ -164,7 +171,7 @@ class JobStore:
                 previous = str(body.get("updateTime", ""))
                 fn(body)
                 body["name"] = name
-                body["updateTime"] = _after(previous)
+                body["updateTime"] = _after(previous, self.clock)
                 state = str(body.get("state", "JOB_STATE_UNSPECIFIED"))
                 self._db.execute(
                     "UPDATE jobs SET state = ?, body = ? WHERE name = ?",

@@ -47,7 +47,6 @@ from vertex_emulator.core.faults import FaultInjector
 from vertex_emulator.core.gcs import check_request_uris
 from vertex_emulator.core.jobkinds import TERMINAL_STATES, JobKind
 from vertex_emulator.core.jobstore import JobStore
-from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.jobservice.fidelity import unapplied_fields
 from vertex_emulator.jobservice.filters import FilterError, compile_filter
 from vertex_emulator.jobservice.methods import (
@@ -377,7 +376,7 @@ class JobService:
                 "only a finished job can be deleted (cancel it and wait for CANCELLED first).",
             )
         self.store.delete(request.name)
-        stamp = now_rfc3339()
+        stamp = self.store.clock.now_rfc3339()
         metadata = aiplatform_v1.DeleteOperationMetadata.pb()()
         json_format.ParseDict({"genericMetadata": {"createTime": stamp, "updateTime": stamp}}, metadata)
         parent = _NAME_RE.fullmatch(request.name)

@@ -20,7 +20,6 @@ A cancel or close ends any wait. What the job holds is freed as its driver's thr
 from __future__ import annotations
 
 import queue
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -35,6 +34,7 @@ from vertex_emulator.capacity.gpus import (
 )
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity, Key, Ledger
+from vertex_emulator.core.jobstore import JobStore
 
 __all__ = ["Admission", "CapacityHost"]
 
@@ -57,6 +57,7 @@ class Admission:
     """The waits before a job starts (a base of ``JobDriver``, which provides what is declared here)."""
 
     job_name: str
+    store: JobStore
     host: CapacityHost
     events: queue.Queue[tuple[Any, ...]]
 
@@ -94,7 +95,8 @@ class Admission:
         deadline: Callable[[], float | None] | None = None,
     ) -> bool | None:
         """Take ``needs`` from ``ledger``, waiting in line: True when granted, False when a cancel or
-        close ended the wait, None when ``deadline()`` (a monotonic time, or None: no deadline) passed.
+        close ended the wait, None when ``deadline()`` (the service clock's monotonic time, or None: no
+        deadline) passed.
         ``tell(short)`` is called once, when the job first has to wait."""
         told = False
         while True:
@@ -105,12 +107,12 @@ class Admission:
                 told = True
                 tell(short)
             until = deadline() if deadline is not None else None
-            timeout = None if until is None else until - time.monotonic()
+            timeout = None if until is None else until - self.store.clock.monotonic()
             if timeout is not None and timeout <= 0:
                 ledger.release(self.job_name)  # out of line
                 return None
             try:
-                event = self.events.get(timeout=timeout)
+                event = self.store.clock.get(self.events, timeout)
             except queue.Empty:
                 continue
             if self.handle_control(event):
@@ -153,7 +155,7 @@ class Admission:
             return True
         books = self.host.gpus
         needs = books.stock_needs(region, gpus, how)
-        started = time.monotonic()
+        started = self.store.clock.monotonic()  # service seconds (core/clock.py)
         wait_s = max_wait_s(spec) if how == "flex_start" else None
 
         def deadline() -> float | None:

@@ -30,11 +30,12 @@ driver.py):
   (SIGTERM, then SIGKILL after ``config.stop_grace_s``) and ends CANCELLED with error code 1.
 - ``Faults.crash_replicas`` crashes replicas (replica_faults.py); faults are re-read while a job runs.
 - A SPOT job's replica can be preempted (``POST /emulator/capacity/preempt`` or the Spot settings:
-  replica_faults.py): SIGTERM, SIGKILL after ``Capacity.spot_notice_s``, then the whole job restarts
-  on the same addresses, staying RUNNING, up to ``Capacity.spot_restart_limit`` times; the preemption
-  after that fails the job (code 8, ``STOCKOUT``). Sources: capacity/gpus.py.
-- ``webAccessUris`` (``jobSpec.enableWebAccess``) maps every replica key to
-  ``<web_base_url>/web/<job name>/<key>``, served from ``Runner.replica_view``.
+  replica_faults.py): SIGTERM, SIGKILL after ``Capacity.spot_notice_s``, then the whole job restarts on
+  the same addresses, staying RUNNING, up to ``Capacity.spot_restart_limit`` times; the preemption after
+  that fails the job (code 8, ``STOCKOUT``). Sources: capacity/gpus.py.
+- ``webAccessUris`` (``jobSpec.enableWebAccess``) maps every replica key to ``<web_base_url>/web/<job
+  name>/<key>``, served from ``Runner.replica_view``. A scenario's ``job_outcome`` job is played
+  (replica_played.py). Waits and times: the service clock's (core/clock.py).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,6 @@ from typing import Any
 from vertex_emulator.capacity.gpus import PREEMPTED_CODE, preempted_message, spec_gpus
 from vertex_emulator.capacity.host import spec_replicas
 from vertex_emulator.core.gcs import GCS_NOTE
-from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime import procs
 from vertex_emulator.runtime.custom_job_setup import (
     DEFAULT_TIMEOUT_S,
@@ -62,6 +61,7 @@ from vertex_emulator.runtime.custom_job_setup import (
 from vertex_emulator.runtime.driver import DriverHost, Interrupted, JobDriver, JobError
 from vertex_emulator.runtime.procs import spawn
 from vertex_emulator.runtime.replica_faults import crash_due, spot_due
+from vertex_emulator.runtime.replica_played import play
 from vertex_emulator.runtime.replica_restarts import RestartBook
 from vertex_emulator.runtime.replica_slots import (
     Slot,
@@ -93,17 +93,12 @@ class CustomJobRun(JobDriver):
         on_done: Callable[[CustomJobRun], None] | None = None,
     ) -> None:
         super().__init__(host, name)
-        self.trial = trial
-        self.on_running = on_running
-        self.on_done = on_done
+        self.trial, self.on_running, self.on_done = trial, on_running, on_done
         self.slots: dict[str, Slot] = {}
-        self.job_restarts = 0
-        self.book = RestartBook()
-        self.timeout_s = DEFAULT_TIMEOUT_S
-        self.restart_on_failure = False
+        self.job_restarts, self.book = 0, RestartBook()
+        self.timeout_s, self.restart_on_failure = DEFAULT_TIMEOUT_S, False
         #: SPOT: the job runs on Spot VMs and can be preempted; preemptions so far
-        self.spot = False
-        self.preemptions = 0
+        self.spot, self.preemptions = False, 0
         #: seconds a replica's supervisor waits between SIGTERM and SIGKILL
         self.grace_s = self.config.stop_grace_s
         self._lock = threading.Lock()
@@ -134,9 +129,11 @@ class CustomJobRun(JobDriver):
         if job is None:
             return
         spec: dict[str, Any] = job.get("jobSpec") or {}
+        played = self.store.outcomes.claim(job)  # a scenario's job_outcome: no replica runs
         try:
             self._prepare(spec)
-            self._start_all()
+            if played is None:
+                self._start_all()
         except Interrupted:  # a cancel or close is in the queue
             while not self.handle_control(self.events.get()):
                 pass
@@ -155,12 +152,14 @@ class CustomJobRun(JobDriver):
             self.events.put(event)
             break
         uris = web_access_uris(spec, self.config, self.job_name, self.slots)
-        fields: dict[str, Any] = {"startTime": now_rfc3339(), **({"webAccessUris": uris} if uris else {})}
-        self.set_state("JOB_STATE_RUNNING", **fields)
+        fields: dict[str, Any] = {"webAccessUris": uris} if uris else {}
+        self.set_state("JOB_STATE_RUNNING", startTime=self.store.clock.now_rfc3339(), **fields)
         if self.spot:
             self.host.gpus.register_spot(self.job_name, self._request_preemption)
         if self.on_running is not None:
             self.on_running(uris)
+        if played is not None:
+            return play(self, played, self._persist, self.config.log_tail_lines)
         self._monitor()
 
     # -- preparation --------------------------------------------------------------------------
@@ -223,7 +222,7 @@ class CustomJobRun(JobDriver):
             slot.generation += 1
             slot.state = "RUNNING"
             slot.exit_code = None
-            slot.started = time.monotonic()
+            slot.started = self.store.clock.monotonic()  # service seconds: the Spot and crash timers
             slot.crashed = False
             slot.preempt_fired = 0
         gen = slot.generation
@@ -274,11 +273,12 @@ class CustomJobRun(JobDriver):
             notice, limit = settings.spot_notice_s, settings.spot_restart_limit
         self.preemptions += 1
         ServiceLog(self.log_dir()).preempted(key, self.preemptions, limit)
-        procs.stop([slot.proc], notice)  # the VM's ACPI soft off, then its mechanical off
+        clock = self.store.clock  # the notice in service seconds
+        procs.stop([slot.proc], clock.real_s(notice))  # the VM's ACPI soft off, then its mechanical off
         with self._lock:
-            slot.state = "PREEMPTED"
-            slot.exit_code = exit_status(slot.proc.returncode)
-            slot.history.append({"exitCode": slot.exit_code, "endTime": now_rfc3339(), "preempted": True})
+            slot.state, slot.exit_code = "PREEMPTED", exit_status(slot.proc.returncode)
+            record = {"exitCode": slot.exit_code, "endTime": clock.now_rfc3339(), "preempted": True}
+            slot.history.append(record)
         others = [s for s in self.slots.values() if s is not slot]
         if self.preemptions > limit:
             self._stop_slots(others, "STOPPED")
@@ -304,10 +304,11 @@ class CustomJobRun(JobDriver):
         return False
 
     def _monitor(self) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        last_look = time.monotonic()
+        clock = self.store.clock  # the service's timers, in service seconds (core/clock.py)
+        deadline = clock.monotonic() + self.timeout_s
+        last_look = clock.monotonic()
         while True:
-            now = time.monotonic()
+            now = clock.monotonic()
             if now >= deadline:
                 self._stop_slots(list(self.slots.values()), "STOPPED")
                 self.finish(
@@ -325,7 +326,7 @@ class CustomJobRun(JobDriver):
                     return
                 wait = min(wait, wait_spot)
             try:
-                event = self.events.get(timeout=max(0.001, wait))
+                event = clock.get(self.events, max(0.001, wait))
             except queue.Empty:
                 continue
             if self._on_event(event):
@@ -350,7 +351,7 @@ class CustomJobRun(JobDriver):
         with self._lock:
             slot.exit_code = status
             slot.state = "SUCCEEDED" if status == 0 else "FAILED"
-            slot.history.append({"exitCode": status, "endTime": now_rfc3339()})
+            slot.history.append({"exitCode": status, "endTime": self.store.clock.now_rfc3339()})
         self._persist()
         others = [s for s in self.slots.values() if s is not slot]
         if status == 0:

@@ -30,7 +30,6 @@ import logging
 import queue
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -39,7 +38,6 @@ from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
-from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime.admission import Admission, CapacityHost
 
 __all__ = ["WRITE_RETRY_MAX_S", "DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
@@ -207,16 +205,18 @@ class JobDriver(Admission, threading.Thread):
         log.info("%s %s: %s", self.kind_label, self.job_name, reason)
 
     def wait_phase(self, seconds: float) -> bool:
-        """Stay in the current phase for ``seconds``; True when a cancel or close ended the job."""
-        deadline = time.monotonic() + max(0.0, seconds)
+        """Stay in the current phase for ``seconds`` (service seconds, core/clock.py); True when a
+        cancel or close ended the job."""
+        clock = self.store.clock
+        deadline = clock.monotonic() + max(0.0, seconds)
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 return False
             try:
-                event = self.events.get(timeout=remaining)
+                event = clock.get(self.events, remaining)
             except queue.Empty:
-                return False
+                continue
             if self.handle_control(event):
                 return True
 
@@ -277,7 +277,7 @@ class JobDriver(Admission, threading.Thread):
                     job["error"] = {"code": code, "message": message or ""}
                 else:
                     job.pop("error", None)
-            job["endTime"] = now_rfc3339()
+            job["endTime"] = self.store.clock.now_rfc3339()
             ended = str(job["state"])
             if ended not in logged:  # once, however many tries the write takes
                 self.on_state(ended, message if ended == state else None)  # before the state is readable

@@ -26,10 +26,10 @@ from typing import Any
 
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity
+from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
-from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime import procs
 from vertex_emulator.runtime.custom_job import CustomJobRun
 from vertex_emulator.runtime.driver import JobDriver, job_id_of
@@ -88,7 +88,7 @@ class Runner:
             if job.get("state") not in TERMINAL_STATES:
                 job["state"] = "JOB_STATE_CANCELLED"
                 job["error"] = {"code": 1, "message": f"{name} was cancelled."}
-                job["endTime"] = now_rfc3339()
+                job["endTime"] = self.store.clock.now_rfc3339()
 
         with contextlib.suppress(KeyError):
             self.store.update(name, cancelled)
@@ -135,7 +135,7 @@ class Runner:
             self.store.update(name, again)
             self.submit(name)
             return
-        self.store.update(name, _recovered(state, survivors))
+        self.store.update(name, _recovered(state, survivors, self.store.clock))
 
     def replica_view(self, job_name: str, replica_key: str) -> dict[str, Any] | None:
         """``{"state", "pid", "exitCode", "restarts", "address", "logTail"}`` or None if unknown."""
@@ -207,7 +207,7 @@ class Runner:
         return survivors
 
 
-def _recovered(state: str, survivors: list[int]) -> Callable[[dict[str, Any]], None]:
+def _recovered(state: str, survivors: list[int], clock: ServiceClock) -> Callable[[dict[str, Any]], None]:
     short = state.removeprefix("JOB_STATE_")
     if survivors:
         outcome = f"processes {survivors} of its replicas could not be stopped"
@@ -217,7 +217,7 @@ def _recovered(state: str, survivors: list[int]) -> Callable[[dict[str, Any]], N
     def apply(job: dict[str, Any]) -> None:
         if job.get("state") in TERMINAL_STATES:
             return
-        stamp = now_rfc3339()
+        stamp = clock.now_rfc3339()
         if state == "JOB_STATE_CANCELLING":
             job["state"] = "JOB_STATE_CANCELLED"
             job["error"] = {"code": 1, "message": f"{job['name']} was cancelled."}

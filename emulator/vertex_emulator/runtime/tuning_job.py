@@ -47,7 +47,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vertex_emulator.capacity.host import spec_replicas
-from vertex_emulator.core.timefmt import now_rfc3339
 from vertex_emulator.runtime.custom_job import CustomJobRun
 from vertex_emulator.runtime.driver import DriverHost, JobDriver
 from vertex_emulator.runtime.tuning_study import Study, failed_trial_limit, seed_for, trial_job_spec
@@ -117,7 +116,7 @@ class TuningRun(JobDriver):
         study = self._open(job)
         if study is None:
             return
-        self.set_state("JOB_STATE_RUNNING", startTime=now_rfc3339(), trials=[])
+        self.set_state("JOB_STATE_RUNNING", startTime=self.store.clock.now_rfc3339(), trials=[])
         threading.Thread(target=self._watch_metrics, name=f"metrics-{self.job_id}", daemon=True).start()
         next_look = time.monotonic() + STOPPING_POLL_S
         while True:
@@ -234,7 +233,7 @@ class TuningRun(JobDriver):
             "id": trial_id,
             "state": "ACTIVE",
             "parameters": [{"parameterId": pid, "value": value} for pid, value in point.items()],
-            "startTime": now_rfc3339(),
+            "startTime": self.store.clock.now_rfc3339(),
             "customJob": custom["name"],
         }
 
@@ -313,7 +312,7 @@ class TuningRun(JobDriver):
         state = str(custom.get("state"))
         self._unwatch(trial_id)  # its replicas are gone: read what they left, once more
         lines = self._reports(trial_id)
-        fields: dict[str, Any] = {"endTime": now_rfc3339()}
+        fields: dict[str, Any] = {"endTime": self.store.clock.now_rfc3339()}
         started = self.trial_started.get(trial_id)
         reported = measurements(lines, metrics, started)
         if reported:
@@ -359,7 +358,7 @@ class TuningRun(JobDriver):
             self.host.cancel(run.job_name)
         for run in runs.values():
             run.done.wait(timeout=self.config.stop_grace_s + 10.0)
-        stamp = now_rfc3339()
+        stamp = self.store.clock.now_rfc3339()
         for trial_id in runs:
             self._update_trial(
                 trial_id, {"state": "INFEASIBLE", "infeasibleReason": reason, "endTime": stamp}

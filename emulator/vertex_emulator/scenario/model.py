@@ -1,9 +1,9 @@
 """A scenario: a timeline of the settings the emulator already has (GPU stock and quota, the stockout
-wait, Spot preemptions, scheduling delays, API faults), each event applied at a scenario time and, with
-``until``, reverted at another. One pydantic model, ``Scenario``, in the emulator's settings style: its
-field rules are those of ``CapacitySettings`` (capacity/settings.py) and ``FaultSettings``
-(core/faults.py), imported, never copied, so a stock count or an error rate breaks the same rule
-whichever way it arrives.
+wait, Spot preemptions, job outcomes by rule, scheduling delays, API faults), each event applied at a
+scenario time and, with ``until``, reverted at another. One pydantic model, ``Scenario``, in the
+emulator's settings style: its field rules are those of ``CapacitySettings`` (capacity/settings.py)
+and ``FaultSettings`` (core/faults.py), imported, never copied, so a stock count or an error rate
+breaks the same rule whichever way it arrives.
 
 Times (``at``, ``until``) are offsets from the scenario's start, in scenario seconds: a number of
 seconds, ``"HH:MM"`` or ``"HH:MM:SS"`` (hours may pass 24), or ``"+90m"`` (``h``, ``m``, ``s``
@@ -34,6 +34,7 @@ __all__ = [
     "Delays",
     "Event",
     "Gpus",
+    "JobOutcome",
     "Preempt",
     "Scenario",
     "parse_time",
@@ -116,6 +117,36 @@ class Preempt(SettingsModel):
         return all(labels.get(key) == value for key, value in self.labels.items())
 
 
+class JobOutcome(SettingsModel):
+    """While in force, every CustomJob whose display name (a glob) and labels match (the ``first`` N
+    of them when given) is played, not run: no replica process starts; the primary replica writes
+    ``log_lines``, and ``after`` (scenario time) after RUNNING the job ends ``state``, with
+    ``exit_status`` (worded as a replica's exit) and/or ``message`` as its error when FAILED."""
+
+    display_name: Annotated[str, Field(min_length=1, max_length=128)] = "*"
+    labels: Annotated[dict[str, str], Field(max_length=64)] = {}
+    state: Literal["FAILED", "SUCCEEDED"] = "FAILED"
+    after: Time = 0.0
+    exit_status: Annotated[int, Field(ge=0, le=255)] | None = None
+    message: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    log_lines: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)] = []
+    first: Annotated[int, Field(ge=1, le=2_147_483_647)] | None = None
+
+    def matches(self, job: dict[str, Any]) -> bool:
+        return Preempt(display_name=self.display_name, labels=self.labels).matches(job)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobOutcome:
+        problem = None
+        if self.state == "SUCCEEDED" and (self.message is not None or self.exit_status not in (None, 0)):
+            problem = "a SUCCEEDED outcome takes no message and no exit_status but 0"
+        if self.state == "FAILED" and self.exit_status == 0:
+            problem = "a FAILED outcome's exit_status must not be 0"
+        if problem is not None:
+            raise PydanticCustomError("emulator_setting", "{text}", {"text": problem})
+        return self
+
+
 class Delays(SettingsModel):
     """Seconds a new job stays QUEUED, then PENDING, and PENDING once granted (``config.Faults``);
     only the keys given change."""
@@ -141,6 +172,7 @@ KINDS = (
     "stockout_after_s",
     "spot_preemptions_per_hour",
     "preempt",
+    "job_outcome",
     "delays",
     "api_faults",
 )
@@ -159,6 +191,7 @@ class Event(SettingsModel):
     stockout_after_s: CapacitySeconds | None = None
     spot_preemptions_per_hour: PerHour | None = None
     preempt: Preempt | None = None
+    job_outcome: JobOutcome | None = None
     delays: Delays | None = None
     api_faults: ApiFaults | None = None
 

@@ -4,9 +4,9 @@ at ``until``, through the update paths the admin API uses (``GpuCapacity.update`
 admin PUT are one rule.
 
 ``ScenarioClock`` tells scenario time (``now()``); its monotonic source is injectable, so a test moves
-time and calls ``ScenarioPlayer.step()`` instead of sleeping. What is not compressed yet: the waits
-the service itself times (queued, pending, provisioning, the stockout wait, Spot notice) run in real
-seconds, as their settings say.
+time and calls ``ScenarioPlayer.step()`` instead of sleeping. Played by an emulator, the clock reads the
+service's clock (core/clock.py), which the scenario paces: the waits the service times itself (queued,
+pending, provisioning, the stockout wait, the Spot timers) and the times it writes are in scenario time.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from typing import Any
 
 from vertex_emulator.capacity.ledger import GpuCapacity
 from vertex_emulator.capacity.settings import COUNT_MAPS
+from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.config import Faults
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.faults import faults_to_json, update_faults
 from vertex_emulator.core.jobstore import JobStore
-from vertex_emulator.scenario.model import Event, Gpus, Preempt, Scenario
+from vertex_emulator.core.outcomes import PlayedOutcome
+from vertex_emulator.scenario.model import Event, Gpus, JobOutcome, Preempt, Scenario
 
 __all__ = ["ScenarioClock", "ScenarioPlayer", "ScenarioSlot"]
 
@@ -31,19 +33,35 @@ Undo = Callable[[], None]
 
 
 class ScenarioClock:
-    """Scenario seconds since ``start()``: real seconds times ``compression``."""
+    """Scenario seconds since ``start()``: real seconds times ``compression``; or, with ``service``,
+    that clock's seconds, ``start()`` setting its pace to ``compression`` (one clock for the timeline
+    and the service's own waits)."""
 
-    def __init__(self, compression: float = 1.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        compression: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        service: ServiceClock | None = None,
+    ) -> None:
         self.compression = compression
-        self._monotonic = monotonic
+        self._service = service
+        self._monotonic = monotonic if service is None else service.monotonic
+        self._scale = compression if service is None else 1.0
         self._t0: float | None = None
 
     def start(self) -> None:
+        if self._service is not None:
+            self._service.set_compression(self.compression)
         self._t0 = self._monotonic()
+
+    def stop(self) -> None:
+        """Back to real time (service time goes on from where it is)."""
+        if self._service is not None:
+            self._service.set_compression(1.0)
 
     def now(self) -> float:
         """Scenario seconds since the start (0 before it)."""
-        return 0.0 if self._t0 is None else (self._monotonic() - self._t0) * self.compression
+        return 0.0 if self._t0 is None else (self._monotonic() - self._t0) * self._scale
 
     def real_seconds_until(self, scenario_s: float) -> float:
         """Real seconds from now until scenario time ``scenario_s`` (0 when it is past)."""
@@ -98,6 +116,7 @@ class ScenarioPlayer:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.clock.stop()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -151,6 +170,8 @@ class ScenarioPlayer:
             return self._set_capacity({kind: getattr(event, kind)}), ""
         if event.preempt is not None:
             return None, self._preempt(event.preempt)
+        if event.job_outcome is not None:
+            return self._job_outcome(event.job_outcome)
         part = event.delays if kind == "delays" else event.api_faults
         assert part is not None
         return self._set_faults({name: getattr(part, name) for name in part.model_fields_set}), ""
@@ -197,6 +218,20 @@ class ScenarioPlayer:
                 preempted.append(name)
         return f"preempted {rule.replica} of {len(preempted)} job(s): {', '.join(preempted) or '-'}"
 
+    def _job_outcome(self, rule: JobOutcome) -> tuple[Undo, str]:
+        if self.store is None:
+            raise ValueError("job_outcome needs the emulator's job store")
+        played = PlayedOutcome(
+            state=rule.state,
+            after_s=rule.after,
+            exit_status=rule.exit_status,
+            message=rule.message,
+            log_lines=tuple(rule.log_lines),
+        )
+        first = "" if rule.first is None else f" (the first {rule.first})"
+        detail = f"jobs matching {rule.display_name!r}{first} end {rule.state} after {rule.after:g}s"
+        return self.store.outcomes.add(rule.matches, played, rule.first), detail
+
     def _job(self, name: str) -> dict[str, Any] | None:
         if self.store is None:
             return {}
@@ -234,7 +269,9 @@ class ScenarioSlot:
         self._lock = threading.Lock()
 
     def play(self, scenario: Scenario) -> ScenarioPlayer:
-        player = ScenarioPlayer(scenario, self.gpus, self.faults, self.store)
+        service = self.store.clock if self.store is not None else None
+        clock = ScenarioClock(scenario.compression, service=service)
+        player = ScenarioPlayer(scenario, self.gpus, self.faults, self.store, clock)
         with self._lock:
             old, self.player = self.player, player
         if old is not None:
