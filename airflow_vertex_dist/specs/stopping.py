@@ -79,6 +79,10 @@ class ConvexAutomatedStopping(SpecModel):
             value = getattr(self, name)
             if value is not None:
                 out[key] = value
+        if out.get("minStepCount") == 0:
+            # a plain int64 in the proto (no presence): 0 is the unset value, so it is not sent (the
+            # service, and a round trip through the proto, reads a missing field and 0 alike)
+            del out["minStepCount"]
         if self.use_elapsed_duration:
             out["useElapsedDuration"] = True
         return out

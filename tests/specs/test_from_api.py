@@ -168,3 +168,15 @@ def test_from_api_takes_max_wait_duration_with_any_strategy() -> None:
     assert Scheduling(max_wait_duration="0s").to_api() == {"maxWaitDuration": "0s"}
     with pytest.raises(ValidationError, match="only applies to strategy FLEX_START"):
         Scheduling(strategy="SPOT", max_wait_duration="60s")
+
+
+def test_a_zero_min_step_count_is_the_protos_unset_value() -> None:
+    """``minStepCount`` is a plain int64 (no presence): 0 reads back as missing, so it is not sent, and a
+    spec with 0 round-trips through the API body (a property test's counterexample)."""
+    from airflow_vertex_dist.specs.stopping import ConvexAutomatedStopping
+
+    assert ConvexAutomatedStopping(min_step_count=0).to_api() == {}
+    assert ConvexAutomatedStopping(min_step_count=3).to_api() == {"minStepCount": 3}
+    body = TUNING_EXAMPLE.to_api()
+    body["studySpec"]["convexAutomatedStoppingSpec"] = ConvexAutomatedStopping(min_step_count=0).to_api()
+    assert HyperparameterTuningJob.from_api(body).to_api() == body
