@@ -123,10 +123,8 @@ floors: $(STAMP)
 compat-install: $(STAMP)
 	$(PY) scripts/compat_cells.py --phase install --jobs $(COMPAT_JOBS) --cells "$(COMPAT_CELLS)"
 
-# Lint, types and the tests (the unit/integration/e2e suite and the emulator's own in its own venv), all
-# four at once (the unit suite spends about three quarters of its time waiting on subprocesses, servers
-# and polls, so the emulator's suite runs in its idle time rather than after it), and meanwhile the
-# compat cells' virtualenvs and the floors' resolution with each Airflow release (they wait on downloads
+# Lint, types and the tests (the unit/integration/e2e suite, then the emulator's own in its own venv), all
+# three at once, and meanwhile the compat cells' virtualenvs and the floors' resolution with each Airflow release (they wait on downloads
 # and disk while the tests use the cores); then, at once, the
 # compat suite in those cells (two at a time), the reliability suite on two real Airflow stacks (its files
 # split in two halves of about equal length, each half on a stack of its own), the same guarantees on its
@@ -136,7 +134,7 @@ compat-install: $(STAMP)
 # (--output-sync), so their lines never interleave. Every job of a stage runs to its end (-k) and make
 # test fails if any failed; a failure in the first stage skips the second.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -k -j6 --output-sync=target lint typecheck unit emulator-test compat-install floors
+	@$(MAKE) --no-print-directory -k -j5 --output-sync=target lint typecheck unit-all compat-install floors
 	@$(MAKE) --no-print-directory -k -j5 --output-sync=target COMPAT_JOBS=2 COMPAT_PHASE=test compat $(STACK_JOBS); rc=$$?; \
 	$(PY) scripts/stack/write_reliability.py || exit 1; exit $$rc
 

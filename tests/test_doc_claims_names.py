@@ -56,7 +56,7 @@ def test_readme_make_test_runs_the_stages_it_lists() -> None:
         r"# then the reliability suite",
     )
     assert makefile_captures(
-        r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit emulator-test compat-install floors)\n"
+        r"^test: .*\n\t.*\$\(MAKE\) .* (lint typecheck unit-all compat-install floors)\n"
     )
     assert makefile_captures(
         r"^test: .*\n.*\n\t.*\$\(MAKE\) .* COMPAT_PHASE=(test) compat (\$\(STACK_JOBS\));"
