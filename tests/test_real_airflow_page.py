@@ -138,5 +138,7 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     airflow_log = log_file.read_text(errors="replace") if log_file.exists() else ""
     assert proc.returncode == 0, out[-4000:] + airflow_log[-4000:]
     assert "RUN SUCCEEDED" in out and out.rstrip().endswith("STOPPED"), out[-3000:]
-    assert "Shutting down components" in airflow_log and "Complete" in airflow_log, airflow_log[-3000:]
+    # standalone stopped on SIGINT (the page's fallback, a SIGTERM to its group after 90 s, is for an
+    # Airflow scheduler that waits on a LocalExecutor worker forever: apache/airflow#67870)
+    assert "Shutting down components" in airflow_log, airflow_log[-3000:]
     assert not left, f"processes of the session left running: {left}"
