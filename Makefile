@@ -52,7 +52,7 @@ emulator-test: $(EMU_STAMP)
 	@cd emulator && $(abspath $(EMU_PY)) -I -c 'import importlib.util as u, sys; \
 	found = [m for m in ("airflow", "airflow_vertex_dist") if u.find_spec(m)]; \
 	sys.exit(f"the emulator venv can import {found}" if found else 0)'
-	@cd emulator && $(abspath $(EMU_PY)) -m pytest -n $(EMU_XDIST) $(PYTEST_ARGS); rc=$$?; \
+	@cd emulator && $(abspath $(EMU_PY)) -m pytest -n $(EMU_XDIST) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no emulator tests: failing" >&2; exit 1; fi; exit $$rc
 
 # ruff, the layer contracts of .importlinter (the package's architecture, docs/architecture.md) and the
@@ -70,7 +70,7 @@ typecheck: $(STAMP)
 # pytest exits 5 when it collected no test: that is a failure here, said out loud.
 # The reliability suite (marked `stack`) runs as the next stage, `make test-stack`.
 unit: $(STAMP)
-	@$(PY) -m pytest -m "not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "not stack" -n $(XDIST) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 # The provider's unit suite, then the emulator's own (in its own venv), each run to its end; fails if
@@ -94,11 +94,11 @@ check-tests-all: $(STAMP)
 
 .PHONY: check-tests check-emulator-tests
 check-tests: $(STAMP)
-	@$(PY) -m pytest -m "not slow and not stack" -n $(XDIST) $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "not slow and not stack" -n $(XDIST) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 check-emulator-tests: $(STAMP)
-	@cd emulator && $(abspath $(PY)) -m pytest -m "not slow" -n $(EMU_XDIST) $(PYTEST_ARGS); rc=$$?; \
+	@cd emulator && $(abspath $(PY)) -m pytest -m "not slow" -n $(EMU_XDIST) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no emulator tests: failing" >&2; exit 1; fi; exit $$rc
 
 # The support matrix's other cells (tests/compat/matrix.py, README): one nox session each, in a uv
