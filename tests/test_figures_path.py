@@ -54,3 +54,20 @@ def test_processes_recording_side_by_side_lose_no_figure(tmp_path: Path) -> None
 
     recorded = json.loads((tmp_path / "figures.json").read_text())["parallel"]
     assert len(recorded) == 4 * 40
+
+
+def test_make_check_records_its_figures_outside_the_checkout() -> None:
+    """``make check`` hands its sub-make an empty ``AVD_FIGURES``: the ``?=`` of the Makefile keeps it
+    (a variable from the environment is defined, even empty), so the figures go to the temporary file."""
+    out = subprocess.run(
+        ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "show-figures"],
+        cwd=ROOT,
+        input='show-figures:\n\t@echo "[$$AVD_FIGURES]"\n',
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**{k: v for k, v in os.environ.items() if k != "AVD_FIGURES"}, "AVD_FIGURES": ""},
+    )
+    assert out.stdout.strip() == "[]"
+    recipe = (ROOT / "Makefile").read_text().split("\ncheck: $(STAMP)\n", 1)[1].splitlines()[0]
+    assert recipe.startswith("\t@AVD_FIGURES= $(MAKE) "), recipe
