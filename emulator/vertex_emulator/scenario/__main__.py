@@ -12,10 +12,10 @@ from pathlib import Path
 from vertex_emulator.scenario.history import DEFAULT_LOG_LINES, history_scenario, read_history, read_logs
 from vertex_emulator.scenario.loader import ScenarioError, scenario_schema_text
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m vertex_emulator.scenario",
         description="Without a command: print the scenario file's JSON schema.",
@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; 0 when done, 2 on bad input (told on stderr)."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.command is None:
         sys.stdout.write(scenario_schema_text())
         return 0
