@@ -228,8 +228,13 @@ def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_emulator_flags_in_the_docs_are_the_clis() -> None:
     from vertex_emulator.cli import build_parser
+    from vertex_emulator.scenario.__main__ import build_parser as scenario_parser
 
     flags = _option_strings(build_parser())
+    for action in scenario_parser()._actions:  # python -m vertex_emulator.scenario from-history's flags
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                flags |= _option_strings(command)
     mentioned = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+(?!\w)", (DOCS / "emulator.md").read_text()))
     pip_flags = {"--no-index", "--no-deps", "--no-build-isolation", "--target"}  # the emulator's pip call
     assert mentioned - pip_flags <= flags, sorted(mentioned - pip_flags - flags)

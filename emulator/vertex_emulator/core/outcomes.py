@@ -16,15 +16,18 @@ __all__ = ["JobOutcomes", "PlayedOutcome"]
 
 @dataclass(frozen=True)
 class PlayedOutcome:
-    """How a matched job ends: ``state`` (``SUCCEEDED`` or ``FAILED``) after ``after_s`` service seconds,
-    with the primary replica's ``exit_status`` (None: the job's error is ``message`` alone) and the
-    ``log_lines`` it wrote."""
+    """How a matched job ends: ``state`` (``SUCCEEDED``, ``FAILED`` or ``CANCELLED``) after ``after_s``
+    service seconds of RUNNING, having waited ``queued_s`` PENDING first, with the primary replica's
+    ``exit_status`` (None: the job's error is ``message`` alone), the error's ``error_code`` (None: 3)
+    and the ``log_lines`` it wrote."""
 
     state: str
     after_s: float
     exit_status: int | None = None
     message: str | None = None
     log_lines: tuple[str, ...] = ()
+    queued_s: float = 0.0
+    error_code: int | None = None
 
 
 @dataclass

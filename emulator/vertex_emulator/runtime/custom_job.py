@@ -33,9 +33,8 @@ driver.py):
   replica_faults.py): SIGTERM, SIGKILL after ``Capacity.spot_notice_s``, then the whole job restarts on
   the same addresses, staying RUNNING, up to ``Capacity.spot_restart_limit`` times; the preemption after
   that fails the job (code 8, ``STOCKOUT``). Sources: capacity/gpus.py.
-- ``webAccessUris`` (``jobSpec.enableWebAccess``) maps every replica key to ``<web_base_url>/web/<job
-  name>/<key>``, served from ``Runner.replica_view``. A scenario's ``job_outcome`` job is played
-  (replica_played.py). Waits and times: the service clock's (core/clock.py).
+- ``webAccessUris`` (``jobSpec.enableWebAccess``): ``<web_base_url>/web/<job name>/<key>`` per replica
+  (``Runner.replica_view``). A ``job_outcome`` job is played (replica_played.py); times: core/clock.py.
 """
 
 from __future__ import annotations
@@ -141,8 +140,9 @@ class CustomJobRun(JobDriver):
         except JobError as exc:
             self.finish("JOB_STATE_FAILED", exc.code, exc.message)
             return
-        # a cancel or close may have come in while packages installed
-        while True:
+        if played is not None and self.wait_phase(played.queued_s):  # job_outcome's queued: PENDING
+            return
+        while True:  # a cancel or close may have come in while packages installed
             try:
                 event = self.events.get_nowait()
             except queue.Empty:

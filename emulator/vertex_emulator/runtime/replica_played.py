@@ -58,7 +58,7 @@ def play(job: PlayedJob, outcome: PlayedOutcome, persist: Callable[[], None], ta
         return  # cancelled (or the emulator closes)
     status = 0 if outcome.state == "SUCCEEDED" else outcome.exit_status
     for slot in slots:
-        if slot is primary:
+        if slot is primary and outcome.state != "CANCELLED":
             slot.state, slot.exit_code = ("SUCCEEDED" if status == 0 else "FAILED"), status
         else:
             slot.state = "STOPPED"
@@ -66,10 +66,14 @@ def play(job: PlayedJob, outcome: PlayedOutcome, persist: Callable[[], None], ta
     if outcome.state == "SUCCEEDED":
         job.finish("JOB_STATE_SUCCEEDED")
         return
+    if outcome.state == "CANCELLED":
+        job.finish("JOB_STATE_CANCELLED", 1, outcome.message or "The job was cancelled (scenario).")
+        return
     message = outcome.message
     if status is not None and primary is not None:
         worded = failure_message(
             primary, status, restart_on_failure=False, job_restarts=0, tail_lines=tail_lines
         )
         message = worded if message is None else f"{message} {worded}"
-    job.finish("JOB_STATE_FAILED", 3, message or "The job failed (scenario job_outcome).")
+    code = 3 if outcome.error_code is None else outcome.error_code
+    job.finish("JOB_STATE_FAILED", code, message or "The job failed (scenario job_outcome).")

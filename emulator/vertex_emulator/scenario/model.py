@@ -121,12 +121,16 @@ class JobOutcome(SettingsModel):
     """While in force, every CustomJob whose display name (a glob) and labels match (the ``first`` N
     of them when given) is played, not run: no replica process starts; the primary replica writes
     ``log_lines``, and ``after`` (scenario time) after RUNNING the job ends ``state``, with
-    ``exit_status`` (worded as a replica's exit) and/or ``message`` as its error when FAILED."""
+    ``exit_status`` (worded as a replica's exit) and/or ``message`` as its error when FAILED (code
+    ``error_code``, 3 when not given) or CANCELLED (code 1). ``queued`` (scenario time) holds the job
+    PENDING before it runs, on top of the scheduling's own delays (a job of a history that queued)."""
 
     display_name: Annotated[str, Field(min_length=1, max_length=128)] = "*"
     labels: Annotated[dict[str, str], Field(max_length=64)] = {}
-    state: Literal["FAILED", "SUCCEEDED"] = "FAILED"
+    state: Literal["FAILED", "SUCCEEDED", "CANCELLED"] = "FAILED"
     after: Time = 0.0
+    queued: Time = 0.0
+    error_code: Annotated[int, Field(ge=1, le=16)] | None = None
     exit_status: Annotated[int, Field(ge=0, le=255)] | None = None
     message: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
     log_lines: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)] = []
@@ -142,6 +146,10 @@ class JobOutcome(SettingsModel):
             problem = "a SUCCEEDED outcome takes no message and no exit_status but 0"
         if self.state == "FAILED" and self.exit_status == 0:
             problem = "a FAILED outcome's exit_status must not be 0"
+        if self.state != "FAILED" and self.error_code is not None:
+            problem = "only a FAILED outcome takes an error_code (CANCELLED's is 1)"
+        if self.state == "CANCELLED" and self.exit_status is not None:
+            problem = "a CANCELLED outcome takes no exit_status"
         if problem is not None:
             raise PydanticCustomError("emulator_setting", "{text}", {"text": problem})
         return self

@@ -227,6 +227,8 @@ class ScenarioPlayer:
             exit_status=rule.exit_status,
             message=rule.message,
             log_lines=tuple(rule.log_lines),
+            queued_s=rule.queued,
+            error_code=rule.error_code,
         )
         first = "" if rule.first is None else f" (the first {rule.first})"
         detail = f"jobs matching {rule.display_name!r}{first} end {rule.state} after {rule.after:g}s"
