@@ -18,7 +18,6 @@ test (the tests use no network but loopback). ``make floors`` runs it alone.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat_cells import load_matrix  # scripts/, first on the path when a script runs
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -51,13 +51,8 @@ class Release:
 
 def releases() -> list[Release]:
     """One per Airflow release of the matrix's dated cells (its oldest Python, the cell's date)."""
-    spec = importlib.util.spec_from_file_location("avd_matrix", ROOT / "tests" / "compat" / "matrix.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["avd_matrix"] = module  # dataclasses look their module up while building the class
-    spec.loader.exec_module(module)
     found: dict[str, Release] = {}
-    for cell in module.CELLS:
+    for cell in load_matrix().CELLS:
         if cell.exclude_newer and cell.airflow not in found:
             found[cell.airflow] = Release(cell.airflow, cell.python, cell.exclude_newer)
     return sorted(found.values(), key=lambda r: Version(r.airflow))

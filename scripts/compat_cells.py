@@ -23,17 +23,24 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _cells() -> list[str]:
+def load_matrix() -> ModuleType:
+    """The support matrix, ``tests/compat/matrix.py``, loaded from its file (``tests`` is no package
+    a script imports)."""
     spec = importlib.util.spec_from_file_location("avd_matrix", ROOT / "tests" / "compat" / "matrix.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["avd_matrix"] = module  # dataclasses look their module up while building the class
     spec.loader.exec_module(module)
-    return [cell.name for cell in module.CELLS]
+    return module
+
+
+def _cells() -> list[str]:
+    return [cell.name for cell in load_matrix().CELLS]
 
 
 #: nox's options for each phase: a fresh virtualenv and the suite; the install alone; the suite alone
