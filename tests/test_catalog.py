@@ -6,9 +6,7 @@ writes now, and data that agrees with itself and with the v1 protos."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import re
-import sys
 import typing
 from pathlib import Path
 from types import ModuleType
@@ -16,22 +14,13 @@ from typing import Any
 
 import pytest
 
+from tests.script_files import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "catalog_gen.py"
 
 
-def _script() -> Any:
-    if str(SCRIPT.parent) not in sys.path:  # as when the script runs: its own folder first on the path
-        sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("catalog_gen", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["catalog_gen"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _script()
+GEN = load_script(SCRIPT)
 
 
 @pytest.fixture

@@ -6,27 +6,15 @@ script that prints a resolution in uv's own output format, so the judgement is t
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.script_files import SCRIPTS, load_script
 
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_floors", ROOT / "scripts" / "check_floors.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_floors"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-floors_script = _script()
+floors_script = load_script(SCRIPTS / "check_floors.py")
 
 
 def _output(versions: dict[str, tuple[str, list[str]]]) -> str:

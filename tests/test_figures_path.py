@@ -21,17 +21,23 @@ def test_without_make_the_figures_go_to_the_temporary_directory() -> None:
     assert ROOT not in path.parents
 
 
-def test_make_points_the_figures_at_the_committed_file() -> None:
+def make_sees(**env: str) -> str:
+    """``AVD_FIGURES`` as a make recipe of the Makefile sees it, bracketed, with ``env`` (and no
+    ``AVD_FIGURES`` unless ``env`` sets it) in make's environment."""
     out = subprocess.run(
         ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "show-figures"],
         cwd=ROOT,
-        input="show-figures:\n\t@echo $$AVD_FIGURES\n",
+        input='show-figures:\n\t@echo "[$$AVD_FIGURES]"\n',
         capture_output=True,
         text=True,
         check=True,
-        env={k: v for k, v in os.environ.items() if k != "AVD_FIGURES"},
+        env={**{k: v for k, v in os.environ.items() if k != "AVD_FIGURES"}, **env},
     )
-    assert Path(out.stdout.strip()) == ROOT / "scripts" / "stack" / "figures.json"
+    return out.stdout.strip()
+
+
+def test_make_points_the_figures_at_the_committed_file() -> None:
+    assert make_sees() == f"[{ROOT / 'scripts' / 'stack' / 'figures.json'}]"
 
 
 RECORD = """
@@ -59,15 +65,6 @@ def test_processes_recording_side_by_side_lose_no_figure(tmp_path: Path) -> None
 def test_make_check_records_its_figures_outside_the_checkout() -> None:
     """``make check`` hands its sub-make an empty ``AVD_FIGURES``: the ``?=`` of the Makefile keeps it
     (a variable from the environment is defined, even empty), so the figures go to the temporary file."""
-    out = subprocess.run(
-        ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "show-figures"],
-        cwd=ROOT,
-        input='show-figures:\n\t@echo "[$$AVD_FIGURES]"\n',
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**{k: v for k, v in os.environ.items() if k != "AVD_FIGURES"}, "AVD_FIGURES": ""},
-    )
-    assert out.stdout.strip() == "[]"
+    assert make_sees(AVD_FIGURES="") == "[]"
     recipe = (ROOT / "Makefile").read_text().split("\ncheck: $(STAMP)\n", 1)[1].splitlines()[0]
     assert recipe.startswith("\t@AVD_FIGURES= $(MAKE) "), recipe

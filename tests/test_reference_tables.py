@@ -6,27 +6,15 @@ behind the code."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from tests.script_files import SCRIPTS, load_script
+
 SCRIPT = SCRIPTS / "spec_fields_md.py"
 
 
-def _script(path: Path = SCRIPT) -> object:
-    if str(SCRIPTS) not in sys.path:  # as when the script runs: its own folder first on the path
-        sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_committed_tables_are_what_the_script_writes() -> None:
-    script = _script()
+    script = load_script(SCRIPT)
     page = script.PAGE.read_text()  # type: ignore[attr-defined]
     assert script.updated(page) == page, "run: python scripts/spec_fields_md.py"  # type: ignore[attr-defined]
 
@@ -48,7 +36,7 @@ def test_every_spec_model_field_is_in_a_table() -> None:
 
 
 def test_the_committed_xcom_tables_are_what_the_script_writes() -> None:
-    script = _script(SCRIPTS / "outputs_md.py")
+    script = load_script(SCRIPTS / "outputs_md.py")
     page = script.PAGE.read_text()  # type: ignore[attr-defined]
     assert script.updated(page) == page, "run: python scripts/outputs_md.py"  # type: ignore[attr-defined]
 
@@ -98,6 +86,6 @@ def test_the_owner_record_has_the_keys_of_its_type() -> None:
 
 def test_the_committed_emulator_bounds_are_what_the_script_writes() -> None:
     """docs/emulator.md's table of the emulator's bounds on one request, each read from its constant."""
-    script = _script(SCRIPTS / "emulator_bounds_md.py")
+    script = load_script(SCRIPTS / "emulator_bounds_md.py")
     page = script.PAGE.read_text()  # type: ignore[attr-defined]
     assert script.updated(page) == page, "run: python scripts/emulator_bounds_md.py"  # type: ignore[attr-defined]

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.script_files import SCRIPTS, load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def writer() -> ModuleType:
-    folder = ROOT / "scripts" / "stack"
-    if str(folder) not in sys.path:  # as when the script runs: its own folder first on the path
-        sys.path.insert(0, str(folder))
-    spec = importlib.util.spec_from_file_location("write_reliability", folder / "write_reliability.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPTS / "stack" / "write_reliability.py")
 
 
 def table(page: str) -> list[str]:
