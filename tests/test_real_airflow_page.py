@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import socket
+import sys
 from pathlib import Path
 
 import psutil
@@ -113,14 +114,25 @@ def test_a_new_dag_file_is_seen_within_seconds_or_at_once() -> None:
 
 
 def _session_processes(sid: int) -> list[psutil.Process]:
+    """The session's processes still running: a zombie (exited, its parent not yet told) holds nothing
+    but its entry in the process table, and the session's shell or init reaps it in its own time."""
     found = []
     for proc in psutil.process_iter():
         try:
-            if os.getsid(proc.pid) == sid:
+            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
-        except (ProcessLookupError, PermissionError):
+        except (ProcessLookupError, PermissionError, psutil.Error):
             continue
     return found
+
+
+def _describe(proc: psutil.Process) -> str:
+    """A leftover process as a reader of the failure needs it: pid, parent, process group, command."""
+    try:
+        command = " ".join(proc.cmdline())[:200]
+        return f"{proc.pid} (ppid {proc.ppid()}, pgid {os.getpgid(proc.pid)}): {command}"
+    except (psutil.Error, ProcessLookupError):
+        return f"{proc.pid} (gone)"
 
 
 @pytest.mark.stack  # a real Airflow of its own: make test runs it in a stack job (stack-celery)
@@ -130,7 +142,7 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"  # where the session runs
     try:
         out, _ = proc.communicate(timeout=900)
-        left = [p.pid for p in _session_processes(proc.pid)]
+        left = [_describe(p) for p in _session_processes(proc.pid)]
     finally:
         for leftover in _session_processes(proc.pid):  # set -m: the jobs have process groups of their own
             leftover.send_signal(signal.SIGKILL)
@@ -141,4 +153,48 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     # standalone stopped on SIGINT (the page's fallback, a SIGTERM to its group after 90 s, is for an
     # Airflow scheduler that waits on a LocalExecutor worker forever: apache/airflow#67870)
     assert "Shutting down components" in airflow_log, airflow_log[-3000:]
-    assert not left, f"processes of the session left running: {left}"
+    assert not left, "processes of the session left running:\n" + "\n".join(left) + "\n" + airflow_log[-3000:]
+
+
+#: a stand-in for the hang the stop block guards against (apache/airflow#67870), in the shape it has: a
+#: parent that ignores SIGINT (standalone waiting on its scheduler) and a child that takes 2 s to shut
+#: down on SIGTERM (a component ended by the group's SIGTERM) or, with ``stubborn``, ignores it as well
+_HANGING = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+if os.fork() == 0:
+    slow = lambda *_: (time.sleep(2), os._exit(0))
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if sys.argv[1] == "stubborn" else slow)
+    while True:
+        time.sleep(0.1)
+open("ready", "w").close()
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.parametrize("child", ["slow", "stubborn"])
+def test_the_stop_leaves_no_process_of_a_standalone_that_hangs(tmp_path: Path, child: str) -> None:
+    """The page's stop block, its two bounds shortened (90 s -> 1 s, 30 s -> 4 s), run against a process
+    group that hangs as Airflow's does: the script ends with nothing of the group left, a slow child
+    waited for (not left behind), a child that ignores SIGTERM killed."""
+    stop = [m["body"] for m in _FENCE.finditer(PAGE.read_text()) if m["lang"] == "bash"][-1]
+    assert "timeout 90 " in stop and "timeout 30 " in stop
+    stop = stop.replace("timeout 90 ", "timeout 1 ").replace("timeout 30 ", "timeout 4 ")
+    (tmp_path / "hang.py").write_text(_HANGING)
+    script = (
+        f"set -m\n{sys.executable} ../hang.py {child} & AIRFLOW_PID=$!\n"
+        "until [ -e ready ]; do sleep 0.1; done\n"
+        "sleep 300 & EMULATOR_PID=$!\n"
+        + stop.replace('wait "$EMULATOR_PID"', 'wait "$EMULATOR_PID" || true')
+        + "\necho STOPPED\n"
+    )
+    proc = start_session(script, tmp_path)
+    try:
+        out, _ = proc.communicate(timeout=60)
+        left = [_describe(p) for p in _session_processes(proc.pid)]
+    finally:
+        for leftover in _session_processes(proc.pid):
+            leftover.send_signal(signal.SIGKILL)
+    assert proc.returncode == 0 and out.rstrip().endswith("STOPPED"), out
+    assert not left, left
