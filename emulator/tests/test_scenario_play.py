@@ -173,3 +173,21 @@ def test_the_admin_api_plays_another_scenario_and_serves_the_schema(tmp_path: Pa
         status, error = admin(em, "PUT", "/emulator/scenario", {"version": 1, "timeline": [{"at": -1}]})
         assert status == 400
         assert "body:5: timeline[0].at: must be from 0 to" in error["error"]["message"]
+
+
+def test_the_clock_says_the_service_time_and_its_pace(tmp_path: Path) -> None:
+    """``GET /emulator/clock``: the machine's time at compression 1; while a scenario plays 600 times
+    faster, a time that runs ahead of the machine's (as the jobs' times do) at that pace."""
+    import time
+
+    with running_emulator(tmp_path) as em:
+        status, plain = admin(em, "GET", "/emulator/clock")
+        assert status == 200 and plain["compression"] == 1
+        assert abs(plain["now_ns"] - time.time_ns()) < 5e9
+        assert plain["now"].endswith("Z") and plain["now"][:4].isdigit()
+        night = {"version": 1, "compression": 600, "timeline": [{"at": "+10h", "stockout_after_s": 7}]}
+        assert admin(em, "PUT", "/emulator/scenario", night)[0] == 200
+        first = admin(em, "GET", "/emulator/clock")[1]
+        wait_until("service time 60 s ahead", lambda: admin(em, "GET", "/emulator/clock")[1]["now_ns"]
+                   - time.time_ns() > 60e9)  # fmt: skip
+        assert first["compression"] == 600

@@ -33,6 +33,8 @@ Other paths:
   running Spot job now (``replica`` defaults to ``workerpool0-0``).
 * ``GET``/``PUT /emulator/scenario``: the scenario playing (its time, the steps played so far); a PUT
   (a scenario as JSON, scenario/model.py) stops it and plays another.
+* ``GET /emulator/clock``: the service's time (``now``, ``now_ns``) and its ``compression`` (service
+  seconds per real second; above 1 while a scenario plays a night faster).
 * ``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``, ``GET /emulator/scenario/schema``:
   the JSON schema of those settings (the pydantic models every PUT, flag and file is validated by).
 

@@ -1,7 +1,8 @@
 """The emulator's admin API over REST: ``/emulator/faults`` (read or change the fault settings),
 ``/emulator/capacity`` (the GPU capacity settings; a change wakes the jobs waiting) and
 ``/emulator/capacity/preempt`` (preempt a replica of a running Spot job now) and ``/emulator/scenario``
-(the scenario playing: its time and the steps played; a PUT plays another). Each answers JSON.
+(the scenario playing: its time and the steps played; a PUT plays another) and ``/emulator/clock``
+(the service's time and pace). Each answers JSON.
 ``/emulator/faults/schema``, ``/emulator/capacity/schema`` and ``/emulator/scenario/schema`` answer the
 JSON schema of the settings (the pydantic models every way in validates with: ``FaultSettings``,
 ``CapacitySettings``, ``Scenario``).
@@ -27,7 +28,7 @@ from vertex_emulator.scenario.loader import ScenarioError, parse_scenario
 from vertex_emulator.scenario.model import Scenario
 from vertex_emulator.scenario.player import ScenarioSlot
 
-__all__ = ["SCHEMAS", "capacity", "faults", "preempt", "scenario", "schema"]
+__all__ = ["SCHEMAS", "capacity", "clock", "faults", "preempt", "scenario", "schema"]
 
 JsonBody = Callable[[], dict[str, Any]]
 
@@ -50,6 +51,16 @@ SCHEMAS: dict[str, type[SettingsModel]] = {
     "/emulator/capacity": CapacitySettings,
     "/emulator/scenario": Scenario,
 }
+
+
+def clock(service: JobService) -> dict[str, Any]:
+    """``GET /emulator/clock``: the service's wall time (``now``, as the API writes times, and ``now_ns``)
+    and its ``compression`` (service seconds per real second: 1 unless a scenario plays faster). A client
+    whose own waits count service time (a rung's pending limit, a poll interval) reads them here, since
+    a played night's job times run ahead of the machine's clock."""
+    service_clock = service.store.clock
+    now_ns = service_clock.time_ns()
+    return {"now": service_clock.now_rfc3339(), "now_ns": now_ns, "compression": service_clock.compression}
 
 
 def schema(path: str) -> dict[str, Any]:

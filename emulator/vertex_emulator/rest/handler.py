@@ -211,6 +211,8 @@ class RestHandler(Deadlines):
             self._send(200, *web.job_page(service, path))
         elif path == logging_transports.REST_PATH and method == "POST" and self.server.logs is not None:
             self._send_json(200, logging_transports.rest_list(self.server.logs, self._json_body()))
+        elif path == "/emulator/clock" and reads:
+            self._send_json(200, admin.clock(service))
         elif path == "/emulator/stats" and reads:
             self._send_json(200, service.stats())
         elif path == "/emulator/faults" and method in ("GET", "HEAD", "PUT"):
