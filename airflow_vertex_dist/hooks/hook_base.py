@@ -28,6 +28,8 @@ from airflow_vertex_dist.jobs.kinds import JobKind
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
+    from airflow_vertex_dist.hooks.service_clock import ServiceTime
+
 __all__ = ["VertexHookBase", "connection_form_widgets"]
 
 _CONSOLE = (
@@ -117,6 +119,13 @@ class VertexHookBase(BaseHook):
     @property
     def is_emulator(self) -> bool:
         return self.connection.is_emulator
+
+    def service_time(self) -> ServiceTime:
+        """The service's clock (``hooks.service_clock``): this host's, or the pace of the scenario an
+        emulator connection with a web endpoint plays."""
+        from airflow_vertex_dist.hooks.service_clock import read_service_time
+
+        return read_service_time(self.connection)
 
     @property
     def project_id(self) -> str:

@@ -176,18 +176,20 @@ def classify_job(
     strategy: str | None = None,
     pending_limit_s: float | None = None,
     pending_for_s: float | None = None,
+    now_ns: int | None = None,
 ) -> Failure | None:
     """Why ``job`` failed for a ladder, or ``None`` while it should be waited on (or it succeeded).
 
     ``strategy`` is the rung's scheduling strategy; ``pending_limit_s`` the rung's limit on the wait for
-    the job to start; ``pending_for_s`` how long it has waited so far (default: from its times). A
+    the job to start; ``pending_for_s`` how long it has waited so far (default: from its times and
+    ``now_ns``, the service's time now, by default this host's). A
     PARTIALLY_SUCCEEDED or PAUSED job is not a capacity matter: ``None`` (the wait's own rules apply).
     """
     state = str(job.get("state", ""))
     started = bool(job.get("startTime"))
     flex = strategy == "FLEX_START"
     if state in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING") and not started and pending_limit_s is not None:
-        waited = pending_for_s if pending_for_s is not None else pending_seconds(job)
+        waited = pending_for_s if pending_for_s is not None else pending_seconds(job, now_ns)
         if waited is not None and waited >= pending_limit_s:
             where = state.removeprefix("JOB_STATE_")
             why = f"stayed {where} for {_secs(waited)}s without starting, past the rung's pending_limit of "
@@ -201,7 +203,7 @@ def classify_job(
     code = error.get("code") if error else None
     said = f": {text}" if text else ""
     if state == "JOB_STATE_CANCELLED":
-        waited = pending_seconds(job)
+        waited = pending_seconds(job, now_ns)
         if pending_limit_s is not None and waited is not None and waited >= pending_limit_s:
             kind: FailureClass = "flex-start not granted" if flex else "stockout"
             return Failure(

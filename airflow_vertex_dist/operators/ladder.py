@@ -334,9 +334,12 @@ class LadderWalk:
         if verdict is not None and verdict[0]:
             host.log.info("%s on rung %d/%d (%s)", verdict[1], plan.number, len(plans), plan.name)
             return host.job_outputs(job)
-        failure = classify_job(job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan))
+        now_ns = host.hook.service_time().now_ns()  # the service's time: an emulator's scenario runs ahead
+        failure = classify_job(
+            job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan), now_ns=now_ns
+        )
         if failure is not None and failure.capacity:
-            return self._leave(plan, state, job, failure, rung_seconds(job), self._region(plan))
+            return self._leave(plan, state, job, failure, rung_seconds(job, now_ns), self._region(plan))
         message = verdict[1] if verdict is not None else f"job {job.get('name')} did not succeed"
         details = self.logs.failure_details(job)
         if failure is not None and failure.fail_fast:
@@ -386,7 +389,7 @@ class LadderWalk:
                 used + 1,
                 plan.rung.retries,
             )
-            time.sleep(backoff)
+            time.sleep(self.host.hook.service_time().real_s(backoff))  # service time: a scenario's pace
             return _Move(plan.number)
         log.warning(
             "Leaving rung %d (%s) after %.0fs: %s: %s",

@@ -117,15 +117,16 @@ def pending_limit_s(plan: RungPlan) -> float | None:
     return None if limit is None else limit.total_seconds()
 
 
-def rung_seconds(job: Mapping[str, Any]) -> float:
-    """From the job's creation to its end (or now)."""
+def rung_seconds(job: Mapping[str, Any], now_ns: int | None = None) -> float:
+    """From the job's creation to its end (or ``now_ns``, the service's time now: by default this
+    host's)."""
     from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
 
     created, ended = job.get("createTime"), job.get("endTime")
     if not created:
         return 0.0
     try:
-        end = rfc3339_nanos(str(ended)) if ended else time.time_ns()
+        end = rfc3339_nanos(str(ended)) if ended else (time.time_ns() if now_ns is None else now_ns)
         return max(0.0, (end - rfc3339_nanos(str(created))) / 1e9)
     except ValueError:
         return 0.0

@@ -38,10 +38,15 @@ LADDER_XCOM_KEY = "vertex_ladder"
 
 
 def rung_ended(
-    host: WaitHost, job: Mapping[str, Any], plan: RungPlan, paused_for_s: float | None = None
+    host: WaitHost,
+    job: Mapping[str, Any],
+    plan: RungPlan,
+    paused_for_s: float | None = None,
+    now_ns: int | None = None,
 ) -> bool:
     """Whether ``job`` ended for the rung: the wait's verdict, or a failure the rung is left for (a job
-    left QUEUED or PENDING past the rung's ``pending_limit``: a stockout)."""
+    left QUEUED or PENDING past the rung's ``pending_limit`` at ``now_ns``, the service's time, read
+    from the host's hook by default: a stockout)."""
     from airflow_vertex_dist.jobs.failures import classify_job
 
     verdict = job_verdict(
@@ -49,7 +54,12 @@ def rung_ended(
     )
     if verdict is not None:
         return True
-    return classify_job(job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan)) is not None
+    if now_ns is None:  # the service's time: an emulator's scenario runs ahead of this host's clock
+        now_ns = host.hook.service_time().now_ns()
+    failure = classify_job(
+        job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan), now_ns=now_ns
+    )
+    return failure is not None
 
 
 def defer_rung(
@@ -106,11 +116,13 @@ def poll_rung(host: WaitHost, logs: JobLogs, plan: RungPlan, job: Job) -> Job:
     streamer = logs.streamer(job)
     progress = ProgressLog()
     paused = PausedClock()
-    delay = min(1.0, host.poll_interval)
+    pace = host.hook.service_time()  # an emulator's scenario pace: the waits pass at the service's
+    delay = min(1.0, pace.poll_s(host.poll_interval))
     try:
         while True:
             news = progress.update(job)
-            ended = rung_ended(host, job, plan, paused.paused_for(job))
+            pace = host.hook.service_time()
+            ended = rung_ended(host, job, plan, paused.paused_for(job), pace.now_ns())
             if streamer is not None and (not ended or ever_ran(job)):  # else no line to wait for
                 streamer.poll(force=ended)
             for line in news:  # after the lines drained: the job's end comes after its last lines
@@ -118,7 +130,7 @@ def poll_rung(host: WaitHost, logs: JobLogs, plan: RungPlan, job: Job) -> Job:
             if ended:
                 return job
             time.sleep(delay)
-            delay = min(delay * 1.5, host.poll_interval)
+            delay = min(delay * 1.5, pace.poll_s(host.poll_interval))
             job = host.hook.get_job(name)
     except AirflowTaskTimeout:
         host.log.error("execution_timeout reached while waiting for %s", name)

@@ -32,7 +32,8 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_vertex_dist._compat import ASYNC_TIMEOUT, resume_race_possible
-from airflow_vertex_dist.hooks.connection import parse_impersonation_chain
+from airflow_vertex_dist.hooks.connection import VertexConnection, parse_impersonation_chain
+from airflow_vertex_dist.hooks.service_clock import HOST_TIME, ServiceTime, aread_service_time
 from airflow_vertex_dist.jobs.dicts import compact_job
 from airflow_vertex_dist.jobs.events import EventStatus, JobEvent
 from airflow_vertex_dist.jobs.kinds import ever_ran
@@ -129,6 +130,10 @@ class JobWaitTrigger(BaseTrigger):
         self.log_insert_id = str(log_insert_id or "")
         #: the task's own chain (comma-joined: kwargs are JSON scalars); "" means the connection's
         self.impersonation_chain = ",".join(parse_impersonation_chain(impersonation_chain))
+        #: the service's clock (hooks/service_clock.py), read when the wait starts and at each update
+        self.pace: ServiceTime = HOST_TIME
+        self._clock_conn: VertexConnection | None = None
+        self._clock_tried = False
 
     # -- serialization ---------------------------------------------------------------------------------
     def serialize_kwargs(self) -> dict[str, Any]:
@@ -185,6 +190,21 @@ class JobWaitTrigger(BaseTrigger):
         """The error event of a wait that stops before the job ended (``left``: the job's state)."""
         return {"status": "error", "message": message, "job": compact_job(job) if job else None}
 
+    async def service_time(self) -> ServiceTime:
+        """The service's clock: this host's, or the pace of the scenario an emulator connection plays
+        (``hooks.service_clock``). A connection that cannot be read here leaves the host's clock: the
+        wait itself reports it."""
+        if self._clock_conn is None and not self._clock_tried:
+            from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook
+
+            self._clock_tried = True
+            try:
+                async with VertexJobsAsyncHook(self.conn_id) as hook:
+                    self._clock_conn = await hook.aconnection()
+            except Exception as exc:  # the connection is the wait's to report, not the clock's
+                self.log.debug("No service clock for %s: %s", self.conn_id, exc)
+        return HOST_TIME if self._clock_conn is None else await aread_service_time(self._clock_conn)
+
     # -- the wait ----------------------------------------------------------------------------------------
     def event(self, status: EventStatus, message: str, job: Job | None) -> JobEvent:
         """An event payload: ``job`` compacted (``compact_job``)."""
@@ -198,6 +218,7 @@ class JobWaitTrigger(BaseTrigger):
             yield event
 
     async def _wait(self) -> AsyncIterator[TriggerEvent]:
+        self.pace = await self.service_time()
         started = time.monotonic()
         deadline = self.deadline(started)
         self.begin_wait()
@@ -208,7 +229,7 @@ class JobWaitTrigger(BaseTrigger):
             async with watch_job(
                 self.job_name,
                 conn_id=self.conn_id,
-                poll_interval=self.poll_interval,
+                poll_interval=self.pace.poll_s(self.poll_interval),
                 page_size=self.watch_page_size(),
                 impersonation_chain=parse_impersonation_chain(self.impersonation_chain),
                 converge=converge,
@@ -228,6 +249,7 @@ class JobWaitTrigger(BaseTrigger):
                     except ASYNC_TIMEOUT:
                         continue
                     await self.secrets.learn(job)  # before the stream writes a line of it
+                    self.pace = await self.service_time()
                     news = progress.update(job)
                     payload = None
                     if converge is not None:

@@ -75,10 +75,12 @@ class VertexRungTrigger(VertexJobTrigger):
         self._task_deadline = task
         if self.pending_limit is None or self.job_created is None:
             return task
-        # the job's age is on the service's clock, this host's may be skewed from it: never more than
-        # the whole limit from the start of this wait, on this process's monotonic clock
+        # the job's age is on the service's clock (self.pace: this host's unless an emulator plays a
+        # scenario faster), this host's may be skewed from it: never more than the whole limit from the
+        # start of this wait, on this process's monotonic clock
         wall_end = rfc3339_nanos(self.job_created) / 1e9 + self.pending_limit
-        pending = started + min(self.pending_limit, max(0.0, wall_end - time.time()))
+        left = min(self.pending_limit, max(0.0, wall_end - self.pace.now_ns() / 1e9))
+        pending = started + self.pace.real_s(left)
         return pending if task is None else min(task, pending)
 
     async def give_up(self, message: str, job: Job | None = None, *, left: str = "running") -> JobEvent:
@@ -107,7 +109,9 @@ class VertexRungTrigger(VertexJobTrigger):
         return {"status": "error", "message": message, "job": compact_job(current)}
 
     async def decide(self, job: Job) -> JobEvent | None:
-        failure = classify_job(job, strategy=self.strategy, pending_limit_s=self.pending_limit)
+        failure = classify_job(
+            job, strategy=self.strategy, pending_limit_s=self.pending_limit, now_ns=self.pace.now_ns()
+        )
         if failure is not None and failure.kind in ("stockout", "flex-start not granted"):
             state = job_state(job)
             if state in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING"):
