@@ -36,7 +36,9 @@ def _private_dir(path: Path) -> None:
     os.chmod(path, 0o700)
 
 
-def _make_runner(store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity) -> Runner:
+def _make_runner(
+    store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity
+) -> Runner:
     from vertex_emulator.runtime.runner import Runner
 
     return Runner(store, config, ceilings, gpus)

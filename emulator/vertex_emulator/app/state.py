@@ -21,6 +21,7 @@ ordered before it (its job is replaced with the rest) or after it (its job runs 
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from pathlib import Path
@@ -32,7 +33,13 @@ from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.core import snapshots
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.errors import ApiError
-from vertex_emulator.core.faults import FaultInjector, FaultsError, faults_from_json, faults_to_json, update_faults
+from vertex_emulator.core.faults import (
+    FaultInjector,
+    FaultsError,
+    faults_from_json,
+    faults_to_json,
+    update_faults,
+)
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.runner import Runner
 from vertex_emulator.scenario.player import ScenarioSlot
@@ -41,7 +48,16 @@ __all__ = ["OWN_ENTRIES", "EmulatorState"]
 
 #: what the emulator keeps in its state directory (never taken for objects when ``--gcs-root`` is it)
 OWN_ENTRIES = frozenset(
-    {"jobs.sqlite3", "jobs.sqlite3-wal", "jobs.sqlite3-shm", "logs", "work", "packages", "quarantine", "snapshots"}
+    {
+        "jobs.sqlite3",
+        "jobs.sqlite3-wal",
+        "jobs.sqlite3-shm",
+        "logs",
+        "work",
+        "packages",
+        "quarantine",
+        "snapshots",
+    }
 )
 #: the replicas' scratch directories under the state directory, emptied by a restore and a reset
 _SCRATCH = ("work", "packages")
@@ -104,7 +120,10 @@ class EmulatorState:
         """Write snapshot ``name`` of the state as it is (jobs keep running); its summary."""
         snapshots.check_name(name)
         with self._lock:
-            settings = {"capacity": capacity_to_json(self.gpus.settings), "faults": faults_to_json(self.config.faults)}
+            settings = {
+                "capacity": capacity_to_json(self.gpus.settings),
+                "faults": faults_to_json(self.config.faults),
+            }
             return snapshots.write_snapshot(
                 self.state_dir,
                 name,
@@ -127,7 +146,9 @@ class EmulatorState:
             capacity_from_json(settings["capacity"])
             faults_from_json(settings["faults"])
         except (CapacityError, FaultsError) as exc:
-            raise ApiError("FAILED_PRECONDITION", f"snapshot {name!r} is damaged: {exc}; nothing was changed") from None
+            raise ApiError(
+                "FAILED_PRECONDITION", f"snapshot {name!r} is damaged: {exc}; nothing was changed"
+            ) from None
         summary = self._swap(
             snap.rows,
             {"capacity": settings["capacity"], "faults": settings["faults"]},
@@ -144,7 +165,7 @@ class EmulatorState:
 
     def _swap(
         self,
-        rows: list[dict[str, Any]],
+        rows: builtins.list[dict[str, Any]],
         settings: dict[str, Any],
         *,
         logs: Path | None,

@@ -84,7 +84,9 @@ def _names(state_dir: Path) -> list[str]:
     except FileNotFoundError:
         return []
     with entries:
-        return sorted(e.name for e in entries if _NAME_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False))
+        return sorted(
+            e.name for e in entries if _NAME_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)
+        )
 
 
 def _not_found(state_dir: Path, name: str) -> ApiError:

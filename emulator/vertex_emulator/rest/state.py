@@ -47,7 +47,9 @@ def _fields(body: dict[str, Any], known: dict[str, type]) -> dict[str, Any]:
         raise ApiError("INVALID_ARGUMENT", f"{unknown[0]}: unknown field (known: {', '.join(known)})")
     for field, kind in known.items():
         value = body.get(field)
-        if value is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
+        if value is not None and (
+            not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))
+        ):
             raise ApiError("INVALID_ARGUMENT", f"{field}: must be a {kind.__name__} (got {value!r})")
     return body
 
