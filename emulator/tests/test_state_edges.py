@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 from logging_support import custom
+from polling import poll_until
 from test_state import admin
 
 from vertex_emulator import testing
@@ -103,3 +104,25 @@ def test_the_number_of_snapshots_is_bounded(tmp_path: Path, monkeypatch: pytest.
             == "snapshots: 2 are kept already, the most there may be; delete one first"
         )
         assert admin(em, "POST", "/emulator/state:snapshot", {"name": "a", "replace": True})[0] == 200
+
+
+def test_a_restored_job_with_restart_on_worker_restart_runs_again(tmp_path: Path) -> None:
+    marks = tmp_path / "runs"
+    marks.mkdir()
+    code = (
+        f"import os, time; open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close(); time.sleep(600)"
+    )
+    body = container_job("restartable", code, scheduling={"restartJobOnWorkerRestart": True})
+    with testing.running_emulator(tmp_path / "em") as em:
+        client = testing.grpc_client(em)
+        job = client.create_custom_job(parent=PARENT, custom_job=custom(body))
+        wait_for_state(client, job.name, ["JOB_STATE_RUNNING"], timeout=120)
+        poll_until(lambda: len(list(marks.iterdir())) == 1, timeout=60, interval=0.05, what="the first run")
+        assert admin(em, "POST", "/emulator/state:snapshot", {"name": "running"})[0] == 200
+        status, restored = admin(em, "POST", "/emulator/state:restore", {"name": "running"})
+        assert status == 200 and restored["stoppedJobs"] == [job.name], restored
+        # its driver held back during the restore, started after it: the replica runs a second time
+        poll_until(lambda: len(list(marks.iterdir())) == 2, timeout=60, interval=0.05, what="the second run")
+        assert client.get_custom_job(name=job.name).state.name == "JOB_STATE_RUNNING"
+        client.cancel_custom_job(name=job.name)
+        wait_for_state(client, job.name, ["JOB_STATE_CANCELLED"], timeout=60)
