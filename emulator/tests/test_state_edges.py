@@ -126,3 +126,11 @@ def test_a_restored_job_with_restart_on_worker_restart_runs_again(tmp_path: Path
         assert client.get_custom_job(name=job.name).state.name == "JOB_STATE_RUNNING"
         client.cancel_custom_job(name=job.name)
         wait_for_state(client, job.name, ["JOB_STATE_CANCELLED"], timeout=60)
+
+
+def test_what_a_stopped_emulator_left_of_a_snapshot_is_removed_at_start(tmp_path: Path) -> None:
+    left = tmp_path / "emulator-state" / "snapshots" / ".tmp-0123456789ab"
+    (left / "logs").mkdir(parents=True)
+    with testing.running_emulator(tmp_path) as em:
+        assert not left.exists()
+        assert em.state.list() == []

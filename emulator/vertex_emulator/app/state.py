@@ -91,6 +91,7 @@ class EmulatorState:
             "faults": faults_to_json(config.faults),
         }
         self._lock = threading.Lock()
+        snapshots.remove_leftovers(self.state_dir)
 
     # -- what is the emulator's own under the gs:// root --------------------------------------------
 

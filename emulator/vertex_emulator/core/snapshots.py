@@ -12,7 +12,8 @@ A snapshot is a directory the emulator alone names and places, under its own sta
     gcs/            the objects under ``--gcs-root`` (regular files; symlinks and unfinished uploads
                     are left out)
 
-It is written beside its place (``.tmp-*``) and renamed into it, so a snapshot is whole or absent; its
+It is written beside its place (``.tmp-*``, removed at the next start when an emulator stopped while
+writing one) and renamed into it, so a snapshot is whole or absent; its
 size (every file's bytes) is bounded by ``EmulatorConfig.snapshot_max_bytes`` and the number kept by
 ``MAX_SNAPSHOTS``. Names are 1 to 63 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or
 digit: no path separator, no ``..``.
@@ -48,6 +49,7 @@ __all__ = [
     "delete_snapshot",
     "list_snapshots",
     "read_snapshot",
+    "remove_leftovers",
     "write_snapshot",
 ]
 
@@ -201,7 +203,13 @@ def write_snapshot(
         if final.exists():
             old = root / f".tmp-{secrets.token_hex(6)}"
             final.rename(old)
-        work.rename(final)
+        try:
+            work.rename(final)
+        except OSError:
+            if old is not None:  # the snapshot replaced stays
+                old.rename(final)
+                old = None
+            raise
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise disk_full_error(Path(state_dir), exc) from exc
@@ -243,6 +251,13 @@ def _fill(
 def _summary(manifest: dict[str, Any]) -> dict[str, Any]:
     keys = ("name", "createTime", "bytes", "jobs", "logFiles", "objects")
     return {key: manifest.get(key) for key in keys}
+
+
+def remove_leftovers(state_dir: Path) -> None:
+    """Remove what an emulator stopped while writing or deleting a snapshot left (``.tmp-*``)."""
+    for path in _root(state_dir).glob(".tmp-*"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def list_snapshots(state_dir: Path) -> list[dict[str, Any]]:
