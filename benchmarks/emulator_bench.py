@@ -1,5 +1,7 @@
 """4. The emulator: create -> every replica RUNNING for the seed's 1 + 4 + 16 Reduction Server layout,
-and Get latency over gRPC and REST (stock ``JobServiceClient``), plus Get through each hook."""
+and Get latency over gRPC and REST (stock ``JobServiceClient``), plus Get through each hook; and its
+state kept and given back (``Emulator.state``): a reset between tests, a snapshot and a restore, beside
+starting a fresh emulator."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.runner import BENCH_DIR, ChildError, child_env, run_json
+from benchmarks.stats import percentile
 
-__all__ = ["EmulatorResult", "measure_emulator"]
+__all__ = ["STATE_JOBS", "EmulatorResult", "measure_emulator"]
 
 PARENT = "projects/bench-emulator/locations/us-central1"
 
@@ -33,6 +36,8 @@ class EmulatorResult:
     to_trainer_code_s: list[float] = field(default_factory=list)
     cancel_s: list[float] = field(default_factory=list)
     get_latency_s: dict[str, list[float]] = field(default_factory=dict)
+    #: operation -> seconds each time (``_state_timings``)
+    state_s: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
 
@@ -93,6 +98,57 @@ def _one_launch(em: Any, client: Any, body: dict[str, Any], markers: Path, resul
     result.cancel_s.append(time.time() - cancel_start)
 
 
+#: ended jobs (each with a replica log of ``_LOG_LINES`` lines) and objects of 10 KiB in the state a
+#: snapshot and a restore carry
+STATE_JOBS = 20
+_LOG_LINES = 200
+
+
+def _fill(em: Any, jobs: int) -> None:
+    """``jobs`` SUCCEEDED CustomJobs straight in the store, each with a replica log and an object."""
+    from vertex_emulator.testing import container_job
+
+    for i in range(jobs):
+        job = em.store.insert("customJobs", PARENT, container_job(f"ended-{i}"))
+        em.store.update(job["name"], lambda b: b.update(state="JOB_STATE_SUCCEEDED", endTime=b["updateTime"]))
+        logs = em.config.state_dir / "logs" / str(job["name"]).rsplit("/", 1)[-1]
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / "workerpool0-0.log").write_text("".join(f"step {n} loss 0.1\n" for n in range(_LOG_LINES)))
+        bucket = em.config.gcs_root / "bench-models"
+        bucket.mkdir(parents=True, exist_ok=True)
+        (bucket / f"model-{i}.bin").write_bytes(b"w" * 10240)
+
+
+def _timed(times: dict[str, list[float]], key: str, action: Any) -> None:
+    start = time.perf_counter()
+    action()
+    times.setdefault(key, []).append(time.perf_counter() - start)
+
+
+def _state_timings(work: Path, repeats: int, result: EmulatorResult) -> None:
+    """A fresh emulator started and stopped (what a test without a reset pays), then on one emulator:
+    a reset of an empty state, a reset after one ended job, a snapshot and a restore of ``STATE_JOBS``
+    ended jobs with their logs and objects (in process, ``Emulator.state``; over REST add one call)."""
+    from vertex_emulator import testing
+    from vertex_emulator.app import Emulator
+
+    times = result.state_s
+    for i in range(repeats):
+        config = testing.make_config(work / f"state-fresh-{i}")
+        _timed(times, "fresh", lambda: Emulator(config).start().stop())  # noqa: B023 - called at once
+    with Emulator(testing.make_config(work / "state-bench")) as em:
+        for _ in range(repeats):
+            _timed(times, "reset_empty", em.state.reset)
+        for _ in range(repeats):
+            _fill(em, 1)
+            _timed(times, "reset_one_job", em.state.reset)
+        _fill(em, STATE_JOBS)
+        for _ in range(repeats):
+            _timed(times, "snapshot", lambda: em.state.snapshot("bench", replace=True))
+        for _ in range(repeats):
+            _timed(times, "restore", lambda: em.state.restore("bench"))
+
+
 def _gets(get: Any, count: int) -> list[float]:
     for _ in range(5):
         get()
@@ -148,4 +204,6 @@ def measure_emulator(
                 result.errors.append(f"{key}: {exc}"[-500:])
         grpc_client.transport.close()
         rest_client.transport.close()
+    _state_timings(work, max(3, launches * 4), result)
+    log(f"  emulator state: reset {percentile(result.state_s['reset_empty'], 50) * 1000:.1f} ms (median)")
     return result

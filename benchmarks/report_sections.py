@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from benchmarks.backfill import BackfillResult
-from benchmarks.emulator_bench import EmulatorResult
+from benchmarks.emulator_bench import STATE_JOBS, EmulatorResult
 from benchmarks.parse_cost import ParseVariant
 from benchmarks.report_common import Goals, RunInfo, _find, _met, _num, _secs, _table, _x
 from benchmarks.stats import percentile, ratio, summarize
@@ -291,6 +291,24 @@ def backfill_section(backfill: list[BackfillResult], goals: Goals) -> list[str]:
     return lines
 
 
+def _state_rows(emulator: EmulatorResult) -> list[str]:
+    """The emulator's state kept and given back (``Emulator.state``), beside a fresh emulator."""
+    labels = {
+        "fresh": "start + stop a fresh emulator (a test without the reset)",
+        "reset_empty": "reset, nothing to remove (between tests)",
+        "reset_one_job": "reset after one ended job, its log and object",
+        "snapshot": f"snapshot of {STATE_JOBS} ended jobs, their logs and objects",
+        "restore": f"restore of that snapshot ({STATE_JOBS} jobs, logs, objects)",
+    }
+    rows = [
+        [labels.get(key, key), str(len(values)), summarize([t * 1000 for t in values]).fmt(1, " ms")]
+        for key, values in emulator.state_s.items()
+    ]
+    if not rows:
+        return []
+    return ["", *_table(["state (in process, `Emulator.state`)", "runs", "median (min–max)"], rows)]
+
+
 def emulator_section(emulator: EmulatorResult | None) -> list[str]:
     """Section 4, the emulator."""
     lines: list[str] = []
@@ -337,6 +355,7 @@ def emulator_section(emulator: EmulatorResult | None) -> list[str]:
                 ]
             )
         lines += _table(["Get", "calls", "p50 (ms)", "p99 (ms)"], rows)
+        lines += _state_rows(emulator)
         for err in emulator.errors:
             add("")
             add(f"Error: {err}")

@@ -123,6 +123,11 @@ class Ledger:
         for wake in waiting:
             wake()
 
+    def reset_peaks(self) -> None:
+        """The most in use at once counts again from what is held now."""
+        with self._lock:
+            self._peak = {key: self._in_use(key) for key in self._peak if self._in_use(key)}
+
     def rows(self, keys: set[Key]) -> list[dict[str, Any]]:
         """``{"key", "limit", "in_use", "peak", "waiting"}`` for ``keys`` and every key held or awaited."""
         with self._lock:
@@ -229,6 +234,16 @@ class GpuCapacity:
         """Validate and apply a partial change of the settings (a ``CapacityError`` naming the field),
         then wake the jobs waiting: the one way a change arrives at runtime (the admin API, a scenario)."""
         update_capacity(self.settings, changes)
+        self.changed()
+
+    def reset(self, settings: Any) -> None:
+        """Every setting replaced by ``settings`` (a whole JSON object, validated), the peaks counted
+        again from now and the Spot draws started again from the seed; the jobs waiting wake."""
+        update_capacity(self.settings, settings)
+        self.quota.reset_peaks()
+        self.stock.reset_peaks()
+        with self._lock:
+            self._seed, self._rng = None, random.Random()
         self.changed()
 
     # -- Spot ------------------------------------------------------------------------------------

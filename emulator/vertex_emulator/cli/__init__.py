@@ -10,8 +10,11 @@ given; 0 picks a free port for that listener; ``--storage-port`` left out is a f
 emulator). A listener that cannot bind ends the command with ``cannot bind <what> on
 <host>:<port>: <reason>`` and exit status 1.
 
+``vertex-emulator state snapshot|restore|reset|list|delete`` is a client of a running emulator's state
+admin API instead (``state``); ``--restore NAME`` starts from a snapshot.
+
 The package: the command line's flags and their types (``flags``), the ``EmulatorConfig`` they ask for
-(``config``), and running the emulator until a signal (here).
+(``config``), the ``state`` client, and running the emulator until a signal (here).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from types import FrameType
 
 from vertex_emulator.cli.config import config_from_args
 from vertex_emulator.cli.flags import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT, DEFAULT_STORAGE_PORT, build_parser
+from vertex_emulator.cli.state import state_main
 from vertex_emulator.core.config import BindError, EmulatorConfig
 
 __all__ = [
@@ -43,8 +47,12 @@ def parse_config(argv: list[str]) -> EmulatorConfig:
 
 
 def main(argv: list[str]) -> int:
-    """Run the emulator until SIGINT or SIGTERM; returns the process exit code."""
+    """Run the emulator until SIGINT or SIGTERM (``state ...``: a client of a running one's state admin
+    API, cli/state.py); returns the process exit code."""
+    if argv[:1] == ["state"]:
+        return state_main(argv[1:])
     from vertex_emulator.app import Emulator
+    from vertex_emulator.core.errors import ApiError
 
     parser = build_parser()
     try:
@@ -70,6 +78,10 @@ def main(argv: list[str]) -> int:
         except OSError as exc:  # a BindError says "cannot bind <what> on <host>:<port>: <reason>"
             emulator.stop()
             print(exc if isinstance(exc, BindError) else f"cannot start the emulator: {exc}", file=sys.stderr)
+            return 1
+        except ApiError as exc:  # --restore: no such snapshot, or a damaged one
+            emulator.stop()
+            print(f"cannot start the emulator: --restore: {exc.message}", file=sys.stderr)
             return 1
         try:
             print(f"Vertex AI emulator (state in {config.state_dir}, gs:// in {config.gcs_root})")

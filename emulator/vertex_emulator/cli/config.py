@@ -118,4 +118,6 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         body_timeout_s=args.body_timeout,
         max_replica_processes=args.max_replica_processes,
         max_job_replicas=args.max_job_replicas,
+        restore=args.restore,
+        snapshot_max_bytes=args.snapshot_max_bytes,
     )

@@ -234,6 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="also give replicas this variable of the emulator's environment (repeatable; replicas "
         "otherwise start from a clean environment)",
     )
+    store.add_argument(
+        "--restore",
+        type=_snapshot_name,
+        default=None,
+        metavar="NAME",
+        help="start from the state of snapshot NAME (STATE_DIR/snapshots/NAME; 'vertex-emulator state "
+        "snapshot NAME' writes one)",
+    )
+    store.add_argument(
+        "--snapshot-max-bytes",
+        type=_positive_int,
+        default=1024**3,
+        metavar="BYTES",
+        help="the most a snapshot may hold: its jobs, logs and objects (default: %(default)s)",
+    )
     limits = parser.add_argument_group("limits (each HTTP listener; gRPC: idle timeout and calls)")
     limits.add_argument(
         "--max-connections",
@@ -349,3 +364,13 @@ def _positive_seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {text})")
     return value
+
+
+def _snapshot_name(text: str) -> str:
+    from vertex_emulator.core.errors import ApiError
+    from vertex_emulator.core.snapshots import check_name
+
+    try:
+        return check_name(text, "NAME")
+    except ApiError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None

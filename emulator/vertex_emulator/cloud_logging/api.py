@@ -179,6 +179,14 @@ class LogEntriesApi:
             response["nextPageToken"] = self._encode_token(last.timestamp, last.insert_id, digest)
         return response
 
+    def forget(self) -> None:
+        """Drop what was read of the log files (their indexes, the jobs' projects): the files were
+        replaced (a restore or reset of the emulator's state, app/state.py)."""
+        with self._lock:
+            self._indexes.clear()
+            self._legacy.clear()
+            self._meta.clear()
+
     # -- reading ------------------------------------------------------------------------------
 
     def _sources(self, projects: set[str], query: LogQuery, bound: int) -> list[_Source]:

@@ -112,6 +112,11 @@ class EmulatorConfig:
     #: a scenario (scenario/model.py's ``Scenario``, as ``--scenario`` reads it) the emulator plays from
     #: its start; None: none. Typed ``object`` here, below the scenario package's layer.
     scenario: object | None = None
+    #: a snapshot (``<state_dir>/snapshots/<name>``, core/snapshots.py) whose state the emulator starts
+    #: from (``--restore``); None: the state directory as it is.
+    restore: str | None = None
+    #: the most bytes a snapshot may hold (its jobs, logs and objects); a larger state is refused.
+    snapshot_max_bytes: int = 1024**3
     #: base URL of the REST/web server, set once it is bound (web access URIs hang off it).
     web_base_url: str | None = None
     #: seconds between SIGTERM and SIGKILL when the runner stops a replica's process tree.

@@ -110,6 +110,13 @@ class FaultInjector:
             self.injected[key] = self.injected.get(key, 0) + 1
             return code
 
+    def reseed(self) -> None:
+        """Draw again from the start of ``Faults.seed``'s sequence (a reset or restore of the state)."""
+        with self.faults.lock:
+            seed = self.faults.seed
+        with self._lock:
+            self._seed, self._rng = seed, random.Random(seed)
+
     def injected_counts(self) -> dict[str, int]:
         with self._lock:
             return dict(self.injected)

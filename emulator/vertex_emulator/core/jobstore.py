@@ -193,6 +193,26 @@ class JobStore:
             if cur.rowcount == 0:
                 raise KeyError(name)
 
+    def replace_all(self, rows: builtins.list[dict[str, Any]]) -> None:
+        """Every job replaced by ``rows`` (``export``'s form, each checked already), in one transaction:
+        a reader sees the jobs before or after, never a mix. ``[]`` empties the store (and its
+        ``quarantined_jobs``)."""
+        with self._lock, self._writing():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("DELETE FROM jobs")
+                self._db.execute("DELETE FROM quarantined_jobs")
+                self._db.executemany(
+                    "INSERT INTO jobs (seq, name, kind, parent, state, body) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(r["seq"], r["name"], r["kind"], r["parent"], r["state"], r["body"]) for r in rows],
+                )
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            self._parsed.clear()
+
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, name: str) -> dict[str, Any]:
@@ -259,6 +279,14 @@ class JobStore:
             ).fetchall()
         keys = ("name", "state", "displayName", "createTime", "endTime")
         return [{k: v for k, v in zip(keys, row, strict=True) if v is not None} for row in rows]
+
+    def export(self) -> builtins.list[dict[str, Any]]:
+        """Every job as stored (``seq``, ``name``, ``kind``, ``parent``, ``state``, ``body`` as JSON text),
+        in creation order, read in one step: what a snapshot keeps and ``replace_all`` takes."""
+        keys = ("seq", "name", "kind", "parent", "state", "body")
+        with self._lock:
+            rows = self._db.execute(f"SELECT {', '.join(keys)} FROM jobs ORDER BY seq").fetchall()
+        return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def close(self) -> None:
         with self._lock:

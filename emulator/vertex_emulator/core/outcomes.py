@@ -70,3 +70,8 @@ class JobOutcomes:
                     rule.left -= 1
                 return rule.outcome
         return None
+
+    def clear(self) -> None:
+        """No rule in force (a reset or restore of the emulator's state)."""
+        with self._lock:
+            self._rules.clear()

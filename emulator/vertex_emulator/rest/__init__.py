@@ -37,6 +37,12 @@ Other paths:
   seconds per real second; above 1 while a scenario plays a night faster).
 * ``GET /emulator/faults/schema``, ``GET /emulator/capacity/schema``, ``GET /emulator/scenario/schema``:
   the JSON schema of those settings (the pydantic models every PUT, flag and file is validated by).
+* ``POST /emulator/state:snapshot`` ``{"name": NAME, "replace": false}``, ``POST /emulator/state:restore``
+  ``{"name": NAME}``, ``POST /emulator/state:reset`` ``{"keep_objects": false}``, ``GET
+  /emulator/state/snapshots`` and ``GET``/``DELETE /emulator/state/snapshots/NAME``: the whole state
+  (jobs, logs, objects, capacity and fault settings) kept as a named snapshot under the state directory
+  and put back, or reset to empty; a restore or reset stops every job's replicas first (state.py,
+  app/state.py, core/snapshots.py).
 
 Every request passes ``RestHandler._check_caller`` (handler.py) first, because the emulator runs the commands
 its jobs name: a ``Host`` that is not a loopback name or the address served is refused (DNS
@@ -49,8 +55,8 @@ another local account than the emulator's (server/callers.py). A body is bounded
 body is refused with 411 and the connection closed, so it cannot be read as a next request.
 
 The package: the HTTP side, who may call and the routing (``handler``), the v1 REST mapping of the
-JobService (``v1``), the admin API (``admin``), the web pages' routes (``web``), and ``RestServer``, the
-listener in its thread (``server``).
+JobService (``v1``), the admin API (``admin``; the state's: ``state``), the web pages' routes (``web``),
+and ``RestServer``, the listener in its thread (``server``).
 """
 
 from vertex_emulator.rest.handler import MAX_BODY_BYTES, MAX_JSON_DEPTH, json_depth

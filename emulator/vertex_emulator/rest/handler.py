@@ -1,7 +1,7 @@
 """The REST port's HTTP side: the listener within its ceilings (server/httpserve.py), who may call, request
 bodies within their bounds, the Google JSON error shape, and the routing of each path to the v1 mapping
-(v1.py), Cloud Logging (cloud_logging/transports.py), the web pages (web.py) and the admin API
-(admin.py).
+(v1.py), Cloud Logging (cloud_logging/transports.py), the web pages (web.py), the admin API
+(admin.py) and the state's admin API (state.py).
 
 Who may call: a ``Host`` that is not a loopback name or the address served is refused (DNS rebinding),
 so is an ``Origin`` other than the emulator's own, a write whose body is not ``application/json``, and,
@@ -25,6 +25,7 @@ from vertex_emulator.cloud_logging import transports as logging_transports
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.jobservice.service import JobService
 from vertex_emulator.rest import admin, v1, web
+from vertex_emulator.rest import state as state_api
 from vertex_emulator.scenario.player import ScenarioSlot
 from vertex_emulator.server import callers
 from vertex_emulator.server.httpserve import BoundedHTTPServer, Ceilings, Deadlines
@@ -225,6 +226,8 @@ class RestHandler(Deadlines):
             self._send_json(200, admin.scenario(self.server.scenario, method, self._json_body))
         elif path == "/emulator/capacity/preempt" and method == "POST":
             self._send_json(200, admin.preempt(service, self._json_body))
+        elif path.startswith(state_api.PREFIX) and self.server.state is not None:
+            self._send_json(200, state_api.call(self.server.state, method, path, self._json_body))
         else:
             raise ApiError("NOT_FOUND", f"{method} {path}: no such resource on the Vertex AI emulator")
 
@@ -295,8 +298,11 @@ class RestHTTPServer(BoundedHTTPServer):
         logs: logging_api.LogEntriesApi | None = None,
         ceilings: Ceilings | None = None,
         scenario: ScenarioSlot | None = None,
+        state: state_api.StateKeeper | None = None,
     ) -> None:
         self.service = service
+        #: snapshot, restore and reset of the state (``/emulator/state``; None: NOT_FOUND)
+        self.state = state
         #: the scenario this emulator plays (``/emulator/scenario``; None: the route answers NOT_FOUND)
         self.scenario = scenario
         self.auth_token = auth_token

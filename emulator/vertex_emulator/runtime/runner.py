@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from vertex_emulator.capacity.host import HostCeilings
@@ -60,6 +60,8 @@ class Runner:
         self._runs: dict[str, JobDriver] = {}
         self._lock = threading.Lock()
         self._closed = False
+        #: while ``paused``: the jobs whose drivers wait to be launched after the pause
+        self._held: list[str] | None = None
 
     # -- the contract with the API side -------------------------------------------------------
 
@@ -93,8 +95,9 @@ class Runner:
         with contextlib.suppress(KeyError):
             self.store.update(name, cancelled)
 
-    def recover(self) -> None:
-        """Settle jobs a previous emulator left non-terminal (call once, before serving)."""
+    def recover(self, cause: str = "The emulator restarted") -> None:
+        """Settle jobs a previous emulator left non-terminal (call once, before serving); ``cause``
+        begins the error of a job failed for it."""
         jobs = self.store.non_terminal()
         trial_jobs: set[str] = set()
         for job in jobs:
@@ -105,12 +108,12 @@ class Runner:
         for job in jobs:
             name = str(job["name"])
             try:
-                self._recover_one(job, trial_jobs)
+                self._recover_one(job, trial_jobs, cause)
             except Exception as exc:  # one damaged job must not stop the emulator from starting
                 log.exception("could not recover job %s", name)
                 self.store.quarantine(name, f"could not be recovered at startup: {type(exc).__name__}: {exc}")
 
-    def _recover_one(self, job: dict[str, Any], trial_jobs: set[str]) -> None:
+    def _recover_one(self, job: dict[str, Any], trial_jobs: set[str], cause: str) -> None:
         name = str(job["name"])
         survivors = self._kill_leftovers(name)
         state = str(job.get("state", ""))
@@ -135,7 +138,7 @@ class Runner:
             self.store.update(name, again)
             self.submit(name)
             return
-        self.store.update(name, _recovered(state, survivors, self.store.clock))
+        self.store.update(name, _recovered(state, survivors, self.store.clock, cause))
 
     def replica_view(self, job_name: str, replica_key: str) -> dict[str, Any] | None:
         """``{"state", "pid", "exitCode", "restarts", "address", "logTail"}`` or None if unknown."""
@@ -162,10 +165,39 @@ class Runner:
         with self._lock:
             self._closed = True
             runs = list(self._runs.values())
+        self._stop(runs)
+
+    def _stop(self, runs: list[JobDriver]) -> list[str]:
+        """Close ``runs`` and join them; the jobs whose drivers are still alive after the wait."""
         for run in runs:
             run.request_close()
         for run in runs:
             run.join(timeout=self.config.stop_grace_s + 10.0)
+        return [run.job_name for run in runs if run.is_alive()]
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[list[str]]:
+        """Stop every job as ``close`` does (replicas stopped, drivers joined, stored states untouched)
+        and hold back the drivers launched while the block runs (a Create meanwhile, ``recover``'s
+        restarts): they start after it, those of jobs still there and not ended. Yields the jobs whose
+        drivers did not stop in time (logged). One pause at a time."""
+        with self._lock:
+            if self._held is not None:
+                raise RuntimeError("the runner is paused already")
+            self._held = []
+            runs = list(self._runs.values())
+        try:
+            stuck = self._stop(runs)
+            if stuck:
+                log.error("jobs %s did not stop within %gs", stuck, self.config.stop_grace_s + 10.0)
+            yield stuck
+        finally:
+            with self._lock:
+                held, self._held = self._held or [], None
+            for name in held:
+                with contextlib.suppress(KeyError):
+                    if self.store.get(name).get("state") not in TERMINAL_STATES:
+                        self.submit(name)
 
     # -- the contract with the drivers (DriverHost) ---------------------------------------------
 
@@ -173,6 +205,9 @@ class Runner:
         """Register and start ``driver``; False when the emulator is closing or the job already runs."""
         with self._lock:
             if self._closed or driver.job_name in self._runs:
+                return False
+            if self._held is not None:  # paused: started after the pause
+                self._held.append(driver.job_name)
                 return False
             self._runs[driver.job_name] = driver
         driver.start()
@@ -207,7 +242,9 @@ class Runner:
         return survivors
 
 
-def _recovered(state: str, survivors: list[int], clock: ServiceClock) -> Callable[[dict[str, Any]], None]:
+def _recovered(
+    state: str, survivors: list[int], clock: ServiceClock, cause: str
+) -> Callable[[dict[str, Any]], None]:
     short = state.removeprefix("JOB_STATE_")
     if survivors:
         outcome = f"processes {survivors} of its replicas could not be stopped"
@@ -225,12 +262,12 @@ def _recovered(state: str, survivors: list[int], clock: ServiceClock) -> Callabl
             job["state"] = "JOB_STATE_FAILED"
             job["error"] = {
                 "code": 13,
-                "message": f"The emulator restarted while the job was {short}; {outcome}.",
+                "message": f"{cause} while the job was {short}; {outcome}.",
             }
         for trial in job.get("trials") or []:
             if trial.get("state") in ("ACTIVE", "REQUESTED", "STOPPING"):
                 trial["state"] = "INFEASIBLE"
-                trial["infeasibleReason"] = "The emulator restarted while the trial was running."
+                trial["infeasibleReason"] = f"{cause} while the trial was running."
                 trial["endTime"] = stamp
         job["endTime"] = stamp
 

@@ -287,6 +287,14 @@ class ScenarioSlot:
         if player is not None:
             player.stop()
 
+    def clear(self) -> None:
+        """Stop the scenario playing and forget it (``status``: not playing); what it set stays until
+        the caller sets it back (a reset or restore of the emulator's state)."""
+        with self._lock:
+            player, self.player = self.player, None
+        if player is not None:
+            player.stop()
+
     def status(self) -> dict[str, Any]:
         with self._lock:
             player = self.player

@@ -9,6 +9,12 @@ Fixtures:
   (``vertex_emulator_factory(image_map={...}, faults=Faults(...))``); each is stopped at the end.
 * ``vertex_job_client``: the stock ``google.cloud.aiplatform_v1.JobServiceClient`` over gRPC to
   ``vertex_emulator``.
+* ``vertex_session_emulator``: one emulator for the whole test session (started when a test first asks
+  for it), its state under the session's temporary directory.
+* ``vertex_reset_emulator``: ``vertex_session_emulator``, reset before the test (no jobs, logs or
+  objects, the start settings: ``Emulator.state.reset``, app/state.py), in milliseconds where starting
+  an emulator takes far longer; a test marked ``@pytest.mark.vertex_snapshot("NAME")`` gets it restored
+  from its snapshot NAME instead (``vertex_session_emulator.state.snapshot("NAME")`` writes one).
 * ``vertex_aiplatform``: ``vertex_emulator`` with the Vertex AI SDK pointed at it
   (``vertex_emulator.sdk.init``: project ``local-project``, location ``us-central1``), so
   ``aiplatform.CustomJob(...).run()`` runs there; the SDK's global settings are reset when the test ends.
@@ -33,7 +39,23 @@ if TYPE_CHECKING:
 # The emulator's modules (gRPC, the v1 types) load only when a test asks for a fixture: pytest loads
 # this plugin in every run of an environment that has the distribution installed.
 
-__all__ = ["vertex_aiplatform", "vertex_emulator", "vertex_emulator_factory", "vertex_job_client"]
+__all__ = [
+    "pytest_configure",
+    "vertex_aiplatform",
+    "vertex_emulator",
+    "vertex_emulator_factory",
+    "vertex_job_client",
+    "vertex_reset_emulator",
+    "vertex_session_emulator",
+]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "vertex_snapshot(name): vertex_reset_emulator restores the session emulator's snapshot NAME "
+        "instead of resetting it",
+    )
 
 
 @pytest.fixture
@@ -57,6 +79,27 @@ def vertex_emulator_factory(tmp_path: Path) -> Iterator[Callable[..., Emulator]]
 def vertex_emulator(vertex_emulator_factory: Callable[..., Emulator]) -> Emulator:
     """An emulator running for this test (free loopback ports, state under ``tmp_path``)."""
     return vertex_emulator_factory()
+
+
+@pytest.fixture(scope="session")
+def vertex_session_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """One emulator for the session (free loopback ports, state under the session's temporary dir)."""
+    from vertex_emulator import testing
+
+    with testing.running_emulator(tmp_path_factory.mktemp("vertex-emulator-session")) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def vertex_reset_emulator(vertex_session_emulator: Emulator, request: pytest.FixtureRequest) -> Emulator:
+    """``vertex_session_emulator``, reset before this test, or restored from the snapshot its
+    ``vertex_snapshot`` marker names."""
+    marker = request.node.get_closest_marker("vertex_snapshot")
+    if marker is None:
+        vertex_session_emulator.state.reset()
+    else:
+        vertex_session_emulator.state.restore(*marker.args, **marker.kwargs)
+    return vertex_session_emulator
 
 
 @pytest.fixture

@@ -6,8 +6,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from vertex_emulator.app.state import EmulatorState
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity
 from vertex_emulator.cloud_logging.api import LogEntriesApi
@@ -24,6 +25,9 @@ from vertex_emulator.scenario.player import ScenarioSlot
 from vertex_emulator.server.callers import warn_if_unchecked
 from vertex_emulator.server.httpserve import Ceilings
 
+if TYPE_CHECKING:
+    from vertex_emulator.runtime.runner import Runner
+
 __all__ = ["Emulator"]
 
 
@@ -34,11 +38,10 @@ def _private_dir(path: Path) -> None:
 
 def _make_runner(
     store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity
-) -> RunnerLike:
+) -> Runner:
     from vertex_emulator.runtime.runner import Runner
 
-    runner: RunnerLike = Runner(store, config, ceilings, gpus)
-    return runner
+    return Runner(store, config, ceilings, gpus)
 
 
 _T = TypeVar("_T")
@@ -79,7 +82,8 @@ class Emulator:
         self.ceilings = HostCeilings(config.max_replica_processes, config.max_job_replicas)
         #: GPU quotas, free capacity and Spot preemption (capacity/ledger.py), shared the same way
         self.gpus = GpuCapacity(config.capacity, config.faults)
-        self.runner: RunnerLike = _make_runner(self.store, config, self.ceilings, self.gpus)
+        self._runner = _make_runner(self.store, config, self.ceilings, self.gpus)
+        self.runner: RunnerLike = self._runner
         self.service = JobService(
             self.store, self.runner, config.faults, ceilings=self.ceilings, gpus=self.gpus
         )
@@ -89,6 +93,10 @@ class Emulator:
         self.scenario = ScenarioSlot(self.gpus, config.faults, self.store)
         if config.scenario is not None and not isinstance(config.scenario, Scenario):
             raise TypeError("config.scenario: must be a vertex_emulator.scenario.model.Scenario")
+        #: snapshot, restore and reset of the whole state (app/state.py; ``/emulator/state``)
+        self.state = EmulatorState(
+            config, self.store, self._runner, self.logs, self.gpus, self.service.injector, self.scenario
+        )
         self._grpc: GrpcServer | None = None
         self._rest: RestServer | None = None
         self._storage: StorageServer | None = None
@@ -118,6 +126,7 @@ class Emulator:
                 logs=self.logs,
                 ceilings=ceilings,
                 scenario=self.scenario,
+                state=self.state,
             ),
         )
         try:
@@ -158,6 +167,12 @@ class Emulator:
             self.config.storage_endpoint = self._storage.endpoint
             self._storage.start()
         self.runner.recover()
+        if self.config.restore is not None:  # before any client is served
+            try:
+                self.state.restore(self.config.restore)
+            except BaseException:
+                self.stop()
+                raise
         rest.start()
         grpc_server.start()
         if isinstance(self.config.scenario, Scenario):
