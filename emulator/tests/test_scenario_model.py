@@ -184,3 +184,22 @@ def test_the_command_line_reads_the_scenario(tmp_path: Path, capsys: pytest.Capt
     with pytest.raises(SystemExit):
         parse_config(["--scenario", str(path)])
     assert "--scenario: night.yaml:3: timeline[0].at: must be seconds" in capsys.readouterr().err
+
+
+def test_check_prints_the_put_body_or_the_errors_with_their_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m vertex_emulator.scenario check FILE``: a good file as the JSON body of
+    ``PUT /emulator/scenario`` (the same scenario once parsed again), a bad one refused naming its line."""
+    from vertex_emulator.scenario.__main__ import main
+    from vertex_emulator.scenario.loader import load_scenario, parse_scenario
+
+    example = Path(__file__).resolve().parents[1] / "scenarios" / "overnight-a100-stockout.yaml"
+    assert main(["check", str(example)]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert parse_scenario(json.dumps(body)) == load_scenario(example)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ntimeline:\n  - at: 0\n    stock: {region: us-central1, count: -1}\n")
+    assert main(["check", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("bad.yaml:4: timeline[0].stock.")

@@ -1,16 +1,23 @@
 """``python -m vertex_emulator.scenario``: the scenario file's JSON schema (docs/scenario.schema.json);
 ``python -m vertex_emulator.scenario from-history PAGE.json ... --compression N``: a job history as a
-scenario (scenario/history.py)."""
+scenario (scenario/history.py); ``python -m vertex_emulator.scenario check FILE``: the file checked
+(errors name its lines), printed as the JSON ``PUT /emulator/scenario`` takes."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from vertex_emulator.scenario.history import DEFAULT_LOG_LINES, history_scenario, read_history, read_logs
-from vertex_emulator.scenario.loader import ScenarioError, scenario_schema_text
+from vertex_emulator.scenario.loader import (
+    ScenarioError,
+    read_scenario_text,
+    scenario_document,
+    scenario_schema_text,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -58,7 +65,27 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument(
         "-o", "--output", type=Path, default=None, help="the scenario file to write (default: stdout)"
     )
+    check = commands.add_parser(
+        "check",
+        help="check a scenario file and print it as the JSON PUT /emulator/scenario takes",
+        description=(
+            "Check a scenario file (YAML or JSON) with the rules the emulator plays it by: an error names "
+            "the file, the line, the field and the rule. A good file is printed as one line of JSON, the "
+            "body of PUT /emulator/scenario (how a rehearsal plays it on an emulator it started first)."
+        ),
+    )
+    check.add_argument("file", type=Path, metavar="FILE", help="the scenario file")
     return parser
+
+
+def _check(path: Path) -> int:
+    try:
+        document = scenario_document(read_scenario_text(path), path.name)
+    except ScenarioError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+    sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         sys.stdout.write(scenario_schema_text())
         return 0
+    if args.command == "check":
+        return _check(args.file)
     if not 0 <= args.max_log_lines <= 1000:
         sys.stderr.write("--max-log-lines: must be from 0 to 1000\n")
         return 2

@@ -26,6 +26,8 @@ __all__ = [
     "ScenarioError",
     "load_scenario",
     "parse_scenario",
+    "read_scenario_text",
+    "scenario_document",
     "scenario_schema",
     "scenario_schema_text",
 ]
@@ -130,8 +132,17 @@ def parse_scenario(text: str, name: str = "scenario") -> Scenario:
         raise ScenarioError(_message(walk, exc)) from None
 
 
-def load_scenario(path: Path | str) -> Scenario:
-    """The scenario in the file at ``path`` (a ScenarioError naming the file and line)."""
+def scenario_document(text: str, name: str = "scenario") -> dict[str, Any]:
+    """The document in ``text`` once it passed ``parse_scenario``: what ``PUT /emulator/scenario``
+    takes as JSON (a client that plays a file on a running emulator sends this)."""
+    parse_scenario(text, name)
+    data, _walk = _document(text, name)
+    return dict(data)
+
+
+def read_scenario_text(path: Path | str) -> str:
+    """The text of the scenario file at ``path``: UTF-8, at most ``MAX_BYTES`` (a ScenarioError naming
+    the file)."""
     path = Path(path)
     try:
         with path.open("rb") as file:
@@ -144,7 +155,12 @@ def load_scenario(path: Path | str) -> Scenario:
         text = raw.decode()
     except UnicodeDecodeError:
         raise ScenarioError(f"{path.name}: not UTF-8 text") from None
-    return parse_scenario(text, path.name)
+    return text
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """The scenario in the file at ``path`` (a ScenarioError naming the file and line)."""
+    return parse_scenario(read_scenario_text(path), Path(path).name)
 
 
 def scenario_schema() -> dict[str, Any]:
