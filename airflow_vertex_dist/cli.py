@@ -270,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--map-index", type=int, default=None, help="DAG file: which spec of a task mapped over several"
     )
     render.set_defaults(func=_render)
+    from airflow_vertex_dist.rehearse.command import add_parser as add_rehearse
+
+    add_rehearse(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

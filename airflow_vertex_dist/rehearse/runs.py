@@ -1,0 +1,240 @@
+"""A rehearsal run end to end: the emulator, the night, Airflow's runs of the DAG, what came of them.
+
+``rehearse`` checks the scenario, starts an emulator (``emulator_process``), migrates one SQLite
+metadata DB, starts ``parallel`` Airflow processes (``child``; each a copy of that DB, a slice of the
+logical dates, run one after another), and once every one is ready plays the scenario and lets them
+run. While they run it samples the emulator's clock and capacity settings (the quota in force over
+the night). Then it lists every job of the rehearsal's project in every region of the machine catalog,
+reads the scenario's steps, stops the emulator and writes ``report.json``, ``report.txt`` and
+``timeline.svg`` (``report``, ``render``) under the rehearsal's directory.
+
+Each Airflow process has a metadata DB of its own: runs in different processes do not share Airflow
+pools (the emulator's quota they do share); runs of one process run one after another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from airflow_vertex_dist.rehearse.emulator_process import EmulatorProcess, RehearsalError, check_scenario
+
+__all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "rehearse"]
+
+#: the project and location of the rehearsal's connection
+PROJECT = "rehearsal-project"
+LOCATION = "us-central1"
+_SAMPLE_EVERY_S = 0.5
+_READY_TIMEOUT_S = 300.0
+
+
+@dataclass
+class RehearsalPlan:
+    """What to rehearse: a DAG file (and its DAG, when it holds several), the scenario file, the logical
+    dates (or a ``start``/``end`` range read with the DAG's schedule), how many Airflow processes run at
+    once, extra emulator flags (``--image-map``...), extra environment of the Airflow processes, the
+    connection id the DAG's tasks use, and a bound on the whole run (real seconds)."""
+
+    dag_file: Path
+    scenario: Path
+    workdir: Path
+    dag_id: str | None = None
+    dates: Sequence[datetime] = ()
+    start: datetime | None = None
+    end: datetime | None = None
+    parallel: int = 1
+    emulator_args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    conn_id: str = "vertex_dist_default"
+    timeout_s: float = 3600.0
+
+
+@dataclass
+class Rehearsal:
+    """What a rehearsal left: the report (``report.build_report``) and where its files are."""
+
+    report: dict[str, Any]
+    workdir: Path
+
+    @property
+    def ok(self) -> bool:
+        """Every run succeeded."""
+        return bool(self.report["runs"]) and all(r["state"] == "success" for r in self.report["runs"])
+
+
+def _connection(em: EmulatorProcess) -> str:
+    extra = {
+        "project": PROJECT,
+        "location": LOCATION,
+        "api_endpoint": em.grpc_target,
+        "emulator": True,
+        "web_endpoint": em.rest_url,
+    }
+    return json.dumps({"conn_type": "vertex_dist", "extra": extra})
+
+
+def _env(plan: RehearsalPlan, em: EmulatorProcess, home: Path) -> dict[str, str]:
+    """A pristine Airflow (none of the caller's Airflow settings), its connection at the emulator."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__DAGS_FOLDER=str(plan.dag_file.parent),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        STORAGE_EMULATOR_HOST=em.storage_url,  # the stock Cloud Storage client, at the emulator's
+    )
+    env[f"AIRFLOW_CONN_{plan.conn_id.upper()}"] = _connection(em)
+    env.update(plan.env)
+    return env
+
+
+def _child(
+    plan_json: dict[str, Any], path: Path, env: dict[str, str], **kwargs: Any
+) -> subprocess.Popen[str]:
+    path.write_text(json.dumps(plan_json))
+    command = [sys.executable, "-m", "airflow_vertex_dist.rehearse.child", str(path)]
+    return subprocess.Popen(command, env=env, text=True, **kwargs)
+
+
+def _prepare(plan: RehearsalPlan, em: EmulatorProcess) -> tuple[Path, list[str]]:
+    """The migrated metadata DB every Airflow process copies, and the logical dates."""
+    template = plan.workdir / "airflow" / "template"
+    template.mkdir(parents=True, exist_ok=True)
+    env = _env(plan, em, template)
+    log = (plan.workdir / "airflow" / "prepare.log").open("w")
+    with log:
+        if _child({"migrate": True}, template / "migrate.json", env, stdout=log, stderr=log).wait() != 0:
+            raise RehearsalError(f"Airflow's metadata DB could not be made: see {log.name}")
+        if plan.dates:
+            return template, [d.isoformat() for d in plan.dates]
+        if plan.start is None or plan.end is None:
+            raise RehearsalError("give logical dates, or a start and an end date")
+        ask = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": None}
+        ask.update(start_date=plan.start.isoformat(), end_date=plan.end.isoformat())
+        proc = _child(ask, template / "dates.json", env, stdout=subprocess.PIPE, stderr=log)
+        out, _ = proc.communicate(timeout=_READY_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise RehearsalError(f"{plan.dag_file}: its logical dates could not be read: see {log.name}")
+    dates: list[str] = json.loads(out.strip().splitlines()[-1])["dates"]
+    if not dates:
+        raise RehearsalError(f"no run of the DAG's schedule from {plan.start} to {plan.end}")
+    return template, dates
+
+
+class _Sampler(threading.Thread):
+    """The emulator's clock and quota every ``_SAMPLE_EVERY_S`` real seconds while the runs run."""
+
+    def __init__(self, em: EmulatorProcess) -> None:
+        super().__init__(daemon=True)
+        self.em, self.samples, self.stop = em, list[dict[str, Any]](), threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(_SAMPLE_EVERY_S):
+            self.take()
+
+    def take(self) -> None:
+        try:
+            clock, capacity = (
+                self.em.admin("GET", "/emulator/clock"),
+                self.em.admin("GET", "/emulator/capacity"),
+            )
+        except (RehearsalError, OSError):
+            return  # a busy moment: the next sample tells
+        keys = ("quota", "preemptible_quota")
+        self.samples.append({"now_ns": clock["now_ns"], **{k: capacity.get(k) or {} for k in keys}})
+
+
+def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates: list[str]) -> list[Any]:
+    slices = [dates[i :: max(1, plan.parallel)] for i in range(max(1, plan.parallel))]
+    started = []
+    for number, part in enumerate(s for s in slices if s):
+        home = plan.workdir / "airflow" / f"runs-{number}"
+        shutil.copytree(template, home, dirs_exist_ok=True)
+        result = home / "result.json"
+        job = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": part, "result": str(result)}
+        log = (home / "airflow.log").open("w")
+        proc = _child(
+            job,
+            home / "plan.json",
+            _env(plan, em, home),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
+        started.append((proc, result, log))
+    for proc, _result, log in started:  # "ready": the DAG is loaded, Airflow waits for the night
+        line = proc.stdout.readline() if proc.stdout else ""
+        if line.strip() != "ready":
+            raise RehearsalError(f"an Airflow process did not get ready: see {log.name}")
+    return started
+
+
+def rehearse(plan: RehearsalPlan) -> Rehearsal:
+    """Run ``plan`` and write its report; ``RehearsalError`` when it cannot be run at all."""
+    from airflow_vertex_dist.rehearse.collect import collect_jobs
+    from airflow_vertex_dist.rehearse.render import write_report
+    from airflow_vertex_dist.rehearse.report import build_report
+
+    scenario = check_scenario(plan.scenario)
+    plan.workdir.mkdir(parents=True, exist_ok=True)
+    em = EmulatorProcess.start(plan.workdir / "emulator", plan.emulator_args)
+    sampler = _Sampler(em)
+    started: list[Any] = []
+    try:
+        template, dates = _prepare(plan, em)
+        started = _start_runs(plan, em, template, dates)
+        real_start = time.monotonic()
+        em.admin("PUT", "/emulator/scenario", scenario)
+        status = em.admin("GET", "/emulator/scenario")
+        night_start_ns = em.admin("GET", "/emulator/clock")["now_ns"] - round(status["time_s"] * 1e9)
+        sampler.take()
+        sampler.start()
+        for proc, _result, _log in started:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.close()
+        deadline = time.monotonic() + plan.timeout_s
+        for proc, _result, _log in started:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        real_s = time.monotonic() - real_start
+        sampler.stop.set()
+        sampler.join(10)
+        runs = [
+            run
+            for _p, result, _l in started
+            if result.exists()
+            for run in json.loads(result.read_text())["runs"]
+        ]
+        jobs = collect_jobs(em, PROJECT)
+        played = em.admin("GET", "/emulator/scenario")
+    finally:
+        sampler.stop.set()
+        for proc, _result, log in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+            log.close()
+        em.stop()
+    report = build_report(
+        runs=sorted(runs, key=lambda r: r["logical_date"]),
+        jobs=jobs,
+        samples=sampler.samples,
+        night_start_ns=night_start_ns,
+        scenario={
+            "file": str(plan.scenario),
+            "compression": scenario.get("compression", 1),
+            "status": played,
+        },
+        real_seconds=real_s,
+    )
+    write_report(report, plan.workdir)
+    return Rehearsal(report, plan.workdir)
