@@ -252,7 +252,7 @@ def ledger_entry(
         "replicas": replicas,
         "gpu_hours": None if hours is None else round(accelerators * hours, 6),
         "usd": usd,
-        "usd_basis": basis if price is not None or usd is None else "never ran",
+        "usd_basis": "never ran" if hours == 0 else basis,
         "queued_seconds": _seconds(created, start if start is not None else end),
         "run_seconds": None if end is None else 0.0 if start is None else _seconds(start, end),
         "preempted_seconds": lost,

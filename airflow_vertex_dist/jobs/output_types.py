@@ -86,12 +86,12 @@ class LedgerEntry(TypedDict):
     its pools (several joined with ``+``; ``None``: none); ``accelerators`` and ``replicas``: of one
     run of the job (of one trial, for a tuning job); ``gpu_hours``: accelerators x hours run (a tuning
     job: summed over its trials); ``usd``: the catalog's price times those hours, ``usd_basis`` saying
-    how it was reckoned (``at most`` for SPOT: the catalog has no Spot price; ``None``: unknown, the
-    basis says why); ``queued_seconds``: ``createTime`` to ``startTime`` (to ``endTime`` for a job that
-    never started); ``run_seconds``: ``startTime`` to ``endTime``; ``preempted_seconds``: the run that
-    preemptions cut short, from each (re)start to the preemption that ended it, ``preemptions`` how
-    many, ``preemption_basis`` where they were read (``None``: not known, the basis says why). Times
-    of a job that has not ended: ``None``."""
+    how it was reckoned (``at most`` for SPOT: the catalog has no Spot price; ``never ran``: 0 at
+    any price; ``None``: unknown, the basis says why); ``queued_seconds``: ``createTime`` to
+    ``startTime`` (to ``endTime`` for a job that never started); ``run_seconds``: ``startTime`` to
+    ``endTime``; ``preempted_seconds``: the run that preemptions cut short, from each (re)start to the
+    preemption that ended it, ``preemptions`` how many, ``preemption_basis`` where they were read
+    (``None``: not known, the basis says why). Times of a job that has not ended: ``None``."""
 
     job: str
     kind: str
