@@ -249,8 +249,8 @@ def test_the_billing_queries_join_on_the_labels_the_provider_sets() -> None:
         BUDGET_LABEL,
         MANAGED_BY_VALUE,
         SPEC_LABEL,
-        rung_label,
         run_labels,
+        rung_label,
     )
 
     blocks = [b for b in BLOCKS if b.lang == "sql"]
