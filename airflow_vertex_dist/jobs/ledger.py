@@ -164,6 +164,8 @@ def _lost(
     from airflow_vertex_dist.jobs.capacity_messages import PREEMPTION_RE
 
     start, end = _nanos(job.get("startTime")), _nanos(job.get("endTime"))
+    if not job_spec(job):
+        return None, None, "the job was not read"
     if strategy == "STANDARD":
         return 0.0, 0, "STANDARD: not preemptible"
     if "trialJobSpec" in job:

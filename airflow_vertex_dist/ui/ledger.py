@@ -16,6 +16,7 @@ from airflow_vertex_dist.hooks.labels import rung_of
 from airflow_vertex_dist.jobs.dicts import job_labels
 from airflow_vertex_dist.jobs.ledger import AT_MOST, ledger_entry, ledger_totals, task_ledger
 from airflow_vertex_dist.ui import times
+from airflow_vertex_dist.ui.rungs import same_task
 
 if TYPE_CHECKING:
     from airflow_vertex_dist.jobs.output_types import LedgerEntry, LedgerTotals, TaskLedger
@@ -53,14 +54,17 @@ def ledger_of(
     names: Mapping[int, str] | None = None,
 ) -> TaskLedger:
     """The task's ledger: the one it returned (when it ends with ``job``), else reckoned from the jobs:
-    each rung left (its job read with ``read``; ``None``: shown by name, unknown) and then ``job``."""
+    each rung left (its job read with ``read``, and used only when it is a job of the same task,
+    ``rungs.same_task``; else shown by name, its figures unknown) and then ``job``."""
     if _valid(returned, job):
         return returned  # type: ignore[no-any-return]
     entries: list[LedgerEntry] = []
     for step in steps:
         name = str(step.get("job") or "")
         if name:
-            entries.append(ledger_entry(read(name) or {"name": name}, str(step.get("name") or "") or None))
+            other = read(name)
+            other = other if other is not None and same_task(job, other) else None  # another task's: unread
+            entries.append(ledger_entry(other or {"name": name}, str(step.get("name") or "") or None))
     number = rung_of(job_labels(job))  # the rung the job runs on: its label, named as the ladder names it
     rung = ((names or {}).get(number) or f"rung {number}") if number is not None else None
     entries.append(ledger_entry(job, rung))

@@ -112,6 +112,13 @@ def test_a_job_that_never_ran_costs_nothing_at_any_price() -> None:
     assert (entry["preempted_seconds"], entry["preemptions"]) == (0.0, 0)
 
 
+def test_a_job_known_by_name_only_is_all_unknown() -> None:
+    entry = ledger_entry({"name": "projects/p/locations/us-central1/customJobs/5"}, "a100")
+    assert (entry["gpu_hours"], entry["usd"], entry["run_seconds"], entry["preempted_seconds"]) == (None,) * 4
+    assert entry["preemption_basis"] == "the job was not read" and entry["rung"] == "a100"
+    assert ledger_totals([entry, ledger_entry(job())])["usd"] is None  # never a partial sum
+
+
 def test_a_job_that_has_not_ended_has_no_figures_yet() -> None:
     entry = ledger_entry(job(ended=None, state="JOB_STATE_RUNNING"))
     assert (entry["gpu_hours"], entry["usd"], entry["run_seconds"]) == (None, None, None)

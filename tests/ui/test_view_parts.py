@@ -315,6 +315,10 @@ def test_the_ledger_section_shows_the_returned_ledger_by_rung_and_the_total() ->
     reckoned = ledger_of(other, ended, steps, {left["name"]: left}.get, names={2: "on-demand"})
     assert [e["rung"] for e in reckoned["jobs"]] == ["spot", "on-demand"]
     assert reckoned["jobs"][1] == returned["jobs"][1]
+    assert reckoned["jobs"][0]["queued_seconds"] == 95.0  # the rung's job, read: the same task's
+    stranger = {**left, "labels": {**left["labels"], "airflow-run": "r-other"}}
+    unread = ledger_of(None, ended, steps, {left["name"]: stranger}.get)["jobs"][0]
+    assert unread["job"] == left["name"] and unread["queued_seconds"] is None  # another task's: not read
     view = ledger_view(returned)
     assert [r["rung"] for r in view["rungs"]] == ["spot", "on-demand"]
     assert view["jobs"][0]["usd"] == "$0.00" and view["jobs"][0]["run"] == "0m 00s"  # never ran: free
