@@ -43,6 +43,16 @@ TYPES = (
     (OUTPUTS, "CostOutput", "`cost` of a training or tuning task's output: the job's estimated cost.", ""),
     (
         OUTPUTS,
+        "TaskLedger",
+        "`ledger` of a training or tuning task's output: the cost ledger of every job the task created "
+        "(docs/how-to/cost.md).",
+        "",
+    ),
+    (OUTPUTS, "LedgerEntry", "One of `ledger.jobs`: a job's GPU-hours, dollars and times.", ""),
+    (OUTPUTS, "RungLedger", "One of `ledger.by_rung`: a rung's totals.", ""),
+    (OUTPUTS, "LedgerTotals", "`ledger.totals`, and `totals` of each of `ledger.by_rung`.", ""),
+    (
+        OUTPUTS,
         "TuningOutput",
         "The return value of `VertexTuningOperator` and `VertexTrialSensor`: every key of `JobOutput`, and:",
         "JobOutput",

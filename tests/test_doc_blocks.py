@@ -31,7 +31,7 @@ README_PLAIN = [b for b in PYTHON if b.runner == "plain" and DOCS not in b.page.
 SHELL = [b for b in BLOCKS if b.lang in SHELL_LANGS]
 SESSION_RUN = [b for b in SHELL if b.not_run is None and str(b.page.relative_to(ROOT)) in SESSIONS]
 EXECUTED = [b for b in SHELL if b.not_run is None and b not in SESSION_RUN]
-_CHECKED_LANGS = ("python", *SHELL_LANGS, "json", "ini", "yaml", *NOT_CODE)
+_CHECKED_LANGS = ("python", *SHELL_LANGS, "json", "ini", "yaml", "sql", *NOT_CODE)
 
 
 def _ids(blocks: list[Block]) -> list[str]:
@@ -240,3 +240,27 @@ def test_ini_blocks_set_options_the_provider_declares() -> None:
         for section in parser.sections():
             for option in parser.options(section):
                 assert (section, option) in declared, f"{block.id}: [{section}] {option}"
+
+
+def test_the_billing_queries_join_on_the_labels_the_provider_sets() -> None:
+    """Every label key a ``sql`` block (docs/how-to/cost.md: a Cloud Billing export joined to Airflow
+    runs) reads is one a job of this provider carries, and ``managed-by`` is matched to its value."""
+    from airflow_vertex_dist.hooks.labels import (
+        BUDGET_LABEL,
+        MANAGED_BY_VALUE,
+        SPEC_LABEL,
+        run_labels,
+        rung_label,
+    )
+
+    blocks = [b for b in BLOCKS if b.lang == "sql"]
+    assert blocks, "no sql block: the billing query is gone from the docs"
+    carried = {*run_labels("d", "t", "r"), *rung_label(1), SPEC_LABEL, BUDGET_LABEL}
+    for block in blocks:
+        assert "gcp_billing_export_resource_v1_" in block.code, block.id
+        keys = set(re.findall(r"\bkey\s*=\s*'([^']*)'", block.code))
+        assert keys and keys <= carried, (block.id, sorted(keys - carried))
+        for value in re.findall(r"key\s*=\s*'managed-by'\s+AND\s+value\s*=\s*'([^']*)'", block.code):
+            assert value == MANAGED_BY_VALUE, block.id
+    used = {k for b in blocks for k in re.findall(r"\bkey\s*=\s*'([^']*)'", b.code)}
+    assert {"airflow-run", "airflow-dag", "airflow-task", "managed-by"} <= used

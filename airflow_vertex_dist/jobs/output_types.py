@@ -12,7 +12,19 @@ from typing import TYPE_CHECKING, TypedDict
 if TYPE_CHECKING:
     from airflow_vertex_dist.jobs.trials import BestTrial, TrialCounts, TrialRow
 
-__all__ = ["CostOutput", "JobErrorOutput", "JobLink", "JobOutput", "LadderStep", "RungOutput", "TuningOutput"]
+__all__ = [
+    "CostOutput",
+    "JobErrorOutput",
+    "JobLink",
+    "JobOutput",
+    "LadderStep",
+    "LedgerEntry",
+    "LedgerTotals",
+    "RungLedger",
+    "RungOutput",
+    "TaskLedger",
+    "TuningOutput",
+]
 
 
 class JobLink(TypedDict):
@@ -66,11 +78,80 @@ class CostOutput(TypedDict):
     estimated_usd: float | None
 
 
+class LedgerEntry(TypedDict):
+    """One job of the cost ledger (``jobs.ledger.ledger_entry``). ``rung``: the ladder's name of the
+    rung it ran on (``None``: no ladder); ``dag``, ``task``, ``run``: its ``airflow-dag``,
+    ``airflow-task`` and ``airflow-run`` labels, the keys a billing export is joined on;
+    ``strategy``: ``STANDARD``, ``SPOT`` or ``FLEX_START``; ``accelerator_type``: the accelerators of
+    its pools (several joined with ``+``; ``None``: none); ``accelerators`` and ``replicas``: of one
+    run of the job (of one trial, for a tuning job); ``gpu_hours``: accelerators x hours run (a tuning
+    job: summed over its trials); ``usd``: the catalog's price times those hours, ``usd_basis`` saying
+    how it was reckoned (``at most`` for SPOT: the catalog has no Spot price; ``never ran``: 0 at
+    any price; ``None``: unknown, the basis says why); ``queued_seconds``: ``createTime`` to
+    ``startTime`` (to ``endTime`` for a job that never started); ``run_seconds``: ``startTime`` to
+    ``endTime``; ``preempted_seconds``: the run that preemptions cut short, from each (re)start to the
+    preemption that ended it, ``preemptions`` how many, ``preemption_basis`` where they were read
+    (``None``: not known, the basis says why). Times of a job that has not ended: ``None``."""
+
+    job: str
+    kind: str
+    state: str | None
+    rung: str | None
+    region: str
+    dag: str | None
+    task: str | None
+    run: str | None
+    strategy: str
+    accelerator_type: str | None
+    accelerators: int
+    replicas: int
+    gpu_hours: float | None
+    usd: float | None
+    usd_basis: str
+    queued_seconds: float | None
+    run_seconds: float | None
+    preempted_seconds: float | None
+    preemptions: int | None
+    preemption_basis: str
+
+
+class LedgerTotals(TypedDict):
+    """Sums over ledger entries (``jobs.ledger.ledger_totals``): ``jobs`` counted; each sum ``None``
+    when any entry's figure is unknown (never a partial sum); ``usd_basis`` is ``exact (on-demand)``,
+    or ``at most`` when an entry is an upper bound."""
+
+    jobs: int
+    gpu_hours: float | None
+    usd: float | None
+    usd_basis: str
+    queued_seconds: float | None
+    run_seconds: float | None
+    preempted_seconds: float | None
+    preemptions: int | None
+
+
+class RungLedger(TypedDict):
+    """One rung's totals in a task's ledger (``None``: the jobs of no ladder)."""
+
+    rung: str | None
+    totals: LedgerTotals
+
+
+class TaskLedger(TypedDict):
+    """The cost ledger of a training or tuning task: every job the task created (the rungs it left
+    too), in order, its totals by rung, and the task's totals."""
+
+    jobs: list[LedgerEntry]
+    by_rung: list[RungLedger]
+    totals: LedgerTotals
+
+
 class JobOutput(TypedDict):
     """The return value of a training task and of the sensors: ``id`` is the last segment of
     ``name``, ``kind`` is ``customJobs`` or ``hyperparameterTuningJobs``; the times are RFC 3339.
-    ``rung`` is set by a task with a capacity ladder, ``cost`` by the training and tuning tasks
-    (``None`` from the sensors)."""
+    ``rung`` is set by a task with a capacity ladder, ``cost`` and ``ledger`` (every job the task
+    created, the rungs it left included) by the training and tuning tasks (``None`` from the
+    sensors)."""
 
     name: str
     id: str
@@ -84,6 +165,7 @@ class JobOutput(TypedDict):
     error: JobErrorOutput | None
     rung: RungOutput | None
     cost: CostOutput | None
+    ledger: TaskLedger | None
 
 
 class TuningOutput(JobOutput):

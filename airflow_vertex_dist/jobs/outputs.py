@@ -4,7 +4,8 @@
 value of a training task and of the sensors) and ``TuningOutput`` (a tuning task's: the job output
 with ``TrialCounts``, the ``BestTrial`` and one ``TrialRow`` per trial) are the ``TypedDict``s of
 ``output_types``; docs/how-to/outputs.md shows their keys as tables written from them
-(scripts/outputs_md.py). ``job_cost`` estimates what a job cost from its price per hour and its times.
+(scripts/outputs_md.py). ``job_cost`` estimates what a job cost from its price per hour and its times;
+``ledger`` is the task's cost ledger (``jobs.ledger.task_ledger``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a DAG file that builds a task creates none of these classes
-    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput, RungOutput, TuningOutput
+    from airflow_vertex_dist.jobs.output_types import (
+        CostOutput,
+        JobOutput,
+        RungOutput,
+        TaskLedger,
+        TuningOutput,
+    )
     from airflow_vertex_dist.jobs.trials import TrialCounts
 
 __all__ = ["LINK_XCOM_KEY", "job_cost", "job_output", "tuning_output"]
@@ -71,6 +78,7 @@ def job_output(
     *,
     rung: RungOutput | None = None,
     cost: CostOutput | None = None,
+    ledger: TaskLedger | None = None,
 ) -> JobOutput:
     name = str(job.get("name", ""))
     error = job.get("error")
@@ -91,6 +99,7 @@ def job_output(
         ),
         "rung": rung,
         "cost": cost,
+        "ledger": ledger,
     }
 
 
@@ -100,6 +109,7 @@ def tuning_output(
     *,
     rung: RungOutput | None = None,
     cost: CostOutput | None = None,
+    ledger: TaskLedger | None = None,
 ) -> TuningOutput:
     from airflow_vertex_dist.jobs.trials import trial_summary  # not needed at parse time
 
@@ -112,7 +122,7 @@ def tuning_output(
         "active": summary["active"],
     }
     return {
-        **job_output(job, console_url, rung=rung, cost=cost),
+        **job_output(job, console_url, rung=rung, cost=cost, ledger=ledger),
         "trial_counts": counts,
         "best_trial": summary["best"],
         "trials": summary["trials"],

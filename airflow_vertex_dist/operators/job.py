@@ -41,12 +41,7 @@ from pydantic import BaseModel
 
 from airflow_vertex_dist._compat import TaskDeferralTimeout, conf
 from airflow_vertex_dist.hooks.labels import SPEC_LABEL, spec_fingerprint
-from airflow_vertex_dist.jobs.dicts import (
-    IfExists,
-    check_if_exists,
-    check_wait_settings,
-    job_state,
-)
+from airflow_vertex_dist.jobs.dicts import IfExists, check_if_exists, check_wait_settings, job_state
 from airflow_vertex_dist.jobs.kinds import TERMINAL_STATES, JobKind
 from airflow_vertex_dist.jobs.outputs import job_output
 from airflow_vertex_dist.links import VertexJobLink
@@ -74,7 +69,7 @@ from airflow_vertex_dist.operators.spec_field import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput, RungOutput
+    from airflow_vertex_dist.jobs.output_types import CostOutput, JobOutput, RungOutput, TaskLedger
     from airflow_vertex_dist.jobs.types import Job
     from airflow_vertex_dist.links import OwnedJob
     from airflow_vertex_dist.operators.ladder import LadderWalk
@@ -179,6 +174,7 @@ class VertexJobOperator(VertexBaseOperator):
         self.paused_grace = float(paused_grace)
         self.lineage_inputs = list(lineage_inputs or [])
         self._final_job: Mapping[str, Any] | None = None  # the job as it ended the try (for lineage)
+        self._ledger: TaskLedger | None = None  # the try's cost ledger, as returned (for lineage)
         self.capacity = None if capacity is None else ladder_of(capacity)
         self.gpu_pool = gpu_pool
         parsed = self._spec
@@ -315,10 +311,18 @@ class VertexJobOperator(VertexBaseOperator):
             return cost
         return spec_cost(job, self.validated_spec, self.hook.location)
 
+    def task_ledger(self, job: Mapping[str, Any]) -> TaskLedger:
+        """The try's cost ledger, ending with ``job`` (``operators.ledger_output``), kept for lineage."""
+        from airflow_vertex_dist.operators.ledger_output import task_ledger_of
+
+        self._ledger = task_ledger_of(self, job)
+        return self._ledger
+
     def job_outputs(self, job: Mapping[str, Any]) -> JobOutput:
         """The XCom return value (JSON)."""
         console = self.hook.console_url(str(job["name"]))
-        return job_output(job, console, rung=self.rung_output(), cost=self.job_cost(job))
+        ledger = self.task_ledger(job)
+        return job_output(job, console, rung=self.rung_output(), cost=self.job_cost(job), ledger=ledger)
 
     def execute(self, context: Context) -> Any:
         if self.ladder_walk is not None:
@@ -375,6 +379,7 @@ class VertexJobOperator(VertexBaseOperator):
             job=job,
             rung=self.rung_output(),
             cost=self.job_cost(job) if job is not None and job.get("endTime") else None,
+            ledger=self._ledger if job is not None else None,
         )
 
     def get_openlineage_facets_on_start(self) -> Any:

@@ -15,7 +15,9 @@ What a task reports:
 - **job facet** ``vertexDistJob``: the job kind, its Vertex AI resource name (once known), per
   worker pool its role, replica count, machine type and accelerators; with a capacity ladder, the rung
   the job ran on (``rung``: number, of, name, region, strategy); once the job ended, its estimated cost
-  (``cost``: ``usdPerHour``, ``basis``, ``hours``, ``estimatedUsd``, as in the task's XCom).
+  (``cost``: ``usdPerHour``, ``basis``, ``hours``, ``estimatedUsd``, as in the task's XCom) and the
+  try's cost ledger (``ledger``: ``jobs``, ``byRung``, ``totals``, the XCom's ``ledger`` with its keys
+  in camelCase: ``gpuHours``, ``usd``, ``queuedSeconds``, ``runSeconds``, ``preemptedSeconds``...).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from openlineage.client.facet_v2 import JobFacet
 from airflow_vertex_dist.jobs.dicts import job_spec as spec_of
 from airflow_vertex_dist.jobs.replicas import replica_count
 
-__all__ = ["FACET_NAME", "VertexDistJobFacet", "operator_lineage", "pools_of", "uri_dataset"]
+__all__ = ["FACET_NAME", "VertexDistJobFacet", "camel_keys", "operator_lineage", "pools_of", "uri_dataset"]
 
 #: The key of the job facet in the event's ``job.facets``.
 FACET_NAME = "vertexDistJob"
@@ -50,6 +52,21 @@ class VertexDistJobFacet(JobFacet):
     pools: list[dict[str, Any]] = attr.field(factory=list)
     rung: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
+    ledger: dict[str, Any] | None = None
+
+
+def camel_keys(value: Any) -> Any:
+    """``value`` with every dict key in camelCase (``gpu_hours`` -> ``gpuHours``), as facets spell them."""
+    if isinstance(value, Mapping):
+        return {_camel(str(k)): camel_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [camel_keys(v) for v in value]
+    return value
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def uri_dataset(uri: str) -> Dataset:
@@ -129,10 +146,11 @@ def operator_lineage(
     job: Mapping[str, Any] | None,
     rung: Mapping[str, Any] | None = None,
     cost: Mapping[str, Any] | None = None,
+    ledger: Mapping[str, Any] | None = None,
 ) -> OperatorLineage[Dataset, JobFacet]:
     """The lineage of one task: ``body`` is the v1 body of its job (``to_api``), ``job`` the job as the
-    API last returned it (``None`` before it exists); ``rung`` and ``cost`` as in the task's XCom
-    (``RungOutput``, ``CostOutput``), or ``None``."""
+    API last returned it (``None`` before it exists); ``rung``, ``cost`` and ``ledger`` as in the task's
+    XCom (``RungOutput``, ``CostOutput``, ``TaskLedger``), or ``None``."""
     tuning = kind == "hyperparameterTuningJobs"
     spec = spec_of(body)
     base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
@@ -159,6 +177,7 @@ def operator_lineage(
             if cost
             else None
         ),
+        ledger=camel_keys(ledger) if ledger else None,
     )
     return OperatorLineage(
         inputs=_inputs(declared_inputs, inlets),

@@ -33,4 +33,5 @@ class VertexTuningOperator(VertexJobOperator):
 
     def job_outputs(self, job: Mapping[str, Any]) -> TuningOutput:
         console = self.hook.console_url(str(job["name"]))
-        return tuning_output(job, console, rung=self.rung_output(), cost=self.job_cost(job))
+        ledger = self.task_ledger(job)
+        return tuning_output(job, console, rung=self.rung_output(), cost=self.job_cost(job), ledger=ledger)

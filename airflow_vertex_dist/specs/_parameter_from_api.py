@@ -84,8 +84,8 @@ def _value_fields(title: str, loc: Loc, data: dict[str, Any], value_spec: dict[s
                 title,
                 (*loc, "default_value"),
                 "default_value: not supported by HyperparameterTuningJob (the v1 StudySpec.ParameterSpec "
-                "reference: \"Currently only supported by the Vertex AI Vizier service. Not supported by "
-                "HyperparameterTuningJob or TrainingPipeline.\"); leave it out",
+                'reference: "Currently only supported by the Vertex AI Vizier service. Not supported by '
+                'HyperparameterTuningJob or TrainingPipeline."); leave it out',
                 raw_value,
             )
         elif data["type"] == "integer" and key in ("minValue", "maxValue"):

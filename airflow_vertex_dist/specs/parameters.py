@@ -256,8 +256,7 @@ class DiscreteParameter(_ParentBase):
         values = self.values
         if not values:
             fail(
-                f"values: discrete parameter {self.parameter_id!r} needs at least one value; list its "
-                "values"
+                f"values: discrete parameter {self.parameter_id!r} needs at least one value; list its values"
             )
         if len(values) > 1000:
             fail(

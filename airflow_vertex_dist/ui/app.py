@@ -39,6 +39,7 @@ from airflow_vertex_dist.links import (
     task_owned_job,
 )
 from airflow_vertex_dist.ui import model, times
+from airflow_vertex_dist.ui.ledger import ledger_of, ledger_view, returned_ledger, run_totals
 from airflow_vertex_dist.ui.listing import list_row, one_row_per_job
 from airflow_vertex_dist.ui.page import REFRESH_S, JobPage, LogView, index_page, job_page, main_section
 from airflow_vertex_dist.ui.rungs import ladder_steps, ladder_walk, rung_rows
@@ -258,15 +259,16 @@ def read_other(cache: JobCache, owned: OwnedJob) -> Callable[[str], dict[str, An
     return read
 
 
-def listed(rows: list[dict[str, Any]], cache: JobCache) -> list[dict[str, Any]]:
+def listed(rows: list[dict[str, Any]], cache: JobCache) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """The jobs list's rows (``listing.list_row``), one per job (``listing.one_row_per_job``): each
     job read through ``cache`` (8 at a time; an ended job is read once) and shown only when it is the
-    task's (``job_problem``), with the rungs its ladder left."""
+    task's (``job_problem``), with the rungs its ladder left; and the cost totals of each DAG run
+    listed (``ledger.run_totals``: a task's returned ledger, else its job's entry)."""
     from concurrent.futures import ThreadPoolExecutor
 
     zone = times.ui_timezone()
 
-    def one(row: dict[str, Any]) -> dict[str, Any]:
+    def one(row: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, str, list[Any]]]:
         ti = (row["dag_id"], row["run_id"], row["task_id"], int(row["map_index"]))
         found = find_job(*ti)
         job = read_other(cache, found[0])(found[0].name) if found else None
@@ -275,10 +277,12 @@ def listed(rows: list[dict[str, Any]], cache: JobCache) -> list[dict[str, Any]]:
         # only a ladder's job carries its rung label: no XCom read for any other
         on_ladder = job is not None and model.capacity_rung(job)
         steps = ladder_steps(*ti) if on_ladder else []
-        return list_row(row, job, steps, zone=zone)
+        entries = ledger_of(returned_ledger(*ti), job, [], lambda _: None)["jobs"] if job else []
+        return list_row(row, job, steps, zone=zone), (row["dag_id"], row["run_id"], entries)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(one, one_row_per_job(rows)))
+        done = list(pool.map(one, one_row_per_job(rows)))
+    return [shown for shown, _ in done], run_totals(costs for _, costs in done)
 
 
 def create_app(cache: JobCache | None = None) -> Any:
@@ -322,6 +326,15 @@ def create_app(cache: JobCache | None = None) -> Any:
             output_url=output_url(model.output_uri(job), console),
             logs=jobs.logs(owned, job),
             rungs=rung_rows(job, steps, read_other(jobs, owned), names=names),
+            ledger=ledger_view(
+                ledger_of(
+                    returned_ledger(dag_id, run_id, task_id, index),
+                    job,
+                    steps,
+                    read_other(jobs, owned),
+                    names,
+                )
+            ),
             zone=times.ui_timezone(),
         )
         body = main_section(page) if fragment else job_page(page)
@@ -334,8 +347,9 @@ def create_app(cache: JobCache | None = None) -> Any:
             for row in xcom_rows(LINK_XCOM_KEY, dag_ids=readable_dag_ids(user), limit=100)
             if isinstance(row["value"], dict)
         ]
+        shown, runs = listed(rows, jobs)
         return HTMLResponse(
-            index_page(listed(rows, jobs), prefix=PREFIX), headers={"Cache-Control": "no-store"}
+            index_page(shown, prefix=PREFIX, runs=runs), headers={"Cache-Control": "no-store"}
         )
 
     return app

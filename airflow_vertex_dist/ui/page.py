@@ -61,7 +61,8 @@ class LogView:
 @dataclass
 class JobPage:
     """What one page shows: the job, where it came from, and its links; ``rungs``: a capacity
-    ladder's rungs tried (``rungs.rung_rows``); ``zone``: the timezone of the times as the page is
+    ladder's rungs tried (``rungs.rung_rows``); ``ledger``: the task's cost ledger as shown
+    (``ledger.ledger_view``); ``zone``: the timezone of the times as the page is
     served (Airflow's ``default_ui_timezone``; the page's script then shows the user's); ``now``:
     the time a running job's elapsed time counts to (the time of the request)."""
 
@@ -75,6 +76,7 @@ class JobPage:
     output_url: str
     logs: LogView
     rungs: list[dict[str, str]] = field(default_factory=list)
+    ledger: dict[str, Any] | None = None
     zone: tzinfo = UTC
     now: datetime | None = None
 
@@ -151,6 +153,7 @@ def _main_context(page: JobPage) -> dict[str, Any]:
         "reduction_server": any(p["reduction_server"] for p in pools),
         "rung": model.capacity_rung(job),
         "rungs": page.rungs,
+        "ledger": page.ledger,
         "timeline": _timeline(page),
         "error": job.get("error") or {},
         "log_note": page.logs.note,
@@ -180,11 +183,14 @@ def job_page(page: JobPage) -> str:
     )
 
 
-def index_page(rows: Sequence[Mapping[str, Any]], *, prefix: str) -> str:
+def index_page(
+    rows: Sequence[Mapping[str, Any]], *, prefix: str, runs: Sequence[Mapping[str, str]] = ()
+) -> str:
     """The nav entry's page: the newest jobs of this provider's tasks the user may read (rows of
     ``listing.list_row``, or the XCom rows themselves: then without what their jobs say), each linked
-    to its task instance's view."""
+    to its task instance's view; ``runs``: the cost totals of each DAG run listed
+    (``ledger.run_totals``)."""
     from airflow_vertex_dist.ui.listing import list_row
 
     shown = [row if "path" in row else list_row(row, None) for row in rows]
-    return _render("index.html", title="Vertex AI jobs", rows=shown, prefix=prefix)
+    return _render("index.html", title="Vertex AI jobs", rows=shown, prefix=prefix, runs=list(runs))

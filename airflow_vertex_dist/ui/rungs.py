@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_vertex_dist.jobs.dicts import job_labels, job_spec, job_state, short_state
+from airflow_vertex_dist.jobs.dicts import job_labels, job_state, short_state
 from airflow_vertex_dist.ui import model, times
 
 UTC = timezone.utc
@@ -84,28 +84,16 @@ def _region(name: str) -> str:
 
 
 def job_price(job: Mapping[str, Any]) -> str:
-    """USD per hour of the whole job while it runs, from the machine catalog: every replica of every
-    pool (a tuning job's ``parallelTrialCount`` trials at once); ``at most`` for SPOT (the catalog has
-    no Spot price; a Spot VM is sold below on-demand); ``""`` when a figure is missing."""
-    from airflow_vertex_dist.specs.prices import price_per_hour
+    """USD per hour of the whole job while it runs (``jobs.ledger.job_usd_per_hour``: every replica of
+    every pool, a tuning job's ``parallelTrialCount`` trials at once), as the table shows it: ``at
+    most`` for SPOT (the catalog has no Spot price; a Spot VM is sold below on-demand); ``""`` when a
+    figure is missing."""
+    from airflow_vertex_dist.jobs.ledger import AT_MOST, job_usd_per_hour
 
-    region = _region(str(job.get("name", "")))
-    spec = job_spec(job)
-    strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
-    if not region or strategy == "FLEX_START":
+    total, basis = job_usd_per_hour(job)
+    if total is None:
         return ""
-    total = 0.0
-    for row, pool in zip(model.pools(job), [p for p in spec.get("workerPoolSpecs") or [] if p], strict=True):
-        machine = pool.get("machineSpec") or {}
-        accel = machine.get("acceleratorType")
-        count = int(machine.get("acceleratorCount", 1 if accel else 0) or 0)
-        price = price_per_hour(str(machine.get("machineType", "")), accel, count, region)
-        if price is None:
-            return ""
-        total += price * int(row["replicas"])
-    if "trialJobSpec" in job:
-        total *= int(job.get("parallelTrialCount") or 1)
-    return f"{'at most ' if strategy == 'SPOT' else ''}${total:,.2f}/h"
+    return f"{'at most ' if basis == AT_MOST else ''}${total:,.2f}/h"
 
 
 def _row(

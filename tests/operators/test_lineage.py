@@ -255,6 +255,16 @@ def test_the_provider_emits_a_training_jobs_lineage(
     assert (cost["usdPerHour"], cost["basis"]) == (0.21849885, "on-demand")  # n1-standard-4, us-central1
     assert cost["hours"] > 0
     assert cost["estimatedUsd"] == pytest.approx(cost["usdPerHour"] * cost["hours"], abs=1e-8)
+    # the try's cost ledger, as the task's XCom has it, its keys in camelCase
+    assert "ledger" not in events["START"]["job"]["facets"]["vertexDistJob"]
+    ledger = events["COMPLETE"]["job"]["facets"]["vertexDistJob"]["ledger"]
+    [entry] = ledger["jobs"]
+    assert entry["job"] == job["name"] and entry["strategy"] == "STANDARD"
+    assert entry["runSeconds"] == pytest.approx(cost["hours"] * 3600, abs=0.01)
+    assert entry["usd"] == pytest.approx(cost["estimatedUsd"], abs=1e-5)
+    assert (entry["preemptedSeconds"], entry["preemptions"]) == (0.0, 0)
+    assert ledger["totals"]["usd"] == entry["usd"] and ledger["totals"]["jobs"] == 1
+    assert ledger["byRung"] == [{"totals": ledger["totals"]}]  # no ladder: its rung is null (left out)
 
 
 @pytest.mark.slow

@@ -45,15 +45,18 @@ def _client(
     allowed: bool = True,
     cache: JobCache | None = None,
     steps: list[dict[str, Any]] | None = None,
+    returned: Any = None,
 ) -> TestClient:
-    """The app, its task's job ``name`` (and the rungs its ladder left, ``steps``) as the task's XComs
-    would give them (``tests/compat/test_ui_internals.py`` reads real XComs)."""
+    """The app, its task's job ``name`` (the rungs its ladder left, ``steps``, and the ledger it
+    returned, ``returned``) as the task's XComs would give them
+    (``tests/compat/test_ui_internals.py`` reads real XComs)."""
     monkeypatch.setattr(_compat, "ui_auth_dependencies", lambda: (_allow if allowed else _deny, _allow))
     monkeypatch.setattr(
         ui_app, "find_job", lambda *a: (OwnedJob(name, "vertex_dist_default"), "http://console/x")
     )
     monkeypatch.setattr(ui_app, "ladder_steps", lambda *a: list(steps or []))
     monkeypatch.setattr(ui_app, "ladder_walk", lambda *a: (list(steps or []), {}))
+    monkeypatch.setattr(ui_app, "returned_ledger", lambda *a: returned)
     return TestClient(ui_app.create_app(cache))
 
 
@@ -110,6 +113,18 @@ def test_a_custom_job_page_shows_pools_timeline_and_replica_lines(
     assert "href='/dags/dag_a/runs/manual__1/tasks/train'" in page
     assert "gs://bkt/out" in page
     assert "data-running='0'" in page and "<script src" not in page
+    # the cost ledger, reckoned from the job (no ledger returned): 2 workers x 2 T4, on Spot; the
+    # catalog has no T4 price and the job's log was not read for preemptions: both unknown
+    ledger = page[page.index("<h2 id='ledger'>Cost ledger</h2>") : page.index("<h2>Pools</h2>")]
+    row = re.search(
+        r"<tr><td>rung 2</td><td>(\d+)</td><td>SPOT</td><td>4 x NVIDIA_TESLA_T4</td>(.*?)</tr>", ledger
+    )
+    assert row is not None and row.group(1) == job.name.rsplit("/", 1)[-1]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(2))
+    assert cells[1] == "unknown" and cells[4] == "unknown"  # USD, lost to preemption
+    assert re.fullmatch(r"\d+\.\d+", cells[0])  # GPU-hours
+    assert "<tr class='total'><td>task</td><td colspan='3'>1 job</td>" in ledger
+    assert "an upper bound" not in ledger  # no Spot price shown: nothing to qualify
 
 
 def test_reads_are_shared_by_pages_and_spaced_by_the_refresh_interval(

@@ -291,3 +291,66 @@ def test_the_tab_and_the_extra_link_have_distinct_names() -> None:
     tabs = {view["name"] for view in VertexDistUiPlugin.external_views}
     assert tabs == {"Vertex AI job", "Vertex AI jobs"}
     assert VertexJobLink.name == "Vertex AI console" and VertexJobLink.name not in tabs
+
+
+def test_the_ledger_section_shows_the_returned_ledger_by_rung_and_the_total() -> None:
+    from airflow_vertex_dist.jobs.ledger import ledger_entry, task_ledger
+    from airflow_vertex_dist.ui.ledger import ledger_of, ledger_view
+
+    left = {
+        "name": NAME.replace("/7", "/6"),
+        "state": "JOB_STATE_FAILED",
+        "createTime": "2026-12-06T04:28:51Z",
+        "endTime": "2026-12-06T04:30:26Z",
+        "labels": {**LABELS, "airflow-rung": "r1"},
+        "jobSpec": {"workerPoolSpecs": [POOL], "scheduling": {"strategy": "SPOT"}},
+    }
+    ended = {**_running(), "state": "JOB_STATE_SUCCEEDED", "endTime": "2026-12-06T05:31:00.123456789Z"}
+    returned = task_ledger([ledger_entry(left, "spot", preemptions=[]), ledger_entry(ended, "on-demand")])
+    steps = [{"rung": 1, "name": "spot", "job": left["name"], "outcome": "stockout"}]
+    # the returned ledger ends with the job: it is the one shown (it read the logs)
+    assert ledger_of(returned, ended, steps, {left["name"]: left}.get) is returned
+    # one that does not (an XCom any task may write) is not: the ledger is reckoned from the jobs
+    other = {**returned, "jobs": returned["jobs"][:1]}
+    reckoned = ledger_of(other, ended, steps, {left["name"]: left}.get, names={2: "on-demand"})
+    assert [e["rung"] for e in reckoned["jobs"]] == ["spot", "on-demand"]
+    assert reckoned["jobs"][1] == returned["jobs"][1]
+    assert reckoned["jobs"][0]["queued_seconds"] == 95.0  # the rung's job, read: the same task's
+    stranger = {**left, "labels": {**left["labels"], "airflow-run": "r-other"}}
+    unread = ledger_of(None, ended, steps, {left["name"]: stranger}.get)["jobs"][0]
+    assert unread["job"] == left["name"] and unread["queued_seconds"] is None  # another task's: not read
+    view = ledger_view(returned)
+    assert [r["rung"] for r in view["rungs"]] == ["spot", "on-demand"]
+    assert view["jobs"][0]["usd"] == "$0.00" and view["jobs"][0]["run"] == "0m 00s"  # never ran: free
+    assert view["jobs"][1]["usd"] == "$0.66" and view["jobs"][1]["gpus"] == "none"  # 3 x n1-standard-4, 1 h
+    assert view["total"]["usd"] == "$0.66" and view["total"]["queued"] == "2m 09s"  # 1m 35s + 0m 34s
+    main = main_section(_page(ended, ledger=view))
+    check_page(job_page(_page(ended, ledger=view)))
+    assert "<tr class='total'><td>task</td><td colspan='3'>2 jobs</td><td>0.00</td><td>$0.66</td>" in main
+    assert "<tr class='subtotal'><td>spot</td><td colspan='3'>1 job</td>" in main
+    assert main.index("id='ledger-table'") < main.index("<h2>Pools</h2>")
+    assert "ledger-table" not in main_section(_page(ended))  # no ledger: no section
+
+
+def test_the_jobs_list_totals_each_dag_run_once_per_job() -> None:
+    from airflow_vertex_dist.jobs.ledger import ledger_entry
+    from airflow_vertex_dist.ui.ledger import run_totals
+
+    ended = {**_running(), "state": "JOB_STATE_SUCCEEDED", "endTime": "2026-12-06T05:31:00.123456789Z"}
+    spot = {
+        **ended,
+        "name": NAME.replace("/7", "/8"),
+        "jobSpec": {**ended["jobSpec"], "scheduling": {"strategy": "SPOT"}},
+    }
+    one, two = ledger_entry(ended), ledger_entry(spot, preemptions=[])
+    # the task and a sensor watching its job list it twice: counted once
+    runs = run_totals([("d", "r", [one]), ("d", "r", [one, two]), ("d", "r2", [two])])
+    assert [(r["dag_id"], r["run_id"], r["jobs"], r["usd"]) for r in runs] == [
+        ("d", "r", "2", "at most $1.31"),
+        ("d", "r2", "1", "at most $0.66"),
+    ]
+    row = {"dag_id": "d", "run_id": "r", "task_id": "t", "map_index": -1, "job_name": NAME, "timestamp": None}
+    page = index_page([list_row(row, ended)], prefix="/vertex-dist", runs=runs)
+    check_page(page)
+    assert "<tr><td>d</td><td>r</td><td>2</td><td>0.00</td><td>at most $1.31</td>" in page
+    assert "run-totals-table" not in index_page([list_row(row, ended)], prefix="/vertex-dist")
