@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from airflow_vertex_dist.operators.job_logs import JobLogs
     from airflow_vertex_dist.operators.ladder import LadderWalk
 
-__all__ = ["LedgerHost", "job_preemptions", "task_ledger_of"]
+__all__ = ["LedgerHost", "job_preemptions", "task_ledger_of", "with_spec"]
 
 #: the ``task_name`` of Vertex AI's own lines about a job in Cloud Logging
 SERVICE_TASK = "service"
@@ -41,6 +41,7 @@ class LedgerHost(Protocol):
     def job_logs(self) -> JobLogs: ...
     @property
     def ladder_walk(self) -> LadderWalk | None: ...
+    def job_body(self) -> dict[str, Any]: ...
 
 
 def job_preemptions(logs: JobLogs, job: Mapping[str, Any], log: Any) -> list[str] | None:
@@ -84,10 +85,20 @@ def _left(host: LedgerHost, walk: LadderWalk) -> list[LedgerEntry]:
     return entries
 
 
+def with_spec(job: Mapping[str, Any], body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``job`` with the spec of ``body`` (the request that created it) when it carries none: a trigger
+    event's job is compact (``compact_job``: no ``jobSpec``), and the ledger prices the pools."""
+    if job.get("jobSpec") or job.get("trialJobSpec"):
+        return job
+    spec = {k: body[k] for k in ("jobSpec", "trialJobSpec", "parallelTrialCount") if k in body}
+    return {**spec, **job}
+
+
 def task_ledger_of(host: LedgerHost, job: Mapping[str, Any]) -> TaskLedger:
-    """The ledger of the try that ends with ``job``: the rungs' jobs it left, then ``job``."""
+    """The ledger of the try that ends with ``job``: the rungs' jobs it left, then ``job`` (its spec
+    from the request body when the job as handed over is compact)."""
     walk = host.ladder_walk
     entries = _left(host, walk) if walk is not None else []
     rung = walk.rung_plan.name if walk is not None and walk.rung_plan is not None else None
-    entries.append(_entry(host, job, rung))
+    entries.append(_entry(host, with_spec(job, host.job_body()), rung))
     return task_ledger(entries)

@@ -260,6 +260,8 @@ def test_the_provider_emits_a_training_jobs_lineage(
     ledger = events["COMPLETE"]["job"]["facets"]["vertexDistJob"]["ledger"]
     [entry] = ledger["jobs"]
     assert entry["job"] == job["name"] and entry["strategy"] == "STANDARD"
+    # the event's job is compact (no spec): its pool is priced from the request, 1 CPU replica
+    assert entry["replicas"] == 1 and "acceleratorType" not in entry  # null: left out of the event
     assert entry["runSeconds"] == pytest.approx(cost["hours"] * 3600, abs=0.01)
     assert entry["usd"] == pytest.approx(cost["estimatedUsd"], abs=1e-5)
     assert (entry["preemptedSeconds"], entry["preemptions"]) == (0.0, 0)

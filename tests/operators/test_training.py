@@ -122,6 +122,7 @@ def test_non_deferred_run_renders_the_spec_and_pushes_outputs(vertex_conn: Emula
         "error": None,
         "rung": None,  # no capacity ladder
         "cost": out["cost"],
+        "ledger": out["ledger"],
     }
     # 3 replicas of n1-standard-4 (us-central1, on-demand: the machine catalog), for the hours it ran
     assert out["cost"]["usd_per_hour"] == pytest.approx(3 * 0.21849885)
@@ -129,6 +130,11 @@ def test_non_deferred_run_renders_the_spec_and_pushes_outputs(vertex_conn: Emula
     cost = out["cost"]
     assert cost["hours"] > 0
     assert cost["estimated_usd"] == pytest.approx(cost["usd_per_hour"] * cost["hours"], abs=1e-8)
+    # the ledger: its one job, 3 CPU replicas (no GPU-hours), the same price times the same hours
+    [entry] = out["ledger"]["jobs"]
+    assert (entry["job"], entry["rung"], entry["replicas"], entry["gpu_hours"]) == (job["name"], None, 3, 0.0)
+    assert entry["usd"] == pytest.approx(cost["estimated_usd"], abs=1e-6)
+    assert out["ledger"]["totals"]["usd"] == entry["usd"]
     assert dag_xcom(dr, "train", "vertex_job") == {"name": job["name"], "console_url": out["console_url"]}
     assert dag_xcom(dr, "train", "_link_VertexJobLink") == out["console_url"]
 

@@ -91,6 +91,15 @@ def check_outputs(em: Emulator, out: dict[str, Any], goal: str) -> None:
         "metric_value": by_x[best_x]["metric_value"],
         "goal": goal,
     }
+    # the cost ledger: the study's one job, its hours each trial's (deferred too: priced from the spec)
+    [entry] = out["ledger"]["jobs"]
+    assert (entry["job"], entry["kind"], entry["strategy"]) == (
+        job["name"],
+        "hyperparameterTuningJobs",
+        "STANDARD",
+    )
+    assert entry["usd"] is not None and entry["usd"] == pytest.approx(out["cost"]["estimated_usd"], abs=1e-6)
+    assert entry["replicas"] >= 1 and (entry["preempted_seconds"], entry["preemptions"]) == (0.0, 0)
 
 
 @pytest.mark.parametrize(("deferrable", "goal"), [(False, "MINIMIZE"), (True, "MAXIMIZE")])
