@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -91,6 +92,13 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="the longest the runs may take, real seconds (default 3600)",
     )
+    cmd.add_argument(
+        "--bucket",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Cloud Storage bucket that exists on the emulator from the start (repeatable)",
+    )
     cmd.set_defaults(func=run)
 
 
@@ -105,6 +113,9 @@ def _problem(args: argparse.Namespace) -> str | None:
         return "give --logical-date (repeatable) or --start-date and --end-date"
     if args.logical_date and args.start_date:
         return "--logical-date or --start-date/--end-date: not both"
+    bad = [b for b in args.bucket if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]", b)]
+    if bad:
+        return f"--bucket {bad[0]}: not a bucket name (lowercase letters, digits, '-', '_' and '.', 3 to 222)"
     if not 1 <= args.parallel <= 64:
         return f"--parallel: must be from 1 to 64 (got {args.parallel})"
     return None
@@ -134,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         env=dict(args.env),
         conn_id=args.conn_id,
         timeout_s=args.timeout,
+        buckets=args.bucket,
     )
     try:
         done = rehearse(plan)

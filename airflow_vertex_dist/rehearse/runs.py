@@ -43,7 +43,8 @@ class RehearsalPlan:
     """What to rehearse: a DAG file (and its DAG, when it holds several), the scenario file, the logical
     dates (or a ``start``/``end`` range read with the DAG's schedule), how many Airflow processes run at
     once, extra emulator flags (``--image-map``...), extra environment of the Airflow processes, the
-    connection id the DAG's tasks use, and a bound on the whole run (real seconds)."""
+    connection id the DAG's tasks use, a bound on the whole run (real seconds) and the Cloud Storage
+    buckets that exist on the emulator from the start."""
 
     dag_file: Path
     scenario: Path
@@ -57,6 +58,7 @@ class RehearsalPlan:
     env: Mapping[str, str] = field(default_factory=dict)
     conn_id: str = "vertex_dist_default"
     timeout_s: float = 3600.0
+    buckets: Sequence[str] = ()
 
 
 @dataclass
@@ -118,13 +120,13 @@ def _prepare(plan: RehearsalPlan, em: EmulatorProcess) -> tuple[Path, list[str]]
             return template, [d.isoformat() for d in plan.dates]
         if plan.start is None or plan.end is None:
             raise RehearsalError("give logical dates, or a start and an end date")
-        ask = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": None}
+        answer = template / "dates-answer.json"
+        ask = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": None, "result": str(answer)}
         ask.update(start_date=plan.start.isoformat(), end_date=plan.end.isoformat())
-        proc = _child(ask, template / "dates.json", env, stdout=subprocess.PIPE, stderr=log)
-        out, _ = proc.communicate(timeout=_READY_TIMEOUT_S)
-    if proc.returncode != 0:
+        code = _child(ask, template / "dates.json", env, stdout=log, stderr=log).wait(_READY_TIMEOUT_S)
+    if code != 0 or not answer.exists():
         raise RehearsalError(f"{plan.dag_file}: its logical dates could not be read: see {log.name}")
-    dates: list[str] = json.loads(out.strip().splitlines()[-1])["dates"]
+    dates: list[str] = json.loads(answer.read_text())["dates"]
     if not dates:
         raise RehearsalError(f"no run of the DAG's schedule from {plan.start} to {plan.end}")
     return template, dates
@@ -161,20 +163,17 @@ def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates:
         shutil.copytree(template, home, dirs_exist_ok=True)
         result = home / "result.json"
         job = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": part, "result": str(result)}
+        job["ready"] = str(home / "ready")
         log = (home / "airflow.log").open("w")
-        proc = _child(
-            job,
-            home / "plan.json",
-            _env(plan, em, home),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-        )
+        env = _env(plan, em, home)
+        proc = _child(job, home / "plan.json", env, stdin=subprocess.PIPE, stdout=log, stderr=log)
         started.append((proc, result, log))
-    for proc, _result, log in started:  # "ready": the DAG is loaded, Airflow waits for the night
-        line = proc.stdout.readline() if proc.stdout else ""
-        if line.strip() != "ready":
-            raise RehearsalError(f"an Airflow process did not get ready: see {log.name}")
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    for proc, result, log in started:  # ready: the DAG is loaded, Airflow waits for the night
+        while not result.with_name("ready").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RehearsalError(f"an Airflow process did not get ready: see {log.name}")
+            time.sleep(0.1)
     return started
 
 
@@ -187,6 +186,8 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
     scenario = check_scenario(plan.scenario)
     plan.workdir.mkdir(parents=True, exist_ok=True)
     em = EmulatorProcess.start(plan.workdir / "emulator", plan.emulator_args)
+    for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
+        (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
     sampler = _Sampler(em)
     started: list[Any] = []
     try:

@@ -137,6 +137,17 @@ timeline:
         name = client.create_custom_job(parent=PARENT, custom_job=_job("shape-1", mark, {})).name
         done = wait_for_state(em, name, ["JOB_STATE_SUCCEEDED"], timeout=20)
         assert _seconds(done, "startTime", "endTime") >= 60 and not mark.exists()
+        # a played job runs no code: an image the emulator could not run (no command, no image map
+        # entry) plays as well; the same job not played fails at once naming the missing entry
+        body = json.loads(CustomJob.to_json(_job("shape-2", mark, {})))
+        body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"] = {"imageUri": "example.com/ml/trainer:1"}
+        unmapped = CustomJob.from_json(json.dumps(body))
+        name = client.create_custom_job(parent=PARENT, custom_job=unmapped).name
+        assert wait_for_state(em, name, ["JOB_STATE_SUCCEEDED"], timeout=20)["state"] == "JOB_STATE_SUCCEEDED"
+        body["displayName"] = "not-played"
+        name = client.create_custom_job(parent=PARENT, custom_job=CustomJob.from_json(json.dumps(body))).name
+        failed = wait_for_state(em, name, ["JOB_STATE_FAILED"], timeout=20)
+        assert "no image map entry" in failed["error"]["message"]
 
 
 def test_delays_timeouts_and_flex_start_waits_are_scenario_seconds(tmp_path: Path) -> None:

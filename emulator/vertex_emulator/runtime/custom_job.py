@@ -130,7 +130,7 @@ class CustomJobRun(JobDriver):
         spec: dict[str, Any] = job.get("jobSpec") or {}
         played = self.store.outcomes.claim(job)  # a scenario's job_outcome: no replica runs
         try:
-            self._prepare(spec)
+            self._prepare(spec, played=played is not None)
             if played is None:
                 self._start_all()
         except Interrupted:  # a cancel or close is in the queue
@@ -164,7 +164,7 @@ class CustomJobRun(JobDriver):
 
     # -- preparation --------------------------------------------------------------------------
 
-    def _prepare(self, spec: Mapping[str, Any]) -> None:
+    def _prepare(self, spec: Mapping[str, Any], *, played: bool = False) -> None:
         schedule = read_schedule(spec)
         self.timeout_s = schedule.timeout_s
         self.restart_on_failure = schedule.restart_on_failure
@@ -181,7 +181,7 @@ class CustomJobRun(JobDriver):
             stop=self.stop_requested,
             job_name=self.job_name,
         )
-        add_slots(self.slots, spec, schedule.replicas, place)
+        add_slots(self.slots, spec, schedule.replicas, place, played=played)
         self._persist()
 
     def on_state(self, state: str, reason: str | None) -> None:

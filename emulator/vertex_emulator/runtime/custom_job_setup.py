@@ -146,9 +146,16 @@ def _make_output_dirs(spec: Mapping[str, Any], config: EmulatorConfig) -> None:
 
 
 def add_slots(
-    slots: dict[str, Slot], spec: Mapping[str, Any], replicas: Sequence[Replica], place: JobPlace
+    slots: dict[str, Slot],
+    spec: Mapping[str, Any],
+    replicas: Sequence[Replica],
+    place: JobPlace,
+    *,
+    played: bool = False,
 ) -> None:
-    """Add a slot to ``slots`` for every replica, in order (JobError: the job cannot run)."""
+    """Add a slot to ``slots`` for every replica, in order (JobError: the job cannot run). A ``played``
+    job's replicas run no code (a scenario's ``job_outcome``): none gets a command, so an image with no
+    command and no image map entry plays as well as any, and no Python package is installed."""
     config = place.config
     ports = free_ports(len(replicas), REPLICA_HOST)
     addresses = {rep.key: f"{REPLICA_HOST}:{port}" for rep, port in zip(replicas, ports, strict=True)}
@@ -182,22 +189,26 @@ def add_slots(
         except ValueError as exc:
             raise JobError(3, str(exc)) from None
         env = {**base_env, **user_env, **vertex_env}
-        argv, extra_path = replica_command(
-            rep,
-            pool_field=pool_field,
-            config=config,
-            job_id=place.job_id,
-            log_dir=logs,
-            installed=installed,
-            stop=place.stop,
-            scope={**user_env, **service},
-            env=env,  # a pool's package install gets its first replica's clean environment
+        argv, extra_path = (
+            ([], None)
+            if played
+            else replica_command(
+                rep,
+                pool_field=pool_field,
+                config=config,
+                job_id=place.job_id,
+                log_dir=logs,
+                installed=installed,
+                stop=place.stop,
+                scope={**user_env, **service},
+                env=env,  # a pool's package install gets its first replica's clean environment
+            )
         )
         if extra_path is not None:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)
         cwd = config.state_dir / "work" / place.job_id / rep.key
         cwd.mkdir(parents=True, exist_ok=True)
-        if place.trial is not None and rep.is_primary:
+        if place.trial is not None and rep.is_primary and not played:
             check_hypertune(argv, env, cwd)
         slots[rep.key] = Slot(
             replica=rep,
