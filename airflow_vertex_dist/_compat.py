@@ -315,3 +315,78 @@ def rendered_task_fields(
 
 
 __all__ += ["rendered_task_fields"]
+
+
+# --- A rehearsal's Airflow process (rehearse/child.py): a metadata DB of its own, the DAG stored as
+# --- the DAG processor stores it (dag.test() needs it), and what a run did, read back from the DB.
+
+
+def migrate_metadata_db() -> None:
+    """Create the tables of the configured (new, SQLite) metadata DB and its DAG bundles' rows."""
+    # Internal: airflow.utils.db.initdb and the bundles manager, as `airflow db migrate` and the demo
+    # use them. Airflow 3.1, 3.2 and 3.3.
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.utils import db
+
+    db.initdb()
+    DagBundlesManager().sync_bundles_to_db()  # type: ignore[no-untyped-call,unused-ignore]
+
+
+def store_dag(dag: Any) -> None:
+    """Store ``dag`` in the metadata DB as the DAG processor does (``dag.test()`` runs a stored DAG)."""
+    # Internal: the DAG processor's collection helper and the lazy serialized form. Airflow 3.1-3.3.
+    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        update_dag_parsing_results_in_db(
+            "dags-folder", None, [LazyDeserializedDAG.from_dag(dag)], {}, None, set(), session=session
+        )
+
+
+def run_task_instances(dag_run: Any) -> list[dict[str, Any]]:
+    """The task instances of a DAG run ``dag.test()`` returned: ``{task_id, map_index, state,
+    try_number}`` each."""
+    # Internal: the core DagRun's get_task_instances needs a session. Airflow 3.1, 3.2 and 3.3.
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return [
+            {
+                "task_id": ti.task_id,
+                "map_index": ti.map_index,
+                "state": str(ti.state),
+                "try_number": ti.try_number,
+            }
+            for ti in dag_run.get_task_instances(session=session)
+        ]
+
+
+def schedule_dates(dag: Any, start: Any, end: Any, limit: int = 1000) -> list[Any]:
+    """The logical dates of ``dag``'s timetable from ``start`` to ``end`` (both included), as a backfill
+    of that range creates them (catchup on)."""
+    # Timetables are a public interface, but the Task SDK's DAG holds the SDK's timetable, which has no
+    # next_dagrun_info: the core one comes from the DAG's serialized form (LazyDeserializedDAG, as the
+    # DAG processor stores it), and takes a TimeRestriction of pendulum DateTimes. Airflow 3.1-3.3.
+    import pendulum
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.timetables.base import TimeRestriction
+
+    timetable = LazyDeserializedDAG.from_dag(dag).timetable
+
+    restriction = TimeRestriction(
+        earliest=pendulum.instance(start), latest=pendulum.instance(end), catchup=True
+    )
+    found: list[Any] = []
+    last = None
+    while len(found) < limit:
+        info = timetable.next_dagrun_info(last_automated_data_interval=last, restriction=restriction)
+        if info is None or info.logical_date is None:
+            break
+        found.append(info.logical_date)
+        last = info.data_interval
+    return found
+
+
+__all__ += ["migrate_metadata_db", "run_task_instances", "schedule_dates", "store_dag"]

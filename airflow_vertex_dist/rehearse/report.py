@@ -195,7 +195,7 @@ def build_report(
         "night_seconds": max(ended, default=0.0),
         "runs": reports,
         "peaks": peaks,
-        "totals": ledger_totals(rows),  # type: ignore[arg-type]
+        "totals": ledger_totals(rows),
         "jobs_outside_runs": sum(
             len(v) for k, v in by_label.items() if k not in {t["run_label"] for r in runs for t in r["tasks"]}
         ),
