@@ -11,7 +11,7 @@ import shutil
 import tempfile
 
 # The line "test functions: N, parametrized cases: M (collected items: K)" before pytest's closing one.
-pytest_plugins = ("tests.collection_summary",)
+pytest_plugins = ("tests.collection_summary", "airflow_vertex_dist.rehearse.testing")
 
 _session = tempfile.mkdtemp(prefix="avd-tests-")
 atexit.register(shutil.rmtree, _session, ignore_errors=True)

@@ -59,7 +59,9 @@ REASONS: dict[str, re.Pattern[str]] = {
         r"|airflow (standalone|api-server|scheduler|triggerer|dag-processor)\b)",
         re.M,
     ),
-    "runs for minutes": re.compile(r"^\s*(make (demo|test)\b|(cd \S+ && )?pytest\b)", re.M),
+    "runs for minutes": re.compile(
+        r"^\s*(make (demo|test)\b|(cd \S+ && )?pytest\b|airflow-vertex-dist rehearse\b)", re.M
+    ),
     "needs a running Airflow scheduler": re.compile(r"^\s*airflow (backfill|dags trigger)\b", re.M),
     "writes to Airflow's metadata database": re.compile(r"^\s*airflow (pools|variables|connections) ", re.M),
 }

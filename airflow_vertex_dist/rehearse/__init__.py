@@ -10,7 +10,7 @@ model, and the most GPUs held at once against the quota, as ``report.json``, ``r
 
 from __future__ import annotations
 
-from airflow_vertex_dist.rehearse.emulator_process import RehearsalError
 from airflow_vertex_dist.rehearse.runs import Rehearsal, RehearsalPlan, rehearse
+from airflow_vertex_dist.rehearse.service_process import RehearsalError
 
 __all__ = ["Rehearsal", "RehearsalError", "RehearsalPlan", "rehearse"]

@@ -26,6 +26,8 @@ _XCOM_KEYS = ("return_value", "vertex_ladder")
 def _load(dag_file: Path, dag_id: str | None) -> Any:
     from airflow_vertex_dist._compat import dags_in_file, store_dag
 
+    if str(dag_file.parent) not in sys.path:  # as the DAG processor puts a bundle's folder on the path
+        sys.path.insert(0, str(dag_file.parent))
     dags, errors = dags_in_file(str(dag_file))
     if errors:
         raise SystemExit(f"{dag_file}: cannot be loaded: {errors}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.rehearse.emulator_process import EmulatorProcess
+    from airflow_vertex_dist.rehearse.service_process import EmulatorProcess
 
 __all__ = ["collect_jobs"]
 

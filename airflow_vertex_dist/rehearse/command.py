@@ -123,9 +123,9 @@ def _problem(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the rehearsal; 0 when every run succeeded, 1 when one did not, 2 when it could not run."""
-    from airflow_vertex_dist.rehearse.emulator_process import RehearsalError
     from airflow_vertex_dist.rehearse.render import report_text
     from airflow_vertex_dist.rehearse.runs import RehearsalPlan, rehearse
+    from airflow_vertex_dist.rehearse.service_process import RehearsalError
 
     problem = _problem(args)
     if problem:
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="vertex-dist-rehearsal-"))
     plan = RehearsalPlan(
         dag_file=args.dag_file.resolve(),
-        scenario=args.scenario.resolve(),
+        scenario=args.scenario,
         workdir=out.resolve(),
         dag_id=args.dag_id,
         dates=args.logical_date,

@@ -1,6 +1,6 @@
 """A rehearsal run end to end: the emulator, the night, Airflow's runs of the DAG, what came of them.
 
-``rehearse`` checks the scenario, starts an emulator (``emulator_process``), migrates one SQLite
+``rehearse`` checks the scenario, starts an emulator (``service_process``), migrates one SQLite
 metadata DB, starts ``parallel`` Airflow processes (``child``; each a copy of that DB, a slice of the
 logical dates, run one after another), and once every one is ready plays the scenario and lets them
 run. While they run it samples the emulator's clock and capacity settings (the quota in force over
@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from airflow_vertex_dist.rehearse.emulator_process import EmulatorProcess, RehearsalError, check_scenario
+from airflow_vertex_dist.rehearse.service_process import EmulatorProcess, RehearsalError, check_scenario
 
 __all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "rehearse"]
 

@@ -1,0 +1,145 @@
+"""``airflow-vertex-dist rehearse``: what it refuses before it starts anything (exit 2, the flag and the
+rule named), a scenario refused by the emulator's own rules with the file's line, and the report's
+pure parts (the most GPUs held at once; the text and the picture of a report)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_vertex_dist.cli import main
+from airflow_vertex_dist.rehearse.render import report_text, timeline_svg
+from airflow_vertex_dist.rehearse.report import peak_gpus
+
+HERE = Path(__file__).resolve().parent
+DAG = str(HERE / "dags" / "nightly.py")
+NIGHT = str(HERE / "night.yaml")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["missing.py", "--scenario", NIGHT, "--logical-date", "2026-01-05"], "missing.py: no such DAG file"),
+        (
+            [DAG, "--scenario", "none.yaml", "--logical-date", "2026-01-05"],
+            "--scenario none.yaml: no such file",
+        ),
+        ([DAG, "--scenario", NIGHT], "give --logical-date (repeatable) or --start-date and --end-date"),
+        ([DAG, "--scenario", NIGHT, "--start-date", "2026-01-05"], "--start-date and --end-date: give both"),
+        (
+            [DAG, "--scenario", NIGHT, "--logical-date", "2026-01-05", "--parallel", "0"],
+            "--parallel: must be from 1",
+        ),
+        (
+            [DAG, "--scenario", NIGHT, "--logical-date", "2026-01-05", "--bucket", "Bad/Name"],
+            "--bucket Bad/Name",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_starts(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["rehearse", *args]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_a_bad_date_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["rehearse", DAG, "--scenario", NIGHT, "--logical-date", "Monday"])
+    assert "not a date: 'Monday'" in capsys.readouterr().err
+
+
+def test_a_scenario_that_breaks_a_rule_is_refused_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "night.yaml"
+    bad.write_text("version: 1\ntimeline:\n  - at: 0\n    stock: {region: us-central1, count: -1}\n")
+    out = tmp_path / "out"
+    assert (
+        main(["rehearse", DAG, "--scenario", str(bad), "--logical-date", "2026-01-05", "--out", str(out)])
+        == 2
+    )
+    assert "--scenario: night.yaml:4: timeline[0].stock." in capsys.readouterr().err
+    assert not out.exists()  # nothing was started
+
+
+def test_the_most_gpus_held_counts_an_end_before_a_create_at_one_time() -> None:
+    row: dict[str, Any] = {"region": "us-central1", "accelerator_type": "NVIDIA_L4", "strategy": "STANDARD"}
+    rows = [
+        {**row, "accelerators": 2, "created_s": 0.0, "ended_s": 100.0},
+        {**row, "accelerators": 2, "created_s": 100.0, "ended_s": 200.0},  # takes over as the first ends
+        {**row, "accelerators": 1, "created_s": 150.0, "ended_s": None},  # still held
+        {**row, "accelerators": 4, "created_s": 10.0, "ended_s": 20.0, "strategy": "SPOT"},
+        {**row, "accelerator_type": None, "accelerators": 0, "created_s": 0.0, "ended_s": 1.0},
+    ]
+    assert peak_gpus(rows) == [
+        {"region": "us-central1", "accelerator": "NVIDIA_L4", "preemptible": False, "gpus": 3, "at_s": 150.0},
+        {"region": "us-central1", "accelerator": "NVIDIA_L4", "preemptible": True, "gpus": 4, "at_s": 10.0},
+    ]
+
+
+def _totals(jobs: int, gpu_hours: float | None, usd: float | None) -> dict[str, Any]:
+    return {
+        "jobs": jobs,
+        "gpu_hours": gpu_hours,
+        "usd": usd,
+        "usd_basis": "exact (on-demand)",
+        "queued_seconds": 60.0,
+    }
+
+
+def test_the_text_and_the_picture_of_a_report() -> None:
+    job = {"task": "train", "rung": "l4", "state": "JOB_STATE_SUCCEEDED", "job": "p/l/customJobs/7"}
+    failed = {**job, "rung": "a100", "state": "JOB_STATE_CANCELLED", "job": "p/l/customJobs/6"}
+    report = {
+        "scenario": {"file": "night.yaml", "compression": 600},
+        "real_seconds": 12.0,
+        "night_seconds": 7200.0,
+        "runs": [
+            {
+                "logical_date": "2026-01-05T00:00:00+00:00",
+                "state": "success",
+                "totals": _totals(2, 1.5, 2.25),
+                "seconds_to_model": 5400.0,
+                "rungs_tried": [
+                    {"task": "train", "rung": "a100", "outcome": "stockout", "reason": "stayed PENDING"}
+                ],
+                "by_rung": [
+                    {"rung": "a100", "totals": _totals(1, 0.0, 0.0)},
+                    {"rung": "l4", "totals": _totals(1, 1.5, 2.25)},
+                ],
+                "jobs": [
+                    {**failed, "created_s": 0.0, "started_s": None, "ended_s": 3600.0},
+                    {**job, "created_s": 3600.0, "started_s": 3700.0, "ended_s": 7200.0},
+                ],
+            }
+        ],
+        "peaks": [
+            {
+                "region": "us-central1",
+                "accelerator": "NVIDIA_L4",
+                "preemptible": False,
+                "gpus": 1,
+                "quota": 8,
+                "at_s": 3600.0,
+            }
+        ],
+        "totals": _totals(2, 1.5, 2.25),
+    }
+    text = report_text(report)
+    assert "2.00 h of the night in 12 s" in text and "1.50 h" in text and "$2.25" in text
+    assert "a100  stockout  stayed PENDING" in text
+    svg = ET.fromstring(timeline_svg(report, width=1000))
+    ns = "{http://www.w3.org/2000/svg}"
+    bars = list(svg.iter(f"{ns}g"))
+    assert [b.find(f"{ns}title").text for b in bars] == [  # type: ignore[union-attr]
+        "train on a100: CANCELLED, 6",
+        "train on l4: SUCCEEDED, 7",
+    ]
+    # the cancelled job: queued only, outlined red; the one that ran: queued 100 s, then run
+    assert [r.get("stroke") for r in bars[0].iter(f"{ns}rect")] == [None, "#c62828"]
+    queued, ran = list(bars[1].iter(f"{ns}rect"))
+    assert float(ran.get("width") or 0) > 30 * float(queued.get("width") or 0) > 0
