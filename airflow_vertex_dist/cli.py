@@ -1,4 +1,4 @@
-"""``airflow-vertex-dist``: render specs.
+"""``airflow-vertex-dist``: render specs (``render``) and rehearse a DAG against a scenario (``rehearse``).
 (The local emulator is a distribution of its own, ``vertex-emulator``; the demo runs from a checkout:
 ``make demo``.)"""
 
@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _print_body(body: dict[str, Any], compact: bool) -> None:
@@ -228,6 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: ``render`` and ``rehearse``."""
     parser = argparse.ArgumentParser(prog="airflow-vertex-dist", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     render = sub.add_parser(
@@ -273,8 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from airflow_vertex_dist.rehearse.command import add_parser as add_rehearse
 
     add_rehearse(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    return parser
 
 
 if __name__ == "__main__":

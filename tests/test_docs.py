@@ -273,6 +273,9 @@ def test_shell_commands_in_the_docs_parse(capsys: pytest.CaptureFixture[str]) ->
                 if argv[1] == "render" and ":" in argv[2]:
                     assert cli.main(argv[1:]) == 0, f"{block.id}: {argv}"
                     assert json.loads(capsys.readouterr().out)["displayName"]
+                elif argv[1] == "rehearse":  # run by tests/rehearse/test_rehearsals.py: parsed here
+                    args = cli.build_parser().parse_args(argv[1:])
+                    assert (ROOT / args.dag_file).is_file() and (ROOT / args.scenario).is_file(), argv
                 else:
                     assert argv[1] == "render", f"{block.id}: {argv}"
             checked += 1

@@ -94,6 +94,10 @@ def report_text(report: Mapping[str, Any]) -> str:
     ]
     totals = report["totals"]
     out += ["", f"In all: {totals['jobs']} jobs, {totals['gpu_hours']} GPU-hours, {_money(totals)}"]
+    api = report.get("api") or {}
+    if api.get("calls"):
+        faults = sum((api.get("injected_faults") or {}).values())
+        out.append(f"API: {sum(api['calls'].values())} calls, {faults} of them failed by the scenario")
     return "\n".join(out) + "\n"
 
 

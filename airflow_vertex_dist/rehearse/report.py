@@ -174,8 +174,10 @@ def build_report(
     night_start_ns: int,
     scenario: Mapping[str, Any],
     real_seconds: float,
+    api: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The report (JSON): ``scenario``, ``runs`` (``_run_report`` each), ``peaks`` and ``totals``."""
+    """The report (JSON): ``scenario``, ``runs`` (``_run_report`` each), ``peaks``, ``totals`` and
+    ``api`` (the emulator's calls by method and the faults it injected, from ``/emulator/stats``)."""
     from airflow_vertex_dist.jobs.dicts import job_labels
     from airflow_vertex_dist.jobs.ledger import ledger_totals
 
@@ -196,6 +198,7 @@ def build_report(
         "runs": reports,
         "peaks": peaks,
         "totals": ledger_totals(rows),
+        "api": dict(api or {}),
         "jobs_outside_runs": sum(
             len(v) for k, v in by_label.items() if k not in {t["run_label"] for r in runs for t in r["tasks"]}
         ),

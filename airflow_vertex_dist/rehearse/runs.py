@@ -217,6 +217,7 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
         ]
         jobs = collect_jobs(em, PROJECT)
         played = em.admin("GET", "/emulator/scenario")
+        stats = em.admin("GET", "/emulator/stats")
     finally:
         sampler.stop.set()
         for proc, _result, log in started:
@@ -236,6 +237,7 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
             "status": played,
         },
         real_seconds=real_s,
+        api={"calls": stats.get("calls") or {}, "injected_faults": stats.get("injected_faults") or {}},
     )
     write_report(report, plan.workdir)
     return Rehearsal(report, plan.workdir)

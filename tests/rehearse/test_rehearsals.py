@@ -111,3 +111,22 @@ def test_the_ladder_example_night_reports_what_the_scenario_dictates(
         "train on a100-spot",
         "train on l4-east",
     ]
+
+
+@pytest.mark.timeout(900)
+def test_the_ladder_example_through_a_flaky_api_trains_once(tmp_path: Path) -> None:
+    """dags/scenarios/flaky-api-night.yaml: a third of the JobService's calls fail UNAVAILABLE and half
+    the Creates lose their answer after making the job, for three hours: the task still ends with one
+    job on its first rung, trained once (2 A100s for the played two hours), and no job outside it."""
+    out = tmp_path / "out"
+    args = [str(ROOT / "dags" / "capacity_ladder.py"), "--logical-date", "2026-01-04"]
+    scenario = ["--scenario", str(ROOT / "dags" / "scenarios" / "flaky-api-night.yaml")]
+    assert main(["rehearse", *args, *scenario, "--bucket", "vertex-dist-examples", "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    [run] = report["runs"]
+    assert run["state"] == "success"
+    assert [(j["rung"], j["state"]) for j in run["jobs"]] == [("a100-reserved", "JOB_STATE_SUCCEEDED")]
+    assert _tried(run) == [("a100-reserved", "ran")]
+    assert 4.0 <= run["totals"]["gpu_hours"] < 4.1
+    assert report["jobs_outside_runs"] == 0 and report["totals"]["jobs"] == 1
+    assert sum(report["api"]["injected_faults"].values()) > 0  # the night was flaky
