@@ -143,3 +143,32 @@ def test_the_text_and_the_picture_of_a_report() -> None:
     assert [r.get("stroke") for r in bars[0].iter(f"{ns}rect")] == [None, "#c62828"]
     queued, ran = list(bars[1].iter(f"{ns}rect"))
     assert float(ran.get("width") or 0) > 30 * float(queued.get("width") or 0) > 0
+
+
+def test_the_emulator_gets_the_extra_flags_and_airflow_the_extra_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--emulator-arg`` reaches the emulator's command line, ``--env`` the Airflow processes, whose
+    environment holds none of the caller's Airflow settings and points the DAG's connection and the
+    Cloud Storage client at the emulator."""
+    import json
+
+    from airflow_vertex_dist.rehearse.runs import RehearsalPlan, _env
+    from airflow_vertex_dist.rehearse.service_process import EmulatorProcess
+
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")  # the caller's: not the rehearsal's
+    em = EmulatorProcess.start(tmp_path / "emulator", ["--stockout-after", "77"])
+    try:
+        assert em.admin("GET", "/emulator/capacity")["stockout_after_s"] == 77
+        plan = RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path, env={"TEAM": "vision"}, conn_id="gpu_conn")
+        env = _env(plan, em, tmp_path / "home")
+    finally:
+        assert em.stop() == 0
+    assert env["TEAM"] == "vision" and env["STORAGE_EMULATOR_HOST"] == em.storage_url
+    assert "AIRFLOW__CORE__EXECUTOR" not in env and env["AIRFLOW_HOME"] == str(tmp_path / "home")
+    extra = json.loads(env["AIRFLOW_CONN_GPU_CONN"])["extra"]
+    assert (extra["api_endpoint"], extra["web_endpoint"], extra["emulator"]) == (
+        em.grpc_target,
+        em.rest_url,
+        True,
+    )
