@@ -308,9 +308,9 @@ def test_triggerer_frozen_past_its_health_threshold_then_resumed(celery_stack: C
             what="triggerer-2 holding every trigger",
         )
         os.killpg(groups["triggerer-1"], signal.SIGCONT)
-        poll_until(
+        poll_until(  # a hang guard: alone 79 s for the whole test; once past 180 s beside four stacks
             lambda: USER_ACTION in trigger_logs(stack, TRIGGERERS_DAG, run_ids),
-            timeout=180,
+            timeout=360,
             interval=1.0,
             what="triggerer-1 stopping the triggers it lost (calling their on_kill)",
         )
