@@ -18,7 +18,6 @@ import json
 import logging
 import threading
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -95,19 +94,25 @@ def _read(url: str, token: str | None) -> ServiceTime:
     return ServiceTime(compression=float(compression), read_ns=now_ns, read_at=time.monotonic())
 
 
+def _kept(url: str) -> tuple[ServiceTime | None, bool]:
+    """The last reading of ``url`` (None: none yet), and whether it is younger than ``READ_EVERY_S``."""
+    with _lock:
+        last = _readings.get(url)
+    return last, last is not None and time.monotonic() - last.read_at < READ_EVERY_S
+
+
 def read_service_time(conn: VertexConnection) -> ServiceTime:
     """The service's time for ``conn``: ``HOST_TIME`` unless it is an emulator with a web endpoint,
     whose ``GET /emulator/clock`` is read (at most once every ``READ_EVERY_S`` seconds)."""
     url = _clock_url(conn)
     if url is None:
         return HOST_TIME
-    with _lock:
-        last = _readings.get(url)
-    if last is not None and time.monotonic() - last.read_at < READ_EVERY_S:
+    last, fresh = _kept(url)
+    if last is not None and fresh:
         return last
     try:
         reading = _read(url, conn.emulator_auth_token())
-    except (OSError, ValueError, urllib.error.URLError) as exc:  # an older emulator (404) or none
+    except (OSError, ValueError) as exc:  # an older emulator (404: an HTTPError, an OSError) or none
         log.debug("The emulator's clock at %s could not be read (%s): the last reading is used", url, exc)
         # the last reading goes on (or the host's clock), read again only after READ_EVERY_S
         reading = ServiceTime(
@@ -125,8 +130,7 @@ async def aread_service_time(conn: VertexConnection) -> ServiceTime:
     url = _clock_url(conn)
     if url is None:
         return HOST_TIME
-    with _lock:
-        last = _readings.get(url)
-    if last is not None and time.monotonic() - last.read_at < READ_EVERY_S:
+    last, fresh = _kept(url)
+    if last is not None and fresh:
         return last
     return await asyncio.to_thread(read_service_time, conn)
