@@ -89,3 +89,26 @@ def test_the_committed_emulator_bounds_are_what_the_script_writes() -> None:
     script = load_script(SCRIPTS / "emulator_bounds_md.py")
     page = script.PAGE.read_text()  # type: ignore[attr-defined]
     assert script.updated(page) == page, "run: python scripts/emulator_bounds_md.py"  # type: ignore[attr-defined]
+
+
+def test_the_committed_scenario_tables_are_what_the_script_writes() -> None:
+    script = load_script(SCRIPTS / "scenario_md.py")
+    page = script.PAGE.read_text()  # type: ignore[attr-defined]
+    assert script.updated(page) == page, "run: python scripts/scenario_md.py"  # type: ignore[attr-defined]
+
+
+def test_every_scenario_field_says_what_it_means() -> None:
+    """The reference writes each field's meaning from the model: a field added without one fails here."""
+    from vertex_emulator.scenario.loader import scenario_schema
+
+    schema = scenario_schema()
+    objects = {"Scenario": schema, **schema["$defs"]}
+    unexplained = [
+        f"{name}.{field}"
+        for name, node in objects.items()
+        for field, prop in node["properties"].items()
+        if not prop.get("description")
+    ]
+    assert unexplained == []
+    script = load_script(SCRIPTS / "scenario_md.py")
+    assert set(objects) == set(script.ORDER)  # type: ignore[attr-defined]

@@ -97,18 +97,26 @@ Time = Annotated[float, WithJsonSchema(_TIME_SCHEMA), rule(parse_time)]
 class Gpus(SettingsModel):
     """A count of GPUs of one accelerator type in one region (a stock or a quota)."""
 
-    region: Region
-    accelerator: Accelerator
-    count: Count
+    region: Annotated[Region, Field(description="the region, as `us-central1`")]
+    accelerator: Annotated[
+        Accelerator, Field(description="an `AcceleratorType` name, as `NVIDIA_TESLA_A100`")
+    ]
+    count: Annotated[Count, Field(description="GPUs, from 0 to 2147483647")]
 
 
 class Preempt(SettingsModel):
     """Preempt a replica of every running Spot job that matches (``display_name``: a glob;
     ``labels``: each given label equal), as ``POST /emulator/capacity/preempt`` does."""
 
-    display_name: Annotated[str, Field(min_length=1, max_length=128)] = "*"
-    labels: Annotated[dict[str, str], Field(max_length=64)] = {}
-    replica: Annotated[str, Field(min_length=1, max_length=64)] = "workerpool0-0"
+    display_name: Annotated[
+        str, Field(min_length=1, max_length=128, description="a glob the job's display name matches")
+    ] = "*"
+    labels: Annotated[
+        dict[str, str], Field(max_length=64, description="labels the job carries, each with this value")
+    ] = {}
+    replica: Annotated[
+        str, Field(min_length=1, max_length=64, description="the replica preempted, as `workerpool1-0`")
+    ] = "workerpool0-0"
 
     def matches(self, job: dict[str, Any]) -> bool:
         labels = job.get("labels") or {}
@@ -125,16 +133,39 @@ class JobOutcome(SettingsModel):
     ``error_code``, 3 when not given) or CANCELLED (code 1). ``queued`` (scenario time) holds the job
     PENDING before it runs, on top of the scheduling's own delays (a job of a history that queued)."""
 
-    display_name: Annotated[str, Field(min_length=1, max_length=128)] = "*"
-    labels: Annotated[dict[str, str], Field(max_length=64)] = {}
-    state: Literal["FAILED", "SUCCEEDED", "CANCELLED"] = "FAILED"
-    after: Time = 0.0
-    queued: Time = 0.0
-    error_code: Annotated[int, Field(ge=1, le=16)] | None = None
-    exit_status: Annotated[int, Field(ge=0, le=255)] | None = None
-    message: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
-    log_lines: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)] = []
-    first: Annotated[int, Field(ge=1, le=2_147_483_647)] | None = None
+    display_name: Annotated[
+        str, Field(min_length=1, max_length=128, description="a glob the job's display name matches")
+    ] = "*"
+    labels: Annotated[
+        dict[str, str], Field(max_length=64, description="labels the job carries, each with this value")
+    ] = {}
+    state: Annotated[
+        Literal["FAILED", "SUCCEEDED", "CANCELLED"], Field(description="the state the played job ends in")
+    ] = "FAILED"
+    after: Annotated[Time, Field(description="how long the job runs (scenario time) before it ends")] = 0.0
+    queued: Annotated[
+        Time, Field(description="how long the job is held PENDING (scenario time) before it runs")
+    ] = 0.0
+    error_code: Annotated[
+        Annotated[int, Field(ge=1, le=16)] | None,
+        Field(description="the error's code, 1 to 16 (FAILED only; 3 when not given)"),
+    ] = None
+    exit_status: Annotated[
+        Annotated[int, Field(ge=0, le=255)] | None,
+        Field(description="the primary replica's exit status the error is worded as (FAILED: not 0)"),
+    ] = None
+    message: Annotated[
+        Annotated[str, Field(min_length=1, max_length=4096)] | None,
+        Field(description="the error's message (FAILED or CANCELLED)"),
+    ] = None
+    log_lines: Annotated[
+        list[Annotated[str, Field(max_length=4096)]],
+        Field(max_length=1000, description="lines the primary replica writes to its log and Cloud Logging"),
+    ] = []
+    first: Annotated[
+        Annotated[int, Field(ge=1, le=2_147_483_647)] | None,
+        Field(description="only the first N matching jobs are played; the rest run their code"),
+    ] = None
 
     def matches(self, job: dict[str, Any]) -> bool:
         return Preempt(display_name=self.display_name, labels=self.labels).matches(job)
@@ -159,19 +190,27 @@ class Delays(SettingsModel):
     """Seconds a new job stays QUEUED, then PENDING, and PENDING once granted (``config.Faults``);
     only the keys given change."""
 
-    queued_s: FaultSeconds = 0.0
-    pending_s: FaultSeconds = 0.0
-    provisioning_s: FaultSeconds = 0.0
+    queued_s: Annotated[FaultSeconds, Field(description="seconds a new job stays QUEUED")] = 0.0
+    pending_s: Annotated[FaultSeconds, Field(description="seconds it then stays PENDING")] = 0.0
+    provisioning_s: Annotated[
+        FaultSeconds, Field(description="seconds it stays PENDING once its capacity is granted")
+    ] = 0.0
 
 
 class ApiFaults(SettingsModel):
     """API faults (``config.Faults``): error rates per method (or ``*``), the codes drawn, added
     latency; only the keys given change, a map given replaces the whole map."""
 
-    error_rate: Rates = {}
-    lost_answer_rate: Rates = {}
-    error_codes: ErrorCodes = ["UNAVAILABLE"]
-    latency_s: FaultSeconds = 0.0
+    error_rate: Annotated[
+        Rates, Field(description="per method name (or `*`), the share of calls that fail, 0 to 1")
+    ] = {}
+    lost_answer_rate: Annotated[
+        Rates, Field(description="per method name (or `*`), the share of calls done whose answer is lost")
+    ] = {}
+    error_codes: Annotated[ErrorCodes, Field(description="the status codes a failing call is drawn from")] = [
+        "UNAVAILABLE"
+    ]
+    latency_s: Annotated[FaultSeconds, Field(description="seconds added to every call")] = 0.0
 
 
 #: the kinds of event, each a field of ``Event`` (the capacity maps first)
@@ -189,19 +228,38 @@ KINDS = (
 class Event(SettingsModel):
     """One change at ``at`` (scenario time), reverted at ``until`` when given. Exactly one kind."""
 
-    at: Time
-    until: Time | None = None
-    quota: Gpus | None = None
-    preemptible_quota: Gpus | None = None
-    stock: Gpus | None = None
-    spot_stock: Gpus | None = None
-    flex_start_stock: Gpus | None = None
-    stockout_after_s: CapacitySeconds | None = None
-    spot_preemptions_per_hour: PerHour | None = None
-    preempt: Preempt | None = None
-    job_outcome: JobOutcome | None = None
-    delays: Delays | None = None
-    api_faults: ApiFaults | None = None
+    at: Annotated[Time, Field(description="when the change is made")]
+    until: Annotated[Time | None, Field(description="when it is set back (not for `preempt`)")] = None
+    quota: Annotated[
+        Gpus | None, Field(description="the on-demand quota of one accelerator type in one region")
+    ] = None
+    preemptible_quota: Annotated[
+        Gpus | None, Field(description="the same, the quota of Spot and flex-start jobs")
+    ] = None
+    stock: Annotated[
+        Gpus | None,
+        Field(description="free on-demand GPUs (0: a stockout); `until` sets the entry back, or removes it"),
+    ] = None
+    spot_stock: Annotated[Gpus | None, Field(description="free Spot GPUs")] = None
+    flex_start_stock: Annotated[Gpus | None, Field(description="free flex-start GPUs")] = None
+    stockout_after_s: Annotated[
+        CapacitySeconds | None,
+        Field(description="seconds a job waits PENDING for free GPUs before the stockout"),
+    ] = None
+    spot_preemptions_per_hour: Annotated[
+        PerHour | None, Field(description="preemptions per running Spot replica and hour, 0 to 3600")
+    ] = None
+    preempt: Annotated[
+        Preempt | None, Field(description="preempt one replica of every running Spot job that matches, once")
+    ] = None
+    job_outcome: Annotated[
+        JobOutcome | None,
+        Field(description="while in force, CustomJobs that match are played, not run"),
+    ] = None
+    delays: Annotated[Delays | None, Field(description="the scheduling delays of new jobs")] = None
+    api_faults: Annotated[
+        ApiFaults | None, Field(description="errors, lost answers and latency of the API")
+    ] = None
 
     @property
     def kind(self) -> str:
@@ -232,6 +290,12 @@ class Scenario(SettingsModel):
     """A scenario file: ``version: 1``, ``compression`` (scenario seconds per real second) and the
     ``timeline`` of events (docs/emulator.md, "Scenarios")."""
 
-    version: Annotated[Literal[1], rule(_version)]
-    compression: Annotated[float, Field(ge=1, le=MAX_COMPRESSION), rule(_compression)] = 1.0
-    timeline: Annotated[list[Event], Field(max_length=MAX_EVENTS)] = []
+    version: Annotated[Literal[1], Field(description="the file's format: 1"), rule(_version)]
+    compression: Annotated[
+        float,
+        Field(ge=1, le=MAX_COMPRESSION, description="scenario seconds per real second, 1 to 10000"),
+        rule(_compression),
+    ] = 1.0
+    timeline: Annotated[
+        list[Event], Field(max_length=MAX_EVENTS, description="the events, at most 1000")
+    ] = []
