@@ -76,10 +76,16 @@ class ResourceBooks:
         with self._lock:
             return sorted(self._jobs.get(resource, {}))
 
-    def evict(self, resource: str, message: str) -> list[str]:
-        """Tell every job on ``resource`` that it went away (each ends FAILED with ``message``); their names."""
+    def evict(self, resource: str, message: str, *, running: bool = False) -> list[str]:
+        """Tell every job on ``resource`` (only those holding its replicas, with ``running``) that it went
+        away: each ends FAILED with ``message``. Their names."""
+        holders = set(self.replicas.holders()) if running else None
         with self._lock:
-            jobs = dict(self._jobs.get(resource, {}))
+            jobs = {
+                job: evict
+                for job, evict in self._jobs.get(resource, {}).items()
+                if holders is None or job in holders
+            }
         for evict in jobs.values():
             evict(message)
         return sorted(jobs)
