@@ -57,13 +57,17 @@ def _resource(replicas: int = 1, machine: dict[str, Any] | None = None, **pool: 
 
 
 def _create(client: Any, rid: str, resource: Any) -> Any:
-    return client.create_persistent_resource(parent=PARENT, persistent_resource=resource, persistent_resource_id=rid)
+    return client.create_persistent_resource(
+        parent=PARENT, persistent_resource=resource, persistent_resource_id=rid
+    )
 
 
 def _job(client: Any, rid: str, code: str = "pass", **kw: Any) -> Any:
     body = gpu_job(f"on-{rid}", code, **kw)
     body["jobSpec"]["persistentResourceId"] = rid
-    return client.create_custom_job(parent=PARENT, custom_job=aiplatform_v1.CustomJob.from_json(json.dumps(body)))
+    return client.create_custom_job(
+        parent=PARENT, custom_job=aiplatform_v1.CustomJob.from_json(json.dumps(body))
+    )
 
 
 def _hold(flag: Path) -> str:
@@ -74,7 +78,9 @@ def _hold(flag: Path) -> str:
 def test_create_get_list_reboot_delete(tmp_path: Path, transport: str) -> None:
     with running_emulator(tmp_path) as em, resource_client(em, transport) as client:
         op = _create(client, "trainers", _resource(2))
-        assert op.metadata is None or isinstance(op.metadata, aiplatform_v1.CreatePersistentResourceOperationMetadata)
+        assert op.metadata is None or isinstance(
+            op.metadata, aiplatform_v1.CreatePersistentResourceOperationMetadata
+        )
         made = op.result(timeout=30)
         name = f"{PARENT}/persistentResources/trainers"
         assert (made.name, made.state, made.display_name) == (name, State.RUNNING, "pr")
@@ -100,7 +106,9 @@ def test_bad_requests_name_the_field(tmp_path: Path, transport: str) -> None:
         auto = {"autoscaling_spec": {"min_replica_count": 0, "max_replica_count": 3}}
         with pytest.raises(exceptions.BadRequest) as bad_min:
             _create(client, "auto", _resource(1, **auto))
-        assert "resource_pools[0].autoscaling_spec.min_replica_count; Message: must be > 0" in answer(bad_min.value)
+        assert "resource_pools[0].autoscaling_spec.min_replica_count; Message: must be > 0" in answer(
+            bad_min.value
+        )
 
 
 def test_a_stockout_ends_the_resource_in_error(tmp_path: Path) -> None:
@@ -144,7 +152,9 @@ def test_jobs_on_the_resource(tmp_path: Path, transport: str) -> None:
             used = resources.get_persistent_resource(name=f"{PARENT}/persistentResources/one-a100")
             assert used.resource_pools[0].used_replica_count == 1
             second = _job(jobs, "one-a100")
-            wait_until("the second job waiting", lambda: em.store.get(second.name)["state"] == "JOB_STATE_QUEUED")
+            wait_until(
+                "the second job waiting", lambda: em.store.get(second.name)["state"] == "JOB_STATE_QUEUED"
+            )
             assert em.store.get(second.name)["state"] == "JOB_STATE_QUEUED"
             flag.touch()
             assert wait_for_state(jobs, first.name, ["JOB_STATE_SUCCEEDED"]).error.code == 0
@@ -158,21 +168,33 @@ def test_a_job_that_does_not_fit_is_refused_naming_the_field(tmp_path: Path, tra
         with client_for(em, transport) as jobs:
             with pytest.raises(exceptions.BadRequest) as mismatch:
                 _job(jobs, "small", gpus=2)
-            assert "job_spec.worker_pool_specs[0].machine_spec; Message: a2-highgpu-2g" in answer(mismatch.value)
+            assert "job_spec.worker_pool_specs[0].machine_spec; Message: a2-highgpu-2g" in answer(
+                mismatch.value
+            )
             with pytest.raises(exceptions.BadRequest) as missing:
                 _job(jobs, "absent")
             assert "job_spec.persistent_resource_id" in answer(missing.value)
 
 
-def test_deleting_the_resource_fails_its_running_job(tmp_path: Path) -> None:
+@pytest.mark.parametrize("verb", ["delete", "reboot"])
+def test_deleting_or_rebooting_the_resource_fails_its_running_job(tmp_path: Path, verb: str) -> None:
     flag = tmp_path / "never"
-    with running_emulator(tmp_path) as em, resource_client(em, "grpc") as resources, client_for(em, "grpc") as jobs:
+    with (
+        running_emulator(tmp_path) as em,
+        resource_client(em, "grpc") as resources,
+        client_for(em, "grpc") as jobs,
+    ):
         _create(resources, "doomed", _resource(1)).result(timeout=30)
         job = _job(jobs, "doomed", _hold(flag))
         wait_for_state(jobs, job.name, ["JOB_STATE_RUNNING"])
-        resources.delete_persistent_resource(name=f"{PARENT}/persistentResources/doomed").result(timeout=30)
+        name = f"{PARENT}/persistentResources/doomed"
+        getattr(resources, f"{verb}_persistent_resource")(name=name).result(timeout=30)
         failed = wait_for_state(jobs, job.name, ["JOB_STATE_FAILED"])
-        assert failed.error.code == 10 and "was deleted" in failed.error.message
+        said = "was deleted" if verb == "delete" else "was rebooted"
+        assert failed.error.code == 10 and said in failed.error.message
+        if verb == "reboot":  # RUNNING again: the next job runs on it
+            after = _job(jobs, "doomed")
+            assert wait_for_state(jobs, after.name, ["JOB_STATE_SUCCEEDED"]).error.code == 0
 
 
 def test_snapshot_and_restore_keep_the_resources(tmp_path: Path) -> None:

@@ -142,9 +142,13 @@ def job_fit(resource: Mapping[str, Any], job_spec: Mapping[str, Any]) -> tuple[d
             continue  # an empty pool (a placeholder for a pool index) runs nothing
         path = f"custom_job.job_spec.worker_pool_specs[{index}]"
         want = _shape(spec.get("machineSpec"), spec.get("diskSpec"))
-        match = next(((i, p) for i, p in pools if _shape(p.get("machineSpec"), p.get("diskSpec")) == want), None)
+        match = next(
+            ((i, p) for i, p in pools if _shape(p.get("machineSpec"), p.get("diskSpec")) == want), None
+        )
         if match is None:
-            have = "; ".join(f"{i}: {_describe(_shape(p.get('machineSpec'), p.get('diskSpec')))}" for i, p in pools)
+            have = "; ".join(
+                f"{i}: {_describe(_shape(p.get('machineSpec'), p.get('diskSpec')))}" for i, p in pools
+            )
             problems.append(
                 f"{path}.machine_spec: {_describe(want)} matches no resource pool of "
                 f"{resource.get('name')} (its pools: {have})"
@@ -155,7 +159,11 @@ def job_fit(resource: Mapping[str, Any], job_spec: Mapping[str, Any]) -> tuple[d
         taken[ident] = taken.get(ident, 0) + count
         limit = pool_capacity(pool)
         if count > limit:
-            bound = "max_replica_count" if (pool.get("autoscalingSpec") or {}).get("maxReplicaCount") else "replica_count"
+            bound = (
+                "max_replica_count"
+                if (pool.get("autoscalingSpec") or {}).get("maxReplicaCount")
+                else "replica_count"
+            )
             problems.append(
                 f"{path}.replica_count: {count} is more than resource pool {ident}'s {bound} ({limit})"
             )
