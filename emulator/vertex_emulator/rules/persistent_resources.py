@@ -3,6 +3,8 @@ a CustomJob fits the resource it names. Each rule's id is cited next to its code
 text and source.
 
 Inputs are v1 JSON (``json_format.MessageToDict``: camelCase names, enum names, proto3 defaults left out).
+``job-on-resource`` (the resource named exists in the job's project and location and is RUNNING) needs the
+store: persistent_resources/service.py ``check_job`` applies it, then ``job_fit``.
 Problems are ``"<field path>: <message>"`` strings in the request's snake_case names, as the other rule
 modules write them (``format_problems`` lays them out as the service does).
 """
