@@ -98,11 +98,8 @@ class VertexEnsurePersistentResourceOperator(_ResourceOperator):
         super().__init__(**kwargs)
         from airflow_vertex_dist.specs.persistent import PersistentResource, PersistentResourceUse
 
-        spec = (
-            resource
-            if isinstance(resource, PersistentResource)
-            else PersistentResource.model_validate(resource)
-        )
+        if not isinstance(resource, PersistentResource):
+            resource = PersistentResource.model_validate(resource)
         seconds = idle_timeout.total_seconds() if isinstance(idle_timeout, timedelta) else idle_timeout
         # the rung's rules of an idle timeout, one place
         self.use = PersistentResourceUse(resource=resource, ensure=True, idle_timeout=seconds)
