@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from vertex_emulator.app.state import EmulatorState
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity
+from vertex_emulator.capacity.resources import ResourceBooks
 from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.cloud_logging.transports import grpc_handler
 from vertex_emulator.cloud_storage.api import STORAGE_HOST, StorageServer
@@ -19,6 +20,8 @@ from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposur
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.jobservice.grpc_server import GrpcServer
 from vertex_emulator.jobservice.service import JobService, RunnerLike
+from vertex_emulator.persistent_resources.service import PersistentResourceService
+from vertex_emulator.persistent_resources.transports import grpc_handler as resources_grpc_handler
 from vertex_emulator.rest import RestServer
 from vertex_emulator.scenario.model import Scenario
 from vertex_emulator.scenario.player import ScenarioSlot
@@ -37,11 +40,11 @@ def _private_dir(path: Path) -> None:
 
 
 def _make_runner(
-    store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity
+    store: JobStore, config: EmulatorConfig, ceilings: HostCeilings, gpus: GpuCapacity, books: ResourceBooks
 ) -> Runner:
     from vertex_emulator.runtime.runner import Runner
 
-    return Runner(store, config, ceilings, gpus)
+    return Runner(store, config, ceilings, gpus, books)
 
 
 _T = TypeVar("_T")
@@ -82,11 +85,16 @@ class Emulator:
         self.ceilings = HostCeilings(config.max_replica_processes, config.max_job_replicas)
         #: GPU quotas, free capacity and Spot preemption (capacity/ledger.py), shared the same way
         self.gpus = GpuCapacity(config.capacity, config.faults)
-        self._runner = _make_runner(self.store, config, self.ceilings, self.gpus)
+        #: the persistent resources' replicas (capacity/resources.py), shared by the runner and their service
+        self.books = ResourceBooks()
+        self._runner = _make_runner(self.store, config, self.ceilings, self.gpus, self.books)
         self.runner: RunnerLike = self._runner
         self.service = JobService(
             self.store, self.runner, config.faults, ceilings=self.ceilings, gpus=self.gpus
         )
+        #: the PersistentResourceService (persistent_resources/), served by both servers
+        self.resources = PersistentResourceService(self.store, self.gpus, self.books, self.service.injector)
+        self.service.resources = self.resources
         #: the Cloud Logging read API over the replica logs (served by both servers)
         self.logs = LogEntriesApi(self.store, Path(config.state_dir), fault=self.service.injector.draw)
         #: the scenario played (``config.scenario`` from the start; ``PUT /emulator/scenario``)
@@ -97,6 +105,7 @@ class Emulator:
         self.state = EmulatorState(
             config, self.store, self._runner, self.logs, self.gpus, self.service.injector, self.scenario
         )
+        self.state.resources = self.resources
         self._grpc: GrpcServer | None = None
         self._rest: RestServer | None = None
         self._storage: StorageServer | None = None
@@ -127,6 +136,7 @@ class Emulator:
                 ceilings=ceilings,
                 scenario=self.scenario,
                 state=self.state,
+                resources=self.resources,
             ),
         )
         try:
@@ -139,7 +149,7 @@ class Emulator:
                     host,
                     self.config.grpc_port,
                     auth_token=token,
-                    extra_handlers=(grpc_handler(self.logs),),
+                    extra_handlers=(grpc_handler(self.logs), resources_grpc_handler(self.resources)),
                     max_workers=config.grpc_workers,
                     max_concurrent_rpcs=config.grpc_max_concurrent_rpcs,
                     idle_timeout_s=config.idle_timeout_s,
@@ -167,6 +177,7 @@ class Emulator:
             self.config.storage_endpoint = self._storage.endpoint
             self._storage.start()
         self.runner.recover()
+        self.resources.recover()
         if self.config.restore is not None:  # before any client is served
             try:
                 self.state.restore(self.config.restore)
@@ -206,6 +217,7 @@ class Emulator:
                 self._rest.stop()
         finally:
             try:
+                self.resources.close()
                 self.runner.close()
             finally:
                 try:

@@ -25,7 +25,7 @@ import builtins
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vertex_emulator.capacity.ledger import GpuCapacity
 from vertex_emulator.capacity.settings import CapacityError, capacity_from_json, capacity_to_json
@@ -44,7 +44,7 @@ from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.runner import Runner
 from vertex_emulator.scenario.player import ScenarioSlot
 
-__all__ = ["OWN_ENTRIES", "EmulatorState"]
+__all__ = ["OWN_ENTRIES", "EmulatorState", "ResourceKeeper"]
 
 #: what the emulator keeps in its state directory (never taken for objects when ``--gcs-root`` is it)
 OWN_ENTRIES = frozenset(
@@ -61,6 +61,12 @@ OWN_ENTRIES = frozenset(
 )
 #: the replicas' scratch directories under the state directory, emptied by a restore and a reset
 _SCRATCH = ("work", "packages")
+
+
+class ResourceKeeper(Protocol):
+    """What a restore and a reset need of the PersistentResourceService (persistent_resources/)."""
+
+    def recover(self) -> None: ...
 
 
 class EmulatorState:
@@ -83,6 +89,8 @@ class EmulatorState:
         self.gpus = gpus
         self.injector = injector
         self.scenario = scenario
+        #: the persistent resources' service, settled again after a restore or a reset (None: none)
+        self.resources: ResourceKeeper | None = None
         self.state_dir = Path(config.state_dir).resolve()
         self.gcs_root = Path(config.gcs_root).resolve()
         #: the settings a reset goes back to: those the emulator was configured with
@@ -129,6 +137,7 @@ class EmulatorState:
                 self.state_dir,
                 name,
                 rows=self.store.export(),
+                resources=self.store.export_resources(),
                 settings=settings,
                 stamp=self.store.clock.now_rfc3339(),
                 parts={
@@ -153,6 +162,7 @@ class EmulatorState:
         summary = self._swap(
             snap.rows,
             {"capacity": settings["capacity"], "faults": settings["faults"]},
+            resources=snap.resources,
             logs=snap.logs,
             objects=snap.gcs,
             cause=f"The emulator's state was restored from snapshot {name!r}",
@@ -169,6 +179,7 @@ class EmulatorState:
         rows: builtins.list[dict[str, Any]],
         settings: dict[str, Any],
         *,
+        resources: builtins.list[dict[str, Any]] | None = None,
         logs: Path | None,
         objects: Path | None,
         keep_objects: bool = False,
@@ -180,13 +191,15 @@ class EmulatorState:
             self.store.outcomes.clear()
             stopped = [str(job["name"]) for job in self.store.non_terminal()]
             with self.runner.paused() as stuck:
-                self.store.replace_all(rows)
+                self.store.replace_all(rows, resources)
                 self._put_logs(logs)
                 if not keep_objects:
                     self._put_objects(objects)
                 self.gpus.reset(settings["capacity"])
                 update_faults(self.config.faults, settings["faults"])
                 self.injector.reseed()
+                if self.resources is not None:  # their holds and threads dropped, the restored ones settled
+                    self.resources.recover()
                 if rows:
                     self.runner.recover(cause)
         return {

@@ -52,6 +52,11 @@ class Ledger:
         with self._lock:
             return self._in_use(key)
 
+    def holders(self) -> list[str]:
+        """The owners holding something now (not those in line)."""
+        with self._lock:
+            return list(self._held)
+
     def acquire(self, owner: str, needs: Mapping[Key, int], wake: Callable[[], None]) -> list[Key]:
         """Take ``needs`` for ``owner``: ``[]`` when granted (or already held), else the keys it is short
         of; the owner is then in line (once) and ``wake()`` is called whenever it may try again."""

@@ -34,6 +34,7 @@ from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JOB_KINDS, TERMINAL_STATES, JobKind
 from vertex_emulator.core.outcomes import JobOutcomes
+from vertex_emulator.core.resourcerows import RESOURCE_SCHEMA, ResourceRows
 from vertex_emulator.core.timefmt import format_rfc3339, now_rfc3339, parse_rfc3339
 
 __all__ = ["JobStore", "disk_full_error"]
@@ -52,7 +53,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_parent ON jobs (kind, parent, seq);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
-"""
+""" + RESOURCE_SCHEMA
 
 
 #: SQLite's result code for "database or disk is full" (``sqlite3.SQLITE_FULL`` from Python 3.11)
@@ -83,8 +84,9 @@ def _after(previous: str, clock: ServiceClock | None = None) -> str:
     return stamp
 
 
-class JobStore:
-    """Thread-safe persistent store of CustomJobs and HyperparameterTuningJobs."""
+class JobStore(ResourceRows):
+    """Thread-safe persistent store of CustomJobs and HyperparameterTuningJobs (and the persistent
+    resources they run on, resourcerows.py)."""
 
     def __init__(self, path: Path, clock: ServiceClock | None = None) -> None:
         self.path = Path(path)
@@ -193,10 +195,12 @@ class JobStore:
             if cur.rowcount == 0:
                 raise KeyError(name)
 
-    def replace_all(self, rows: builtins.list[dict[str, Any]]) -> None:
-        """Every job replaced by ``rows`` (``export``'s form, each checked already), in one transaction:
-        a reader sees the jobs before or after, never a mix. ``[]`` empties the store (and its
-        ``quarantined_jobs``)."""
+    def replace_all(
+        self, rows: builtins.list[dict[str, Any]], resources: builtins.list[dict[str, Any]] | None = None
+    ) -> None:
+        """Every job replaced by ``rows`` (``export``'s form, each checked already), and every persistent
+        resource by ``resources`` (``export_resources``' form; None: none), in one transaction: a reader
+        sees the state before or after, never a mix. ``[]`` empties the store (and its ``quarantined_jobs``)."""
         with self._lock, self._writing():
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -206,6 +210,7 @@ class JobStore:
                     "INSERT INTO jobs (seq, name, kind, parent, state, body) VALUES (?, ?, ?, ?, ?, ?)",
                     [(r["seq"], r["name"], r["kind"], r["parent"], r["state"], r["body"]) for r in rows],
                 )
+                self._replace_resources(resources or [])
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")

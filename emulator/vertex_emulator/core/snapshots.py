@@ -8,6 +8,8 @@ A snapshot is a directory the emulator alone names and places, under its own sta
                     capacity and fault settings in force (as ``/emulator/capacity`` and
                     ``/emulator/faults`` answer them)
     jobs.json       every job as stored (core/jobstore.py ``JobStore.export``), in creation order
+    persistentResources.json   every persistent resource as stored (``JobStore.export_resources``; a
+                    snapshot written before they were served has none: restored as none)
     logs/           ``<state_dir>/logs``: the replicas' and the service's log lines, ``replicas.json``
     gcs/            the objects under ``--gcs-root`` (regular files; symlinks and unfinished uploads
                     are left out)
@@ -37,6 +39,7 @@ from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JOB_KINDS
 from vertex_emulator.core.jobstore import disk_full_error
 from vertex_emulator.core.jobstore_repair import row_problem
+from vertex_emulator.core.resourcerows import RESOURCE_KEYS
 
 __all__ = [
     "MANIFEST",
@@ -55,6 +58,8 @@ __all__ = [
 
 SNAPSHOTS_DIR = "snapshots"
 MANIFEST = "snapshot.json"
+#: the persistent resources of a snapshot
+RESOURCES_FILE = "persistentResources.json"
 #: snapshots kept at once: one more is refused until one is deleted
 MAX_SNAPSHOTS = 100
 VERSION = 1
@@ -167,6 +172,7 @@ class Snapshot:
     rows: list[dict[str, Any]]
     logs: Path
     gcs: Path
+    resources: list[dict[str, Any]]
 
 
 def write_snapshot(
@@ -179,6 +185,7 @@ def write_snapshot(
     parts: dict[str, tuple[Path, Iterable[Path]]],
     max_bytes: int,
     replace: bool = False,
+    resources: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write snapshot ``name``: ``rows`` (the jobs), ``settings`` (``capacity`` and ``faults``), and each
     of ``parts`` (``logs``, ``gcs``: a directory and the paths under it to leave out). Its manifest."""
@@ -199,7 +206,11 @@ def write_snapshot(
     old: Path | None = None
     try:
         work.mkdir(mode=0o700)
-        manifest = _fill(work, name, rows, settings, stamp, parts, _Budget(max_bytes))
+        budget = _Budget(max_bytes)
+        kept = json.dumps(resources or []).encode()
+        budget.take(len(kept))
+        (work / RESOURCES_FILE).write_bytes(kept)
+        manifest = _fill(work, name, rows, settings, stamp, parts, budget)
         if final.exists():
             old = root / f".tmp-{secrets.token_hex(6)}"
             final.rename(old)
@@ -325,4 +336,25 @@ def read_snapshot(state_dir: Path, name: str) -> Snapshot:
     for part in ("capacity", "faults"):
         if not isinstance(manifest.get(part), dict):
             raise _damaged(name, f"snapshot.json has no {part} settings")
-    return Snapshot(manifest, _check_rows(name, rows), path / "logs", path / "gcs")
+    return Snapshot(manifest, _check_rows(name, rows), path / "logs", path / "gcs", _resources(name, path))
+
+
+def _resources(name: str, path: Path) -> list[dict[str, Any]]:
+    """The snapshot's persistent resources, checked (none in a snapshot written before they were kept)."""
+    try:
+        rows = json.loads((path / RESOURCES_FILE).read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise _damaged(name, f"{RESOURCES_FILE} cannot be read ({exc})") from None
+    if not isinstance(rows, list):
+        raise _damaged(name, f"{RESOURCES_FILE} is not a list")
+    for i, row in enumerate(rows):
+        problem = None
+        if not isinstance(row, dict) or set(row) != set(RESOURCE_KEYS):
+            problem = f"not a resource row ({', '.join(RESOURCE_KEYS)})"
+        else:
+            problem = row_problem(row["name"], row["body"])
+        if problem is not None:
+            raise _damaged(name, f"{RESOURCES_FILE}[{i}]: {problem}")
+    return rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.jobkinds import JobKind
@@ -23,6 +23,7 @@ __all__ = [
     "ApiError",
     "KindInfo",
     "MethodInfo",
+    "ResourceCheck",
     "job_from_proto",
     "job_to_proto",
 ]
@@ -46,6 +47,13 @@ _OUTPUT_ONLY = frozenset(
 )
 CUSTOM_JOB_OUTPUT_ONLY = _OUTPUT_ONLY | {"webAccessUris"}
 TUNING_JOB_OUTPUT_ONLY = _OUTPUT_ONLY | {"trials"}
+
+
+class ResourceCheck(Protocol):
+    """Whether a CustomJob fits the persistent resource it names: an ``ApiError`` when not (the app passes
+    persistent_resources/service.py's ``PersistentResourceService``)."""
+
+    def check_job(self, parent: str, body: dict[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ Behaviour mirrored from the service:
   with more replicas than the host's ceilings let it ever run (``ceilings``, capacity/host.py; the service
   answers a Create over quota so) and, with the service's text naming the quota metric, a job whose
   GPUs exceed a GPU quota (``gpus``, capacity/ledger.py: the limit by itself, or beside the jobs running
-  when ``Capacity.over_quota`` is "refuse"), ignores output-only fields,
-  stores the job QUEUED and hands it to the runner. It returns the job itself, not an operation.
-  Fields accepted but not applied locally (``fidelity``) are
-  named once per job in the emulator's log (INFO).
+  when ``Capacity.over_quota`` is "refuse"; a job with ``persistent_resource_id`` is checked against its
+  resource instead, ``resources``: persistent_resources/), ignores output-only fields, stores the job
+  QUEUED and hands it to the runner. It returns the job itself, not an operation. Fields accepted but
+  not applied locally (``fidelity``) are named once per job in the emulator's log (INFO).
 * Get/Cancel/Delete of a missing job: NOT_FOUND; a malformed resource name: INVALID_ARGUMENT.
 * List supports ``filter`` (``filters``), ``page_size`` (default
   100, at most 1000), opaque ``page_token`` and ``read_mask``; newest job first.
@@ -47,6 +47,7 @@ from vertex_emulator.core.faults import FaultInjector
 from vertex_emulator.core.gcs import check_request_uris
 from vertex_emulator.core.jobkinds import TERMINAL_STATES, JobKind
 from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.core.operations import operation
 from vertex_emulator.jobservice.fidelity import unapplied_fields
 from vertex_emulator.jobservice.filters import FilterError, compile_filter
 from vertex_emulator.jobservice.methods import (
@@ -55,6 +56,7 @@ from vertex_emulator.jobservice.methods import (
     ApiError,
     KindInfo,
     MethodInfo,
+    ResourceCheck,
     job_from_proto,
     job_to_proto,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "KindInfo",
     "METHODS",
     "MethodInfo",
+    "ResourceCheck",
     "RunnerLike",
     "job_from_proto",
     "job_to_proto",
@@ -114,8 +117,9 @@ class JobService:
         validator: Callable[[JobKind, Any, str], None] | None = _default_validator,
         ceilings: HostCeilings | None = None,
         gpus: GpuCapacity | None = None,
+        resources: ResourceCheck | None = None,
     ) -> None:
-        self.store = store
+        self.store, self.resources = store, resources  # resources: jobs on a persistent resource
         self.runner = runner
         #: the host's ceilings on replicas (capacity/host.py): Create refuses a job that can never run here
         self.ceilings = ceilings
@@ -269,6 +273,10 @@ class JobService:
         (capacity/gpus.py). With over_quota "refuse", a CustomJob's quota is checked and taken in one
         step (``GpuCapacity.admit``), so of concurrent Creates exactly those that fit pass: taken under
         the ticket returned (None: nothing taken) until the job has a name."""
+        spec = body.get("jobSpec") or {}
+        if kind == "customJobs" and self.resources is not None and spec.get("persistentResourceId"):
+            self.resources.check_job(parent, body)  # the resource's replicas, not the region's quota
+            return None
         if self.gpus is None:
             return None
         ticket = f"create:{secrets.token_hex(8)}" if kind == "customJobs" else None
@@ -364,8 +372,7 @@ class JobService:
 
     def _delete(self, info: MethodInfo, request: Any) -> Any:
         from google.cloud import aiplatform_v1
-        from google.longrunning import operations_pb2
-        from google.protobuf import any_pb2, empty_pb2, json_format
+        from google.protobuf import empty_pb2, json_format
 
         job = self._load(info, request.name)
         state = job.get("state", "JOB_STATE_UNSPECIFIED")
@@ -381,15 +388,8 @@ class JobService:
         json_format.ParseDict({"genericMetadata": {"createTime": stamp, "updateTime": stamp}}, metadata)
         parent = _NAME_RE.fullmatch(request.name)
         assert parent is not None  # checked by _load
-        op = operations_pb2.Operation(
-            name=f"{parent['parent']}/operations/{secrets.randbelow(10**18)}", done=True
-        )
-        packed_meta, packed_resp = any_pb2.Any(), any_pb2.Any()
-        packed_meta.Pack(metadata)
-        packed_resp.Pack(empty_pb2.Empty())
-        op.metadata.CopyFrom(packed_meta)
-        op.response.CopyFrom(packed_resp)
-        return op
+        name = f"{parent['parent']}/operations/{secrets.randbelow(10**18)}"
+        return operation(name, metadata, done=True, response=empty_pb2.Empty())
 
 
 def _order_key(job: Mapping[str, Any]) -> tuple[str, str]:

@@ -24,6 +24,8 @@ from vertex_emulator.cloud_logging import api as logging_api
 from vertex_emulator.cloud_logging import transports as logging_transports
 from vertex_emulator.core.errors import ApiError
 from vertex_emulator.jobservice.service import JobService
+from vertex_emulator.persistent_resources import transports as resource_transports
+from vertex_emulator.persistent_resources.service import PersistentResourceService
 from vertex_emulator.rest import admin, v1, web
 from vertex_emulator.rest import state as state_api
 from vertex_emulator.scenario.player import ScenarioSlot
@@ -202,7 +204,10 @@ class RestHandler(Deadlines):
         """Answer ``method path`` (the caller already checked)."""
         service = self.server.service
         reads = method in ("GET", "HEAD")
-        if path.startswith("/v1/"):
+        resources = self.server.resources
+        if resources is not None and resource_transports.serves(path):  # persistent_resources/
+            self._send(200, resource_transports.rest_call(resources, method, path, query, self._json_body), web.JSON)
+        elif path.startswith("/v1/"):
             self._send(200, v1.call(service, method, path, query, self._json_body), web.JSON)
         elif path in ("/", "/ui", "/ui/") and reads:
             self._send(200, *web.index(service))
@@ -299,8 +304,11 @@ class RestHTTPServer(BoundedHTTPServer):
         ceilings: Ceilings | None = None,
         scenario: ScenarioSlot | None = None,
         state: state_api.StateKeeper | None = None,
+        resources: PersistentResourceService | None = None,
     ) -> None:
         self.service = service
+        #: the PersistentResourceService (None: its paths fall to the JobService's NOT_FOUND)
+        self.resources = resources
         #: snapshot, restore and reset of the state (``/emulator/state``; None: NOT_FOUND)
         self.state = state
         #: the scenario this emulator plays (``/emulator/scenario``; None: the route answers NOT_FOUND)

@@ -7,6 +7,7 @@ import threading
 from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.jobservice.service import JobService
 from vertex_emulator.rest.handler import LISTEN_BACKLOG, RestHTTPServer
+from vertex_emulator.persistent_resources.service import PersistentResourceService
 from vertex_emulator.rest.state import StateKeeper
 from vertex_emulator.scenario.player import ScenarioSlot
 from vertex_emulator.server.httpserve import Ceilings
@@ -28,9 +29,12 @@ class RestServer:
         ceilings: Ceilings | None = None,
         scenario: ScenarioSlot | None = None,
         state: StateKeeper | None = None,
+        resources: PersistentResourceService | None = None,
     ) -> None:
         self.host = host
-        self._server = RestHTTPServer((host, port), service, auth_token, logs, ceilings, scenario, state)
+        self._server = RestHTTPServer(
+            (host, port), service, auth_token, logs, ceilings, scenario, state, resources
+        )
         self.port: int = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
 

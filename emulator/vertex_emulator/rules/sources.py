@@ -15,6 +15,9 @@ __all__ = [
     "ERRORS",
     "IAM_SERVICE_ACCOUNTS",
     "LABELS_PAGE",
+    "PR_CREATE",
+    "PR_OVERVIEW",
+    "PR_TRAIN",
     "PREBUILT",
     "PROTO",
     "RESERVATIONS",
@@ -79,6 +82,25 @@ EXECVE = (
     'POSIX "exec" (execve: "argv is an array of character pointers to null-terminated strings"), '
     "https://pubs.opengroup.org/onlinepubs/9799919799/functions/exec.html; the emulator's reading: "
     "Vertex AI's own answer is not documented"
+)
+PR_TRAIN = (
+    'Vertex AI docs, "Run custom training jobs on a persistent resource", '
+    "https://cloud.google.com/vertex-ai/docs/training/persistent-resource-train, read 2026-12-07: a job's "
+    'worker pools "such that the values for machine-type and disk-type matches exactly with a corresponding '
+    'resource pool"; "a replica-count less than or equal to the replica-count or max-replica-count of the '
+    'corresponding resource pool"'
+)
+PR_OVERVIEW = (
+    'Vertex AI docs, "Overview of persistent resource", '
+    "https://cloud.google.com/vertex-ai/docs/training/persistent-resource-overview, read 2026-12-07: "
+    '"persistent resource remains available until it\'s deleted"; "if min-replica-count is set to 4, 4 '
+    'instances are always provisioned"'
+)
+PR_CREATE = (
+    'Vertex AI docs, "Create a persistent resource", '
+    "https://docs.cloud.google.com/vertex-ai/docs/training/persistent-resource-create, read 2026-12-07: "
+    '"the training service first finds resources from the Compute Engine resource pool based on the '
+    'specifications you provided, and then provisions a long-running cluster"'
 )
 ERRORS = (
     "the service's INVALID_ARGUMENT text as quoted in PrefectHQ/prefect issue 5940 and googleapis/go-genai "
@@ -294,5 +316,37 @@ RULES: dict[str, Rule] = _rules(
         "a tuning job whose trial job asks for TPUs (a TPU machine type or accelerator)",
         f"{TUNING_PAGE}, Hyperparameter training job configuration: \"doesn't support hyperparameter tuning "
         "jobs that require TPUs\"",
+    ),
+    # -- persistent resources (rules/persistent_resources.py)
+    (
+        "pr-id",
+        "persistent_resource_id: 1 to 63 characters matching /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/",
+        f"{PROTO} CreatePersistentResourceRequest.persistent_resource_id",
+    ),
+    ("pr-pools", "resource_pools: at least one pool, each with a machine_spec", f"{PROTO} PersistentResource"),
+    (
+        "pr-replicas",
+        "a pool without autoscaling has replica_count of at least 1 (inferred: a pool of no machine holds "
+        "nothing)",
+        f"{PROTO} ResourcePool.replica_count; {PR_OVERVIEW}",
+    ),
+    (
+        "pr-autoscaling",
+        "autoscaling: 0 < min_replica_count <= replica_count <= max_replica_count and min < max",
+        f"{PROTO} ResourcePool.AutoscalingSpec",
+    ),
+    ("pr-pool-ids", "resource pool ids are unique in their resource", f"{PROTO} ResourcePool.id"),
+    (
+        "job-on-resource",
+        "a CustomJob's persistent_resource_id names a resource in the job's project and location that is "
+        "RUNNING (RUNNING inferred: the job runs on the resource's existing machines)",
+        f"{PROTO} CustomJobSpec.persistent_resource_id",
+    ),
+    ("job-pool-match", "each worker pool's machine spec and boot disk type match a resource pool's", PR_TRAIN),
+    (
+        "job-pool-replicas",
+        "each worker pool's replica_count is at most its resource pool's replica_count (max_replica_count "
+        "with autoscaling), and so is the sum of the worker pools on one resource pool (the sum inferred)",
+        PR_TRAIN,
     ),
 )

@@ -4,7 +4,9 @@
 thread before the job starts:
 
 - QUEUED, for the project's GPU quota in the job's region (``wait_for_quota``; Vertex AI "keeps the
-  job queued until you have sufficient quotas", capacity/ledger.py);
+  job queued until you have sufficient quotas", capacity/ledger.py); a CustomJob with
+  ``persistent_resource_id`` instead waits QUEUED for its resource's replicas (``wait_for_resource``,
+  capacity/resources.py), and neither draws on the region's quota and stock nor waits to be provisioned;
 - QUEUED, for room for all the job's replicas under the host's ceiling (``wait_for_room``; first
   come, first served, capacity/host.py): a job that can never fit fails (code 8);
 - PENDING, for free GPUs in its region (``wait_for_gpus``): a STANDARD or SPOT job waits at most
@@ -34,7 +36,9 @@ from vertex_emulator.capacity.gpus import (
 )
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity, Key, Ledger
+from vertex_emulator.capacity.resources import ResourceBooks, replica_needs
 from vertex_emulator.core.jobstore import JobStore
+from vertex_emulator.rules.persistent_resources import job_fit
 
 __all__ = ["Admission", "CapacityHost"]
 
@@ -50,6 +54,11 @@ class CapacityHost(Protocol):
     @property
     def gpus(self) -> GpuCapacity:
         """The GPU quota and capacity books every job shares (capacity/ledger.py)."""
+        ...
+
+    @property
+    def resources(self) -> ResourceBooks:
+        """The persistent resources' replicas, for the jobs that run on one (capacity/resources.py)."""
         ...
 
 
@@ -188,8 +197,47 @@ class Admission:
             return self.wait_for_room(slots, "PENDING")
         return granted is True
 
+    # -- a persistent resource's replicas (capacity/resources.py) ----------------------------------------
+
+    def resource_of(self, job: dict[str, Any]) -> str | None:
+        """The persistent resource the job runs on (``jobSpec.persistentResourceId``, in the job's own
+        project and location), or None."""
+        spec = job.get("jobSpec") or {}
+        resource = spec.get("persistentResourceId") if isinstance(spec, dict) else None
+        if not resource:
+            return None
+        return f"{'/'.join(self.job_name.split('/')[:4])}/persistentResources/{resource}"
+
+    def wait_for_resource(self, job: dict[str, Any], resource: str) -> bool:
+        """Wait QUEUED until ``resource`` has the replicas the job's pools take (first come, first served
+        among its jobs); False when a cancel, a close or the resource's end (``evict``) ended the wait."""
+        books = self.host.resources
+        books.attach(resource, self.job_name, lambda message: self.events.put(("evict", message)))
+        try:
+            body = self.store.get_resource(resource)
+        except KeyError:
+            self.finish("JOB_STATE_FAILED", 5, f"The PersistentResource {resource} does not exist.")
+            return False
+        taken, problems = job_fit(body, job.get("jobSpec") or {})
+        if problems:
+            self.finish("JOB_STATE_FAILED", 9, "; ".join(problems))
+            return False
+        needs = replica_needs(resource, taken)
+
+        def tell(short: list[Key]) -> None:
+            wanted = ", ".join(f"{needs[key]} of pool {key[1]}" for key in short)
+            self.on_waiting(
+                f"Waiting for replicas of persistent resource {resource}: the job needs {wanted}, held by "
+                "the jobs running on it (or the resource is not RUNNING). It starts when they are free.",
+                "QUEUED",
+            )
+
+        return self._wait_in_line(books.replicas, needs, tell) is True
+
     def release_resources(self) -> None:
         """Free the job's replica slots, quota and GPUs (or leave their lines): call as the thread ends."""
+        self.host.resources.replicas.release(self.job_name)
+        self.host.resources.detach(self.job_name)
         self.release_room()
         self.host.gpus.quota.release(self.job_name)
         self.host.gpus.stock.release(self.job_name)

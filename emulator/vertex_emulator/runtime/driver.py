@@ -40,12 +40,15 @@ from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.admission import Admission, CapacityHost
 
-__all__ = ["WRITE_RETRY_MAX_S", "DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
+__all__ = ["EVICTED_CODE", "WRITE_RETRY_MAX_S", "DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
+#: ``error.code`` of a job whose persistent resource was deleted or rebooted under it (ABORTED; the
+#: service's is not documented: the emulator's choice, docs/emulator.md)
+EVICTED_CODE = 10
 #: the longest pause between two tries of a state write that failed (the first is 50 ms, then doubled)
 WRITE_RETRY_MAX_S = 2.0
 
@@ -182,19 +185,21 @@ class JobDriver(Admission, threading.Thread):
         if job.get("state") in TERMINAL_STATES:
             return None
         faults = self.config.faults
+        resource = self.resource_of(job)  # on a persistent resource: its replicas, no provisioning
         with faults.lock:
-            queued_s, pending_s = faults.queued_s, faults.pending_s + faults.provisioning_s
+            queued_s, pending_s = faults.queued_s, faults.pending_s
+            pending_s += faults.provisioning_s if resource is None else 0.0
         if job.get("state") == "JOB_STATE_QUEUED":
             self.on_state("JOB_STATE_QUEUED", None)
             if self.wait_phase(queued_s):
                 return None
-        if not self.wait_for_quota(job):
+        if not (self.wait_for_quota(job) if resource is None else self.wait_for_resource(job, resource)):
             return None
         slots = self.replicas_needed(job)
         if not self.wait_for_room(slots):
             return None
         self.set_state("JOB_STATE_PENDING")
-        if not self.wait_for_gpus(job, slots):
+        if resource is None and not self.wait_for_gpus(job, slots):
             return None
         if self.wait_phase(pending_s):
             return None
@@ -228,6 +233,10 @@ class JobDriver(Admission, threading.Thread):
         if event[0] == "cancel":
             self.on_cancel()
             self.finish("JOB_STATE_CANCELLED", 1, f"{self.kind_label} {self.job_name} was cancelled.")
+            return True
+        if event[0] == "evict":  # its persistent resource was deleted or rebooted (capacity/resources.py)
+            self.on_cancel()
+            self.finish("JOB_STATE_FAILED", EVICTED_CODE, str(event[1]))
             return True
         return False
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from vertex_emulator.capacity.host import HostCeilings
 from vertex_emulator.capacity.ledger import GpuCapacity
+from vertex_emulator.capacity.resources import ResourceBooks
 from vertex_emulator.core.clock import ServiceClock
 from vertex_emulator.core.config import EmulatorConfig
 from vertex_emulator.core.jobkinds import TERMINAL_STATES
@@ -50,6 +51,7 @@ class Runner:
         config: EmulatorConfig,
         ceilings: HostCeilings | None = None,
         gpus: GpuCapacity | None = None,
+        resources: ResourceBooks | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -57,6 +59,8 @@ class Runner:
         self.ceilings = ceilings or HostCeilings(config.max_replica_processes, config.max_job_replicas)
         #: the GPU quota and capacity books (capacity/ledger.py), shared with the service
         self.gpus = gpus or GpuCapacity(config.capacity, config.faults)
+        #: the persistent resources' replicas (capacity/resources.py), shared with their service
+        self.resources = resources or ResourceBooks()
         self._runs: dict[str, JobDriver] = {}
         self._lock = threading.Lock()
         self._closed = False
