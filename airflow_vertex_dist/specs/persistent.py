@@ -317,8 +317,9 @@ def fit_errors(job: Any, resource_id: str, pools: Sequence[PoolShape]) -> list[s
         if total > pool.capacity:
             bound = "max_replica_count" if pool.max_replica_count is not None else "replica_count"
             names = " + ".join(f"{field} {replicas}" for field, replicas in fields)
+            sums = f"{names} = " if len(fields) > 1 else ""
             errors.append(
-                f"{fields[-1][0]}.replica_count: {names} = {total} replicas on resource pool "
+                f"{fields[-1][0]}.replica_count: {sums}{total} replicas on resource pool "
                 f"{pool.pool_id or index} of persistent resource {resource_id!r}, above its {bound} "
                 f"({pool.capacity}); ask for fewer replicas, or give the pool more"
             )
