@@ -98,7 +98,7 @@ class PersistentResourcesHook(VertexHookBase):
                 persistent_resource_id=resource_id,
                 **self._call(),
             )
-        except exceptions.AlreadyExists:
+        except exceptions.Conflict:  # ALREADY_EXISTS over gRPC (a subclass), 409 over REST
             created = False
         resource = self.get_resource(resource_id)
         if resource is None:  # created and deleted at once: rare, and the caller's to see
