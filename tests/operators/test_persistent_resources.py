@@ -290,3 +290,30 @@ def test_the_trigger_serializes_as_it_was_built() -> None:
     path, kwargs = trigger.serialize()
     assert path == "airflow_vertex_dist.triggers.resource.PersistentResourceTrigger"
     assert PersistentResourceTrigger(**kwargs).serialize() == (path, kwargs)
+
+
+def test_a_job_waiting_on_a_full_resource_past_the_pending_limit_falls_back(vertex_conn: Emulator) -> None:
+    """The resource's only replica is taken: the rung's job waits QUEUED, its limit ends the wait."""
+    create_by_hand(vertex_conn, "gpus", replicas=1)
+    other = long_job_on(vertex_conn, "gpus")
+    one = PersistentResource(resource_id="gpus", pools=(ResourcePool(machine=A100, replica_count=1),))
+    use = PersistentResourceUse(resource=one)
+    with DAG("pr_full", schedule=None, start_date=START) as dag:
+        Training(
+            task_id="train",
+            spec=spec("print('ok')"),
+            capacity=ladder(use, 1.0),
+            deferrable=False,
+            poll_interval=0.2,
+        )
+    dr = run_dag(dag)
+    assert ti_state(dr, "train") == "success"
+    first, second = task_jobs(vertex_conn)
+    assert first["labels"]["airflow-rung"] == "r1" and first["state"] == "JOB_STATE_CANCELLED"
+    assert "startTime" not in first and first["jobSpec"]["persistentResourceId"] == "gpus"
+    assert second["labels"]["airflow-rung"] == "r2" and second["state"] == "JOB_STATE_SUCCEEDED"
+    [left] = dag_xcom(dr, "train")["rung"]["left"]
+    assert left["outcome"] == "stockout" and "stayed QUEUED for" in left["reason"]
+    # the job's limit is the rung's 1 s less the time the rung spent on the resource before the Create
+    assert "past the rung's pending_limit of 0.9" in left["reason"]
+    testing.grpc_client(vertex_conn).cancel_custom_job(name=other)
