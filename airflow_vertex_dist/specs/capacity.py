@@ -275,18 +275,24 @@ def _apply(spec: JobSpec, rung: Rung, rendered: bool) -> JobSpec:
         data["location"] = rung.region
         if tuning:
             job["location"] = None
-    use = rung.persistent_resource
-    if use is not None:
-        job["persistent_resource_id"] = use.resource.resource_id
+    job.update(_resource_fields(rung))
     model = type(spec)
-    applied = model.model_validate(data, context=RENDERED_CONTEXT if rendered else None)
-    if use is not None:
-        errors = fit_errors(_trial(applied), use.resource.resource_id, use.resource.shapes)
-        if errors:
-            raise LadderError(
-                "persistent_resource: the job does not fit the resource:\n"
-                + "\n".join("  " + e for e in errors)
-            )
+    return _fits(model.model_validate(data, context=RENDERED_CONTEXT if rendered else None), rung)
+
+
+def _resource_fields(rung: Rung) -> dict[str, Any]:
+    """The job fields a rung on a persistent resource sets: the resource's id."""
+    use = rung.persistent_resource
+    return {} if use is None else {"persistent_resource_id": use.resource.resource_id}
+
+
+def _fits(applied: JobSpec, rung: Rung) -> JobSpec:
+    """``applied``, unless its pools do not fit the rung's persistent resource (``LadderError``)."""
+    use = rung.persistent_resource
+    errors = [] if use is None else fit_errors(_trial(applied), use.resource.resource_id, use.resource.shapes)
+    if errors:
+        lines = "\n".join("  " + error for error in errors)
+        raise LadderError(f"persistent_resource: the job does not fit the resource:\n{lines}")
     return applied
 
 
