@@ -42,7 +42,8 @@ __all__ = ["JobStore", "disk_full_error"]
 _log = logging.getLogger(__name__)
 
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS jobs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL UNIQUE,
@@ -53,7 +54,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_parent ON jobs (kind, parent, seq);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
-""" + RESOURCE_SCHEMA
+"""
+    + RESOURCE_SCHEMA
+)
 
 
 #: SQLite's result code for "database or disk is full" (``sqlite3.SQLITE_FULL`` from Python 3.11)
@@ -200,7 +203,8 @@ class JobStore(ResourceRows):
     ) -> None:
         """Every job replaced by ``rows`` (``export``'s form, each checked already), and every persistent
         resource by ``resources`` (``export_resources``' form; None: none), in one transaction: a reader
-        sees the state before or after, never a mix. ``[]`` empties the store (and its ``quarantined_jobs``)."""
+        sees the state before or after, never a mix. ``[]`` empties the store (and its
+        ``quarantined_jobs``)."""
         with self._lock, self._writing():
             self._db.execute("BEGIN IMMEDIATE")
             try:

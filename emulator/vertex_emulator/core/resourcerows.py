@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from vertex_emulator.core.clock import ServiceClock
+
 __all__ = ["RESOURCE_KEYS", "RESOURCE_SCHEMA", "ResourceRows"]
 
 RESOURCE_SCHEMA = """
@@ -40,7 +42,7 @@ class ResourceRows:
 
     _db: sqlite3.Connection
     _lock: threading.RLock
-    clock: Any
+    clock: ServiceClock
 
     def _writing(self) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
@@ -51,7 +53,9 @@ class ResourceRows:
         body = copy.deepcopy(resource)
         with self._lock, self._writing():
             stamp = self.clock.now_rfc3339()
-            body.update(name=f"{parent}/persistentResources/{resource_id}", createTime=stamp, updateTime=stamp)
+            body.update(
+                name=f"{parent}/persistentResources/{resource_id}", createTime=stamp, updateTime=stamp
+            )
             try:
                 self._db.execute(
                     "INSERT INTO persistent_resources (name, parent, state, body) VALUES (?, ?, ?, ?)",
@@ -72,7 +76,7 @@ class ResourceRows:
 
     def list_resources(self, parent: str | None = None) -> builtins.list[dict[str, Any]]:
         """Every resource under ``parent`` (None: every parent), in creation order."""
-        query, args = "SELECT body FROM persistent_resources ORDER BY seq", ()
+        query, args = "SELECT body FROM persistent_resources ORDER BY seq", tuple[str, ...]()
         if parent is not None:
             query, args = "SELECT body FROM persistent_resources WHERE parent = ? ORDER BY seq", (parent,)
         with self._lock:

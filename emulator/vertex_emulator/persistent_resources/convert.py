@@ -9,7 +9,9 @@ from typing import Any
 
 __all__ = ["OUTPUT_ONLY", "from_proto", "to_proto"]
 
-OUTPUT_ONLY = frozenset({"name", "state", "error", "createTime", "startTime", "updateTime", "resourceRuntime"})
+OUTPUT_ONLY = frozenset(
+    {"name", "state", "error", "createTime", "startTime", "updateTime", "resourceRuntime"}
+)
 
 
 def to_proto(body: Mapping[str, Any]) -> Any:

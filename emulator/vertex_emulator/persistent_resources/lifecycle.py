@@ -75,7 +75,9 @@ class Lifecycle:
 
     def _start(self, name: str, target: Any, *args: Any) -> None:
         events: queue.Queue[tuple[Any, ...]] = queue.Queue()
-        thread = threading.Thread(target=target, args=(name, events, *args), name=f"resource-{name.rsplit('/', 1)[-1]}", daemon=True)
+        thread = threading.Thread(
+            target=target, args=(name, events, *args), name=f"resource-{name.rsplit('/', 1)[-1]}", daemon=True
+        )
         with self._lock:
             self._known.add(name)
             self._threads[name] = (thread, events)
@@ -156,7 +158,9 @@ class Lifecycle:
         provisioning time."""
         self._write(name, "REBOOTING")
         self.books.close(name)
-        self.books.evict(name, f"The PersistentResource {name} was rebooted while the job ran on it.", running=True)
+        self.books.evict(
+            name, f"The PersistentResource {name} was rebooted while the job ran on it.", running=True
+        )
         self._start(name, self._reboot, op_name)
 
     def _reboot(self, name: str, events: queue.Queue[tuple[Any, ...]], op_name: str) -> None:

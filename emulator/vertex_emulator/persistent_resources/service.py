@@ -87,7 +87,10 @@ class PersistentResourceService:
     def call(self, method: str, request: Any) -> Any:
         """Run ``method`` on a proto-plus request; raises ``ApiError``."""
         if method not in METHODS:
-            raise ApiError("UNIMPLEMENTED", f"PersistentResourceService.{method} is not implemented by the emulator ({SERVED})")
+            raise ApiError(
+                "UNIMPLEMENTED",
+                f"PersistentResourceService.{method} is not implemented by the emulator ({SERVED})",
+            )
         with self._lock:
             self._counts[method] = self._counts.get(method, 0) + 1
         code = self.injector.draw(method) if self.injector is not None else None
@@ -108,7 +111,8 @@ class PersistentResourceService:
         if not _PARENT_RE.fullmatch(parent):
             raise ApiError(
                 "INVALID_ARGUMENT",
-                f"parent: {parent!r} is not a location resource name (expected projects/PROJECT/locations/LOCATION)",
+                f"parent: {parent!r} is not a location resource name "
+                "(expected projects/PROJECT/locations/LOCATION)",
             )
 
     def _load(self, name: str) -> dict[str, Any]:
@@ -156,8 +160,12 @@ class PersistentResourceService:
         name = f"{request.parent}/persistentResources/{request.persistent_resource_id}"
         needs = self.gpus.quota_needs(location, region_gpus(body), "standard")
         if self.gpus.quota.reserve(name, needs):
-            short = [key for key in needs if (limit := self.gpus.quota.limit_of(key)) is not None
-                     and self.gpus.quota.in_use(key) + needs[key] > limit]
+            short = [
+                key
+                for key in needs
+                if (limit := self.gpus.quota.limit_of(key)) is not None
+                and self.gpus.quota.in_use(key) + needs[key] > limit
+            ]
             raise ApiError("RESOURCE_EXHAUSTED", quota_message([self.gpus.metric(key) for key in short]))
         body["state"] = "PROVISIONING"
         try:
@@ -201,7 +209,8 @@ class PersistentResourceService:
         if resource.get("state") != "RUNNING":
             raise ApiError(
                 "FAILED_PRECONDITION",
-                f"PersistentResource {request.name} is {resource.get('state')}: only a RUNNING resource can be rebooted.",
+                f"PersistentResource {request.name} is {resource.get('state')}: "
+                "only a RUNNING resource can be rebooted.",
             )
         op_name = self._remember("reboot", request.name)
         self.lifecycle.reboot(request.name, op_name)
@@ -223,7 +232,7 @@ class PersistentResourceService:
 
         with self._lock:
             verb, resource = self._ops[name]
-        metadata_type = {
+        metadata_type: Any = {
             "create": aiplatform_v1.CreatePersistentResourceOperationMetadata,
             "delete": aiplatform_v1.DeleteOperationMetadata,
             "reboot": aiplatform_v1.RebootPersistentResourceOperationMetadata,
@@ -247,7 +256,9 @@ class PersistentResourceService:
             return operation(name, metadata, done=True, error=outcome)
         if outcome is None or current is None:
             return operation(name, metadata, done=False)
-        return operation(name, metadata, done=True, response=type(self._proto(current)).pb(self._proto(current)))
+        return operation(
+            name, metadata, done=True, response=type(self._proto(current)).pb(self._proto(current))
+        )
 
     # -- the JobService's check of a job on a resource ------------------------------------------
 
@@ -267,7 +278,9 @@ class PersistentResourceService:
         if resource.get("state") != "RUNNING":
             raise ApiError(
                 "INVALID_ARGUMENT",
-                format_problems([f"{field}: PersistentResource {name} is {resource.get('state')}, not RUNNING."]),
+                format_problems(
+                    [f"{field}: PersistentResource {name} is {resource.get('state')}, not RUNNING."]
+                ),
             )
         _, problems = job_fit(resource, spec)
         if problems:

@@ -3,7 +3,8 @@
 (served beside the JobService by its gRPC server, behind the same caller checks), and the v1 REST mapping
 as the stock client's REST transport (``persistent_resource_service/transports/rest_base.py``) sends it::
 
-    POST   /v1/{parent=projects/*/locations/*}/persistentResources?persistentResourceId=ID  body: PersistentResource
+    POST   /v1/{parent=projects/*/locations/*}/persistentResources?persistentResourceId=ID
+                                                               body: PersistentResource
     GET    /v1/{name=projects/*/locations/*/persistentResources/*}
     GET    /v1/{parent=projects/*/locations/*}/persistentResources?pageSize=&pageToken=
     DELETE /v1/{name=projects/*/locations/*/persistentResources/*}
@@ -28,9 +29,13 @@ __all__ = ["GRPC_SERVICE", "OPERATION_PATH", "grpc_handler", "rest_call", "serve
 GRPC_SERVICE = "google.cloud.aiplatform.v1.PersistentResourceService"
 _OPERATIONS = "google.longrunning.Operations"
 _COLLECTION_RE = re.compile(r"/v1/(?P<parent>projects/[^/]+/locations/[^/]+)/persistentResources")
-_ITEM_RE = re.compile(r"/v1/(?P<name>projects/[^/]+/locations/[^/]+/persistentResources/[^/:]+)(?P<verb>:reboot)?")
+_ITEM_RE = re.compile(
+    r"/v1/(?P<name>projects/[^/]+/locations/[^/]+/persistentResources/[^/:]+)(?P<verb>:reboot)?"
+)
 #: an operation of a persistent resource, under /v1/ or /ui/
-OPERATION_PATH = re.compile(r"/(?:v1|ui)/(?P<name>projects/[^/]+/locations/[^/]+/persistentResources/[^/]+/operations/[^/:]+)")
+OPERATION_PATH = re.compile(
+    r"/(?:v1|ui)/(?P<name>projects/[^/]+/locations/[^/]+/persistentResources/[^/]+/operations/[^/:]+)"
+)
 _IGNORED = {"$alt", "alt", "$prettyPrint", "prettyPrint", "$fields", "fields", "key"}
 
 
@@ -39,11 +44,17 @@ def serves(path: str) -> bool:
     return bool(OPERATION_PATH.fullmatch(path) or _COLLECTION_RE.fullmatch(path) or _ITEM_RE.fullmatch(path))
 
 
-def _request(method: str, path: str, query: dict[str, list[str]], json_body: Callable[[], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+def _request(
+    method: str, path: str, query: dict[str, list[str]], json_body: Callable[[], dict[str, Any]]
+) -> tuple[str, dict[str, Any]]:
     collection, item = _COLLECTION_RE.fullmatch(path), _ITEM_RE.fullmatch(path)
     params = {key: values[-1] for key, values in query.items() if key not in _IGNORED}
     if collection and method == "POST":
-        return "CreatePersistentResource", {**params, "parent": collection["parent"], "persistentResource": json_body()}
+        return "CreatePersistentResource", {
+            **params,
+            "parent": collection["parent"],
+            "persistentResource": json_body(),
+        }
     if collection and method == "GET":
         return "ListPersistentResources", {**params, "parent": collection["parent"]}
     if item and method == "GET" and not item["verb"]:
@@ -55,7 +66,9 @@ def _request(method: str, path: str, query: dict[str, list[str]], json_body: Cal
         return "RebootPersistentResource", {"name": item["name"]}
     if item and method == "PATCH":
         raise ApiError("UNIMPLEMENTED", f"{method} {path}: not implemented by the emulator ({SERVED})")
-    raise ApiError("NOT_FOUND", f"{method} {path}: no such PersistentResourceService method on the Vertex AI emulator")
+    raise ApiError(
+        "NOT_FOUND", f"{method} {path}: no such PersistentResourceService method on the Vertex AI emulator"
+    )
 
 
 def rest_call(
@@ -122,7 +135,9 @@ def _unary(service: PersistentResourceService, name: str) -> Any:
         try:
             request = request_type.deserialize(raw)
         except Exception as exc:  # DecodeError: the caller's bytes
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{METHODS[name][1]}: the request does not parse: {exc}")
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"{METHODS[name][1]}: the request does not parse: {exc}"
+            )
         try:
             response = service.call(name, request)
         except ApiError as exc:
@@ -145,7 +160,9 @@ def _get_operation(service: PersistentResourceService) -> Any:
         except ApiError as exc:
             _abort(context, exc)
         except Exception as exc:  # DecodeError
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"GetOperationRequest: the request does not parse: {exc}")
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"GetOperationRequest: the request does not parse: {exc}"
+            )
         raise AssertionError("unreachable")  # pragma: no cover - abort raises
 
     return grpc.unary_unary_rpc_method_handler(handle)
@@ -155,7 +172,11 @@ def _unimplemented(method: str) -> Any:
     import grpc
 
     def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method.lstrip('/')} is not implemented by the emulator ({SERVED}, and GetOperation of their operations)")
+        context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"{method.lstrip('/')} is not implemented by the emulator "
+            f"({SERVED}, and GetOperation of their operations)",
+        )
         raise AssertionError("unreachable")  # pragma: no cover - abort raises
 
     return grpc.unary_unary_rpc_method_handler(handle)

@@ -206,7 +206,9 @@ class RestHandler(Deadlines):
         reads = method in ("GET", "HEAD")
         resources = self.server.resources
         if resources is not None and resource_transports.serves(path):  # persistent_resources/
-            self._send(200, resource_transports.rest_call(resources, method, path, query, self._json_body), web.JSON)
+            self._send(
+                200, resource_transports.rest_call(resources, method, path, query, self._json_body), web.JSON
+            )
         elif path.startswith("/v1/"):
             self._send(200, v1.call(service, method, path, query, self._json_body), web.JSON)
         elif path in ("/", "/ui", "/ui/") and reads:

@@ -6,8 +6,8 @@ import threading
 
 from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.jobservice.service import JobService
-from vertex_emulator.rest.handler import LISTEN_BACKLOG, RestHTTPServer
 from vertex_emulator.persistent_resources.service import PersistentResourceService
+from vertex_emulator.rest.handler import LISTEN_BACKLOG, RestHTTPServer
 from vertex_emulator.rest.state import StateKeeper
 from vertex_emulator.scenario.player import ScenarioSlot
 from vertex_emulator.server.httpserve import Ceilings

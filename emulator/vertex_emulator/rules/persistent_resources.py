@@ -3,6 +3,8 @@ a CustomJob fits the resource it names. Each rule's id is cited next to its code
 text and source.
 
 Inputs are v1 JSON (``json_format.MessageToDict``: camelCase names, enum names, proto3 defaults left out).
+``job-on-resource`` (the resource named exists in the job's project and location and is RUNNING) needs the
+store: persistent_resources/service.py ``check_job`` applies it, then ``job_fit``.
 Problems are ``"<field path>: <message>"`` strings in the request's snake_case names, as the other rule
 modules write them (``format_problems`` lays them out as the service does).
 """
@@ -142,9 +144,13 @@ def job_fit(resource: Mapping[str, Any], job_spec: Mapping[str, Any]) -> tuple[d
             continue  # an empty pool (a placeholder for a pool index) runs nothing
         path = f"custom_job.job_spec.worker_pool_specs[{index}]"
         want = _shape(spec.get("machineSpec"), spec.get("diskSpec"))
-        match = next(((i, p) for i, p in pools if _shape(p.get("machineSpec"), p.get("diskSpec")) == want), None)
+        match = next(
+            ((i, p) for i, p in pools if _shape(p.get("machineSpec"), p.get("diskSpec")) == want), None
+        )
         if match is None:
-            have = "; ".join(f"{i}: {_describe(_shape(p.get('machineSpec'), p.get('diskSpec')))}" for i, p in pools)
+            have = "; ".join(
+                f"{i}: {_describe(_shape(p.get('machineSpec'), p.get('diskSpec')))}" for i, p in pools
+            )
             problems.append(
                 f"{path}.machine_spec: {_describe(want)} matches no resource pool of "
                 f"{resource.get('name')} (its pools: {have})"
@@ -155,7 +161,11 @@ def job_fit(resource: Mapping[str, Any], job_spec: Mapping[str, Any]) -> tuple[d
         taken[ident] = taken.get(ident, 0) + count
         limit = pool_capacity(pool)
         if count > limit:
-            bound = "max_replica_count" if (pool.get("autoscalingSpec") or {}).get("maxReplicaCount") else "replica_count"
+            bound = (
+                "max_replica_count"
+                if (pool.get("autoscalingSpec") or {}).get("maxReplicaCount")
+                else "replica_count"
+            )
             problems.append(
                 f"{path}.replica_count: {count} is more than resource pool {ident}'s {bound} ({limit})"
             )

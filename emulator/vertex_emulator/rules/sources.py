@@ -315,7 +315,7 @@ RULES: dict[str, Rule] = _rules(
         "tuning-tpu",
         "a tuning job whose trial job asks for TPUs (a TPU machine type or accelerator)",
         f"{TUNING_PAGE}, Hyperparameter training job configuration: \"doesn't support hyperparameter tuning "
-        "jobs that require TPUs\"",
+        'jobs that require TPUs"',
     ),
     # -- persistent resources (rules/persistent_resources.py)
     (
@@ -323,7 +323,11 @@ RULES: dict[str, Rule] = _rules(
         "persistent_resource_id: 1 to 63 characters matching /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/",
         f"{PROTO} CreatePersistentResourceRequest.persistent_resource_id",
     ),
-    ("pr-pools", "resource_pools: at least one pool, each with a machine_spec", f"{PROTO} PersistentResource"),
+    (
+        "pr-pools",
+        "resource_pools: at least one pool, each with a machine_spec",
+        f"{PROTO} PersistentResource",
+    ),
     (
         "pr-replicas",
         "a pool without autoscaling has replica_count of at least 1 (inferred: a pool of no machine holds "
@@ -342,7 +346,11 @@ RULES: dict[str, Rule] = _rules(
         "RUNNING (RUNNING inferred: the job runs on the resource's existing machines)",
         f"{PROTO} CustomJobSpec.persistent_resource_id",
     ),
-    ("job-pool-match", "each worker pool's machine spec and boot disk type match a resource pool's", PR_TRAIN),
+    (
+        "job-pool-match",
+        "each worker pool's machine spec and boot disk type match a resource pool's",
+        PR_TRAIN,
+    ),
     (
         "job-pool-replicas",
         "each worker pool's replica_count is at most its resource pool's replica_count (max_replica_count "

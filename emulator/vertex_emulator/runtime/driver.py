@@ -40,7 +40,15 @@ from vertex_emulator.core.jobkinds import TERMINAL_STATES
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.admission import Admission, CapacityHost
 
-__all__ = ["EVICTED_CODE", "WRITE_RETRY_MAX_S", "DriverHost", "Interrupted", "JobDriver", "JobError", "job_id_of"]
+__all__ = [
+    "EVICTED_CODE",
+    "WRITE_RETRY_MAX_S",
+    "DriverHost",
+    "Interrupted",
+    "JobDriver",
+    "JobError",
+    "job_id_of",
+]
 
 log = logging.getLogger(__name__)
 
