@@ -168,6 +168,7 @@ class VertexEnsurePersistentResourceOperator(_ResourceOperator):
             timeout=self.timeout,
             impersonation_chain=chain if isinstance(chain, str) else ",".join(chain or ()),
         )
+        self.log.info("Deferring: waiting for persistent resource %s in the triggerer", trigger.resource_id)
         self.defer(trigger=trigger, method_name="execute_complete", kwargs={"created": created})
 
     def _judge(self, found: Resource | None, name: str, created: bool) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from airflow_vertex_dist.specs import (
 from airflow_vertex_dist.triggers.resource import PersistentResourceTrigger
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
-from vertex_emulator.core.config import Capacity
+from vertex_emulator.core.config import Capacity, Faults
 
 from .harness import CONN_ENV, connection_env, dag_xcom, logged, poll, run_dag, ti_state
 from .test_capacity import A100, L4, Training, live_jobs_watch, spec, task_jobs
@@ -206,7 +206,7 @@ def test_a_resource_of_another_shape_fails_the_task_without_a_job(vertex_conn: E
     assert "the job does not fit the real resource:\nworkers.replica_count: primary 1 + workers 1 = 2" in text
 
 
-def test_ensure_creates_then_reuses_and_waits_in_the_triggerer(vertex_conn: Emulator) -> None:
+def test_ensure_creates_then_reuses_or_refuses(vertex_conn: Emulator) -> None:
     with DAG("pr_ensure_op", schedule=None, start_date=START) as dag:
         VertexEnsurePersistentResourceOperator(
             task_id="ensure", resource=GPUS, idle_timeout=7200, deferrable=True, poll_interval=0.2
@@ -220,6 +220,20 @@ def test_ensure_creates_then_reuses_and_waits_in_the_triggerer(vertex_conn: Emul
     assert out["labels"]["airflow-idle-timeout"] == "7200s"
     assert dag_xcom(dr, "again")["created"] is False
     assert ti_state(dr, "strict") == "failed"
+
+
+def test_ensure_waits_for_a_provisioning_resource_in_the_triggerer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: Any
+) -> None:
+    with testing.running_emulator(tmp_path, faults=Faults(provisioning_s=1.0)) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        with DAG("pr_ensure_deferred", schedule=None, start_date=START) as dag:
+            VertexEnsurePersistentResourceOperator(
+                task_id="ensure", resource=GPUS, deferrable=True, poll_interval=0.2
+            )
+        dr = run_dag(dag)
+        assert dag_xcom(dr, "ensure")["state"] == "RUNNING"
+        assert "Deferring: waiting for persistent resource gpus in the triggerer" in logged(capfd)
 
 
 def test_ensure_fails_when_the_resource_errs(no_a100: Emulator) -> None:
