@@ -50,6 +50,9 @@ MODELS = (
     "Rung",
     "MachineOverride",
     "PoolOverride",
+    "PersistentResourceUse",
+    "PersistentResource",
+    "ResourcePool",
 )
 
 

@@ -12,13 +12,28 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_vertex_dist.operators.cancel import VertexCancelJobOperator
+    from airflow_vertex_dist.operators.persistent_resources import (
+        VertexDeletePersistentResourceOperator,
+        VertexEnsurePersistentResourceOperator,
+        VertexSweepPersistentResourcesOperator,
+    )
     from airflow_vertex_dist.operators.training import VertexTrainingOperator
     from airflow_vertex_dist.operators.tuning import VertexTuningOperator
 
-__all__ = ["VertexCancelJobOperator", "VertexTrainingOperator", "VertexTuningOperator"]
+__all__ = [
+    "VertexCancelJobOperator",
+    "VertexDeletePersistentResourceOperator",
+    "VertexEnsurePersistentResourceOperator",
+    "VertexSweepPersistentResourcesOperator",
+    "VertexTrainingOperator",
+    "VertexTuningOperator",
+]
 
 _MODULES = {
     "VertexCancelJobOperator": "cancel",
+    "VertexDeletePersistentResourceOperator": "persistent_resources",
+    "VertexEnsurePersistentResourceOperator": "persistent_resources",
+    "VertexSweepPersistentResourcesOperator": "persistent_resources",
     "VertexTrainingOperator": "training",
     "VertexTuningOperator": "tuning",
 }

@@ -52,6 +52,7 @@ from airflow_vertex_dist.operators.ladder_parts import (
     rung_seconds,
     strategy_of,
 )
+from airflow_vertex_dist.operators.ladder_resource import prepare_resource
 from airflow_vertex_dist.operators.ladder_resume import (
     CANCEL_WAIT_S,
     cancel_task_jobs,
@@ -240,14 +241,14 @@ class LadderWalk:
         """From rung ``number`` (with its job when one is already known) until a job succeeds."""
         host = self.host
         while number <= len(plans):
-            plan = plans[number - 1]
+            plan = state.plan_of(plans, number)
             self.rung_plan, self.steps = plan, state.steps
             if job is None:
                 created = self._create(context, plan, state)
                 if isinstance(created, _Move):
                     number, job = created.number, None
                     continue
-                job = created
+                job, plan = created, state.plan_of(plans, number)  # its limit less the resource's wait
             self.attacher.adopt_job(context, job)
             host.log.info("%s", rung_job_line(plan, len(plans), job))  # "runs", or how it ended
             if not host.wait_for_completion:
@@ -275,6 +276,10 @@ class LadderWalk:
 
         host = self.host
         region = self._region(plan)
+        if plan.rung.persistent_resource is not None:  # ladder_resource: ready before the job
+            failure, state.waited[plan.number] = prepare_resource(host, plan, region)
+            if failure is not None:
+                return self._leave(plan, state, None, failure, state.waited[plan.number], region)
         hook = self.region_hook(region)
         body = plan.spec.to_api(location=region)
         price = price_text(plan)
@@ -320,7 +325,7 @@ class LadderWalk:
         from airflow_vertex_dist.jobs.failures import classify_job
 
         host = self.host
-        plan = plans[number - 1]
+        plan = state.plan_of(plans, number)
         self.rung_plan, self.steps = plan, state.steps
         host.keep_final_job(job)
         paused = str(job.get("state")) == "JOB_STATE_PAUSED"  # only judged once past its grace

@@ -27,21 +27,45 @@ __all__ = [
 
 
 class LadderState:
-    """What a walk remembers across a deferral: the rungs left (``steps``) and the retries used per
-    rung; plain JSON both ways (``to_json`` / ``from_json``) for the deferral's ``next_kwargs``."""
+    """What a walk remembers across a deferral: the rungs left (``steps``), the retries used per
+    rung, and the seconds a rung on a persistent resource waited for it (``waited``: taken off the
+    rung's ``pending_limit`` for its job, ``plan_of``); plain JSON both ways (``to_json`` /
+    ``from_json``) for the deferral's ``next_kwargs``."""
 
-    def __init__(self, steps: list[LadderStep] | None = None, retries: dict[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        steps: list[LadderStep] | None = None,
+        retries: dict[int, int] | None = None,
+        waited: dict[int, float] | None = None,
+    ) -> None:
         self.steps: list[LadderStep] = list(steps or [])
         self.retries: dict[int, int] = dict(retries or {})
+        self.waited: dict[int, float] = dict(waited or {})
 
     def to_json(self) -> dict[str, Any]:
-        return {"steps": list(self.steps), "retries": {str(k): v for k, v in self.retries.items()}}
+        out = {"steps": list(self.steps), "retries": {str(k): v for k, v in self.retries.items()}}
+        if self.waited:
+            out["waited"] = {str(k): v for k, v in self.waited.items()}
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> LadderState:
         data = data or {}
         retries = {int(k): int(v) for k, v in (data.get("retries") or {}).items()}
-        return cls(list(data.get("steps") or []), retries)
+        waited = {int(k): float(v) for k, v in (data.get("waited") or {}).items()}
+        return cls(list(data.get("steps") or []), retries, waited)
+
+    def plan_of(self, plans: Sequence[RungPlan], number: int) -> RungPlan:
+        """Rung ``number``'s plan, its ``pending_limit`` less the seconds it waited for its persistent
+        resource (at least a millisecond: a limit spent on the resource ends the job's wait at once)."""
+        from datetime import timedelta
+
+        plan = plans[number - 1]
+        waited, limit = self.waited.get(number, 0.0), plan.rung.pending_limit
+        if not waited or limit is None:
+            return plan
+        left = max(limit - timedelta(seconds=waited), timedelta(milliseconds=1))
+        return plan._replace(rung=plan.rung.model_copy(update={"pending_limit": left}))
 
 
 def region_of(plan: RungPlan, default: str) -> str:

@@ -7,6 +7,8 @@ Pure: importing this package loads neither Airflow nor any ``google.cloud`` modu
 - ``load_spec`` reads a spec from a JSON/YAML file or ``module:attribute``
 - ``pools_table`` shows the pools as a plain-text table
 - ``CapacityLadder`` / ``Rung``: the rungs a task may run its job on when capacity is short
+- ``PersistentResource`` / ``ResourcePool``: a persistent resource's shape; ``PersistentResourceUse``
+  runs a rung on one
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from airflow_vertex_dist.specs.parameters import (
     IntegerParameter,
     Parameter,
 )
+from airflow_vertex_dist.specs.persistent import PersistentResource, PersistentResourceUse, ResourcePool
 from airflow_vertex_dist.specs.stopping import (
     ConvexAutomatedStopping,
     DecayCurveAutomatedStopping,
@@ -70,12 +73,15 @@ __all__ = [
     "Metric",
     "NfsMount",
     "Parameter",
+    "PersistentResource",
+    "PersistentResourceUse",
     "PoolOverride",
     "PscInterfaceConfig",
     "PythonPackage",
     "ReducerSizing",
     "ReductionServer",
     "ReservationAffinity",
+    "ResourcePool",
     "Rung",
     "SafetyMetricConfig",
     "Scheduling",

@@ -10,6 +10,10 @@ not started (a stockout that shows as a job left QUEUED or PENDING); ``on_stocko
 next rung) or ``"retry"`` (this rung again, after ``retry_backoff``, at most ``retries`` times, then
 the next rung).
 
+A rung with ``persistent_resource`` (``airflow_vertex_dist.specs.persistent.PersistentResourceUse``)
+runs its job on that persistent resource (the job's ``persistent_resource_id``); ``plan_ladder`` checks
+that the job's pools fit the resource's (``fit_errors``).
+
 ``plan_ladder`` applies every rung to the spec and validates the result with every rule of the spec
 model, so a rung that makes a bad spec fails when the task is built, named by its path:
 ``capacity.rungs[1].pools.primary: ...``. It prices each rung (``airflow_vertex_dist.specs.prices``)
@@ -30,6 +34,7 @@ from airflow_vertex_dist.specs.cluster import POOL_ROLES
 from airflow_vertex_dist.specs.errors import error_lines
 from airflow_vertex_dist.specs.job import DistributedTrainingJob
 from airflow_vertex_dist.specs.machine import AcceleratorType, ReservationAffinity
+from airflow_vertex_dist.specs.persistent import PersistentResourceUse, fit_errors
 from airflow_vertex_dist.specs.tuning import HyperparameterTuningJob
 
 __all__ = [
@@ -96,6 +101,7 @@ class Rung(SpecModel):
     on_preemption: Action = "retry"
     retries: int = Field(default=1, ge=0, le=100)
     retry_backoff: Duration = timedelta(seconds=60)
+    persistent_resource: PersistentResourceUse | None = None
 
     @field_validator("name")
     @classmethod
@@ -269,8 +275,25 @@ def _apply(spec: JobSpec, rung: Rung, rendered: bool) -> JobSpec:
         data["location"] = rung.region
         if tuning:
             job["location"] = None
+    job.update(_resource_fields(rung))
     model = type(spec)
-    return model.model_validate(data, context=RENDERED_CONTEXT if rendered else None)
+    return _fits(model.model_validate(data, context=RENDERED_CONTEXT if rendered else None), rung)
+
+
+def _resource_fields(rung: Rung) -> dict[str, Any]:
+    """The job fields a rung on a persistent resource sets: the resource's id."""
+    use = rung.persistent_resource
+    return {} if use is None else {"persistent_resource_id": use.resource.resource_id}
+
+
+def _fits(applied: JobSpec, rung: Rung) -> JobSpec:
+    """``applied``, unless its pools do not fit the rung's persistent resource (``LadderError``)."""
+    use = rung.persistent_resource
+    errors = [] if use is None else fit_errors(_trial(applied), use.resource.resource_id, use.resource.shapes)
+    if errors:
+        lines = "\n".join("  " + error for error in errors)
+        raise LadderError(f"persistent_resource: the job does not fit the resource:\n{lines}")
+    return applied
 
 
 def plan_ladder(

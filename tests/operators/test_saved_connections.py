@@ -123,7 +123,9 @@ def saved(
             "trusted_endpoint_hosts": "127.0.0.1",
         },
         "saved_cli_json": airflow2_form(project="json-project", keyfile_dict="", quota_project_id=QUOTA),
-        "saved_cli_uri": airflow2_form(project="uri-project", scope="https://www.googleapis.com/auth/bigquery"),
+        "saved_cli_uri": airflow2_form(
+            project="uri-project", scope="https://www.googleapis.com/auth/bigquery"
+        ),
         # Airflow 3's UI (null blanks) plus the emulator's setting
         "saved_rest": {
             **airflow3_form(project="test-project", quota_project_id=QUOTA),
