@@ -81,3 +81,18 @@ def test_create_logs_the_fields_not_applied_locally_once(
         ]
     )
     assert unapplied_fields("customJobs", job) == named  # the stored job reads the same
+
+
+def test_a_job_on_a_persistent_resource_is_not_told_the_resource_is_ignored() -> None:
+    """The job runs on the resource's replicas (test_persistent_resources.py), so Create does not log
+    ``persistentResourceId`` among the fields it does not apply."""
+    from google.cloud.aiplatform_v1 import types
+
+    job = types.CustomJob(
+        display_name="on-a-resource",
+        job_spec={
+            "persistent_resource_id": "pool-a",
+            "worker_pool_specs": [{"machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1}],
+        },
+    )
+    assert "jobSpec.persistentResourceId" not in unapplied_fields("customJobs", job)

@@ -54,7 +54,12 @@ NOTES: dict[str, Note] = {
     ),
     "encryptionSpec": Note("no", "the key name is checked; nothing is encrypted locally"),
     "jobSpec": Note("yes", "see its fields"),
-    "jobSpec.persistentResourceId": Note("no", "checked; replicas run on this machine"),
+    "jobSpec.persistentResourceId": Note(
+        "partly",
+        "a CustomJob runs on the resource's replicas (no region quota or stock, no provisioning delay) and "
+        "waits QUEUED while they are taken; a tuning job's trials are neither checked against it nor run "
+        "on it (docs/emulator.md, Persistent resources)",
+    ),
     "jobSpec.workerPoolSpecs": Note(
         "yes",
         "pool 0 holds exactly 1 replica; a used pool needs at least 1 (an omitted replicaCount is 0); "
