@@ -288,7 +288,11 @@ def _restart_rule(spec: JobSpec, rung: Rung) -> str | None:
     """Why the rung is refused by the checkpoint contract (see the module doc), or ``None``."""
     job = _trial(spec)
     strategy = job.scheduling.strategy if job.scheduling is not None else None
-    if strategy not in ("SPOT", "FLEX_START") or job.checkpoints is not None or rung.accepts_restarts_from_zero:
+    if (
+        strategy not in ("SPOT", "FLEX_START")
+        or job.checkpoints is not None
+        or rung.accepts_restarts_from_zero
+    ):
         return None
     field = "trial_job.checkpoints" if isinstance(spec, HyperparameterTuningJob) else "checkpoints"
     return (

@@ -125,7 +125,9 @@ def test_flex_start_rules_apply_to_the_rung() -> None:
 def test_a_strategy_change_drops_a_flex_start_wait() -> None:
     base = spec(scheduling={"strategy": "FLEX_START", "max_wait_duration": "3600s"})
     [plan] = plan_ladder(
-        base, CapacityLadder(rungs=(Rung(strategy="SPOT", accepts_restarts_from_zero=True),)), location="us-central1"
+        base,
+        CapacityLadder(rungs=(Rung(strategy="SPOT", accepts_restarts_from_zero=True),)),
+        location="us-central1",
     )
     assert plan.spec.to_api()["jobSpec"]["scheduling"] == {"strategy": "SPOT"}
 
@@ -205,8 +207,12 @@ def test_a_spot_or_flex_start_rung_needs_checkpoints_or_accepts_restarts_from_ze
     assert len(plan_ladder(spec(), opted, location="us-central1")) == 1
     # a rung that keeps the spec's own SPOT strategy is a SPOT rung too
     with pytest.raises(LadderError, match=r"rungs\[0\]: strategy SPOT on a spec"):
-        plan_ladder(spec(scheduling={"strategy": "SPOT"}), CapacityLadder(rungs=(Rung(),)), location="us-central1")
-    with pytest.raises(SpecValidationError, match="accepts_restarts_from_zero: only applies to a SPOT or FLEX"):
+        plan_ladder(
+            spec(scheduling={"strategy": "SPOT"}), CapacityLadder(rungs=(Rung(),)), location="us-central1"
+        )
+    with pytest.raises(
+        SpecValidationError, match="accepts_restarts_from_zero: only applies to a SPOT or FLEX"
+    ):
         Rung(strategy="STANDARD", accepts_restarts_from_zero=True)
 
 
@@ -232,7 +238,9 @@ def test_checkpoints_name_a_directory_or_need_the_output_directory() -> None:
     with pytest.raises(SpecValidationError, match="checkpoints.directory: must be a Cloud Storage URI"):
         Checkpoints(directory="/local/ckpt")
     mine = DistributedTrainingJob(
-        display_name="t", primary=pool(), checkpoints=Checkpoints(directory="gs://b/ckpt", match_glob="ckpt-*")
+        display_name="t",
+        primary=pool(),
+        checkpoints=Checkpoints(directory="gs://b/ckpt", match_glob="ckpt-*"),
     )
     assert mine.checkpoints is not None and mine.checkpoints.match_glob == "ckpt-*"
     templated = Checkpoints(directory="gs://b/{{ ds }}/ckpt")  # judged once rendered
