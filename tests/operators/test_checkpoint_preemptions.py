@@ -78,7 +78,9 @@ def test_a_preemption_is_logged_with_the_time_since_the_last_checkpoint(
 ) -> None:
     the_spec = spec(TRAINER, base_output_directory="gs://bkt/run", checkpoints=Checkpoints())
     ladder = CapacityLadder(rungs=(Rung(name="a100-spot", strategy="SPOT"),))
-    with DAG(f"ckpt_{deferrable}", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=timezone.utc)) as dag:
+    with DAG(
+        f"ckpt_{deferrable}", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=timezone.utc)
+    ) as dag:
         Training(task_id="train", spec=the_spec, capacity=ladder, deferrable=deferrable, poll_interval=0.2)
     preempter = threading.Thread(target=_preempt_after_ckpt_two, args=(spot,), daemon=True)
     preempter.start()
