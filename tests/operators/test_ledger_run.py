@@ -67,7 +67,16 @@ def _preempt_rung_two(em: Emulator, marker: Path) -> None:
 def test_the_ledger_of_a_ladder_whose_first_rung_stocks_out(no_a100: Emulator, tmp_path: Path) -> None:
     marker = tmp_path / "started"
     ladder = CapacityLadder(
-        rungs=(Rung(name="a100"), Rung(name="l4-spot", machine=L4, strategy="SPOT", on_preemption="retry", accepts_restarts_from_zero=True))
+        rungs=(
+            Rung(name="a100"),
+            Rung(
+                name="l4-spot",
+                machine=L4,
+                strategy="SPOT",
+                on_preemption="retry",
+                accepts_restarts_from_zero=True,
+            ),
+        )
     )
     with DAG("ledger_ladder", schedule=None, start_date=START) as dag:
         Training(
