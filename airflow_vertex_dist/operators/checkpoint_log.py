@@ -69,6 +69,7 @@ def _line(job_id: str, loss: PreemptionLoss, directory: str | None, names: dict[
             f"{head}last checkpoint {directory}{name} written at {written}: {loss.lost_s:.0f} s lost since it"
         )
     since = format_rfc3339_nanos(loss.since_ns)
+    what = "the job started" if loss.since == "job start" else "the previous preemption"
     if directory is None:
         why = "the spec names no checkpoint directory"
     elif names is None:
@@ -77,8 +78,7 @@ def _line(job_id: str, loss: PreemptionLoss, directory: str | None, names: dict[
         why = f"no checkpoint in {directory} yet"
     else:
         last = format_rfc3339_nanos(loss.checkpoint_ns)
-        why = f"no checkpoint in {directory} since then (the last, {last}, is older)"
-    what = "the job started" if loss.since == "job start" else "the previous preemption"
+        why = f"no checkpoint in {directory} since {what} (the last was written at {last})"
     return f"{head}{why}: {loss.lost_s:.0f} s lost since {what} at {since}"
 
 
