@@ -33,8 +33,8 @@ def test_each_line_says_what_its_lost_time_is_counted_from() -> None:
     )
     assert _line("7", second, DIR, names) == (
         "Preemption of 7 at 2026-01-01T00:30:00.000000000Z: no checkpoint in gs://b/run/checkpoints/ "
-        "since the previous preemption (the last was written at 2026-01-01T00:20:00.000000000Z): 300 s lost since the "
-        "previous preemption at 2026-01-01T00:25:00.000000000Z"
+        "since the previous preemption (the last was written at 2026-01-01T00:20:00.000000000Z): "
+        "300 s lost since the previous preemption at 2026-01-01T00:25:00.000000000Z"
     )
     assert third.since == "checkpoint" and third.lost_s == 300.0
     [early] = preemption_losses(T0, [T0 + 60 * S], [])
