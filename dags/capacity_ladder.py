@@ -7,7 +7,9 @@ a primary and one worker (2 GPUs in all) on the first rung that gets capacity:
    connection's region; given up after ``PENDING_LIMIT`` without starting, or at once when the job
    fails with the region's stockout ("Resources are insufficient in region").
 2. ``a100-spot``: the same machines as Spot VMs, same region; a preemption restarts the rung (twice
-   at most, after a backoff), a stockout or the pending limit moves on.
+   at most, after a backoff), a stockout or the pending limit moves on. The spec's ``checkpoints``
+   says the trainer resumes from ``AIP_CHECKPOINT_DIR`` (``--resume``), which a Spot rung needs; each
+   preemption is logged with the time lost since the last checkpoint there.
 3. ``l4-east``: 2 x ``g2-standard-8`` (1 L4 each) in ``us-east1`` (the ladder's allow-list of
    regions), on demand.
 
@@ -33,6 +35,7 @@ from examples_common import BUCKET, CONN_ID, POLL_INTERVAL, PS_TRAINER_IMAGE, jo
 from airflow_vertex_dist.operators.training import VertexTrainingOperator
 from airflow_vertex_dist.specs import (
     CapacityLadder,
+    Checkpoints,
     Container,
     DistributedTrainingJob,
     Machine,
@@ -77,6 +80,8 @@ SPEC = DistributedTrainingJob(
     primary=primary,
     workers=WorkerPool.like(primary, replica_count=1),
     base_output_directory=OUTPUT_URI,
+    # the trainer resumes (--resume) from the newest ckpt-<step>.json in AIP_CHECKPOINT_DIR
+    checkpoints=Checkpoints(match_glob="ckpt-*.json"),
     scheduling=Scheduling(timeout=timedelta(hours=4)),
     labels={"example": "capacity-ladder"},
 )

@@ -36,7 +36,7 @@ DAG_FILE = textwrap.dedent(
                 max_price_per_hour={ceiling},
                 rungs=(
                     Rung(name="a100"),
-                    Rung(name="a100-spot", strategy="SPOT"),
+                    Rung(name="a100-spot", strategy="SPOT", accepts_restarts_from_zero=True),
                     Rung(name="l4-east", region="us-east1", machine=L4),
                 ),
             ),

@@ -3,9 +3,10 @@ to preemption, read from the job dicts the v1 API returns (camelCase). Pure: no 
 
 The interface (stable; the types are ``jobs.output_types``' ``LedgerEntry`` and ``LedgerTotals``):
 
-- ``ledger_entry(job, rung=None, *, preemptions=None)``: one job's ``LedgerEntry``; ``rung`` is the name
-  of the ladder's rung it ran on, ``preemptions`` the RFC 3339 times of its preemptions
-  (``preemption_times`` reads them from the job's service log lines; ``None``: not read).
+- ``ledger_entry(job, rung=None, *, preemptions=None, checkpoints=None)``: one job's ``LedgerEntry``;
+  ``rung`` is the name of the ladder's rung it ran on, ``preemptions`` the RFC 3339 times of its
+  preemptions (``preemption_times`` reads them from the job's service log lines; ``None``: not read),
+  ``checkpoints`` the RFC 3339 times its trainer's checkpoints were written (``None``: not read).
 - ``ledger_totals(entries)``: their ``LedgerTotals``; ``by_rung(entries)`` one ``RungLedger`` per rung in
   the order first met; ``by_task(entries)`` the totals per task instance (its ``airflow-run`` label);
   ``task_ledger(entries)`` the ``TaskLedger`` a task returns. A DAG run's totals are ``ledger_totals``
@@ -34,8 +35,11 @@ How each figure is reckoned:
   (``PREEMPTION_RE``; the emulator writes one WARNING line per preemption, and the failed job's error
   again, which is not counted twice; Vertex AI's wording is not documented). Each preemption loses the
   run since the job's start or the previous preemption: what a trainer that does not checkpoint loses,
-  an upper bound for one that does. A SPOT job that failed with an error naming a preemption and no
-  such line counts one preemption at its ``endTime``. A STANDARD job is not preempted: 0.
+  an upper bound for one that does. With the times of the checkpoints its trainer wrote (a spec's
+  checkpoint contract, ``specs.checkpoints``: the directory's objects), each loses the run since the
+  last checkpoint before it instead, when that is later (``jobs.checkpoint_loss``). A SPOT job that
+  failed with an error naming a preemption and no such line counts one preemption at its ``endTime``.
+  A STANDARD job is not preempted: 0.
 """
 
 from __future__ import annotations
@@ -158,7 +162,10 @@ def preemption_times(lines: Iterable[tuple[str, str]], job: Mapping[str, Any]) -
 
 
 def _lost(
-    job: Mapping[str, Any], strategy: str, preemptions: Sequence[str] | None
+    job: Mapping[str, Any],
+    strategy: str,
+    preemptions: Sequence[str] | None,
+    checkpoints: Sequence[str] | None = None,
 ) -> tuple[float | None, int | None, str]:
     """Seconds of run lost to preemption, how many preemptions, and where they were read."""
     from airflow_vertex_dist.jobs.capacity_messages import PREEMPTION_RE
@@ -180,11 +187,13 @@ def _lost(
     text = str(error.get("message") or "") if isinstance(error, Mapping) else ""
     if not times and end is not None and text and PREEMPTION_RE.search(text):
         times, basis = [end], "its error names a preemption: one, at its end"
-    lost, since = 0, start
-    for when in times:
-        lost += max(0, when - since)
-        since = when
-    return round(lost / 1e9, 3), len(times), basis
+    from airflow_vertex_dist.jobs.checkpoint_loss import preemption_losses
+
+    written = None if checkpoints is None else [t for t in (_nanos(c) for c in checkpoints) if t is not None]
+    if written is not None and times:
+        basis += " and its checkpoints"
+    losses = preemption_losses(start, times, written)
+    return round(sum(loss.lost_s for loss in losses), 3), len(times), basis
 
 
 def _accelerators(job: Mapping[str, Any]) -> tuple[str | None, int, int]:
@@ -219,10 +228,15 @@ def _hours_run(job: Mapping[str, Any]) -> float | None:
 
 
 def ledger_entry(
-    job: Mapping[str, Any], rung: str | None = None, *, preemptions: Sequence[str] | None = None
+    job: Mapping[str, Any],
+    rung: str | None = None,
+    *,
+    preemptions: Sequence[str] | None = None,
+    checkpoints: Sequence[str] | None = None,
 ) -> LedgerEntry:
     """The ledger entry of ``job`` (see the module doc): ``rung`` names the ladder's rung it ran on,
-    ``preemptions`` are the RFC 3339 times of its preemptions (``None``: its log was not read)."""
+    ``preemptions`` are the RFC 3339 times of its preemptions (``None``: its log was not read),
+    ``checkpoints`` the times its trainer's checkpoints were written (``None``: not read)."""
     name = str(job.get("name", ""))
     parts = name.split("/")
     labels = job_labels(job)
@@ -238,7 +252,7 @@ def ledger_entry(
     if "trialJobSpec" in job and price is not None:
         price /= max(1, int(job.get("parallelTrialCount") or 1))  # the hours are each trial's
     usd = None if hours is None or (price is None and hours > 0) else round((price or 0.0) * hours, 6)
-    lost, preempted, lost_basis = _lost(job, strategy, preemptions)
+    lost, preempted, lost_basis = _lost(job, strategy, preemptions, checkpoints)
     return {
         "job": name,
         "kind": parts[-2] if len(parts) >= 2 else "",

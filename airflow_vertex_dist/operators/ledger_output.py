@@ -5,9 +5,11 @@ totals by rung and the task's totals.
 
 A SPOT or FLEX_START job that ran is preempted without leaving a trace in the job itself: its
 preemptions are read from its ``service`` log lines in Cloud Logging (``jobs.ledger.preemption_times``),
-with the task's own credentials. A job whose log could not be read has ``preempted_seconds`` ``None``
-and says so in ``preemption_basis``; a job that could not be read again is in the ledger by name, its
-figures ``None``.
+with the task's own credentials. Each is logged with the time it cost (``operators.checkpoint_log``:
+since the last checkpoint in the spec's checkpoint directory, read from Cloud Storage), and those
+checkpoint times count in the ledger's ``preempted_seconds``. A job whose log could not be read has
+``preempted_seconds`` ``None`` and says so in ``preemption_basis``; a job that could not be read again
+is in the ledger by name, its figures ``None``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ class LedgerHost(Protocol):
     def job_logs(self) -> JobLogs: ...
     @property
     def ladder_walk(self) -> LadderWalk | None: ...
+    @property
+    def vertex_dist_conn_id(self) -> str: ...
+    @property
+    def validated_spec(self) -> Any: ...
     def job_body(self) -> dict[str, Any]: ...
 
 
@@ -66,7 +72,11 @@ def job_preemptions(logs: JobLogs, job: Mapping[str, Any], log: Any) -> list[str
 
 
 def _entry(host: LedgerHost, job: Mapping[str, Any], rung: str | None) -> LedgerEntry:
-    return ledger_entry(job, rung, preemptions=job_preemptions(host.job_logs, job, host.log))
+    from airflow_vertex_dist.operators.checkpoint_log import log_preemptions
+
+    preemptions = job_preemptions(host.job_logs, job, host.log)
+    checkpoints = log_preemptions(host, host.validated_spec, job, preemptions) if preemptions else None
+    return ledger_entry(job, rung, preemptions=preemptions, checkpoints=checkpoints)
 
 
 def _left(host: LedgerHost, walk: LadderWalk) -> list[LedgerEntry]:

@@ -29,6 +29,10 @@ def _hours(seconds: Any) -> str:
     return "-" if seconds is None else f"{float(seconds) / 3600:.2f} h"
 
 
+def _minutes(seconds: Any) -> str:
+    return "-" if seconds is None else f"{float(seconds) / 60:.1f} min"
+
+
 def _money(totals: Mapping[str, Any]) -> str:
     usd = totals.get("usd")
     if usd is None:
@@ -77,6 +81,16 @@ def report_text(report: Mapping[str, Any]) -> str:
         for b in r["by_rung"]
     ]
     out += ["Cost by rung", _table(rungs, ["run", "rung", "jobs", "GPU-hours", "USD", "queued"]), ""]
+    preempted = [
+        [r["logical_date"], j["rung"], j["job"].rsplit("/", 1)[-1], j["preemptions"],
+         _minutes(j["preempted_seconds"]), j["preemption_basis"]]
+        for r in report["runs"]
+        for j in r["jobs"]
+        if j.get("preemptions")
+    ]  # fmt: skip
+    if preempted:
+        header = ["run", "rung", "job", "preemptions", "run lost", "reckoned from"]
+        out += ["Preemptions", _table(preempted, header), ""]
     peaks = [
         [
             p["region"],

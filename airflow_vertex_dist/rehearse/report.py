@@ -3,7 +3,9 @@
 Per run (logical date): its state and tasks, the rungs each task tried and why it left them (the
 ladder's own record, in the task's return value or, for a task that failed, its walk's XCom), the jobs
 it created (found by their ``airflow-run`` label: one per task instance), their cost ledger by rung
-(``jobs.ledger``: GPU-hours, catalog dollars, time queued and run), and the time to a trained model:
+(``jobs.ledger``: GPU-hours, catalog dollars, time queued and run; a job's entry is the task's own,
+from its XCom ``ledger``, when it has one: the preemptions it read from the job's log and the time they
+cost since the trainer's last checkpoint), and the time to a trained model:
 from the run's first job's ``createTime`` to the ``endTime`` of its last job that succeeded. Over the
 night: the most GPUs held at once per region and accelerator -- a job holds its GPUs against the quota
 from its Create to its end, as the emulator counts them -- beside the quota in force at that moment
@@ -75,10 +77,27 @@ def _rungs_tried(task: Mapping[str, Any]) -> list[dict[str, Any]]:
     return tried
 
 
-def _job_row(job: Mapping[str, Any], task_id: str, rung: str | None, start_ns: int) -> dict[str, Any]:
+def _task_entries(task: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The task's own ledger entries (its XCom ``ledger``), by job name."""
+    value = (task.get("xcom") or {}).get("return_value")
+    ledger = value.get("ledger") if isinstance(value, Mapping) else None
+    jobs = ledger.get("jobs") if isinstance(ledger, Mapping) else None
+    return {str(e.get("job")): e for e in jobs or [] if isinstance(e, Mapping)}
+
+
+def _job_row(
+    job: Mapping[str, Any],
+    task_id: str,
+    rung: str | None,
+    start_ns: int,
+    task_entry: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     from airflow_vertex_dist.jobs.ledger import ledger_entry
 
-    entry = ledger_entry(job, rung)
+    entry = dict(ledger_entry(job, rung))
+    if task_entry is not None and task_entry.get("preemption_basis") != "the job was not read":
+        keys = ("preempted_seconds", "preemptions", "preemption_basis")
+        entry.update({k: task_entry[k] for k in keys if k in task_entry})
     error = job.get("error") if isinstance(job.get("error"), Mapping) else None
     return {
         "task": task_id,
@@ -101,10 +120,11 @@ def _run_report(
     for task in run["tasks"]:
         names = _rung_names(task)
         tried += _rungs_tried(task)
+        own = _task_entries(task)
         for job in by_label.get(task["run_label"], []):
             number = rung_of(job.get("labels"))
             rung = names.get(number, f"r{number}") if number else None
-            rows.append(_job_row(job, task["task_id"], rung, start_ns))
+            rows.append(_job_row(job, task["task_id"], rung, start_ns, own.get(str(job.get("name")))))
     succeeded = [
         r["ended_s"] for r in rows if r["state"] == "JOB_STATE_SUCCEEDED" and r["ended_s"] is not None
     ]

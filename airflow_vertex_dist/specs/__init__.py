@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from airflow_vertex_dist.specs.bandwidth import egress_gbps
 from airflow_vertex_dist.specs.capacity import CapacityLadder, MachineOverride, PoolOverride, Rung
+from airflow_vertex_dist.specs.checkpoints import Checkpoints
 from airflow_vertex_dist.specs.cluster import (
     POOL_ROLES,
     LustreMount,
@@ -55,6 +56,7 @@ __all__ = [
     "POOL_ROLES",
     "CapacityLadder",
     "CategoricalParameter",
+    "Checkpoints",
     "ConditionalParameter",
     "Container",
     "ConvexAutomatedStopping",

@@ -14,6 +14,11 @@ A rung with ``persistent_resource`` (``airflow_vertex_dist.specs.persistent.Pers
 runs its job on that persistent resource (the job's ``persistent_resource_id``); ``plan_ladder`` checks
 that the job's pools fit the resource's (``fit_errors``).
 
+The checkpoint contract (``airflow_vertex_dist.specs.checkpoints``): a rung whose job runs SPOT or
+FLEX_START, on a spec that does not say how its trainer checkpoints (``checkpoints`` unset; a tuning
+job's ``trial_job.checkpoints``), is refused unless the rung sets ``accepts_restarts_from_zero=True``:
+a preempted job restarts, and a trainer that does not resume from a checkpoint burns the hours before.
+
 ``plan_ladder`` applies every rung to the spec and validates the result with every rule of the spec
 model, so a rung that makes a bad spec fails when the task is built, named by its path:
 ``capacity.rungs[1].pools.primary: ...``. It prices each rung (``airflow_vertex_dist.specs.prices``)
@@ -102,6 +107,7 @@ class Rung(SpecModel):
     retries: int = Field(default=1, ge=0, le=100)
     retry_backoff: Duration = timedelta(seconds=60)
     persistent_resource: PersistentResourceUse | None = None
+    accepts_restarts_from_zero: bool = False
 
     @field_validator("name")
     @classmethod
@@ -122,6 +128,11 @@ class Rung(SpecModel):
             fail(
                 f"max_wait_duration: only applies to strategy FLEX_START (got {self.strategy}); set "
                 "strategy='FLEX_START', or drop max_wait_duration"
+            )
+        if self.accepts_restarts_from_zero and self.strategy == "STANDARD":
+            fail(
+                "accepts_restarts_from_zero: only applies to a SPOT or FLEX_START rung (got strategy "
+                "STANDARD); drop it"
             )
         return self
 
@@ -296,6 +307,24 @@ def _fits(applied: JobSpec, rung: Rung) -> JobSpec:
     return applied
 
 
+def _restart_rule(spec: JobSpec, rung: Rung) -> str | None:
+    """Why the rung is refused by the checkpoint contract (see the module doc), or ``None``."""
+    job = _trial(spec)
+    strategy = job.scheduling.strategy if job.scheduling is not None else None
+    if (
+        strategy not in ("SPOT", "FLEX_START")
+        or job.checkpoints is not None
+        or rung.accepts_restarts_from_zero
+    ):
+        return None
+    field = "trial_job.checkpoints" if isinstance(spec, HyperparameterTuningJob) else "checkpoints"
+    return (
+        f"strategy {strategy} on a spec whose trainer does not checkpoint ({field} unset): a preempted job "
+        "restarts from zero. Set the spec's checkpoints=Checkpoints() (the trainer resumes from "
+        "AIP_CHECKPOINT_DIR, or Checkpoints(directory=...)), or accepts_restarts_from_zero=True on the rung"
+    )
+
+
 def plan_ladder(
     spec: JobSpec,
     ladder: CapacityLadder,
@@ -322,6 +351,9 @@ def plan_ladder(
             raise LadderError(
                 f"{where}: the rung makes an invalid spec:\n" + "\n".join("  " + line for line in lines)
             ) from None
+        refused = _restart_rule(applied, rung)
+        if refused is not None:
+            raise LadderError(f"{where}: {refused}")
         region = rung.region or location
         price, basis = spec_price_per_hour(applied, region)
         ceiling = ladder.max_price_per_hour

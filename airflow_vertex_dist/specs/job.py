@@ -23,6 +23,7 @@ from airflow_vertex_dist.specs._base import (
 )
 from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
+from airflow_vertex_dist.specs.checkpoints import Checkpoints, check_checkpoints
 from airflow_vertex_dist.specs.cluster import (
     POOL_ROLES,
     ReductionServer,
@@ -85,6 +86,7 @@ class DistributedTrainingJob(SpecModel):
     reserved_ip_ranges: tuple[str, ...] = ()
     psc_interface_config: PscInterfaceConfig | None = None
     base_output_directory: str | None = None
+    checkpoints: Checkpoints | None = None  # how the trainer checkpoints (specs.checkpoints); not sent
     protected_artifact_location_id: str | None = None
     tensorboard: str | None = None
     enable_web_access: bool = False
@@ -247,12 +249,12 @@ class DistributedTrainingJob(SpecModel):
         if self.reserved_ip_ranges and self.network is None:
             fail(
                 "reserved_ip_ranges: needs network (the ranges are reserved in that VPC network); set "
-                "network "
-                "too, or drop reserved_ip_ranges"
+                "network too, or drop reserved_ip_ranges"
             )
         if self.experiment_run is not None and self.experiment is None:
             fail("experiment_run: needs experiment; set experiment too, or drop experiment_run")
         check_kms_key_location(self.encryption_key, self.location)
+        check_checkpoints(self.checkpoints, self.base_output_directory)
         if self.reduction_server is not None:
             check_reduction_server(self.primary, self.workers, self.reduction_server)
         if self.scheduling is not None:

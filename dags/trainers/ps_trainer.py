@@ -24,7 +24,8 @@ Run it in every pool of a job, with the same arguments; each replica takes its r
   the evaluation metric with cloudml-hypertune (``--metric-id``; ``--metric`` picks accuracy or
   log_loss), so the same code serves a hyperparameter tuning study.
 
-Hyperparameters: ``--learning_rate``, ``--epochs``, ``--batch_size``, ``--l2``. Data: ``--data-dir``
+Hyperparameters: ``--learning_rate``, ``--epochs``, ``--batch_size``, ``--l2``; ``--epoch-seconds``
+makes each epoch last at least that long (a bigger model's pace, for a rehearsal). Data: ``--data-dir``
 (a prep step's CSV/JSONL directory, see trainers.data; ``gs://`` is read with google-cloud-storage,
 trainers.gcs) or a synthetic dataset from ``--rows``/``--features``/``--seed``.
 """
@@ -88,6 +89,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "retry or a capacity ladder's rung change); without it every run trains from the start, so a "
         "cleared task retrains",
     )
+    p.add_argument(
+        "--epoch-seconds",
+        dest="epoch_seconds",
+        type=float,
+        default=0.0,
+        help="the least real seconds an epoch takes (it waits out the rest before its checkpoint): a "
+        "bigger model's epoch, for a rehearsal whose preemptions must fall between checkpoints",
+    )
     p.add_argument("--connect-timeout", dest="connect_timeout", type=float, default=120.0)
     p.add_argument("--step-timeout", dest="step_timeout", type=float, default=120.0)
     p.add_argument("--eval-timeout", dest="eval_timeout", type=float, default=120.0)
@@ -97,6 +106,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         errors.append(f"--learning_rate: must be > 0 (got {args.learning_rate})")
     if args.epochs < 1:
         errors.append(f"--epochs: must be >= 1 (got {args.epochs})")
+    if not 0 <= args.epoch_seconds <= 86400:
+        errors.append(f"--epoch-seconds: must be from 0 to 86400 (got {args.epoch_seconds})")
     if args.batch_size < 1:
         errors.append(f"--batch_size: must be >= 1 (got {args.batch_size})")
     if args.l2 < 0:

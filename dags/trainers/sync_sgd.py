@@ -160,12 +160,14 @@ def _train_epochs(
     step = t.start_step
     history: list[dict[str, Any]] = []  # the epochs this run trained
     for epoch in range(start_epoch, args.epochs):
+        began = time.monotonic()
         for xs, ys in _batches(mine, args.batch_size, steps_per_epoch, epoch):
             grad = gradient(weights, xs, ys, args.l2)
             weights = []
             for client, (lo, hi) in zip(t.clients, t.bounds, strict=True):
                 weights.extend(client.step(t.rank, step, grad[lo:hi], args.learning_rate))
             step += 1
+        time.sleep(max(0.0, getattr(args, "epoch_seconds", 0.0) - (time.monotonic() - began)))  # the pace
         if t.rank == 0:
             history.append(_epoch_done(t, epoch, step, weights))
     return weights, step, history

@@ -137,3 +137,33 @@ def test_a_states_lines_are_written_before_jobservice_shows_the_state(
         wait_for_state(client, job.name, {"JOB_STATE_FAILED"})
     assert [s for s, _ in committed][-2:] == ["JOB_STATE_RUNNING", "JOB_STATE_FAILED"]
     assert all(written != seen for written, seen in committed if written != "JOB_STATE_QUEUED"), committed
+
+
+def test_service_lines_carry_the_service_time_and_are_served_while_it_runs_ahead(tmp_path: Path) -> None:
+    """While a scenario paces the service's clock, the emulator's own lines about a job (a Spot
+    preemption's among them) are stamped with the service's time, as the job's times are, and the
+    Logging API serves them though that time is ahead of the machine's."""
+    from datetime import datetime, timezone
+
+    from vertex_emulator.cloud_logging.api import LogEntriesApi
+    from vertex_emulator.core.clock import ServiceClock
+    from vertex_emulator.core.jobstore import JobStore
+    from vertex_emulator.runtime.service_log import ServiceLog
+
+    real = [100.0]
+    clock = ServiceClock(monotonic=lambda: real[0])
+    clock.set_compression(3600)
+    real[0] += 2.0  # two real seconds: two service hours ahead
+    store = JobStore(tmp_path / "jobs.sqlite3", clock=clock)
+    try:
+        job = store.insert("customJobs", "projects/test-project/locations/us-central1", {"displayName": "s"})
+        job_id = job["name"].rsplit("/", 1)[-1]
+        ServiceLog(tmp_path / "logs" / job_id, clock).preempted("workerpool0-0", 1, 6)
+        entries = LogEntriesApi(store, tmp_path).list_entries(["projects/test-project"])["entries"]
+    finally:
+        store.close()
+    [entry] = entries
+    assert "was preempted" in str(entry)
+    stamp = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00"))
+    ahead = (stamp - datetime.now(timezone.utc)).total_seconds()
+    assert 2 * 3600 - 2 - 60 < ahead < 2 * 3600

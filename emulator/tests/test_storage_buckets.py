@@ -137,3 +137,39 @@ def test_a_symlinked_bucket_is_not_deleted_through(gcs: tuple[Any, Path, str], t
     (root / "link").symlink_to(outside)
     status, _ = raw(endpoint, "DELETE", "/storage/v1/b/link")
     assert status == 400 and outside.is_dir()
+
+
+def test_an_upload_is_written_at_the_service_time_a_scenario_runs_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a scenario paces the service's clock, an uploaded object's ``updated`` (and generation) is
+    the service's time, as a job's times and its log entries are: a checkpoint and the preemption it
+    precedes are on one clock. A file put in the tree by hand keeps the machine's time."""
+    from datetime import datetime, timezone
+
+    from google.cloud import storage
+
+    from vertex_emulator.core.clock import ServiceClock
+
+    real = [100.0]
+    clock = ServiceClock(monotonic=lambda: real[0])
+    clock.set_compression(3600)
+    real[0] += 2.0  # two real seconds: two service hours
+    root = tmp_path / "gcs"
+    (root / "bkt").mkdir(parents=True)
+    server = StorageServer(root, clock=clock)
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.endpoint)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    client = storage.Client()
+    try:
+        client.bucket("bkt").blob("ckpt/ckpt-1.json").upload_from_string(b"{}")
+        (root / "bkt" / "ckpt" / "by-hand.json").write_text("{}")
+        blobs = {b.name: b for b in client.list_blobs("bkt", prefix="ckpt/")}
+    finally:
+        client.close()
+        server.stop()
+    now = datetime.now(timezone.utc)
+    ahead = (blobs["ckpt/ckpt-1.json"].updated - now).total_seconds()
+    assert 2 * 3600 - 2 - 60 < ahead < 2 * 3600  # the service's time: two hours ahead of the machine's
+    assert abs((blobs["ckpt/by-hand.json"].updated - now).total_seconds()) < 60

@@ -20,6 +20,7 @@ EXPECTED = {
     "prep_to_train.py": ["vertex_dist_data_prep", "vertex_dist_train_on_prep"],
     "reduction_server.py": ["vertex_dist_reduction_server"],
     "retraining.py": ["vertex_dist_retraining"],
+    "spot_checkpoints.py": ["vertex_dist_spot_checkpoints"],
     "tpu_training.py": ["vertex_dist_tpu_training"],
     "training_logs.py": ["vertex_dist_training_logs", "vertex_dist_training_logs_sync"],
 }

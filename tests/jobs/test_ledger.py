@@ -144,6 +144,40 @@ def test_preemptions_lose_the_run_since_the_start_or_the_previous_one() -> None:
     assert "not read" in unread["preemption_basis"]
 
 
+def test_checkpoints_sharpen_the_time_lost_to_each_preemption() -> None:
+    spot = job(strategy="SPOT")  # started at 600
+    # checkpoints every 10 minutes of run; preempted at 30 + 5 and at 55 minutes of run; the restart
+    # after the first resumed from the 30-minute checkpoint and wrote the next at 50 minutes
+    written = [at(600 + 600 * k) for k in (1, 2, 3)] + [at(600 + 3000)]
+    entry = ledger_entry(spot, preemptions=[at(600 + 2100), at(600 + 3300)], checkpoints=written)
+    assert (entry["preempted_seconds"], entry["preemptions"]) == (300.0 + 300.0, 2)
+    assert entry["preemption_basis"] == "the job's service log and its checkpoints"
+    # no checkpoint since the restart: the run since the previous preemption is lost, never less
+    early = ledger_entry(spot, preemptions=[at(600 + 2100), at(600 + 2400)], checkpoints=written[:3])
+    assert early["preemptions"] == 2 and early["preempted_seconds"] == 300.0 + 300.0
+    none_yet = ledger_entry(spot, preemptions=[at(600 + 500)], checkpoints=written)
+    assert none_yet["preempted_seconds"] == 500.0  # no checkpoint yet: since the job started
+    assert (
+        ledger_entry(spot, preemptions=[], checkpoints=written)["preemption_basis"] == "the job's service log"
+    )
+
+
+def test_preemption_losses_say_what_each_is_counted_from() -> None:
+    from airflow_vertex_dist.jobs.checkpoint_loss import preemption_losses
+
+    s = 1_000_000_000
+    losses = preemption_losses(0, [50 * s, 20 * s, 70 * s], [10 * s, 15 * s, 60 * s])
+    assert [(x.since, x.since_ns // s, x.lost_s) for x in losses] == [
+        ("checkpoint", 15, 5.0),
+        ("previous preemption", 20, 30.0),  # the 15 s checkpoint is older than the restart at 20 s
+        ("checkpoint", 60, 10.0),
+    ]
+    assert [x.checkpoint_ns // s if x.checkpoint_ns else None for x in losses] == [15, 15, 60]
+    [first] = preemption_losses(5 * s, [8 * s], None)
+    assert (first.since, first.lost_s, first.checkpoint_ns) == ("job start", 3.0, None)
+    assert preemption_losses(5 * s, [4 * s], []) == []  # before the start: not this run's
+
+
 def test_the_service_lines_that_name_a_preemption_once_each() -> None:
     said = "The replica workerpool0-0 was preempted: ... The job was already restarted 6 times, the limit."
     failed = job(strategy="SPOT", state="JOB_STATE_FAILED", error=said)

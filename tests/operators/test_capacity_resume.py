@@ -21,7 +21,7 @@ import pytest
 from airflow.sdk import DAG
 
 from airflow_vertex_dist.jobs.capacity_messages import stockout_message
-from airflow_vertex_dist.specs import CapacityLadder, Container, Rung, WorkerPool
+from airflow_vertex_dist.specs import CapacityLadder, Checkpoints, Container, Rung, WorkerPool
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
 from vertex_emulator.core.config import Faults
@@ -56,7 +56,7 @@ def test_a_preempted_spot_rung_is_retried_and_resumes_from_its_checkpoint(
     """Item 6: every rung and retry gets the same AIP_CHECKPOINT_DIR, so a trainer that checkpoints there
     resumes: steps 1-3 on the preempted job, 4-6 on the retry, none twice."""
     gcs = vertex_conn.config.gcs_root
-    the_spec = spec(PREEMPTIBLE_TRAINER, base_output_directory="gs://bucket/run")
+    the_spec = spec(PREEMPTIBLE_TRAINER, base_output_directory="gs://bucket/run", checkpoints=Checkpoints())
     the_spec = the_spec.model_copy(
         update={
             "primary": WorkerPool(

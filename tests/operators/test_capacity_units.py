@@ -106,7 +106,9 @@ def test_an_unbounded_flex_start_wait_in_a_scheduled_dag_warns() -> None:
     assert "scheduling.max_wait_duration is 0 with strategy FLEX_START" in str(caught[0].message)
     with DAG("flex_rung_daily", schedule="@daily", start_date=START), pytest.warns(UserWarning):
         VertexTrainingOperator(
-            task_id="t", spec=spec(), capacity=[Rung(strategy="FLEX_START", max_wait_duration=0)]
+            task_id="t",
+            spec=spec(),
+            capacity=[Rung(strategy="FLEX_START", max_wait_duration=0, accepts_restarts_from_zero=True)],
         )
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -6,6 +6,7 @@ from the job's service log."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -22,7 +23,7 @@ from airflow_vertex_dist.specs.prices import price_per_hour
 from vertex_emulator import Capacity, testing
 from vertex_emulator.app import Emulator
 
-from .harness import CONN_ENV, connection_env, dag_xcom, poll, run_dag, ti_state
+from .harness import CONN_ENV, connection_env, dag_xcom, logged, poll, run_dag, ti_state
 from .test_capacity import L4, Training, spec, task_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
@@ -64,10 +65,21 @@ def _preempt_rung_two(em: Emulator, marker: Path) -> None:
     gpus.preempt(name, "workerpool0-0")
 
 
-def test_the_ledger_of_a_ladder_whose_first_rung_stocks_out(no_a100: Emulator, tmp_path: Path) -> None:
+def test_the_ledger_of_a_ladder_whose_first_rung_stocks_out(
+    no_a100: Emulator, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     marker = tmp_path / "started"
     ladder = CapacityLadder(
-        rungs=(Rung(name="a100"), Rung(name="l4-spot", machine=L4, strategy="SPOT", on_preemption="retry"))
+        rungs=(
+            Rung(name="a100"),
+            Rung(
+                name="l4-spot",
+                machine=L4,
+                strategy="SPOT",
+                on_preemption="retry",
+                accepts_restarts_from_zero=True,
+            ),
+        )
     )
     with DAG("ledger_ladder", schedule=None, start_date=START) as dag:
         Training(
@@ -101,6 +113,13 @@ def test_the_ledger_of_a_ladder_whose_first_rung_stocks_out(no_a100: Emulator, t
     # one preemption, read from the job's service log: the first start's run, lost
     assert second["preemptions"] == 1 and second["preemption_basis"] == "the job's service log"
     assert 0 < second["preempted_seconds"] < second["run_seconds"]
+    # the rung accepts restarts from zero: the task log says the run since the start was lost
+    lost = re.search(
+        r"Preemption of \d+ at \S+: the spec names no checkpoint directory: (\d+) s lost since the job "
+        r"started",
+        logged(capfd),
+    )
+    assert lost is not None and int(lost[1]) == round(second["preempted_seconds"])
 
     assert [r["rung"] for r in ledger["by_rung"]] == ["a100", "l4-spot"]
     totals = ledger["totals"]

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from airflow_vertex_dist.specs import (
+    Checkpoints,
     Container,
     DistributedTrainingJob,
     HyperparameterTuningJob,
@@ -53,7 +54,7 @@ def test_each_rung_overrides_what_it_names_and_keeps_the_rest() -> None:
         regions=("us-east1",),
         rungs=(
             Rung(name="a100"),
-            Rung(name="a100-spot", strategy="SPOT"),
+            Rung(name="a100-spot", strategy="SPOT", accepts_restarts_from_zero=True),
             Rung(
                 name="l4-east",
                 region="us-east1",
@@ -103,12 +104,18 @@ def test_a_pool_the_spec_does_not_have_is_named() -> None:
 def test_flex_start_rules_apply_to_the_rung() -> None:
     """FLEX_START needs the same machine in every pool: a rung that makes pools differ is refused."""
     ladder = CapacityLadder(
-        rungs=(Rung(strategy="FLEX_START", pools={"workers": PoolOverride(**L4.model_dump())}),)
+        rungs=(
+            Rung(
+                strategy="FLEX_START",
+                pools={"workers": PoolOverride(**L4.model_dump())},
+                accepts_restarts_from_zero=True,
+            ),
+        )
     )
     with pytest.raises(LadderError, match="FLEX_START needs the same machine configuration in every pool"):
         plan_ladder(spec(), ladder, location="us-central1")
     ok = CapacityLadder(rungs=(Rung(strategy="FLEX_START", max_wait_duration=timedelta(hours=2)),))
-    [plan] = plan_ladder(spec(), ok, location="us-central1")
+    [plan] = plan_ladder(spec(checkpoints=Checkpoints()), ok, location="us-central1")
     assert plan.spec.to_api()["jobSpec"]["scheduling"] == {
         "strategy": "FLEX_START",
         "maxWaitDuration": "7200s",
@@ -117,7 +124,11 @@ def test_flex_start_rules_apply_to_the_rung() -> None:
 
 def test_a_strategy_change_drops_a_flex_start_wait() -> None:
     base = spec(scheduling={"strategy": "FLEX_START", "max_wait_duration": "3600s"})
-    [plan] = plan_ladder(base, CapacityLadder(rungs=(Rung(strategy="SPOT"),)), location="us-central1")
+    [plan] = plan_ladder(
+        base,
+        CapacityLadder(rungs=(Rung(strategy="SPOT", accepts_restarts_from_zero=True),)),
+        location="us-central1",
+    )
     assert plan.spec.to_api()["jobSpec"]["scheduling"] == {"strategy": "SPOT"}
 
 
@@ -153,7 +164,9 @@ def test_the_price_ceiling_refuses_a_rung_above_it_or_of_unknown_price() -> None
     over = CapacityLadder(max_price_per_hour=2 * one - 0.01, rungs=(Rung(name="big"),))
     with pytest.raises(LadderError, match=r"capacity.rungs\[0\] \(big\): .* USD/hour \(on-demand\) is above"):
         plan_ladder(spec(), over, location="us-central1")
-    unknown = CapacityLadder(max_price_per_hour=1000, rungs=(Rung(strategy="FLEX_START"),))
+    unknown = CapacityLadder(
+        max_price_per_hour=1000, rungs=(Rung(strategy="FLEX_START", accepts_restarts_from_zero=True),)
+    )
     with pytest.raises(LadderError, match="an unknown price"):
         plan_ladder(spec(), unknown, location="us-central1")
 
@@ -173,3 +186,62 @@ def test_gpu_count_of_a_tuning_job_counts_its_parallel_trials() -> None:
     [plan] = plan_ladder(tuning, CapacityLadder(rungs=(Rung(machine=L4),)), location="us-central1")
     assert plan.gpus == 6
     assert plan.spec.trial_job.primary.machine.machine_type == "g2-standard-8"
+
+
+def test_a_spot_or_flex_start_rung_needs_checkpoints_or_accepts_restarts_from_zero() -> None:
+    """The checkpoint contract: a rung whose job is preemptible, on a spec that does not say how its
+    trainer checkpoints, is refused, named, with both ways out."""
+    for strategy in ("SPOT", "FLEX_START"):
+        ladder = CapacityLadder(rungs=(Rung(name="a100"), Rung(name="cheap", strategy=strategy)))
+        with pytest.raises(LadderError) as caught:
+            plan_ladder(spec(), ladder, location="us-central1")
+        text = str(caught.value)
+        assert text.startswith(f"capacity.rungs[1] (cheap): strategy {strategy} on a spec whose trainer")
+        assert "(checkpoints unset)" in text and "accepts_restarts_from_zero=True" in text
+        assert "checkpoints=Checkpoints()" in text
+    ladder = CapacityLadder(rungs=(Rung(name="a100"), Rung(name="cheap", strategy="SPOT")))
+    plans = plan_ladder(spec(checkpoints=Checkpoints()), ladder, location="us-central1")
+    assert plans[1].spec.checkpoints == Checkpoints()
+    assert "checkpoints" not in str(plans[1].spec.to_api())  # the contract is not sent to Vertex AI
+    opted = CapacityLadder(rungs=(Rung(strategy="SPOT", accepts_restarts_from_zero=True),))
+    assert len(plan_ladder(spec(), opted, location="us-central1")) == 1
+    # a rung that keeps the spec's own SPOT strategy is a SPOT rung too
+    with pytest.raises(LadderError, match=r"rungs\[0\]: strategy SPOT on a spec"):
+        plan_ladder(
+            spec(scheduling={"strategy": "SPOT"}), CapacityLadder(rungs=(Rung(),)), location="us-central1"
+        )
+    with pytest.raises(
+        SpecValidationError, match="accepts_restarts_from_zero: only applies to a SPOT or FLEX"
+    ):
+        Rung(strategy="STANDARD", accepts_restarts_from_zero=True)
+
+
+def test_a_tuning_spot_rung_reads_its_trial_jobs_checkpoints() -> None:
+    tuning = HyperparameterTuningJob(
+        trial_job=spec(),
+        study=Study(
+            metrics=(Metric(metric_id="loss", goal="MINIMIZE"),),
+            parameters=(IntegerParameter(parameter_id="x", min_value=1, max_value=3),),
+        ),
+        max_trial_count=2,
+    )
+    ladder = CapacityLadder(rungs=(Rung(strategy="SPOT"),))
+    with pytest.raises(LadderError, match=r"\(trial_job.checkpoints unset\)"):
+        plan_ladder(tuning, ladder, location="us-central1")
+    tuned = tuning.model_copy(update={"trial_job": spec(checkpoints=Checkpoints())})
+    assert len(plan_ladder(tuned, ladder, location="us-central1")) == 1
+
+
+def test_checkpoints_name_a_directory_or_need_the_output_directory() -> None:
+    with pytest.raises(SpecValidationError, match="checkpoints: the default directory is AIP_CHECKPOINT_DIR"):
+        DistributedTrainingJob(display_name="t", primary=pool(), checkpoints=Checkpoints())
+    with pytest.raises(SpecValidationError, match="checkpoints.directory: must be a Cloud Storage URI"):
+        Checkpoints(directory="/local/ckpt")
+    mine = DistributedTrainingJob(
+        display_name="t",
+        primary=pool(),
+        checkpoints=Checkpoints(directory="gs://b/ckpt", match_glob="ckpt-*"),
+    )
+    assert mine.checkpoints is not None and mine.checkpoints.match_glob == "ckpt-*"
+    templated = Checkpoints(directory="gs://b/{{ ds }}/ckpt")  # judged once rendered
+    assert templated.directory == "gs://b/{{ ds }}/ckpt"

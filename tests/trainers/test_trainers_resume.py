@@ -4,6 +4,7 @@ evaluator's stop, and a run without ``--resume`` training from the start."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,23 @@ def test_a_resumed_run_trains_only_the_missing_epochs_and_ends_where_a_fresh_run
     assert "training is done: ckpt-" in caplog.text
     [line] = h.metric_lines(tmp_path / "run" / "hypertune-3")
     assert line["global_step"] == str(steps) and float(line["accuracy"]) == done["accuracy"]
+
+
+def test_epoch_seconds_paces_each_epoch_before_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--epoch-seconds: every epoch lasts at least that long, its checkpoint written at its end."""
+    monkeypatch.setattr(metrics, "_reporter", None)
+    monkeypatch.setenv("CLOUD_ML_HP_METRIC_FILE", str(tmp_path / "hypertune"))
+    ckpts = tmp_path / "checkpoints"
+    args = ps_trainer.parse_args(
+        ["--epochs=2", "--rows=300", "--epoch-seconds=0.4", f"--model-dir={tmp_path / 'model'}",
+         f"--checkpoint-dir={ckpts}"]
+    )  # fmt: skip
+    started = time.time_ns()
+    ps_trainer.run(args, ClusterSpec.single())
+    first, second = (p.stat().st_mtime_ns for p in sorted(ckpts.iterdir()))
+    assert first - started >= 0.39e9 and second - first >= 0.39e9
 
 
 def _evaluator(tmp_path: Path, epochs: int) -> dict[str, Any]:

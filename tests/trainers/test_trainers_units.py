@@ -232,9 +232,10 @@ def test_a_shard_initialized_at_a_checkpoints_step_counts_on_from_it() -> None:
 
 def test_hyperparameters_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        ps_trainer.parse_args(["--epochs=0", "--learning_rate=-1"])
+        ps_trainer.parse_args(["--epochs=0", "--learning_rate=-1", "--epoch-seconds=-1"])
     err = capsys.readouterr().err
     assert "--learning_rate: must be > 0 (got -1.0)" in err and "--epochs: must be >= 1 (got 0)" in err
+    assert "--epoch-seconds: must be from 0 to 86400 (got -1.0)" in err
     args = ps_trainer.parse_args(["--learning-rate=0.2", "--learning_rate=0.3", "--metric-id=log_loss"])
     assert args.learning_rate == 0.3 and args.metric == "log_loss"  # a tuning trial's value comes last
 

@@ -167,7 +167,9 @@ class Emulator:
                     "the Cloud Storage API",
                     STORAGE_HOST,
                     port,
-                    lambda: StorageServer(Path(self.config.gcs_root), port, ceilings, auth_token=token),
+                    lambda: StorageServer(
+                        Path(self.config.gcs_root), port, ceilings, auth_token=token, clock=self.clock
+                    ),
                 )
             except BaseException:
                 rest.stop()

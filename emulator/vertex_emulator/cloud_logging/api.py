@@ -126,7 +126,9 @@ class LogEntriesApi:
         page_token: str = "",
     ) -> dict[str, Any]:
         """One ``entries.list`` page as v2 JSON: ``{"entries": [...], "nextPageToken": "..."}``."""
-        bound = time.time_ns()  # before any file is read: only lines stamped at or before it are served
+        # before any file is read: only lines stamped at or before it are served. The service's time
+        # (its own lines are stamped with it), never behind the machine's (a replica's lines)
+        bound = max(time.time_ns(), self.store.clock.time_ns())
         with self._lock:
             self.calls += 1
         if self.fault is not None:

@@ -23,10 +23,12 @@ served is what those clients use for objects:
 How it differs from Cloud Storage (docs/emulator.md): metadata beyond name, size, hashes and times is not
 stored (``contentType`` is guessed from the name); an object name ending in ``/`` or one that would make a
 file and a directory share a path (``a`` and ``a/b``) is refused with 400; the generation is the file's
-modification time in nanoseconds (older generations are not kept). It binds 127.0.0.1 only and refuses a
-request that carries an ``Origin`` header or a ``Host`` that is not a loopback name, and one from another
-local account than the emulator's without its access token (``Authorization: Bearer``): replicas, processes of
-the emulator's user, need none (server/callers.py).
+modification time in nanoseconds (older generations are not kept); an upload's object is written at the
+service's time (``clock``: a scenario's, core/clock.py), a copy and a file put in the tree at the
+machine's. It binds 127.0.0.1 only and refuses a request that carries an ``Origin`` header or a ``Host``
+that is not a loopback name, and one from another local account than the emulator's without its access
+token (``Authorization: Bearer``): replicas, processes of the emulator's user, need none
+(server/callers.py).
 
 Why not the ``gcp-storage-emulator`` package: it keeps objects in its own layout (with metadata files), not a
 plain directory tree that ``package_uris``, ``base_output_directory`` and the user share.
@@ -39,7 +41,7 @@ import mimetypes
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from vertex_emulator.cloud_storage.buckets import check_new_bucket_name, delete_bucket, list_buckets
@@ -66,6 +68,9 @@ from vertex_emulator.cloud_storage.uploads import Upload, split_multipart
 from vertex_emulator.core.gcs import to_local_path
 from vertex_emulator.server.httpserve import Ceilings
 from vertex_emulator.server.jsonlimits import json_depth
+
+if TYPE_CHECKING:
+    from vertex_emulator.core.clock import ServiceClock
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_MULTIPART_BYTES", "STORAGE_HOST", "StorageServer"]
 
@@ -228,7 +233,8 @@ class _Handler(StorageRequestHandler):
     def _commit(
         self, tmp: Path, target: Path, if_generation_match: str | None, bucket: str, name: str
     ) -> None:
-        commit(tmp, target, if_generation_match)
+        clock = self.server.clock  # the service's time: a scenario's objects carry the scenario's times
+        commit(tmp, target, if_generation_match, None if clock is None else clock.time_ns())
         self._json(200, object_resource(self._base(), bucket, name, target))
 
     def _upload(self, bucket: str, query: dict[str, str]) -> None:
@@ -333,11 +339,17 @@ class StorageServer:
     for the emulator's own user, or a caller with ``auth_token``."""
 
     def __init__(
-        self, root: Path, port: int = 0, ceilings: Ceilings | None = None, auth_token: str | None = None
+        self,
+        root: Path,
+        port: int = 0,
+        ceilings: Ceilings | None = None,
+        auth_token: str | None = None,
+        clock: ServiceClock | None = None,
     ) -> None:
         self._httpd = StorageHTTPServer(
             (STORAGE_HOST, port), _Handler, Path(root), ceilings or Ceilings(), auth_token
         )
+        self._httpd.clock = clock
         self._thread: threading.Thread | None = None
 
     @property

@@ -13,13 +13,16 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from vertex_emulator.cloud_storage.tree import CHUNK, StorageError
 from vertex_emulator.cloud_storage.uploads import UploadSessions
 from vertex_emulator.server import callers
 from vertex_emulator.server.httpserve import BoundedHTTPServer, Ceilings, Deadlines
+
+if TYPE_CHECKING:
+    from vertex_emulator.core.clock import ServiceClock
 
 __all__ = ["STORAGE_HOST", "StorageHTTPServer", "StorageRequestHandler"]
 
@@ -42,6 +45,8 @@ class StorageHTTPServer(BoundedHTTPServer):
         super().__init__(address, handler, ceilings, backlog=1024)
         self.root, self.auth_token = root, token
         self.uploads = UploadSessions()
+        #: the service's clock, whose wall time an upload's object is written at (None: the machine's)
+        self.clock: ServiceClock | None = None
 
 
 class StorageRequestHandler(Deadlines):

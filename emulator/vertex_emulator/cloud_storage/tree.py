@@ -264,9 +264,13 @@ def live_object(root: Path, bucket: str, name: str, query: dict[str, str]) -> Pa
     return path
 
 
-def _after_live(tmp: Path, target: Path) -> None:
+def _after_live(tmp: Path, target: Path, now_ns: int | None = None) -> None:
     """Give ``tmp`` a modification time past ``target``'s, so the name's next generation is a new
-    one even when two writes fall in one tick of the filesystem's clock."""
+    one even when two writes fall in one tick of the filesystem's clock; with ``now_ns`` (the service's
+    wall time, core/clock.py) that time first: a scenario's objects are written at the scenario's times,
+    as its jobs and log entries are."""
+    if now_ns is not None:
+        os.utime(tmp, ns=(tmp.stat().st_atime_ns, now_ns))
     try:
         live = target.stat().st_mtime_ns
     except FileNotFoundError:
@@ -290,12 +294,12 @@ def precondition(path: Path, if_generation_match: str | None) -> None:
         )
 
 
-def commit(tmp: Path, target: Path, if_generation_match: str | None) -> None:
-    """Rename the complete temporary file onto the object if the precondition holds; the temporary
-    file is gone either way."""
+def commit(tmp: Path, target: Path, if_generation_match: str | None, now_ns: int | None = None) -> None:
+    """Rename the complete temporary file onto the object if the precondition holds, written at
+    ``now_ns`` (default: the file's own time); the temporary file is gone either way."""
     try:
         precondition(target, if_generation_match)
-        _after_live(tmp, target)
+        _after_live(tmp, target, now_ns)
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -185,7 +185,7 @@ class CustomJobRun(JobDriver):
         self._persist()
 
     def on_state(self, state: str, reason: str | None) -> None:
-        ServiceLog(self.log_dir()).state(state, reason)  # Vertex AI's "service" lines (service_log.py)
+        ServiceLog(self.log_dir(), self.store.clock).state(state, reason)  # Vertex AI's "service" lines
 
     def replicas_needed(self, job: dict[str, Any]) -> int:
         return spec_replicas(job.get("jobSpec") or {})
@@ -195,7 +195,7 @@ class CustomJobRun(JobDriver):
 
     def on_waiting(self, reason: str, state: str = "QUEUED") -> None:
         super().on_waiting(reason, state)
-        ServiceLog(self.log_dir()).waiting(reason, state)
+        ServiceLog(self.log_dir(), self.store.clock).waiting(reason, state)
 
     def metric_file(self, key: str) -> Path:
         """Where replica ``key`` writes its cloudml-hypertune metrics (``CLOUD_ML_HP_METRIC_FILE``)."""
@@ -272,7 +272,7 @@ class CustomJobRun(JobDriver):
         with settings.lock:
             notice, limit = settings.spot_notice_s, settings.spot_restart_limit
         self.preemptions += 1
-        ServiceLog(self.log_dir()).preempted(key, self.preemptions, limit)
+        ServiceLog(self.log_dir(), self.store.clock).preempted(key, self.preemptions, limit)
         clock = self.store.clock  # the notice in service seconds
         procs.stop([slot.proc], clock.real_s(notice))  # the VM's ACPI soft off, then its mechanical off
         with self._lock:

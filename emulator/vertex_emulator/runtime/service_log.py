@@ -23,7 +23,9 @@ a Spot replica's preemption is a WARNING line: the emulator's own words (what Ve
 quota or capacity is short, or when it restarts a preempted job, is not documented). When a job is
 cancelled the emulator writes "Finished tearing down training program." and "Job was cancelled.": no
 public log of a cancelled job was found, so that wording is the emulator's own.
-The replica lines some prebuilt containers add ("Task completed. Exit code (0)...", written by their
+Each line is stamped with the service's time (core/clock.py: a scenario's while one plays), as the job's
+own times are; a replica's lines carry the machine's, as they are read. The replica lines some prebuilt
+containers add ("Task completed. Exit code (0)...", written by their
 launcher inside the replica) are not written. Writing never fails a job: an error is logged.
 """
 
@@ -31,9 +33,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vertex_emulator.runtime.log_records import SERVICE_KEY, records_path
 from vertex_emulator.runtime.replica_output import RecordLog
+
+if TYPE_CHECKING:
+    from vertex_emulator.core.clock import ServiceClock
 
 __all__ = ["ServiceLog", "lines_for"]
 
@@ -70,8 +76,11 @@ class ServiceLog:
     """The ``service`` lines of one job, appended to ``<log dir>/service.jsonl`` (a few lines a job:
     the file is opened for each write)."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, clock: ServiceClock | None = None) -> None:
         self.path = records_path(log_dir, SERVICE_KEY)
+        #: the service's clock: a line is stamped with its time (a scenario's while one plays), as the
+        #: job's own times are; None: the machine's
+        self.clock = clock
 
     def state(self, state: str, reason: str | None = None) -> None:
         """Write the lines of ``state``; a FAILED job's ``reason`` comes first, as an ERROR line."""
@@ -98,7 +107,8 @@ class ServiceLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             records = RecordLog(str(self.path))
             try:
-                records.append("service", texts, fields=extra)
+                at = None if self.clock is None else self.clock.time_ns()
+                records.append("service", texts, at=at, fields=extra)
             finally:
                 records.close()
         except OSError as exc:
