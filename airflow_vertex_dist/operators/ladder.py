@@ -25,7 +25,8 @@ A try of a task with a ladder:
 The XCom return value's ``rung`` names the rung the job ran on and lists the rungs left before it; the
 task log says each step. Every rung's job writes under the same ``base_output_directory`` (the ladder
 changes machines, strategy and region, never the output), so ``AIP_CHECKPOINT_DIR`` is the same on
-every rung and every retry: a trainer that checkpoints there resumes.
+every rung and every retry: a trainer that checkpoints there resumes. A rung on a persistent resource
+has it ready first (``airflow_vertex_dist.operators.ladder_resource``), within the rung's ``pending_limit``.
 
 ``LadderWalk`` is the walk, an object the operator owns (``VertexJobOperator.ladder_walk``, made on first
 use); what it needs of the operator is ``WaitHost`` (``airflow_vertex_dist.operators.wait_host``).
@@ -49,6 +50,7 @@ from airflow_vertex_dist.operators.ladder_parts import (
     prices_table,
     region_of,
     rung_job_line,
+    rung_output_of,
     rung_seconds,
     strategy_of,
 )
@@ -147,26 +149,14 @@ class LadderWalk:
         return body
 
     def rung_output(self) -> RungOutput | None:
-        plan = self.rung_plan
-        if plan is None:
-            return None
-        return {
-            "number": plan.number,
-            "of": len(self.capacity.rungs),
-            "name": plan.name,
-            "region": self._region(plan),
-            "strategy": strategy_of(plan),
-            "usd_per_hour": plan.usd_per_hour,
-            "left": list(self.steps or []),
-        }
+        plan, rungs = self.rung_plan, len(self.capacity.rungs)
+        return None if plan is None else rung_output_of(plan, rungs, self._region(plan), self.steps)
 
     def rung_cost(self, job: Mapping[str, Any]) -> CostOutput | None:
         from airflow_vertex_dist.jobs.outputs import job_cost
 
         plan = self.rung_plan
-        if plan is None:
-            return None
-        return job_cost(job, plan.usd_per_hour, plan.price_basis)
+        return None if plan is None else job_cost(job, plan.usd_per_hour, plan.price_basis)
 
     def task_jobs(self, context: Context) -> LadderJobs:
         """The task's jobs on every rung and in every region (``ladder_jobs``)."""

@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_vertex_dist.jobs.output_types import LadderStep
+    from airflow_vertex_dist.jobs.output_types import LadderStep, RungOutput
     from airflow_vertex_dist.specs.capacity import RungPlan
 
 __all__ = [
+    "rung_output_of",
     "LadderState",
     "ladder_table",
     "machines_of",
@@ -75,6 +76,20 @@ def region_of(plan: RungPlan, default: str) -> str:
 def strategy_of(plan: RungPlan) -> str | None:
     job = getattr(plan.spec, "trial_job", plan.spec)
     return job.scheduling.strategy if job.scheduling is not None else None
+
+
+def rung_output_of(plan: RungPlan, of: int, region: str, left: Sequence[LadderStep] | None) -> RungOutput:
+    """The XCom return value's ``rung``: the rung the job ran on (number ``of`` the ladder's rungs) and
+    the rungs ``left`` before it."""
+    return {
+        "number": plan.number,
+        "of": of,
+        "name": plan.name,
+        "region": region,
+        "strategy": strategy_of(plan),
+        "usd_per_hour": plan.usd_per_hour,
+        "left": list(left or []),
+    }
 
 
 def machines_of(plan: RungPlan) -> str:
