@@ -218,6 +218,12 @@ RULES: dict[tuple[str, str], str] = {
     # HyperparameterTuningJob.max_trial_count / parallel_trial_count: "Required. The desired total
     # number of Trials." / "Required. The desired number of Trials to run in parallel." A count of 0
     # trials is no study: the one Required number whose zero is refused.
+    # "Run custom training jobs on a persistent resource": the job names a resource that exists and
+    # is RUNNING (the request names none here); a tuning job's trial job is not checked at Create.
+    (
+        "jobSpec.persistentResourceId",
+        "nonzero",
+    ): "persistent_resource_id: the resource must exist and be RUNNING",
     ("maxTrialCount", "zero"): "max_trial_count: Required, at least 1",
     ("parallelTrialCount", "zero"): "parallel_trial_count: Required, at least 1",
     # Google's tuning page ("Create a hyperparameter tuning job"): "[the service] doesn't support
