@@ -154,4 +154,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(report_text(done.report))
     print(f"report.json, report.txt, timeline.svg and every log: {done.workdir}")
-    return 0 if done.ok else 1
+    if done.ok:
+        return 0
+    runs = done.report["runs"]
+    failed = sum(r["state"] != "success" for r in runs)
+    print(f"airflow-vertex-dist rehearse: {failed} of {len(runs)} runs did not succeed", file=sys.stderr)
+    for line in done.failures:
+        print(f"  {line}", file=sys.stderr)
+    return 1

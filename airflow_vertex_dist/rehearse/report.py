@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
 
-__all__ = ["build_report", "peak_gpus"]
+__all__ = ["build_report", "failures", "peak_gpus"]
 
 
 def _offset(value: Any, start_ns: int) -> float | None:
@@ -175,9 +175,11 @@ def build_report(
     scenario: Mapping[str, Any],
     real_seconds: float,
     api: Mapping[str, Any] | None = None,
+    problems: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The report (JSON): ``scenario``, ``runs`` (``_run_report`` each), ``peaks``, ``totals`` and
-    ``api`` (the emulator's calls by method and the faults it injected, from ``/emulator/stats``)."""
+    """The report (JSON): ``scenario``, ``runs`` (``_run_report`` each), ``peaks``, ``totals``, ``api``
+    (the emulator's calls by method and the faults it injected, from ``/emulator/stats``) and
+    ``problems`` (what went wrong with the Airflow processes: a timeout, an exit status)."""
     from airflow_vertex_dist.jobs.dicts import job_labels
     from airflow_vertex_dist.jobs.ledger import ledger_totals
 
@@ -199,7 +201,26 @@ def build_report(
         "peaks": peaks,
         "totals": ledger_totals(rows),
         "api": dict(api or {}),
+        "problems": list(problems),
         "jobs_outside_runs": sum(
             len(v) for k, v in by_label.items() if k not in {t["run_label"] for r in runs for t in r["tasks"]}
         ),
     }
+
+
+def _why(run: Mapping[str, Any]) -> str:
+    if run["state"] == "not run":
+        return "not run"
+    bad = [f"{task} {state}" for task, state in run["tasks"].items() if state != "success"]
+    errors = [f"job {j['job'].rsplit('/', 1)[-1]}: {j['error']}" for j in run["jobs"] if j.get("error")]
+    return "; ".join([f"{run['state']} ({', '.join(bad) or 'no task failed'})", *errors[-1:]])
+
+
+def failures(report: Mapping[str, Any]) -> list[str]:
+    """Why a rehearsal did not succeed, one line each: every run that did not (its state, the tasks that
+    did not succeed, the last job error it met) and every problem of the Airflow processes."""
+    runs = report["runs"]
+    lines = [f"{r['logical_date']}: {_why(r)}" for r in runs if r["state"] != "success"]
+    if not runs:
+        lines.append("no run was made")
+    return lines + list(report.get("problems") or [])

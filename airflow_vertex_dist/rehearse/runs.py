@@ -23,13 +23,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from airflow_vertex_dist.rehearse.service_process import EmulatorProcess, RehearsalError, check_scenario
 
-__all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "rehearse"]
+__all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "missing_runs", "rehearse"]
 
 #: the project and location of the rehearsal's connection
 PROJECT = "rehearsal-project"
@@ -70,8 +70,17 @@ class Rehearsal:
 
     @property
     def ok(self) -> bool:
-        """Every run succeeded."""
-        return bool(self.report["runs"]) and all(r["state"] == "success" for r in self.report["runs"])
+        """Every run succeeded (a date the rehearsal did not reach is a run that did not), and nothing
+        went wrong with the Airflow processes."""
+        runs = self.report["runs"]
+        return bool(runs) and all(r["state"] == "success" for r in runs) and not self.report.get("problems")
+
+    @property
+    def failures(self) -> list[str]:
+        """Why the rehearsal is not ``ok``, one line each (``report.failures``): none when it is."""
+        from airflow_vertex_dist.rehearse.report import failures
+
+        return failures(self.report)
 
 
 def _connection(em: EmulatorProcess) -> str:
@@ -177,6 +186,50 @@ def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates:
     return started
 
 
+def _wait_for_runs(plan: RehearsalPlan, started: list[Any]) -> list[str]:
+    """Wait for every Airflow process until ``plan.timeout_s``; what went wrong with them (a process
+    still running at the deadline is killed, its runs not done are "not run")."""
+    problems = []
+    deadline = time.monotonic() + plan.timeout_s
+    for proc, _result, log in started:
+        try:
+            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            problems.append(
+                f"the runs took longer than the timeout ({plan.timeout_s:g} s): "
+                f"an Airflow process was stopped (see {log.name})"
+            )
+            continue
+        if code != 0:
+            problems.append(f"an Airflow process ended with exit status {code}: see {log.name}")
+    return problems
+
+
+def _runs_of(started: list[Any], dates: Sequence[str]) -> list[dict[str, Any]]:
+    """Every run the Airflow processes recorded, and a "not run" one for each date they did not reach."""
+    runs = [
+        run for _p, result, _l in started if result.exists() for run in json.loads(result.read_text())["runs"]
+    ]
+    return runs + missing_runs(dates, runs)
+
+
+def missing_runs(dates: Sequence[str], runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ``"not run"`` run (no run id, no task) for each of ``dates`` (ISO 8601) no run in ``runs`` has."""
+    done = {_instant(run["logical_date"]) for run in runs}
+    return [
+        {"logical_date": text, "run_id": None, "state": "not run", "tasks": []}
+        for text in dates
+        if _instant(text) not in done
+    ]
+
+
+def _instant(text: str) -> datetime:
+    value = datetime.fromisoformat(text)
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
 def rehearse(plan: RehearsalPlan) -> Rehearsal:
     """Run ``plan`` and write its report; ``RehearsalError`` when it cannot be run at all."""
     from airflow_vertex_dist.rehearse.collect import collect_jobs
@@ -203,18 +256,11 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
             assert proc.stdin is not None
             proc.stdin.write("go\n")
             proc.stdin.close()
-        deadline = time.monotonic() + plan.timeout_s
-        for proc, _result, _log in started:
-            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        problems = _wait_for_runs(plan, started)
         real_s = time.monotonic() - real_start
         sampler.stop.set()
         sampler.join(10)
-        runs = [
-            run
-            for _p, result, _l in started
-            if result.exists()
-            for run in json.loads(result.read_text())["runs"]
-        ]
+        runs = _runs_of(started, dates)
         jobs = collect_jobs(em, PROJECT)
         played = em.admin("GET", "/emulator/scenario")
         stats = em.admin("GET", "/emulator/stats")
@@ -238,6 +284,7 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
         },
         real_seconds=real_s,
         api={"calls": stats.get("calls") or {}, "injected_faults": stats.get("injected_faults") or {}},
+        problems=problems,
     )
     write_report(report, plan.workdir)
     return Rehearsal(report, plan.workdir)

@@ -172,3 +172,56 @@ def test_the_emulator_gets_the_extra_flags_and_airflow_the_extra_environment(
         em.rest_url,
         True,
     )
+
+
+def test_a_date_no_run_reached_is_a_run_not_run_and_says_why() -> None:
+    from airflow_vertex_dist.rehearse.report import failures
+    from airflow_vertex_dist.rehearse.runs import Rehearsal, missing_runs
+
+    done = {"logical_date": "2026-01-05T00:00:00+00:00", "run_id": "r", "state": "success", "tasks": []}
+    dates = ["2026-01-05T00:00:00+00:00", "2026-01-06T00:00:00"]
+    assert missing_runs(dates, [done]) == [
+        {"logical_date": "2026-01-06T00:00:00", "run_id": None, "state": "not run", "tasks": []}
+    ]
+    assert missing_runs(["2026-01-05T00:00:00"], [done]) == []  # the same instant (UTC), another spelling
+    timed_out = "the runs took longer than the timeout (60 s): stopped airflow.log"
+    report: dict[str, Any] = {
+        "runs": [
+            {"logical_date": "2026-01-05", "state": "success", "tasks": {"train": "success"}, "jobs": []},
+            {"logical_date": "2026-01-06", "state": "not run", "tasks": {}, "jobs": []},
+        ],
+        "problems": [timed_out],
+    }
+    assert failures(report) == ["2026-01-06: not run", timed_out]
+    assert not Rehearsal(report, Path()).ok
+    report["runs"].pop()
+    assert not Rehearsal(report, Path()).ok  # the timeout alone
+    report["problems"] = []
+    assert Rehearsal(report, Path()).ok and Rehearsal(report, Path()).failures == []
+    assert failures({"runs": []}) == ["no run was made"] and not Rehearsal({"runs": []}, Path()).ok
+
+
+def test_an_airflow_process_past_the_timeout_is_stopped_and_one_that_failed_is_named(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from airflow_vertex_dist.rehearse.runs import RehearsalPlan, _wait_for_runs
+
+    started = []
+    for name, code in (("slow.log", "import time; time.sleep(60)"), ("broken.log", "raise SystemExit(3)")):
+        log = (tmp_path / name).open("w")
+        started.append((subprocess.Popen([sys.executable, "-c", code]), tmp_path / "result.json", log))
+    plan = RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path, timeout_s=2)
+    try:
+        problems = _wait_for_runs(plan, started)
+    finally:
+        for proc, _result, log in started:
+            proc.kill()
+            proc.wait()
+            log.close()
+    slow, broken = (str(tmp_path / name) for name in ("slow.log", "broken.log"))
+    assert problems == [
+        f"the runs took longer than the timeout (2 s): an Airflow process was stopped (see {slow})",
+        f"an Airflow process ended with exit status 3: see {broken}",
+    ]
+    assert started[0][0].returncode == -9

@@ -130,3 +130,41 @@ def test_the_ladder_example_through_a_flaky_api_trains_once(tmp_path: Path) -> N
     assert 4.0 <= run["totals"]["gpu_hours"] < 4.1
     assert report["jobs_outside_runs"] == 0 and report["totals"]["jobs"] == 1
     assert sum(report["api"]["injected_faults"].values()) > 0  # the night was flaky
+
+
+@pytest.mark.timeout(600)
+def test_a_run_that_fails_makes_the_command_exit_1_and_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """failing-night.yaml: the 2026-01-05 run's job fails (its replica exits 3), the 2026-01-06 run's
+    trains: the report holds both, and the command exits 1 naming the run, its task and the job's error
+    (the ladder examples' tests show the 0 of a night whose every run succeeded)."""
+    out = tmp_path / "out"
+    code = main(
+        [
+            "rehearse",
+            str(HERE / "dags" / "nightly.py"),
+            "--scenario",
+            str(HERE / "failing-night.yaml"),
+            "--logical-date",
+            "2026-01-05",
+            "--logical-date",
+            "2026-01-06",
+            "--out",
+            str(out),
+        ]
+    )
+    printed, said = capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    assert code == 1, said
+    assert [(r["logical_date"][:10], r["state"]) for r in report["runs"]] == [
+        ("2026-01-05", "failed"),
+        ("2026-01-06", "success"),
+    ]
+    [failed] = report["runs"][0]["jobs"]
+    assert (failed["state"], failed["rung"]) == ("JOB_STATE_FAILED", "a100")
+    assert said.startswith("airflow-vertex-dist rehearse: 1 of 2 runs did not succeed\n"), said
+    [why] = said.splitlines()[1:]
+    assert why.startswith("  2026-01-05T00:00:00+00:00: failed (train failed); job "), why
+    assert "exited with a non-zero status of 3" in why
+    assert "2026-01-06" not in said and "2026-01-05T00:00:00+00:00  failed" in printed
