@@ -39,8 +39,8 @@ def add_parser(sub: Any) -> None:
             "Start an emulator, run the DAG for each logical date (dag.test(), the tasks in this machine's "
             "processes) while the emulator plays the scenario (capacity, preemptions, outcomes, faults on "
             "its compressed clock), then report per run: the rungs tried and why, the jobs created, "
-            "GPU-hours and dollars by rung, the time to a trained model and the most GPUs held at once "
-            "against the quota (report.json, report.txt, timeline.svg in --out)."
+            "GPU-hours and dollars by rung, the time to a trained model and the most GPUs asked for and "
+            "in use at once against the quota (report.json, report.txt, timeline.svg in --out)."
         ),
     )
     cmd.add_argument("dag_file", type=Path, help="the DAG file")

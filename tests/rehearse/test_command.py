@@ -124,6 +124,7 @@ def test_the_text_and_the_picture_of_a_report() -> None:
                 "preemptible": False,
                 "gpus": 1,
                 "quota": 8,
+                "quota_in_use": 1,
                 "at_s": 3600.0,
             }
         ],
@@ -132,6 +133,7 @@ def test_the_text_and_the_picture_of_a_report() -> None:
     text = report_text(report)
     assert "2.00 h of the night in 12 s" in text and "1.50 h" in text and "$2.25" in text
     assert "a100  stockout  stayed PENDING" in text
+    assert "us-central1  NVIDIA_L4    on demand  1      1.00 h  1       8" in text
     svg = ET.fromstring(timeline_svg(report, width=1000))
     ns = "{http://www.w3.org/2000/svg}"
     bars = list(svg.iter(f"{ns}g"))
@@ -225,3 +227,44 @@ def test_an_airflow_process_past_the_timeout_is_stopped_and_one_that_failed_is_n
         f"an Airflow process ended with exit status 3: see {broken}",
     ]
     assert started[0][0].returncode == -9
+
+
+def test_the_quota_in_use_is_the_emulators_books_row_of_the_same_kind() -> None:
+    from airflow_vertex_dist.rehearse.report import build_report
+
+    job = {
+        "name": "projects/p/locations/us-central1/customJobs/1",
+        "labels": {"airflow-run": "r1"},
+        "state": "JOB_STATE_QUEUED",
+        "createTime": "2026-01-05T00:00:10Z",
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": "a2-highgpu-1g",
+                        "acceleratorType": "NVIDIA_TESLA_A100",
+                        "acceleratorCount": 1,
+                    },
+                    "replicaCount": "4",
+                }
+            ],
+            "scheduling": {"strategy": "SPOT"},
+        },
+    }
+    run = {"logical_date": "2026-01-05", "run_id": "r", "state": "running"}
+    run["tasks"] = [{"task_id": "train", "map_index": -1, "state": "deferred", "run_label": "r1"}]
+    metric = "aiplatform.googleapis.com/custom_model_training{}_nvidia_a100_gpus"
+    books = [
+        {"region": "us-central1", "accelerator": "NVIDIA_TESLA_A100", "metric": metric.format(""), "peak": 8},
+        {
+            "region": "us-central1",
+            "accelerator": "NVIDIA_TESLA_A100",
+            "metric": metric.format("_preemptible"),
+            "peak": 0,
+        },
+    ]
+    common: dict[str, Any] = {"samples": [], "night_start_ns": 0, "scenario": {}, "real_seconds": 1.0}
+    report = build_report(runs=[run], jobs=[job], quota_books=books, **common)
+    [peak] = report["peaks"]
+    assert (peak["preemptible"], peak["gpus"], peak["quota_in_use"]) == (True, 4, 0)  # asked, queued: none
+    assert build_report(runs=[run], jobs=[job], **common)["peaks"][0]["quota_in_use"] is None
