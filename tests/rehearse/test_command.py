@@ -268,3 +268,4 @@ def test_the_quota_in_use_is_the_emulators_books_row_of_the_same_kind() -> None:
     [peak] = report["peaks"]
     assert (peak["preemptible"], peak["gpus"], peak["quota_in_use"]) == (True, 4, 0)  # asked, queued: none
     assert build_report(runs=[run], jobs=[job], **common)["peaks"][0]["quota_in_use"] is None
+
