@@ -269,3 +269,16 @@ def test_the_quota_in_use_is_the_emulators_books_row_of_the_same_kind() -> None:
     assert (peak["preemptible"], peak["gpus"], peak["quota_in_use"]) == (True, 4, 0)  # asked, queued: none
     assert build_report(runs=[run], jobs=[job], **common)["peaks"][0]["quota_in_use"] is None
 
+
+def test_every_example_scenario_is_in_the_how_to_and_rehearsed_by_a_test() -> None:
+    root = HERE.parents[1]
+    scenarios = [*sorted((root / "dags" / "scenarios").glob("*.yaml")), *sorted(HERE.glob("*.yaml"))]
+    assert len(scenarios) >= 6
+    page = (root / "docs" / "how-to" / "rehearse.md").read_text()
+    tests = {path.name: path.read_text() for path in HERE.glob("test_*.py")}
+    for path in scenarios:
+        named = path.relative_to(root).as_posix()
+        assert f"| `{named}` |" in page, named  # a row of the how-to's table of example scenarios
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{named}` |"))
+        test_file = row.rsplit("|", 2)[-2].strip().strip("`")
+        assert path.name in tests[test_file], (named, test_file)  # the test named there rehearses it
