@@ -154,7 +154,9 @@ class _Preparation:
     def dates(self) -> list[str]:
         """Wait for it: the logical dates (``RehearsalError`` when it failed)."""
         try:
-            code = self.process.wait(_READY_TIMEOUT_S)
+            code: int | None = self.process.wait(_READY_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            code = None
         finally:
             self.stop()
         if code != 0:
@@ -272,11 +274,11 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
     except BaseException:
         preparation.stop()
         raise
-    for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
-        (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
     sampler = _Sampler(em)
     started: list[Any] = []
     try:
+        for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
+            (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
         dates = preparation.dates()
         started = _start_runs(plan, em, preparation.template, dates)
         real_start = time.monotonic()
@@ -300,6 +302,7 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
         stats = em.admin("GET", "/emulator/stats")
     finally:
         sampler.stop.set()
+        preparation.stop()
         for proc, _result, log in started:
             if proc.poll() is None:
                 proc.kill()
