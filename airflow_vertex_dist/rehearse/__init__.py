@@ -4,8 +4,8 @@ clock (docs/how-to/rehearse.md).
 ``rehearse(RehearsalPlan(...))`` (and ``airflow-vertex-dist rehearse``) starts an emulator, runs the
 DAG's runs for the logical dates given with ``dag.test()`` while the scenario plays, and reports per
 run: the rungs tried and why, the jobs created, GPU-hours and dollars by rung, the time to a trained
-model, and the most GPUs held at once against the quota, as ``report.json``, ``report.txt`` and
-``timeline.svg``. Needs the emulator distribution installed beside the provider.
+model, and the most GPUs asked for and in use at once against the quota, as ``report.json``,
+``report.txt`` and ``timeline.svg``. Needs the emulator distribution installed beside the provider.
 """
 
 from __future__ import annotations

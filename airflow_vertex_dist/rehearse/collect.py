@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from airflow_vertex_dist.rehearse.service_process import EmulatorProcess
 
-__all__ = ["collect_jobs"]
+__all__ = ["collect_jobs", "import_clients"]
 
 _KINDS = ("customJobs", "hyperparameterTuningJobs")
 
@@ -33,3 +33,15 @@ def collect_jobs(em: EmulatorProcess, project: str) -> list[dict[str, Any]]:
             for kind in _KINDS:
                 jobs.extend(dict(job) for job in hook.list_jobs(kind))
     return sorted(jobs, key=lambda job: (str(job.get("createTime", "")), str(job.get("name", ""))))
+
+
+def import_clients() -> None:
+    """Import what ``collect_jobs`` uses (the Google clients take seconds to import): a rehearsal does
+    it while the runs run, not after them."""
+    import importlib
+
+    from airflow_vertex_dist._generated import catalog  # noqa: F401
+    from airflow_vertex_dist.hooks.off_loop import CLIENTS_MODULE
+    from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsHook  # noqa: F401
+
+    importlib.import_module(CLIENTS_MODULE)

@@ -39,8 +39,8 @@ def add_parser(sub: Any) -> None:
             "Start an emulator, run the DAG for each logical date (dag.test(), the tasks in this machine's "
             "processes) while the emulator plays the scenario (capacity, preemptions, outcomes, faults on "
             "its compressed clock), then report per run: the rungs tried and why, the jobs created, "
-            "GPU-hours and dollars by rung, the time to a trained model and the most GPUs held at once "
-            "against the quota (report.json, report.txt, timeline.svg in --out)."
+            "GPU-hours and dollars by rung, the time to a trained model and the most GPUs asked for and "
+            "in use at once against the quota (report.json, report.txt, timeline.svg in --out)."
         ),
     )
     cmd.add_argument("dag_file", type=Path, help="the DAG file")
@@ -154,4 +154,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(report_text(done.report))
     print(f"report.json, report.txt, timeline.svg and every log: {done.workdir}")
-    return 0 if done.ok else 1
+    if done.ok:
+        return 0
+    runs = done.report["runs"]
+    failed = sum(r["state"] != "success" for r in runs)
+    print(f"airflow-vertex-dist rehearse: {failed} of {len(runs)} runs did not succeed", file=sys.stderr)
+    for line in done.failures:
+        print(f"  {line}", file=sys.stderr)
+    return 1

@@ -42,7 +42,7 @@ def _money(totals: Mapping[str, Any]) -> str:
 
 def report_text(report: Mapping[str, Any]) -> str:
     """The report as text: the night, then a table of runs, the rungs tried, the cost by rung and the
-    most GPUs held at once against the quota."""
+    most GPUs asked for and in use at once against the quota."""
     scenario = report["scenario"]
     out = [
         f"Rehearsal of {scenario['file']} (x{scenario['compression']:g}): "
@@ -97,14 +97,15 @@ def report_text(report: Mapping[str, Any]) -> str:
             p["accelerator"],
             "preemptible" if p["preemptible"] else "on demand",
             p["gpus"],
-            p["quota"],
             _hours(p["at_s"]),
+            p.get("quota_in_use"),
+            p["quota"],
         ]
         for p in report["peaks"]
     ]
     out += [
-        "Most GPUs held at once",
-        _table(peaks, ["region", "accelerator", "quota", "held", "of quota", "at"]),
+        "Most GPUs at once (asked: the jobs' from Create to end, queued or not; in use: the quota's)",
+        _table(peaks, ["region", "accelerator", "quota", "asked", "at", "in use", "of quota"]),
     ]
     totals = report["totals"]
     out += ["", f"In all: {totals['jobs']} jobs, {totals['gpu_hours']} GPU-hours, {_money(totals)}"]

@@ -7,10 +7,12 @@ it created (found by their ``airflow-run`` label: one per task instance), their 
 from its XCom ``ledger``, when it has one: the preemptions it read from the job's log and the time they
 cost since the trainer's last checkpoint), and the time to a trained model:
 from the run's first job's ``createTime`` to the ``endTime`` of its last job that succeeded. Over the
-night: the most GPUs held at once per region and accelerator -- a job holds its GPUs against the quota
-from its Create to its end, as the emulator counts them -- beside the quota in force at that moment
-(sampled from the emulator while the runs ran). Every time is on the service's clock, as seconds from
-the start of the night (the scenario's time 0).
+night: the most GPUs asked for at once per region and accelerator -- a job asks for its GPUs from its
+Create to its end, whether it runs or waits QUEUED for quota or PENDING for capacity -- beside the
+quota in force at that moment (sampled from the emulator while the runs ran) and the most GPUs of that
+quota in use at once, as the emulator's own books counted them (a job waiting QUEUED for quota holds
+none of it). Every time is on the service's clock, as seconds from the start of the night (the
+scenario's time 0).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from airflow_vertex_dist.common.rfc3339 import rfc3339_nanos
 
-__all__ = ["build_report", "peak_gpus"]
+__all__ = ["build_report", "failures", "peak_gpus"]
 
 
 def _offset(value: Any, start_ns: int) -> float | None:
@@ -158,8 +160,8 @@ def _quota_at(
 
 
 def peak_gpus(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The most GPUs held at once per (region, accelerator, quota kind), and when (seconds of the
-    night): a job holds ``accelerators`` from its Create to its end (to the last row's time, unended)."""
+    """The most GPUs asked for at once per (region, accelerator, quota kind), and when (seconds of the
+    night): a job asks for ``accelerators`` from its Create to its end (to the last row's time, unended)."""
     events: dict[tuple[str, str, bool], list[tuple[float, int]]] = {}
     for row in rows:
         accel, count, created = (
@@ -186,6 +188,20 @@ def peak_gpus(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return peaks
 
 
+def _quota_in_use(books: Sequence[Mapping[str, Any]], peak: Mapping[str, Any]) -> int | None:
+    """The most GPUs of ``peak``'s quota in use at once by the emulator's books (``/emulator/stats``'s
+    ``gpus.quota`` rows, one per region, accelerator and quota metric), or None when they hold no row."""
+    for row in books:
+        preemptible = "_preemptible_" in str(row.get("metric", ""))
+        if (row.get("region"), row.get("accelerator"), preemptible) == (
+            peak["region"],
+            peak["accelerator"],
+            peak["preemptible"],
+        ):
+            return int(row["peak"])
+    return None
+
+
 def build_report(
     *,
     runs: Sequence[Mapping[str, Any]],
@@ -195,9 +211,14 @@ def build_report(
     scenario: Mapping[str, Any],
     real_seconds: float,
     api: Mapping[str, Any] | None = None,
+    problems: Sequence[str] = (),
+    quota_books: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The report (JSON): ``scenario``, ``runs`` (``_run_report`` each), ``peaks``, ``totals`` and
-    ``api`` (the emulator's calls by method and the faults it injected, from ``/emulator/stats``)."""
+    """The report (JSON): ``scenario``, ``runs`` (``_run_report`` each), ``peaks``, ``totals``, ``api``
+    (the emulator's calls by method and the faults it injected, from ``/emulator/stats``) and
+    ``problems`` (what went wrong with the Airflow processes: a timeout, an exit status). Each peak
+    holds ``gpus`` (asked for at once), ``quota`` (in force then) and ``quota_in_use`` (the most in
+    use at once by ``quota_books``, the emulator's quota rows at the end of the night)."""
     from airflow_vertex_dist.jobs.dicts import job_labels
     from airflow_vertex_dist.jobs.ledger import ledger_totals
 
@@ -210,6 +231,7 @@ def build_report(
     for peak in peaks:
         when = night_start_ns + round(peak["at_s"] * 1e9)
         peak["quota"] = _quota_at(samples, when, peak["region"], peak["accelerator"], peak["preemptible"])
+        peak["quota_in_use"] = _quota_in_use(quota_books, peak)
     ended = [r["ended_s"] for r in rows if r["ended_s"] is not None]
     return {
         "scenario": dict(scenario),
@@ -219,7 +241,26 @@ def build_report(
         "peaks": peaks,
         "totals": ledger_totals(rows),
         "api": dict(api or {}),
+        "problems": list(problems),
         "jobs_outside_runs": sum(
             len(v) for k, v in by_label.items() if k not in {t["run_label"] for r in runs for t in r["tasks"]}
         ),
     }
+
+
+def _why(run: Mapping[str, Any]) -> str:
+    if run["state"] == "not run":
+        return "not run"
+    bad = [f"{task} {state}" for task, state in run["tasks"].items() if state != "success"]
+    errors = [f"job {j['job'].rsplit('/', 1)[-1]}: {j['error']}" for j in run["jobs"] if j.get("error")]
+    return "; ".join([f"{run['state']} ({', '.join(bad) or 'no task failed'})", *errors[-1:]])
+
+
+def failures(report: Mapping[str, Any]) -> list[str]:
+    """Why a rehearsal did not succeed, one line each: every run that did not (its state, the tasks that
+    did not succeed, the last job error it met) and every problem of the Airflow processes."""
+    runs = report["runs"]
+    lines = [f"{r['logical_date']}: {_why(r)}" for r in runs if r["state"] != "success"]
+    if not runs:
+        lines.append("no run was made")
+    return lines + list(report.get("problems") or [])

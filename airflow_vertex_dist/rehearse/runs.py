@@ -23,13 +23,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from airflow_vertex_dist.rehearse.service_process import EmulatorProcess, RehearsalError, check_scenario
 
-__all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "rehearse"]
+__all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "missing_runs", "rehearse"]
 
 #: the project and location of the rehearsal's connection
 PROJECT = "rehearsal-project"
@@ -70,8 +70,17 @@ class Rehearsal:
 
     @property
     def ok(self) -> bool:
-        """Every run succeeded."""
-        return bool(self.report["runs"]) and all(r["state"] == "success" for r in self.report["runs"])
+        """Every run succeeded (a date the rehearsal did not reach is a run that did not), and nothing
+        went wrong with the Airflow processes."""
+        runs = self.report["runs"]
+        return bool(runs) and all(r["state"] == "success" for r in runs) and not self.report.get("problems")
+
+    @property
+    def failures(self) -> list[str]:
+        """Why the rehearsal is not ``ok``, one line each (``report.failures``): none when it is."""
+        from airflow_vertex_dist.rehearse.report import failures
+
+        return failures(self.report)
 
 
 def _connection(em: EmulatorProcess) -> str:
@@ -85,16 +94,18 @@ def _connection(em: EmulatorProcess) -> str:
     return json.dumps({"conn_type": "vertex_dist", "extra": extra})
 
 
-def _env(plan: RehearsalPlan, em: EmulatorProcess, home: Path) -> dict[str, str]:
-    """A pristine Airflow (none of the caller's Airflow settings), its connection at the emulator."""
+def _env(plan: RehearsalPlan, em: EmulatorProcess | None, home: Path) -> dict[str, str]:
+    """A pristine Airflow (none of the caller's Airflow settings), its connection at the emulator (none
+    before the emulator is up: making the metadata DB and reading the dates need no connection)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(
         AIRFLOW_HOME=str(home),
         AIRFLOW__CORE__DAGS_FOLDER=str(plan.dag_file.parent),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        STORAGE_EMULATOR_HOST=em.storage_url,  # the stock Cloud Storage client, at the emulator's
     )
-    env[f"AIRFLOW_CONN_{plan.conn_id.upper()}"] = _connection(em)
+    if em is not None:
+        env["STORAGE_EMULATOR_HOST"] = em.storage_url  # the stock Cloud Storage client, at the emulator's
+        env[f"AIRFLOW_CONN_{plan.conn_id.upper()}"] = _connection(em)
     env.update(plan.env)
     return env
 
@@ -107,29 +118,57 @@ def _child(
     return subprocess.Popen(command, env=env, text=True, **kwargs)
 
 
-def _prepare(plan: RehearsalPlan, em: EmulatorProcess) -> tuple[Path, list[str]]:
-    """The migrated metadata DB every Airflow process copies, and the logical dates."""
-    template = plan.workdir / "airflow" / "template"
-    template.mkdir(parents=True, exist_ok=True)
-    env = _env(plan, em, template)
-    log = (plan.workdir / "airflow" / "prepare.log").open("w")
-    with log:
-        if _child({"migrate": True}, template / "migrate.json", env, stdout=log, stderr=log).wait() != 0:
-            raise RehearsalError(f"Airflow's metadata DB could not be made: see {log.name}")
-        if plan.dates:
-            return template, [d.isoformat() for d in plan.dates]
-        if plan.start is None or plan.end is None:
-            raise RehearsalError("give logical dates, or a start and an end date")
-        answer = template / "dates-answer.json"
-        ask = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": None, "result": str(answer)}
-        ask.update(start_date=plan.start.isoformat(), end_date=plan.end.isoformat())
-        code = _child(ask, template / "dates.json", env, stdout=log, stderr=log).wait(_READY_TIMEOUT_S)
-    if code != 0 or not answer.exists():
-        raise RehearsalError(f"{plan.dag_file}: its logical dates could not be read: see {log.name}")
-    dates: list[str] = json.loads(answer.read_text())["dates"]
-    if not dates:
-        raise RehearsalError(f"no run of the DAG's schedule from {plan.start} to {plan.end}")
-    return template, dates
+@dataclass
+class _Preparation:
+    """The Airflow process that makes the metadata DB every other one copies (``template``) and, for a
+    range, reads the logical dates from the DAG's schedule; started before the emulator, as they need
+    none of it."""
+
+    plan: RehearsalPlan
+    template: Path
+    process: subprocess.Popen[str]
+    log: Any
+
+    @classmethod
+    def start(cls, plan: RehearsalPlan) -> _Preparation:
+        template = plan.workdir / "airflow" / "template"
+        template.mkdir(parents=True, exist_ok=True)
+        ask: dict[str, Any] = {"migrate": True}
+        if not plan.dates:
+            if plan.start is None or plan.end is None:
+                raise RehearsalError("give logical dates, or a start and an end date")
+            ask.update(
+                dag_file=str(plan.dag_file), dag_id=plan.dag_id, result=str(template / "dates-answer.json")
+            )
+            ask.update(start_date=plan.start.isoformat(), end_date=plan.end.isoformat())
+        log = (plan.workdir / "airflow" / "prepare.log").open("w")
+        process = _child(ask, template / "prepare.json", _env(plan, None, template), stdout=log, stderr=log)
+        return cls(plan, template, process, log)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.log.close()
+
+    def dates(self) -> list[str]:
+        """Wait for it: the logical dates (``RehearsalError`` when it failed)."""
+        try:
+            code: int | None = self.process.wait(_READY_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            self.stop()
+        if code != 0:
+            raise RehearsalError(
+                f"Airflow's metadata DB or the DAG's dates could not be made: see {self.log.name}"
+            )
+        if self.plan.dates:
+            return [d.isoformat() for d in self.plan.dates]
+        dates: list[str] = json.loads((self.template / "dates-answer.json").read_text())["dates"]
+        if not dates:
+            raise RehearsalError(f"no run of the DAG's schedule from {self.plan.start} to {self.plan.end}")
+        return dates
 
 
 class _Sampler(threading.Thread):
@@ -177,22 +216,71 @@ def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates:
     return started
 
 
+def _wait_for_runs(plan: RehearsalPlan, started: list[Any]) -> list[str]:
+    """Wait for every Airflow process until ``plan.timeout_s``; what went wrong with them (a process
+    still running at the deadline is killed, its runs not done are "not run")."""
+    problems = []
+    deadline = time.monotonic() + plan.timeout_s
+    for proc, _result, log in started:
+        try:
+            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            problems.append(
+                f"the runs took longer than the timeout ({plan.timeout_s:g} s): "
+                f"an Airflow process was stopped (see {log.name})"
+            )
+            continue
+        if code != 0:
+            problems.append(f"an Airflow process ended with exit status {code}: see {log.name}")
+    return problems
+
+
+def _runs_of(started: list[Any], dates: Sequence[str]) -> list[dict[str, Any]]:
+    """Every run the Airflow processes recorded, and a "not run" one for each date they did not reach."""
+    runs = [
+        run for _p, result, _l in started if result.exists() for run in json.loads(result.read_text())["runs"]
+    ]
+    return runs + missing_runs(dates, runs)
+
+
+def missing_runs(dates: Sequence[str], runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ``"not run"`` run (no run id, no task) for each of ``dates`` (ISO 8601) no run in ``runs`` has."""
+    done = {_instant(run["logical_date"]) for run in runs}
+    return [
+        {"logical_date": text, "run_id": None, "state": "not run", "tasks": []}
+        for text in dates
+        if _instant(text) not in done
+    ]
+
+
+def _instant(text: str) -> datetime:
+    value = datetime.fromisoformat(text)
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
 def rehearse(plan: RehearsalPlan) -> Rehearsal:
     """Run ``plan`` and write its report; ``RehearsalError`` when it cannot be run at all."""
-    from airflow_vertex_dist.rehearse.collect import collect_jobs
+    from airflow_vertex_dist.rehearse.collect import collect_jobs, import_clients
     from airflow_vertex_dist.rehearse.render import write_report
     from airflow_vertex_dist.rehearse.report import build_report
 
     scenario = check_scenario(plan.scenario)
     plan.workdir.mkdir(parents=True, exist_ok=True)
-    em = EmulatorProcess.start(plan.workdir / "emulator", plan.emulator_args)
-    for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
-        (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
+    preparation = _Preparation.start(plan)
+    try:
+        em = EmulatorProcess.start(plan.workdir / "emulator", plan.emulator_args)
+    except BaseException:
+        preparation.stop()
+        raise
     sampler = _Sampler(em)
     started: list[Any] = []
     try:
-        template, dates = _prepare(plan, em)
-        started = _start_runs(plan, em, template, dates)
+        for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
+            (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
+        dates = preparation.dates()
+        started = _start_runs(plan, em, preparation.template, dates)
         real_start = time.monotonic()
         em.admin("PUT", "/emulator/scenario", scenario)
         status = em.admin("GET", "/emulator/scenario")
@@ -203,23 +291,18 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
             assert proc.stdin is not None
             proc.stdin.write("go\n")
             proc.stdin.close()
-        deadline = time.monotonic() + plan.timeout_s
-        for proc, _result, _log in started:
-            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        threading.Thread(target=import_clients, daemon=True).start()
+        problems = _wait_for_runs(plan, started)
         real_s = time.monotonic() - real_start
         sampler.stop.set()
         sampler.join(10)
-        runs = [
-            run
-            for _p, result, _l in started
-            if result.exists()
-            for run in json.loads(result.read_text())["runs"]
-        ]
+        runs = _runs_of(started, dates)
         jobs = collect_jobs(em, PROJECT)
         played = em.admin("GET", "/emulator/scenario")
         stats = em.admin("GET", "/emulator/stats")
     finally:
         sampler.stop.set()
+        preparation.stop()
         for proc, _result, log in started:
             if proc.poll() is None:
                 proc.kill()
@@ -238,6 +321,8 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
         },
         real_seconds=real_s,
         api={"calls": stats.get("calls") or {}, "injected_faults": stats.get("injected_faults") or {}},
+        problems=problems,
+        quota_books=(stats.get("gpus") or {}).get("quota") or [],
     )
     write_report(report, plan.workdir)
     return Rehearsal(report, plan.workdir)

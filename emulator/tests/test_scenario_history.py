@@ -194,3 +194,25 @@ def test_the_example_history_is_the_example_scenario() -> None:
     root = Path(__file__).resolve().parents[1] / "scenarios"
     jobs = read_history([root / "history" / "custom-jobs.json"])
     assert (root / "replayed-history.yaml").read_text() == history_scenario(jobs, 600)
+
+
+def test_drop_label_leaves_the_labels_that_name_a_run_out_of_the_rules(tmp_path: Path) -> None:
+    page = tmp_path / "page.json"
+    job = {
+        "name": "projects/1/locations/us-central1/customJobs/7",
+        "displayName": "ladder-20260111",
+        "state": "JOB_STATE_SUCCEEDED",
+        "createTime": "2026-01-11T00:00:00Z",
+        "startTime": "2026-01-11T00:01:00Z",
+        "endTime": "2026-01-11T01:01:00Z",
+        "labels": {"example": "capacity-ladder", "airflow-run": "r9f2", "create-token": "t1"},
+    }
+    page.write_text(json.dumps({"customJobs": [job]}))
+    out = tmp_path / "night.yaml"
+    args = ["from-history", str(page), "--compression", "60", "-o", str(out)]
+    assert main([*args, "--drop-label", "airflow-*", "--drop-label", "create-token"]) == 0
+    [event] = parse_scenario(out.read_text()).timeline
+    assert event.job_outcome is not None and event.job_outcome.labels == {"example": "capacity-ladder"}
+    assert main(args) == 0  # without: every label
+    [event] = parse_scenario(out.read_text()).timeline
+    assert event.job_outcome is not None and len(event.job_outcome.labels) == 3

@@ -124,6 +124,7 @@ def test_the_text_and_the_picture_of_a_report() -> None:
                 "preemptible": False,
                 "gpus": 1,
                 "quota": 8,
+                "quota_in_use": 1,
                 "at_s": 3600.0,
             }
         ],
@@ -132,6 +133,7 @@ def test_the_text_and_the_picture_of_a_report() -> None:
     text = report_text(report)
     assert "2.00 h of the night in 12 s" in text and "1.50 h" in text and "$2.25" in text
     assert "a100  stockout  stayed PENDING" in text
+    assert "us-central1  NVIDIA_L4    on demand  1      1.00 h  1       8" in text
     svg = ET.fromstring(timeline_svg(report, width=1000))
     ns = "{http://www.w3.org/2000/svg}"
     bars = list(svg.iter(f"{ns}g"))
@@ -172,3 +174,111 @@ def test_the_emulator_gets_the_extra_flags_and_airflow_the_extra_environment(
         em.rest_url,
         True,
     )
+
+
+def test_a_date_no_run_reached_is_a_run_not_run_and_says_why() -> None:
+    from airflow_vertex_dist.rehearse.report import failures
+    from airflow_vertex_dist.rehearse.runs import Rehearsal, missing_runs
+
+    done = {"logical_date": "2026-01-05T00:00:00+00:00", "run_id": "r", "state": "success", "tasks": []}
+    dates = ["2026-01-05T00:00:00+00:00", "2026-01-06T00:00:00"]
+    assert missing_runs(dates, [done]) == [
+        {"logical_date": "2026-01-06T00:00:00", "run_id": None, "state": "not run", "tasks": []}
+    ]
+    assert missing_runs(["2026-01-05T00:00:00"], [done]) == []  # the same instant (UTC), another spelling
+    timed_out = "the runs took longer than the timeout (60 s): stopped airflow.log"
+    report: dict[str, Any] = {
+        "runs": [
+            {"logical_date": "2026-01-05", "state": "success", "tasks": {"train": "success"}, "jobs": []},
+            {"logical_date": "2026-01-06", "state": "not run", "tasks": {}, "jobs": []},
+        ],
+        "problems": [timed_out],
+    }
+    assert failures(report) == ["2026-01-06: not run", timed_out]
+    assert not Rehearsal(report, Path()).ok
+    report["runs"].pop()
+    assert not Rehearsal(report, Path()).ok  # the timeout alone
+    report["problems"] = []
+    assert Rehearsal(report, Path()).ok and Rehearsal(report, Path()).failures == []
+    assert failures({"runs": []}) == ["no run was made"] and not Rehearsal({"runs": []}, Path()).ok
+
+
+def test_an_airflow_process_past_the_timeout_is_stopped_and_one_that_failed_is_named(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from airflow_vertex_dist.rehearse.runs import RehearsalPlan, _wait_for_runs
+
+    started = []
+    for name, code in (("slow.log", "import time; time.sleep(60)"), ("broken.log", "raise SystemExit(3)")):
+        log = (tmp_path / name).open("w")
+        started.append((subprocess.Popen([sys.executable, "-c", code]), tmp_path / "result.json", log))
+    plan = RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path, timeout_s=2)
+    try:
+        problems = _wait_for_runs(plan, started)
+    finally:
+        for proc, _result, log in started:
+            proc.kill()
+            proc.wait()
+            log.close()
+    slow, broken = (str(tmp_path / name) for name in ("slow.log", "broken.log"))
+    assert problems == [
+        f"the runs took longer than the timeout (2 s): an Airflow process was stopped (see {slow})",
+        f"an Airflow process ended with exit status 3: see {broken}",
+    ]
+    assert started[0][0].returncode == -9
+
+
+def test_the_quota_in_use_is_the_emulators_books_row_of_the_same_kind() -> None:
+    from airflow_vertex_dist.rehearse.report import build_report
+
+    job = {
+        "name": "projects/p/locations/us-central1/customJobs/1",
+        "labels": {"airflow-run": "r1"},
+        "state": "JOB_STATE_QUEUED",
+        "createTime": "2026-01-05T00:00:10Z",
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": "a2-highgpu-1g",
+                        "acceleratorType": "NVIDIA_TESLA_A100",
+                        "acceleratorCount": 1,
+                    },
+                    "replicaCount": "4",
+                }
+            ],
+            "scheduling": {"strategy": "SPOT"},
+        },
+    }
+    run = {"logical_date": "2026-01-05", "run_id": "r", "state": "running"}
+    run["tasks"] = [{"task_id": "train", "map_index": -1, "state": "deferred", "run_label": "r1"}]
+    metric = "aiplatform.googleapis.com/custom_model_training{}_nvidia_a100_gpus"
+    books = [
+        {"region": "us-central1", "accelerator": "NVIDIA_TESLA_A100", "metric": metric.format(""), "peak": 8},
+        {
+            "region": "us-central1",
+            "accelerator": "NVIDIA_TESLA_A100",
+            "metric": metric.format("_preemptible"),
+            "peak": 0,
+        },
+    ]
+    common: dict[str, Any] = {"samples": [], "night_start_ns": 0, "scenario": {}, "real_seconds": 1.0}
+    report = build_report(runs=[run], jobs=[job], quota_books=books, **common)
+    [peak] = report["peaks"]
+    assert (peak["preemptible"], peak["gpus"], peak["quota_in_use"]) == (True, 4, 0)  # asked, queued: none
+    assert build_report(runs=[run], jobs=[job], **common)["peaks"][0]["quota_in_use"] is None
+
+
+def test_every_example_scenario_is_in_the_how_to_and_rehearsed_by_a_test() -> None:
+    root = HERE.parents[1]
+    scenarios = [*sorted((root / "dags" / "scenarios").glob("*.yaml")), *sorted(HERE.glob("*.yaml"))]
+    assert len(scenarios) >= 6
+    page = (root / "docs" / "how-to" / "rehearse.md").read_text()
+    tests = {path.name: path.read_text() for path in HERE.glob("test_*.py")}
+    for path in scenarios:
+        named = path.relative_to(root).as_posix()
+        assert f"| `{named}` |" in page, named  # a row of the how-to's table of example scenarios
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{named}` |"))
+        test_file = row.rsplit("|", 2)[-2].strip().strip("`")
+        assert path.name in tests[test_file], (named, test_file)  # the test named there rehearses it

@@ -53,7 +53,8 @@ def test_a_backfill_in_three_processes_leaves_the_a100_after_its_hour(
         assert 3600 <= run["seconds_to_model"] < 2 * 3600
         assert [b["rung"] for b in run["by_rung"]] == ["a100", "l4"]
     a100_peak = next(p for p in report["peaks"] if p["accelerator"] == "NVIDIA_TESLA_A100")
-    assert (a100_peak["gpus"], a100_peak["quota"]) == (3, None)  # the three runs waited at once
+    # the three runs waited at once, PENDING for A100s: each holding its quota (no limit) meanwhile
+    assert (a100_peak["gpus"], a100_peak["quota"], a100_peak["quota_in_use"]) == (3, None, 3)
     l4_peak = next(p for p in report["peaks"] if p["accelerator"] == "NVIDIA_L4")
     assert 1 <= l4_peak["gpus"] <= 3 and l4_peak["quota"] == 8
     assert report["jobs_outside_runs"] == 0
@@ -99,10 +100,11 @@ def test_the_ladder_example_night_reports_what_the_scenario_dictates(
     assert run["totals"]["usd"] is not None and run["totals"]["usd"] > 0
     assert 2 * 3600 + 1800 <= run["seconds_to_model"] < 3 * 3600  # 15 + 15 minutes, then two hours
     l4 = next(p for p in report["peaks"] if p["accelerator"] == "NVIDIA_L4")
-    assert (l4["region"], l4["gpus"], l4["quota"]) == ("us-east1", 2, 8)
+    assert (l4["region"], l4["gpus"], l4["quota"], l4["quota_in_use"]) == ("us-east1", 2, 8, 2)
     # the text and the picture say the same
     assert re.search(r"a100-spot\s+stockout\s+stayed PENDING", printed)
     assert re.search(r"l4-east\s+1\s+4\.0", printed), printed[-3000:]
+    assert re.search(r"us-east1\s+NVIDIA_L4\s+on demand\s+2\s+[\d.]+ h\s+2\s+8", printed)
     svg = ET.fromstring((out / "timeline.svg").read_text())
     bars = [g for g in svg.iter("{http://www.w3.org/2000/svg}g")]
     assert len(bars) == 3
@@ -130,3 +132,41 @@ def test_the_ladder_example_through_a_flaky_api_trains_once(tmp_path: Path) -> N
     assert 4.0 <= run["totals"]["gpu_hours"] < 4.1
     assert report["jobs_outside_runs"] == 0 and report["totals"]["jobs"] == 1
     assert sum(report["api"]["injected_faults"].values()) > 0  # the night was flaky
+
+
+@pytest.mark.timeout(600)
+def test_a_run_that_fails_makes_the_command_exit_1_and_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """failing-night.yaml: the 2026-01-05 run's job fails (its replica exits 3), the 2026-01-06 run's
+    trains: the report holds both, and the command exits 1 naming the run, its task and the job's error
+    (the ladder examples' tests show the 0 of a night whose every run succeeded)."""
+    out = tmp_path / "out"
+    code = main(
+        [
+            "rehearse",
+            str(HERE / "dags" / "nightly.py"),
+            "--scenario",
+            str(HERE / "failing-night.yaml"),
+            "--logical-date",
+            "2026-01-05",
+            "--logical-date",
+            "2026-01-06",
+            "--out",
+            str(out),
+        ]
+    )
+    printed, said = capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    assert code == 1, said
+    assert [(r["logical_date"][:10], r["state"]) for r in report["runs"]] == [
+        ("2026-01-05", "failed"),
+        ("2026-01-06", "success"),
+    ]
+    [failed] = report["runs"][0]["jobs"]
+    assert (failed["state"], failed["rung"]) == ("JOB_STATE_FAILED", "a100")
+    assert said.startswith("airflow-vertex-dist rehearse: 1 of 2 runs did not succeed\n"), said
+    [why] = said.splitlines()[1:]
+    assert why.startswith("  2026-01-05T00:00:00+00:00: failed (train failed); job "), why
+    assert "exited with a non-zero status of 3" in why
+    assert "2026-01-06" not in said and "2026-01-05T00:00:00+00:00  failed" in printed

@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"log lines kept per job, the first ones (default {DEFAULT_LOG_LINES}, at most 1000)",
     )
     history.add_argument(
+        "--drop-label",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="leave labels whose key matches this glob out of the rules (repeatable), e.g. 'airflow-*'",
+    )
+    history.add_argument(
         "-o", "--output", type=Path, default=None, help="the scenario file to write (default: stdout)"
     )
     check = commands.add_parser(
@@ -102,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         jobs = read_history(args.pages)
         read_logs(args.logs, jobs)
-        text = history_scenario(jobs, args.compression, args.max_log_lines)
+        text = history_scenario(jobs, args.compression, args.max_log_lines, args.drop_label)
     except ScenarioError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2

@@ -17,6 +17,7 @@ path, the rule).
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import math
 from collections.abc import Sequence
@@ -195,10 +196,11 @@ def read_logs(paths: Sequence[Path], jobs: Sequence[HistoryJob]) -> None:
         by_id[job_id].log_lines = [text for _, _, text in sorted(lines)]
 
 
-def _outcome(job: HistoryJob, max_log_lines: int) -> dict[str, Any]:
+def _outcome(job: HistoryJob, max_log_lines: int, drop_labels: Sequence[str]) -> dict[str, Any]:
     outcome: dict[str, Any] = {"display_name": glob.escape(job.display_name) or "*"}
-    if job.labels:
-        outcome["labels"] = job.labels
+    labels = {k: v for k, v in job.labels.items() if not any(fnmatch.fnmatchcase(k, d) for d in drop_labels)}
+    if labels:
+        outcome["labels"] = labels
     outcome["state"] = _ENDED[job.state]
     outcome["queued"] = round(job.queued_s, 3)
     outcome["after"] = round(job.ran_s, 3)
@@ -213,9 +215,14 @@ def _outcome(job: HistoryJob, max_log_lines: int) -> dict[str, Any]:
 
 
 def history_scenario(
-    jobs: Sequence[HistoryJob], compression: float, max_log_lines: int = DEFAULT_LOG_LINES
+    jobs: Sequence[HistoryJob],
+    compression: float,
+    max_log_lines: int = DEFAULT_LOG_LINES,
+    drop_labels: Sequence[str] = (),
 ) -> str:
-    """The scenario (YAML text, validated) that plays ``jobs`` at ``compression``."""
+    """The scenario (YAML text, validated) that plays ``jobs`` at ``compression``; its rules leave out
+    the labels whose keys match a glob of ``drop_labels`` (labels a rehearsal's jobs carry with other
+    values: the ones that name the run that made a job)."""
     if not math.isfinite(compression):
         raise ScenarioError(f"--compression: must be a finite number (got {compression!r})")
     first = min((job.created for job in jobs), default=0.0)
@@ -235,7 +242,7 @@ def history_scenario(
         if job.kind != "customJobs":
             lines.append(f"# not played (a scenario plays CustomJobs only): {head}")
             continue
-        event = {"at": 0, "job_outcome": _outcome(job, max_log_lines)}
+        event = {"at": 0, "job_outcome": _outcome(job, max_log_lines, drop_labels)}
         dumped = yaml.safe_dump([event], sort_keys=False, allow_unicode=True, width=100)
         lines.append(f"  # {head}")
         lines.extend(f"  {line}" for line in dumped.splitlines())
