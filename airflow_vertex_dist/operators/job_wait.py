@@ -136,7 +136,8 @@ class JobWait:
         )
 
     def poll(self, job: Mapping[str, Any]) -> tuple[Mapping[str, Any], tuple[bool, str]]:
-        """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval``."""
+        """Poll until the job ends: start at 1 s and back off (x1.5) to ``poll_interval`` of the
+        service's time (an emulator's scenario pace: ``service_clock``)."""
         from airflow_vertex_dist.jobs.progress import ProgressLog
         from airflow_vertex_dist.jobs.states import PausedClock, cancel_outcome
 
@@ -144,7 +145,7 @@ class JobWait:
         name = str(job["name"])
         streamer = self.logs.streamer(job)
         progress = ProgressLog()
-        delay = min(1.0, host.poll_interval)
+        delay = min(1.0, host.hook.service_time().poll_s(host.poll_interval))
         paused = PausedClock()
         try:
             while True:
@@ -166,11 +167,12 @@ class JobWait:
                         verdict = (False, verdict[1] + outcome)
                     return job, verdict
                 time.sleep(delay)
-                delay = min(delay * 1.5, host.poll_interval)
+                interval = host.hook.service_time().poll_s(host.poll_interval)
+                delay = min(delay * 1.5, interval)
                 previous = job_state(job)
                 job = host.hook.get_job(name)
                 if job_state(job) != previous:
-                    delay = min(1.0, host.poll_interval)
+                    delay = min(1.0, interval)
         except AirflowTaskTimeout:
             host.log.error("execution_timeout reached while waiting for %s", name)
             self.attacher.cancel(name, reason="execution_timeout")

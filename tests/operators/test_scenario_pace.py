@@ -73,3 +73,35 @@ def test_a_rung_pending_limit_passes_at_the_scenario_pace(
         assert "pending_limit of 3600s" in left["reason"]
         assert 3600 <= left["seconds"] < 3600 + 600
         assert most[0] == 1
+
+
+FAST_NIGHT = """version: 1
+compression: 3600
+timeline:
+  - at: 0
+    delays: {queued_s: 0}
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_plain_jobs_poll_interval_passes_at_the_scenario_pace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ladder, in the worker (operators/job_wait.py): a ten-minute ``poll_interval`` of service time
+    is a sixth of a real second at 3,600 times (0.25 s, the floor), so a job whose replica runs 8 real
+    seconds is read at least every quarter second. Counted on the host's clock, the backoff from 1 s
+    reads it five or six times in all."""
+    with testing.running_emulator(tmp_path, scenario=parse_scenario(FAST_NIGHT)) as em:
+        monkeypatch.setenv(CONN_ENV, connection_env(em))
+        with DAG("plain_paced", schedule=None, start_date=START) as dag:
+            Training(
+                task_id="train",
+                spec=spec("import time; time.sleep(8)"),
+                deferrable=False,
+                poll_interval=600,
+            )
+        before = em.call_counts().get("GetCustomJob", 0)
+        dr = run_dag(dag)
+        gets = em.call_counts().get("GetCustomJob", 0) - before
+        assert ti_state(dr, "train") == "success"
+        assert gets >= 16, gets  # 8 s of polls 0.25 s apart
