@@ -93,7 +93,9 @@ LADDER = CapacityLadder(
     rungs=(
         Rung(
             name="reserved",
-            persistent_resource=PersistentResourceUse(resource=RESERVED, ensure=True, idle_timeout=IDLE_TIMEOUT),
+            persistent_resource=PersistentResourceUse(
+                resource=RESERVED, ensure=True, idle_timeout=IDLE_TIMEOUT
+            ),
             pending_limit=PENDING_LIMIT,
         ),
         Rung(name="on-demand", pending_limit=PENDING_LIMIT),

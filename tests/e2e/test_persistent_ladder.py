@@ -32,9 +32,7 @@ RESOURCE = f"{PARENT}/persistentResources/a100-weekly"
 
 
 @pytest.fixture
-def examples_with(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_db: None
-) -> Iterator[Any]:
+def examples_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_db: None) -> Iterator[Any]:
     """Start the ``examples`` emulator with a given ``Capacity`` (a function of it; one per test)."""
     monkeypatch.syspath_prepend(str(DAGS))
     monkeypatch.setenv("VERTEX_DIST_EXAMPLES_POLL_INTERVAL", "0.5")
@@ -91,8 +89,12 @@ def test_the_resource_is_made_once_and_reused_week_after_week(
         assert job["labels"]["airflow-rung"] == "r1" and job["state"] == "JOB_STATE_SUCCEEDED"
     assert one["labels"]["airflow-run"] != two["labels"]["airflow-run"]
     for dr in (first, second):
-        rung = dag_xcom(dr, "train")["rung"]
+        out = dag_xcom(dr, "train")
+        rung = out["rung"]
         assert (rung["number"], rung["name"], rung["left"]) == (1, "reserved", [])
+        # the ledger prices a job on the resource as any job (capacity.md: the bill is the resource's)
+        (entry,) = out["ledger"]["jobs"]
+        assert (entry["rung"], entry["usd_basis"]) == ("reserved", "on-demand") and entry["usd"] > 0
     assert model_of(em, "20261108-20261115")["cluster"]["trainers"] == 2
     assert model_of(em, "20261115-20261122")["cluster"]["trainers"] == 2
 
@@ -128,5 +130,8 @@ def test_a_week_when_the_resource_cannot_come_up_trains_on_demand(
     assert [(s["rung"], s["name"], s["job"], s["outcome"]) for s in rung["left"]] == [
         (1, "reserved", None, "stockout")
     ]
-    assert "Leaving rung 1 (reserved) after" in logged(capfd)
+    assert "is ERROR after" in rung["left"][0]["reason"]
+    assert "Resources are insufficient in region: us-central1" in rung["left"][0]["reason"]
+    text = logged(capfd)
+    assert "Leaving rung 1 (reserved) after" in text and "s: stockout: persistent resource" in text
     assert model_of(em, "20261115-20261122")["cluster"]["trainers"] == 2
