@@ -147,14 +147,15 @@ test: $(STAMP)
 # Celery profile (two workers, two schedulers, two triggerers, Redis), then `airflow standalone` as
 # docs/how-to/real-airflow.md runs it (stack-celery); the job view in
 # Chromium (Debian's package, installed when missing) on a stack whose users log in, then the canary on a
-# stack of its own, after adoption on a third (stack-ui). Then docs/reliability.md. The jobs are balanced
-# by the files' run times (measured from a fresh clone: 10, 8, 5 and 4 minutes before adoption, about 2.5
+# stack of its own, after adoption and the backfill on a persistent resource on a third (stack-ui). Then
+# docs/reliability.md. The jobs are balanced by the files' run times (measured from a fresh clone: 10, 8, 5 and 4 minutes before adoption, about 2.5
 # minutes with its stack's start, moved from the first to the last).
 STACK_TESTS  := tests/stack/test_fault_matrix.py tests/stack/test_crashes.py
 STACK_TESTS_2 := tests/stack/test_triggerers.py tests/stack/test_backfill.py \
 	tests/stack/test_training_logs.py tests/stack/test_capacity.py
 CELERY_TESTS := tests/stack/test_celery.py tests/test_real_airflow_page.py
-UI_TESTS     := tests/stack/test_adoption.py tests/ui/test_browser.py tests/stack/test_canary.py
+UI_TESTS     := tests/stack/test_adoption.py tests/stack/test_persistent.py tests/ui/test_browser.py \
+	tests/stack/test_canary.py
 STACK_JOBS   := stack-local stack-local-2 stack-celery stack-ui
 
 .PHONY: $(STACK_JOBS)

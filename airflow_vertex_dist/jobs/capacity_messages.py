@@ -49,6 +49,14 @@ says so, and the classifier falls back on the job's state and the rung's strateg
   (v1 ``Scheduling`` proto comment). The text of a job that was not granted capacity in that time is
   not documented: a FLEX_START job that ends without having started is classified as "flex-start not
   granted".
+* **A persistent resource deleted or rebooted under its job.** Google's page "Delete a persistent
+  resource" (cloud.google.com/vertex-ai/docs/training/persistent-resource-delete) says the custom jobs
+  running on a resource being deleted are cancelled first; it gives no text, and no user report of one
+  was found. A job the service cancels that way is CANCELLED like a user's cancel, and classified so.
+  The local emulator instead fails such a job with code 10 (ABORTED) and its own words, "The
+  PersistentResource NAME was deleted while the job was on it." (or "was rebooted while the job ran on
+  it."): the emulator's choice, documented as such in its guide. ``RESOURCE_LOST_RE`` matches those
+  words; a job that failed with them lost its rung's capacity (class "resource lost").
 * **User code.** "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about
   why your job exited please check the logs: ..." (a Vertex AI job's service log, tensorflow/
   models#10735).
@@ -72,6 +80,7 @@ __all__ = [
     "RATE_LIMIT_MARKER",
     "REPLICA_EXIT_MESSAGE",
     "REPLICA_EXIT_RE",
+    "RESOURCE_LOST_RE",
     "STOCKOUT_MESSAGE",
     "STOCKOUT_RE",
     "quota_message",
@@ -117,6 +126,12 @@ PREEMPTION_RE = LazyRegex(r"preempt|\bSTOCKOUT\b", flags=re.IGNORECASE)
 #: A replica's non-zero exit: training code failing.
 REPLICA_EXIT_MESSAGE = "The replica {replica} exited with a non-zero status of {status}."
 REPLICA_EXIT_RE = LazyRegex(r"exited with a non-zero status", flags=re.IGNORECASE)
+
+#: A job failed because the persistent resource it ran on was deleted or rebooted under it: the local
+#: emulator's words (the service's are not documented; see the module doc).
+RESOURCE_LOST_RE = LazyRegex(
+    r"persistent\s*resource\b.*\bwas\s+(deleted|rebooted)\s+while\s+the\s+job", flags=re.IGNORECASE
+)
 
 #: ``max_wait_duration`` when a FLEX_START job sets none: 24 hours (0 means no limit).
 FLEX_START_DEFAULT_MAX_WAIT_S = 24 * 3600.0

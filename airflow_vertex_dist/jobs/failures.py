@@ -14,6 +14,8 @@ class                       when
 ``flex-start not granted``  a FLEX_START job ended (or waited past ``pending_limit``) without starting
 ``preemption``              a SPOT job that had started failed with a stockout text, ``STOCKOUT`` or a
                             text naming a preemption
+``resource lost``           the persistent resource the job ran on was deleted or rebooted under it
+                            (the local emulator's words; the service's are not documented)
 ``user code``               a replica "exited with a non-zero status"
 ``bad image``               the text says an image could not be pulled or was not found
 ``permission``              PERMISSION_DENIED (403) at Create, error code 7, or a text about permission
@@ -22,7 +24,7 @@ class                       when
 ``unclassified``            anything else
 ==========================  ===========================================================================
 
-The first four are capacity (``CAPACITY``): a ladder moves to its next rung or retries, as the rung
+The first five are capacity (``CAPACITY``): a ladder moves to its next rung or retries, as the rung
 says. ``user code``, ``bad image``, ``permission`` and ``invalid request`` are ``FAIL_FAST``: trying
 again, here or elsewhere, would fail the same way and burn the same GPUs. The texts and their sources
 are in ``airflow_vertex_dist.jobs.capacity_messages``.
@@ -42,6 +44,7 @@ from airflow_vertex_dist.jobs.capacity_messages import (
     QUOTA_RE,
     RATE_LIMIT_MARKER,
     REPLICA_EXIT_RE,
+    RESOURCE_LOST_RE,
     STOCKOUT_RE,
     quota_metrics_named,
 )
@@ -63,6 +66,7 @@ FailureClass = Literal[
     "quota",
     "flex-start not granted",
     "preemption",
+    "resource lost",
     "user code",
     "bad image",
     "permission",
@@ -70,7 +74,9 @@ FailureClass = Literal[
     "cancelled",
     "unclassified",
 ]
-CAPACITY: frozenset[FailureClass] = frozenset({"stockout", "quota", "flex-start not granted", "preemption"})
+CAPACITY: frozenset[FailureClass] = frozenset(
+    {"stockout", "quota", "flex-start not granted", "preemption", "resource lost"}
+)
 FAIL_FAST: frozenset[FailureClass] = frozenset({"user code", "bad image", "permission", "invalid request"})
 
 _IMAGE_RE = LazyRegex(
@@ -221,6 +227,8 @@ def classify_job(
 def _classify_failed(text: str, code: Any, *, strategy: str | None, started: bool) -> Failure:
     said = f": {text}" if text else " (no error message)"
     spot, flex = strategy == "SPOT", strategy == "FLEX_START"
+    if RESOURCE_LOST_RE.search(text):
+        return Failure("resource lost", f"the persistent resource was taken from under the job{said}")
     if STOCKOUT_RE.search(text) or (spot and started and PREEMPTION_RE.search(text)):
         if spot and started:
             return Failure("preemption", f"the SPOT job was preempted after it started{said}")

@@ -1,11 +1,12 @@
-"""The sections of ``docs/reliability.md`` on long runs of a real stack: the backfill on a capacity ladder
-and the replica logs in the task log (a triggerer restarted mid-stream included)."""
+"""The sections of ``docs/reliability.md`` on long runs of a real stack: the backfills on a capacity ladder
+and on a persistent resource deleted mid-run, and the replica logs in the task log (a triggerer
+restarted mid-stream included)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TRAINING_LOGS", "capacity_section", "training_logs_section"]
+__all__ = ["TRAINING_LOGS", "capacity_section", "persistent_section", "training_logs_section"]
 
 TRAINING_LOGS = [
     ("stack_logs_deferred", "deferred (lines from the triggerer)"),
@@ -40,6 +41,40 @@ def capacity_section(result: dict[str, Any] | None) -> list[str]:
         "with state success, but the task instance's state attribute is queued\"; seen when the trigger",
         "fired right after the deferral); the retry resumes the ladder at the rung it had reached.",
         "Peak GPUs in use counts a job waiting PENDING for free GPUs against its quota too.",
+        "",
+    ]
+
+
+def persistent_section(result: dict[str, Any] | None) -> list[str]:
+    """The backfill on a persistent resource deleted mid-run (tests/stack/test_persistent.py)."""
+    out = ["## Backfill on a persistent resource deleted mid-run (real stack)", ""]
+    if not result:
+        return [*out, "not run", ""]
+    return [
+        *out,
+        f"A {result['runs']}-run backfill of a deferred task on a two-rung ladder: a persistent resource",
+        f"made through the emulator's v1 API with room for {result['room']} of the runs' jobs at once (a job",
+        "finding it full waits QUEUED; past the rung's 10 s `pending_limit` it leaves), then the same",
+        "machine on demand. Each job trains until the test releases it. Once the resource's jobs run and",
+        "the other runs have left it for rung 2, two of the resource's jobs are released (they train on",
+        "it), then the resource is deleted through the API while the third runs: that job fails (the",
+        'emulator\'s code 10 and words), the ladder classes it "resource lost" and moves its run to rung 2.',
+        "From the jobs' times and rungs:",
+        "",
+        "| runs | succeeded | jobs | trained on the resource | trained on demand | jobs running at the "
+        "delete | jobs failed by the delete | runs moved on while the resource had room | most live jobs "
+        "of a run | live jobs left | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| {result['runs']} | {result['succeeded']} | {result['jobs']} | {result['trained_on_resource']} | "
+        f"{result['trained_on_demand']} | {result['running_at_delete']} | {result['jobs_lost_to_delete']} | "
+        f"{result['left_with_room']} | {result['most_live_jobs_per_run']} | {result['live_jobs_left']} | "
+        f"{result['seconds']} |",
+        "",
+        "A run moved on while the resource had room is one whose rung-2 job was made before the delete",
+        f"though fewer than {result['room']} jobs ran on the resource when its rung-1 job was given up.",
+        'Google\'s page "Delete a persistent resource" says the service cancels the jobs on a resource',
+        'being deleted; the emulator fails them instead, and the ladder\'s "resource lost" matches its',
+        "words (a cancelled job is not a capacity failure: Airflow's retry resumes the ladder).",
         "",
     ]
 

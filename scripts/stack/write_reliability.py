@@ -17,7 +17,7 @@ from typing import Any
 # scripts/stack/ is on the path: run as a script, or by the tests
 from reliability_cells import cell
 from reliability_probes import PROBES, probe_rows
-from reliability_runs import capacity_section, training_logs_section
+from reliability_runs import capacity_section, persistent_section, training_logs_section
 from reliability_scenarios import CRASHES, celery_section, crash_outcome
 
 __all__ = ["PROBES", "main", "render"]
@@ -126,6 +126,7 @@ def render(figures: dict[str, Any]) -> str:
     else:
         out += ["not run", ""]
     out += capacity_section(figures.get("capacity", {}).get("result"))
+    out += persistent_section(figures.get("persistent", {}).get("result"))
     out += training_logs_section(figures.get("training_logs", {}), updated.get("training_logs"))
     security = figures.get("security", {})
     out += [

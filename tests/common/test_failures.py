@@ -85,6 +85,27 @@ def test_the_service_texts() -> None:
         (failed("service account does not have permission to read gs://b", code=7), None, "permission"),
         (failed("", code=7), None, "permission"),
         (failed("Internal error", code=13), None, "unclassified"),
+        # the local emulator's words for a job whose persistent resource was deleted or rebooted
+        (
+            failed(
+                "The PersistentResource projects/p/locations/us-central1/persistentResources/gpus was "
+                "deleted while the job was on it.",
+                code=10,
+            ),
+            None,
+            "resource lost",
+        ),
+        (
+            failed(
+                "The PersistentResource projects/p/locations/us-central1/persistentResources/gpus was "
+                "rebooted while the job ran on it.",
+                code=10,
+                started=False,
+            ),
+            "SPOT",
+            "resource lost",
+        ),
+        (failed("The PersistentResource gpus was created", code=10), None, "unclassified"),
         (failed("", code=1, state="JOB_STATE_CANCELLED"), None, "cancelled"),
         (failed("", state="JOB_STATE_EXPIRED", started=False), "FLEX_START", "flex-start not granted"),
         (failed("", state="JOB_STATE_EXPIRED", started=False), None, "unclassified"),
@@ -102,7 +123,7 @@ def test_classify_a_failed_job(job: dict[str, Any], strategy: str | None, kind: 
 def test_fail_fast_and_capacity_classes_do_not_overlap() -> None:
     assert not CAPACITY & FAIL_FAST
     assert {"user code", "bad image", "permission"} <= FAIL_FAST
-    assert {"stockout", "quota", "flex-start not granted", "preemption"} == CAPACITY
+    assert {"stockout", "quota", "flex-start not granted", "preemption", "resource lost"} == CAPACITY
 
 
 def test_waiting_jobs_and_successes_are_not_failures() -> None:

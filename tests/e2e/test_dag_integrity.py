@@ -17,6 +17,7 @@ EXPECTED = {
     "capacity_ladder.py": ["vertex_dist_capacity_ladder"],
     "parameter_server.py": ["vertex_dist_parameter_server"],
     "per_segment.py": ["vertex_dist_per_segment"],
+    "persistent_ladder.py": ["vertex_dist_persistent_ladder", "vertex_dist_sweep_persistent_resources"],
     "prep_to_train.py": ["vertex_dist_data_prep", "vertex_dist_train_on_prep"],
     "reduction_server.py": ["vertex_dist_reduction_server"],
     "retraining.py": ["vertex_dist_retraining"],

@@ -236,3 +236,38 @@ with DAG(
         poll_interval=1.0,
     )
 stack_capacity = dag
+
+# A backfill on a ladder whose first rung is a persistent resource (tests/stack/test_persistent.py):
+# "shared", made by the test with room for 3 of these one-replica jobs at once; a job waiting QUEUED on
+# the full resource past 10 s leaves for rung 2, the same machine on demand. The test deletes the resource
+# mid-run.
+SHARED_RESOURCE = {
+    "resource_id": "shared",
+    "pools": [{"machine": {"machine_type": "n1-standard-4"}, "replica_count": 3}],
+}
+PERSISTENT_LADDER = {
+    "rungs": [
+        {"name": "shared", "persistent_resource": {"resource": SHARED_RESOURCE}, "pending_limit": 10},
+        {"name": "on-demand"},
+    ],
+}
+with DAG(
+    "stack_persistent",
+    schedule="@daily",
+    start_date=START,
+    end_date=START + timedelta(days=9),
+    catchup=False,
+    max_active_runs=10,
+    max_active_tasks=10,
+    is_paused_upon_creation=True,
+    params=PARAMS,
+    default_args=DEFAULT_ARGS,
+) as dag:
+    VertexTrainingOperator(
+        task_id="train",
+        spec=spec(workers=False),
+        capacity=PERSISTENT_LADDER,
+        deferrable=True,
+        poll_interval=1.0,
+    )
+stack_persistent = dag
