@@ -52,11 +52,12 @@ says so, and the classifier falls back on the job's state and the rung's strateg
 * **A persistent resource deleted or rebooted under its job.** Google's page "Delete a persistent
   resource" (cloud.google.com/vertex-ai/docs/training/persistent-resource-delete) says the custom jobs
   running on a resource being deleted are cancelled first; it gives no text, and no user report of one
-  was found. A job the service cancels that way is CANCELLED like a user's cancel, and classified so.
-  The local emulator instead fails such a job with code 10 (ABORTED) and its own words, "The
-  PersistentResource NAME was deleted while the job was on it." (or "was rebooted while the job ran on
-  it."): the emulator's choice, documented as such in its guide. ``RESOURCE_LOST_RE`` matches those
-  words; a job that failed with them lost its rung's capacity (class "resource lost").
+  was found. A job the service cancels that way is CANCELLED like a user's cancel: the ladder tells
+  them apart by reading the resource (gone or STOPPING: ``classify_job``'s ``resource_gone``, class
+  "resource lost"), and so does the local emulator, which cancels them too. A reboot's effect on its
+  jobs is not documented: the emulator fails them with code 10 (ABORTED) and its own words, "The
+  PersistentResource NAME was rebooted while the job ran on it.", documented as its choice in its
+  guide; ``RESOURCE_LOST_RE`` matches those words (class "resource lost").
 * **User code.** "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about
   why your job exited please check the logs: ..." (a Vertex AI job's service log, tensorflow/
   models#10735).
@@ -127,7 +128,7 @@ PREEMPTION_RE = LazyRegex(r"preempt|\bSTOCKOUT\b", flags=re.IGNORECASE)
 REPLICA_EXIT_MESSAGE = "The replica {replica} exited with a non-zero status of {status}."
 REPLICA_EXIT_RE = LazyRegex(r"exited with a non-zero status", flags=re.IGNORECASE)
 
-#: A job failed because the persistent resource it ran on was deleted or rebooted under it: the local
+#: A job failed because the persistent resource it ran on was rebooted (or deleted) under it: the local
 #: emulator's words (the service's are not documented; see the module doc).
 RESOURCE_LOST_RE = LazyRegex(
     r"persistent\s*resource\b.*\bwas\s+(deleted|rebooted)\s+while\s+the\s+job", flags=re.IGNORECASE

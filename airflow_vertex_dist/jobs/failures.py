@@ -183,6 +183,7 @@ def classify_job(
     pending_limit_s: float | None = None,
     pending_for_s: float | None = None,
     now_ns: int | None = None,
+    resource_gone: str | None = None,
 ) -> Failure | None:
     """Why ``job`` failed for a ladder, or ``None`` while it should be waited on (or it succeeded).
 
@@ -190,6 +191,9 @@ def classify_job(
     the job to start; ``pending_for_s`` how long it has waited so far (default: from its times and
     ``now_ns``, the service's time now, by default this host's). A
     PARTIALLY_SUCCEEDED or PAUSED job is not a capacity matter: ``None`` (the wait's own rules apply).
+    ``resource_gone`` says why the persistent resource the job ran on is gone (the caller read it): a
+    CANCELLED job then lost its rung's capacity, since the service cancels the jobs on a resource it
+    deletes ("Delete a persistent resource").
     """
     state = str(job.get("state", ""))
     started = bool(job.get("startTime"))
@@ -216,6 +220,8 @@ def classify_job(
                 kind,
                 f"cancelled after {_secs(waited)}s without starting (pending_limit {pending_limit_s:g}s)",
             )
+        if resource_gone is not None:
+            return Failure("resource lost", f"the service cancelled the job: {resource_gone}")
         return Failure("cancelled", f"the job was cancelled{said}")
     if state == "JOB_STATE_EXPIRED":
         if flex and not started:

@@ -54,7 +54,7 @@ from airflow_vertex_dist.operators.ladder_parts import (
     rung_seconds,
     strategy_of,
 )
-from airflow_vertex_dist.operators.ladder_resource import prepare_resource
+from airflow_vertex_dist.operators.ladder_resource import prepare_resource, resource_gone
 from airflow_vertex_dist.operators.ladder_resume import (
     CANCEL_WAIT_S,
     cancel_task_jobs,
@@ -330,8 +330,9 @@ class LadderWalk:
             host.log.info("%s on rung %d/%d (%s)", verdict[1], plan.number, len(plans), plan.name)
             return host.job_outputs(job)
         now_ns = host.hook.service_time().now_ns()  # the service's time: an emulator's scenario runs ahead
+        limit, gone = pending_limit_s(plan), resource_gone(host, plan, self._region(plan), job)
         failure = classify_job(
-            job, strategy=strategy_of(plan), pending_limit_s=pending_limit_s(plan), now_ns=now_ns
+            job, strategy=strategy_of(plan), pending_limit_s=limit, now_ns=now_ns, resource_gone=gone
         )
         if failure is not None and failure.capacity:
             return self._leave(plan, state, job, failure, rung_seconds(job, now_ns), self._region(plan))

@@ -17,7 +17,8 @@ sweep operator (``VertexSweepPersistentResourcesOperator``) deletes it once idle
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from airflow_vertex_dist._compat import AirflowFailException
 from airflow_vertex_dist.operators.ladder_parts import pending_limit_s
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from airflow_vertex_dist.specs.capacity import RungPlan
     from airflow_vertex_dist.specs.persistent import PersistentResourceUse
 
-__all__ = ["NO_LIMIT_WAIT_S", "prepare_resource", "resource_hook", "resource_labels"]
+__all__ = ["NO_LIMIT_WAIT_S", "prepare_resource", "resource_gone", "resource_hook", "resource_labels"]
 
 #: How long a rung with no ``pending_limit`` waits for its resource to be RUNNING: Vertex AI's own
 #: longest wait of a job (``Scheduling.timeout``'s default, 7 days).
@@ -157,3 +158,24 @@ def prepare_resource(host: WaitHost, plan: RungPlan, region: str) -> tuple[Failu
         return None, waited()
     finally:
         hook.close()
+
+
+def resource_gone(host: WaitHost, plan: RungPlan, region: str, job: Mapping[str, Any]) -> str | None:
+    """Why the persistent resource of the rung of a CANCELLED ``job`` is gone (deleted, or being
+    deleted), or ``None``: Vertex AI cancels the jobs on a resource it deletes ("Delete a persistent
+    resource"), a cancel the ladder leaves the rung for, where a user's cancel fails the task."""
+    from airflow_vertex_dist.jobs.resources import resource_state
+
+    use = plan.rung.persistent_resource
+    if use is None or str(job.get("state")) != "JOB_STATE_CANCELLED":
+        return None
+    hook = resource_hook(host, region)
+    try:
+        name = hook.resource_name(use.resource.resource_id)
+        resource = hook.get_resource(use.resource.resource_id)
+    finally:
+        hook.close()
+    if resource is None:
+        return f"persistent resource {name} was deleted"
+    state = resource_state(resource)
+    return f"persistent resource {name} is {state}" if state in ("STOPPING", "ERROR") else None

@@ -57,12 +57,12 @@ def persistent_section(result: dict[str, Any] | None) -> list[str]:
         "finding it full waits QUEUED; past the rung's 10 s `pending_limit` it leaves), then the same",
         "machine on demand. Each job trains until the test releases it. Once the resource's jobs run and",
         "the other runs have left it for rung 2, two of the resource's jobs are released (they train on",
-        "it), then the resource is deleted through the API while the third runs: that job fails (the",
-        'emulator\'s code 10 and words), the ladder classes it "resource lost" and moves its run to rung 2.',
+        "it), then the resource is deleted through the API while the third runs: the service cancels that",
+        'job, the ladder finds the resource gone, classes it "resource lost" and moves its run to rung 2.',
         "From the jobs' times and rungs:",
         "",
         "| runs | succeeded | jobs | trained on the resource | trained on demand | jobs running at the "
-        "delete | jobs failed by the delete | runs moved on while the resource had room | most live jobs "
+        "delete | jobs cancelled by the delete | runs moved on while the resource had room | most live jobs "
         "of a run | live jobs left | s |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {result['runs']} | {result['succeeded']} | {result['jobs']} | {result['trained_on_resource']} | "
@@ -73,8 +73,9 @@ def persistent_section(result: dict[str, Any] | None) -> list[str]:
         "A run moved on while the resource had room is one whose rung-2 job was made before the delete",
         f"though fewer than {result['room']} jobs ran on the resource when its rung-1 job was given up.",
         'Google\'s page "Delete a persistent resource" says the service cancels the jobs on a resource',
-        'being deleted; the emulator fails them instead, and the ladder\'s "resource lost" matches its',
-        "words (a cancelled job is not a capacity failure: Airflow's retry resumes the ladder).",
+        "being deleted, and the emulator does: a cancelled job whose resource is gone (or STOPPING) lost",
+        "its rung's capacity, while one whose resource is still there was cancelled by someone and fails",
+        "the task.",
         "",
     ]
 

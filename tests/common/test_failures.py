@@ -213,3 +213,15 @@ def test_create_errors_of_the_google_client() -> None:
         assert classify_create_error(error("x")).kind == kind, error
     quota: type[Exception] = exceptions.ResourceExhausted
     assert is_capacity_quota_error(quota("The following quota metrics exceed quota limits: x"))
+
+
+def test_a_job_cancelled_with_its_persistent_resource_lost_its_rungs_capacity() -> None:
+    """Vertex AI cancels the jobs on a persistent resource it deletes ("Delete a persistent resource"): a
+    CANCELLED job whose resource the ladder found gone is "resource lost"; one whose resource is still
+    there was cancelled by someone, and is not a capacity failure."""
+    job = failed("The job was cancelled.", code=1, state="JOB_STATE_CANCELLED")
+    gone = classify_job(job, resource_gone="persistent resource projects/p/.../gpus was deleted")
+    assert gone is not None and (gone.kind, gone.capacity) == ("resource lost", True)
+    assert "gpus was deleted" in gone.reason
+    kept = classify_job(job)
+    assert kept is not None and (kept.kind, kept.capacity) == ("cancelled", False)

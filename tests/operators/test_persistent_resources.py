@@ -331,3 +331,47 @@ def test_a_job_waiting_on_a_full_resource_past_the_pending_limit_falls_back(vert
     # the job's limit is the rung's 1 s less the time the rung spent on the resource before the Create
     assert "past the rung's pending_limit of 0.9" in left["reason"]
     testing.grpc_client(vertex_conn).cancel_custom_job(name=other)
+
+
+def test_a_resource_deleted_under_its_job_moves_the_run_to_the_next_rung(
+    vertex_conn: Emulator, tmp_path: Path
+) -> None:
+    """The service cancels the jobs on a resource it deletes ("Delete a persistent resource"); the
+    ladder reads the resource, finds it gone, and leaves the rung ("resource lost") for the next, where
+    the same spec trains. A cancel with the resource still there would fail the task instead."""
+    import threading
+
+    flag = tmp_path / "go"
+    create_by_hand(vertex_conn, "gpus", 2)
+    use = PersistentResourceUse(resource=GPUS)
+    code = f"import os, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.1)"
+    with DAG("pr_deleted", schedule=None, start_date=START) as dag:
+        Training(task_id="train", spec=spec(code), capacity=ladder(use), deferrable=False, poll_interval=0.2)
+
+    def delete_under_the_job() -> None:
+        client = testing.grpc_client(vertex_conn)
+        poll(
+            lambda: any(
+                j["state"] == "JOB_STATE_RUNNING" and j["jobSpec"].get("persistentResourceId") == "gpus"
+                for j in task_jobs(vertex_conn)
+            ),
+            what="the rung-1 job RUNNING on the resource",
+        )
+        resource_client(vertex_conn).delete_persistent_resource(
+            name=f"{PARENT}/persistentResources/gpus"
+        ).result(timeout=30)
+        client.transport.close()
+        flag.touch()  # the next rung's job may end
+
+    deleter = threading.Thread(target=delete_under_the_job)
+    deleter.start()
+    dr = run_dag(dag)
+    deleter.join(60)
+    assert ti_state(dr, "train") == "success"
+    jobs = task_jobs(vertex_conn)
+    assert [(j["labels"]["airflow-rung"], j["state"]) for j in jobs] == [
+        ("r1", "JOB_STATE_CANCELLED"),
+        ("r2", "JOB_STATE_SUCCEEDED"),
+    ]
+    [left] = dag_xcom(dr, "train")["rung"]["left"]
+    assert left["outcome"] == "resource lost" and "was deleted" in left["reason"], left

@@ -6,8 +6,8 @@ finds it full waits QUEUED, and past the rung's 10 s ``pending_limit`` leaves fo
 machine on demand). Every job trains until the test releases it (a file named by its job id, or one
 releasing all). Once the resource's 3 jobs run and the 7 other runs have moved to rung 2, the test
 releases 2 of the resource's jobs (they train on it), then deletes the resource through the API while
-the third runs on it: the emulator fails that job with code 10 and "The PersistentResource ... was
-deleted while the job was on it.", which the ladder classifies as "resource lost" and leaves for rung 2.
+the third runs on it: the emulator cancels that job, as the service does ("Delete a persistent
+resource"), the ladder finds the resource gone, classes it "resource lost" and leaves for rung 2.
 Then every job is released.
 
 Expected, from the jobs' times and rungs read through the emulator's API: no run's job created on rung 2
@@ -207,7 +207,7 @@ def test_backfill_10_runs_on_a_persistent_resource_deleted_mid_run(stack: Airflo
 
     jobs = task_jobs(stack)
     poll_until(lambda: not stack.replica_pids(jobs), timeout=60, what="no replica process left")
-    lost = [j for j in jobs if "was deleted while the job was on it" in j.get("error", {}).get("message", "")]
+    lost = [j for j in jobs if j["state"] == "JOB_STATE_CANCELLED" and "being deleted" in str(j.get("error"))]
     trained = Counter(
         ("resource" if on_resource(j) else "on demand") for j in jobs if j["state"] == "JOB_STATE_SUCCEEDED"
     )

@@ -34,7 +34,7 @@ class ResourceBooks:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._limits: dict[tuple[str, str], int] = {}
-        self._jobs: dict[str, dict[str, Callable[[str], None]]] = {}
+        self._jobs: dict[str, dict[str, Callable[[str, bool], None]]] = {}
         self.replicas = Ledger(self._limit)
 
     def _limit(self, key: Key) -> int | None:
@@ -61,8 +61,9 @@ class ResourceBooks:
         with self._lock:
             self._limits.clear()
 
-    def attach(self, resource: str, job: str, evict: Callable[[str], None]) -> None:
-        """Job ``job`` waits for or runs on ``resource``; ``evict(message)`` ends it if the resource goes."""
+    def attach(self, resource: str, job: str, evict: Callable[[str, bool], None]) -> None:
+        """Job ``job`` waits for or runs on ``resource``; ``evict(message, cancel)`` ends it if the
+        resource goes: CANCELLED with ``cancel``, else FAILED."""
         with self._lock:
             self._jobs.setdefault(resource, {})[job] = evict
 
@@ -76,9 +77,9 @@ class ResourceBooks:
         with self._lock:
             return sorted(self._jobs.get(resource, {}))
 
-    def evict(self, resource: str, message: str, *, running: bool = False) -> list[str]:
+    def evict(self, resource: str, message: str, *, running: bool = False, cancel: bool = False) -> list[str]:
         """Tell every job on ``resource`` (only those holding its replicas, with ``running``) that it went
-        away: each ends FAILED with ``message``. Their names."""
+        away: each ends FAILED with ``message`` (CANCELLED with ``cancel``). Their names."""
         holders = set(self.replicas.holders()) if running else None
         with self._lock:
             jobs = {
@@ -87,7 +88,7 @@ class ResourceBooks:
                 if holders is None or job in holders
             }
         for evict in jobs.values():
-            evict(message)
+            evict(message, cancel)
         return sorted(jobs)
 
     def snapshot(self) -> list[dict[str, Any]]:

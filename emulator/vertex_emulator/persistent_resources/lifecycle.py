@@ -173,11 +173,13 @@ class Lifecycle:
         self._done(name, op_name, DONE)
 
     def stop(self, name: str) -> list[str]:
-        """Delete resource ``name``: STOPPING, its jobs failed, its GPUs freed, gone. The jobs failed."""
+        """Delete resource ``name``: STOPPING, its jobs cancelled, its GPUs freed, gone. Those jobs."""
         self._stop_thread(name)
         self._write(name, "STOPPING")
         self.books.close(name)
-        failed = self.books.evict(name, f"The PersistentResource {name} was deleted while the job was on it.")
+        failed = self.books.evict(
+            name, f"The job was cancelled: its PersistentResource {name} is being deleted.", cancel=True
+        )
         self.release(name)
         try:
             self.store.delete_resource(name)

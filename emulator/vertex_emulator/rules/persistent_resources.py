@@ -4,7 +4,9 @@ text and source.
 
 Inputs are v1 JSON (``json_format.MessageToDict``: camelCase names, enum names, proto3 defaults left out).
 ``job-on-resource`` (the resource named exists in the job's project and location and is RUNNING) needs the
-store: persistent_resources/service.py ``check_job`` applies it, then ``job_fit``.
+store: persistent_resources/service.py ``check_job`` applies it, then ``job_fit``. ``pr-delete-cancels`` (a
+Delete cancels the jobs on the resource first) is the resource's lifecycle's
+(persistent_resources/lifecycle.py ``stop``).
 Problems are ``"<field path>: <message>"`` strings in the request's snake_case names, as the other rule
 modules write them (``format_problems`` lays them out as the service does).
 """

@@ -102,6 +102,12 @@ PR_CREATE = (
     '"the training service first finds resources from the Compute Engine resource pool based on the '
     'specifications you provided, and then provisions a long-running cluster"'
 )
+PR_DELETE = (
+    'Vertex AI docs, "Delete a persistent resource", '
+    "https://cloud.google.com/vertex-ai/docs/training/persistent-resource-delete, read 2026-12-07: "
+    '"if there are custom jobs running on the persistent resource when you delete it, the custom jobs are '
+    'automatically cancelled before the persistent resource is deleted"'
+)
 ERRORS = (
     "the service's INVALID_ARGUMENT text as quoted in PrefectHQ/prefect issue 5940 and googleapis/go-genai "
     'issue 508: "List of found errors:\\t1.Field: <path>; Message: <text>\\t"'
@@ -350,6 +356,12 @@ RULES: dict[str, Rule] = _rules(
         "job-pool-match",
         "each worker pool's machine spec and boot disk type match a resource pool's",
         PR_TRAIN,
+    ),
+    (
+        "pr-delete-cancels",
+        "deleting a persistent resource cancels the jobs on it first (CANCELLED, code 1; the message is the "
+        "emulator's)",
+        PR_DELETE,
     ),
     (
         "job-pool-replicas",

@@ -212,7 +212,9 @@ class Admission:
         """Wait QUEUED until ``resource`` has the replicas the job's pools take (first come, first served
         among its jobs); False when a cancel, a close or the resource's end (``evict``) ended the wait."""
         books = self.host.resources
-        books.attach(resource, self.job_name, lambda message: self.events.put(("evict", message)))
+        books.attach(
+            resource, self.job_name, lambda message, cancel: self.events.put(("evict", message, cancel))
+        )
         try:
             body = self.store.get_resource(resource)
         except KeyError:

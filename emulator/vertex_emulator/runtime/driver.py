@@ -244,7 +244,10 @@ class JobDriver(Admission, threading.Thread):
             return True
         if event[0] == "evict":  # its persistent resource was deleted or rebooted (capacity/resources.py)
             self.on_cancel()
-            self.finish("JOB_STATE_FAILED", EVICTED_CODE, str(event[1]))
+            if event[2]:  # deleted: "the custom jobs are automatically cancelled" (rules/sources.py)
+                self.finish("JOB_STATE_CANCELLED", 1, str(event[1]))
+            else:
+                self.finish("JOB_STATE_FAILED", EVICTED_CODE, str(event[1]))
             return True
         return False
 
