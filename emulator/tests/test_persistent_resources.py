@@ -216,3 +216,21 @@ def test_snapshot_and_restore_keep_the_resources(tmp_path: Path) -> None:
         assert back.state == State.RUNNING
         assert admin(em, "POST", "/emulator/state:reset", {})[0] == 200
         assert list(client.list_persistent_resources(parent=PARENT)) == []
+
+
+def test_both_services_refuse_a_parent_that_is_not_a_location(tmp_path: Path) -> None:
+    """One rule for the List's ``parent`` (core/parents.py), in the JobService and here. Over gRPC: the
+    stock REST client refuses such a parent itself, before any request (its URI binding)."""
+    transport = "grpc"
+    with (
+        running_emulator(tmp_path) as em,
+        resource_client(em, transport) as resources,
+        client_for(em, transport) as jobs,
+    ):
+        for call in (
+            lambda: list(resources.list_persistent_resources(parent="projects/test-project")),
+            lambda: list(jobs.list_custom_jobs(parent="projects/test-project")),
+        ):
+            with pytest.raises(exceptions.InvalidArgument) as refused:
+                call()
+            assert "is not a location resource name" in str(refused.value)

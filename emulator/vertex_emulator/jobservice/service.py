@@ -48,6 +48,7 @@ from vertex_emulator.core.gcs import check_request_uris
 from vertex_emulator.core.jobkinds import TERMINAL_STATES, JobKind
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.core.operations import operation
+from vertex_emulator.core.parents import check_parent
 from vertex_emulator.jobservice.fidelity import unapplied_fields
 from vertex_emulator.jobservice.filters import FilterError, compile_filter
 from vertex_emulator.jobservice.methods import (
@@ -80,7 +81,6 @@ _PROTO_CACHE_SIZE = 20_000
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 
-_PARENT_RE = re.compile(r"projects/[^/]+/locations/[^/]+")
 _NAME_RE = re.compile(r"(?P<parent>projects/[^/]+/locations/[^/]+)/(?P<kind>[A-Za-z]+)/(?P<id>[^/]+)")
 
 
@@ -199,15 +199,6 @@ class JobService:
         return message
 
     @staticmethod
-    def _check_parent(parent: str) -> None:
-        if not _PARENT_RE.fullmatch(parent):
-            raise ApiError(
-                "INVALID_ARGUMENT",
-                f"parent: {parent!r} is not a location resource name "
-                "(expected projects/PROJECT/locations/LOCATION)",
-            )
-
-    @staticmethod
     def _check_name(info: MethodInfo, name: str) -> None:
         match = _NAME_RE.fullmatch(name)
         resource = KINDS[info.kind].resource
@@ -229,7 +220,7 @@ class JobService:
 
     def _create(self, info: MethodInfo, request: Any) -> Any:
         kind_info = KINDS[info.kind]
-        self._check_parent(request.parent)
+        check_parent(request.parent)
         message = getattr(request, kind_info.body_field)
         body = job_from_proto(info.kind, message)
         for key in kind_info.output_only:
@@ -301,7 +292,7 @@ class JobService:
         from google.cloud import aiplatform_v1
         from google.protobuf import field_mask_pb2
 
-        self._check_parent(request.parent)
+        check_parent(request.parent)
         try:
             predicate = compile_filter(request.filter)
         except FilterError as exc:

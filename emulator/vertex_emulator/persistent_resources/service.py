@@ -43,6 +43,7 @@ from vertex_emulator.core.errors import ApiError
 from vertex_emulator.core.faults import FaultInjector
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.core.operations import new_operation_name, operation
+from vertex_emulator.core.parents import check_parent
 from vertex_emulator.persistent_resources import convert
 from vertex_emulator.persistent_resources.lifecycle import Lifecycle, region_gpus
 from vertex_emulator.rules import format_problems
@@ -60,7 +61,6 @@ METHODS: dict[str, tuple[str, str]] = {
     "RebootPersistentResource": ("reboot", "RebootPersistentResourceRequest"),
 }
 SERVED = "it serves PersistentResource Create/Get/List/Delete/Reboot"
-_PARENT_RE = re.compile(r"projects/[^/]+/locations/[^/]+")
 _NAME_RE = re.compile(r"(projects/[^/]+/locations/[^/]+)/persistentResources/[^/]+")
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 100, 1000
 
@@ -106,15 +106,6 @@ class PersistentResourceService:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_parent(parent: str) -> None:
-        if not _PARENT_RE.fullmatch(parent):
-            raise ApiError(
-                "INVALID_ARGUMENT",
-                f"parent: {parent!r} is not a location resource name "
-                "(expected projects/PROJECT/locations/LOCATION)",
-            )
-
     def _load(self, name: str) -> dict[str, Any]:
         if not _NAME_RE.fullmatch(name):
             raise ApiError(
@@ -146,7 +137,7 @@ class PersistentResourceService:
     # -- methods ------------------------------------------------------------------------------
 
     def _create(self, request: Any) -> Any:
-        self._check_parent(request.parent)
+        check_parent(request.parent)
         body = convert.from_proto(request.persistent_resource)
         for key in convert.OUTPUT_ONLY:
             body.pop(key, None)
@@ -186,7 +177,7 @@ class PersistentResourceService:
     def _list(self, request: Any) -> Any:
         from google.cloud import aiplatform_v1
 
-        self._check_parent(request.parent)
+        check_parent(request.parent)
         if request.page_size < 0:
             raise ApiError("INVALID_ARGUMENT", f"page_size: must not be negative (got {request.page_size})")
         size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
