@@ -17,7 +17,7 @@ from operators.test_user_actions import hand_on_a_waiting_task, orm_dag_run
 
 from vertex_emulator.app import Emulator
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db"), pytest.mark.timeout(600)]
 
 
 def api_client(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, str]]:

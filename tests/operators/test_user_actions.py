@@ -34,7 +34,8 @@ from vertex_emulator.app import Emulator
 from .harness import alive, dag_xcom, logged, poll, run_dag, ti_state
 from .test_training import go, jobs, pid_code, pids, precreate, spec, unless
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+# a hand played on a loaded machine: the job may take minutes to start (hand_on_a_waiting_task)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db"), pytest.mark.timeout(600)]
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -94,14 +95,14 @@ def hand_on_a_waiting_task(
             deferrable=False,
             poll_interval=0.3,
             # if the user's hand below fails, the try ends (and the test fails) instead of waiting forever
-            execution_timeout=timedelta(minutes=3),
+            execution_timeout=timedelta(minutes=5),
         )
     seen: dict[str, Any] = {}
 
     def user() -> None:
         seen["job"] = poll(
             lambda: next((j for j in jobs(vertex_conn) if j["state"] == "JOB_STATE_RUNNING"), None),
-            timeout=60,
+            timeout=240,  # a loaded machine (the compat cells beside the stack suites) took 70 s to start it
             what="the task's job RUNNING",
         )
         poll(lambda: len(pids(pid_dir)) == 2, timeout=60, what="both replicas up")
@@ -111,7 +112,7 @@ def hand_on_a_waiting_task(
     hand = threading.Thread(target=user, daemon=True)
     hand.start()
     dr = run_dag(dag)
-    hand.join(timeout=60)
+    hand.join(timeout=120)
     job = seen["job"]
     poll(lambda: vertex_conn.store.get(job["name"])["state"] == "JOB_STATE_CANCELLED", what="job cancelled")
     poll(lambda: not any(alive(pid) for pid in pids(pid_dir)), what="replica processes gone")
