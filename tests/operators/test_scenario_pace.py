@@ -38,6 +38,10 @@ timeline:
 """
 
 
+#: service seconds a wait may run past its limit: 10 real seconds of a loaded machine at x600
+_SLACK_S = 6000
+
+
 @pytest.mark.timeout(300)  # an hour's pending_limit on the host's clock would pass it
 @pytest.mark.parametrize("deferrable", [False, True], ids=["worker", "triggerer"])
 def test_a_rung_pending_limit_passes_at_the_scenario_pace(
@@ -64,14 +68,17 @@ def test_a_rung_pending_limit_passes_at_the_scenario_pace(
         first, second = jobs
         assert (first["state"], first["labels"]["airflow-rung"]) == ("JOB_STATE_CANCELLED", "r1")
         assert (second["state"], second["labels"]["airflow-rung"]) == ("JOB_STATE_SUCCEEDED", "r2")
-        # the first job waited its hour of service time, not much more (a poll: 60 service seconds)
+        # the first job waited its hour of service time and not much more: past the limit, a poll (60
+        # service seconds) and the real seconds the triggerer and the Cancel take, 600 service seconds
+        # each (a fresh-clone make test beside make check took 1.3 s). On the host's clock the limit
+        # would have lasted an hour of real time: 600 hours of service time.
         waited_s = (rfc3339_nanos(first["endTime"]) - rfc3339_nanos(first["createTime"])) / 1e9
-        assert 3600 <= waited_s < 3600 + 600, waited_s
+        assert 3600 <= waited_s < 3600 + _SLACK_S, waited_s
         left: dict[str, Any]
         [left] = dag_xcom(dr, "train")["rung"]["left"]
         assert (left["outcome"], left["job"]) == ("stockout", first["name"])
         assert "pending_limit of 3600s" in left["reason"]
-        assert 3600 <= left["seconds"] < 3600 + 600
+        assert 3600 <= left["seconds"] < 3600 + _SLACK_S
         assert most[0] == 1
 
 
