@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow_vertex_dist.specs._base import fail
 
-__all__ = ["INT64_MAX", "check_id", "nonblank"]
+__all__ = ["INT64_MAX", "check_id", "is_gs_uri", "nonblank"]
 
 
 def nonblank(field: str, value: str) -> str:
@@ -30,3 +30,10 @@ def check_id(field: str, value: str) -> str:
     if len(value) > 128:
         fail(f"{field}: at most 128 characters (got {len(value)}); shorten it")
     return value
+
+
+def is_gs_uri(value: str) -> bool:
+    """``gs://bucket/...`` with a bucket name: object names may hold any character (a space, say); the
+    bucket name may not hold white space."""
+    bucket = value[5:].split("/", 1)[0]
+    return value.startswith("gs://") and bool(bucket) and bucket == "".join(bucket.split())

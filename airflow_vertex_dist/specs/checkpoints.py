@@ -22,6 +22,7 @@ checkpoint in the directory (``airflow_vertex_dist.operators.checkpoint_log``).
 from pydantic import Field, ValidationInfo, field_validator
 
 from airflow_vertex_dist.specs._base import SpecModel, defers_jinja, fail, is_template
+from airflow_vertex_dist.specs._checks import is_gs_uri
 
 __all__ = ["AIP_CHECKPOINT_DIR", "Checkpoints", "check_checkpoints", "checkpoint_directory"]
 
@@ -44,8 +45,7 @@ class Checkpoints(SpecModel):
     def _directory(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or (is_template(value) and defers_jinja(info)):
             return value  # a template is judged once rendered
-        bucket = value[5:].split("/", 1)[0]
-        if not value.startswith("gs://") or not bucket or bucket != "".join(bucket.split()):
+        if not is_gs_uri(value):
             fail(
                 f"checkpoints.directory: must be a Cloud Storage URI 'gs://bucket/...' (got {value!r}); "
                 f"or leave it unset for {AIP_CHECKPOINT_DIR}"

@@ -22,6 +22,7 @@ from airflow_vertex_dist.specs._base import (
     is_template,
 )
 from airflow_vertex_dist.specs._catalog_rules import location_rule, offered_rule
+from airflow_vertex_dist.specs._checks import is_gs_uri
 from airflow_vertex_dist.specs._job_from_api import job_spec_from_api
 from airflow_vertex_dist.specs.checkpoints import Checkpoints, check_checkpoints
 from airflow_vertex_dist.specs.cluster import (
@@ -161,11 +162,9 @@ class DistributedTrainingJob(SpecModel):
     @field_validator("base_output_directory")
     @classmethod
     def _output(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # Object names may hold any character (a space, say); the bucket name may not hold white space.
         if value is None or (is_template(value) and defers_jinja(info)):
             return value  # a template is judged once rendered
-        bucket = value[5:].split("/", 1)[0]
-        if not value.startswith("gs://") or not bucket or bucket != "".join(bucket.split()):
+        if not is_gs_uri(value):
             fail(f"base_output_directory: must be a Cloud Storage URI 'gs://bucket/...' (got {value!r})")
         return value
 
