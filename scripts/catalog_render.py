@@ -39,6 +39,14 @@ def _attachable(takes: dict[str, tuple[int, ...]]) -> str:
     return "{\n" + "".join(f"    {_lit(gpu)}: {_tuple(counts)},\n" for gpu, counts in takes.items()) + "}"
 
 
+def _topologies(name: str, tops: dict[str, int]) -> str:
+    """One line, or one topology a line when that is longer than the generated module's lines may be."""
+    line = f"{_lit(name)}: {{" + ", ".join(f"{_lit(t)}: {v}" for t, v in tops.items()) + "}"
+    if len(line) <= 100:
+        return line
+    return f"{_lit(name)}: {{\n" + "".join(f"    {_lit(t)}: {v},\n" for t, v in tops.items()) + "}"
+
+
 _NAMES = (
     "ACCELERATOR_KINDS",
     "ACCELERATOR_REGIONS",
@@ -47,6 +55,7 @@ _NAMES = (
     "BOOT_DISK_SIZE_GB",
     "BOOT_DISK_TYPES",
     "BUILT_IN",
+    "CLOUD_TPU_COUNTS",
     "DEFAULT_BOOT_DISK_TYPE",
     "END_OF_SUPPORT",
     "MACHINE_SERIES",
@@ -60,6 +69,7 @@ _NAMES = (
     "SERIES_SOURCES",
     "SOURCES",
     "TPU_MACHINES",
+    "TPU_POOLS",
     "TPU_TOPOLOGIES",
 )
 
@@ -141,11 +151,22 @@ def render(data: dict[str, Any]) -> str:
         "TPU VM machine types -> the topologies (``tpu_topology``) Google's tables give them -> the VMs of\n"
         "#: that slice (the pool's replica count); a machine type not listed has no topology table",
         "dict[str, dict[str, int]]",
-        [
-            f"{_lit(name)}: {{" + ", ".join(f"{_lit(t)}: {v}" for t, v in tops.items()) + "}"
-            for name, tops in data.get("tpu_topologies", {}).items()
-        ],
+        [_topologies(name, tops) for name, tops in data.get("tpu_topologies", {}).items()],
     )
+    out += _block(
+        "CLOUD_TPU_COUNTS",
+        "TPU v2 and v3 on ``cloud-tpu`` -> (the count of a single TPU, the smallest count of a TPU Pod, the\n"
+        "#: step of a Pod's counts): a count is the single one, or the smallest Pod count plus a\n"
+        "#: multiple of the step",
+        "dict[str, tuple[int, int, int]]",
+        [f"{_lit(acc)}: {_tuple(c)}" for acc, c in data.get("cloud_tpu_counts", {}).items()],
+    )
+    pools, replicas = data.get("tpu_pools", (1, 1))
+    out += [
+        "#: a job on a TPU machine type: (its worker pools, the replicas of its pool)",
+        f"TPU_POOLS: tuple[int, int] = ({pools}, {replicas})",
+        "",
+    ]
     out += [
         "#: every boot disk type of the v1 ``DiskSpec``, and the type of an unset one",
         f"BOOT_DISK_TYPES: tuple[str, ...] = {_tuple(boot['types'])}",
@@ -234,7 +255,8 @@ def render(data: dict[str, Any]) -> str:
         ],
     )
     text = "\n".join(out).rstrip("\n") + "\n"
-    long = [line for line in text.splitlines() if len(line) > 110]
+    # a line of one word (a long URL) is let through, as ruff's line-length rule lets it through
+    long = [line for line in text.splitlines() if len(line) > 110 and " " in line.strip()]
     if long:
         raise ValueError(f"generated lines longer than 110 characters: {long}")
     return text

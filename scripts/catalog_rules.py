@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 # scripts/ is on the path: run as a script, or by the tests
-from catalog_machines import shape_types
 from catalog_prices import price_problems
 
 __all__ = ["problems"]
@@ -22,7 +21,6 @@ def problems(data: dict[str, Any]) -> list[str]:
     accelerators = data.get("accelerators", {})
     out = _source_problems(sources)
     out += _accelerator_problems(accelerators, sources)
-    out += _attachable_problems(data.get("attachable_gpus", {}), accelerators, sources)
     seen: dict[str, str] = {}
     disk_types = set(data.get("boot_disk", {}).get("types", ()))
     for series, spec in data.get("series", {}).items():
@@ -49,8 +47,8 @@ def _source_problems(sources: dict[str, Any]) -> list[str]:
         for field in ("title", "url", "read", "verified"):
             if not source.get(field):
                 out.append(f"sources.{key}: no {field}")
-        if source.get("verified") not in ("package", "excerpt", "none"):
-            out.append(f"sources.{key}: verified must be package, excerpt or none")
+        if source.get("verified") not in ("package", "full", "excerpt", "none"):
+            out.append(f"sources.{key}: verified must be package, full, excerpt or none")
     return out
 
 
@@ -60,19 +58,6 @@ def _accelerator_problems(accelerators: dict[str, Any], sources: dict[str, Any])
         out += _cited(f"accelerators.{name}", acc.get("sources"), sources)
         if acc.get("kind") not in ("gpu", "tpu"):
             out.append(f"accelerators.{name}: kind must be gpu or tpu")
-    return out
-
-
-def _attachable_problems(
-    attachable: dict[str, Any], accelerators: dict[str, Any], sources: dict[str, Any]
-) -> list[str]:
-    out = _cited("attachable_gpus", attachable.get("sources"), sources)
-    for gpu, per_count in attachable.get("limits", {}).items():
-        if accelerators.get(gpu, {}).get("kind") != "gpu":
-            out.append(f"attachable_gpus.limits.{gpu}: not a GPU of accelerators")
-        for count, (max_vcpus, max_memory) in per_count.items():
-            if not count.isdigit() or int(count) < 1 or max_vcpus < 1 or max_memory <= 0:
-                out.append(f"attachable_gpus.limits.{gpu}.{count}: counts and limits must be positive")
     return out
 
 
@@ -87,8 +72,10 @@ def _series_problems(
     out = _cited(f"series.{series}", spec.get("sources"), sources)
     if spec.get("gpus") not in _GPU_MODES:
         out.append(f"series.{series}: gpus must be one of {', '.join(_GPU_MODES)}")
-    if spec.get("gpus") == "attachable" and not spec.get("memory_gb_per_vcpu"):
-        out.append(f"series.{series}: attachable GPUs need memory_gb_per_vcpu")
+    for name, takes in spec.get("attachable", {}).items():
+        for gpu, counts in takes.items():
+            if accelerators.get(gpu, {}).get("kind") != "gpu" or not counts or min(counts) < 1:
+                out.append(f"series.{series}.attachable.{name}.{gpu}: not a GPU and positive counts")
     if not spec.get("boot_disk_types") or not set(spec["boot_disk_types"]) <= disk_types:
         out.append(f"series.{series}: boot_disk_types must be a non-empty subset of boot_disk.types")
     for name, (acc, count) in spec.get("built_in", {}).items():
@@ -103,7 +90,7 @@ def _series_problems(
 def _one_series_each(series: str, spec: dict[str, Any], seen: dict[str, str]) -> list[str]:
     """A series has machine types, none of them in an earlier series; ``seen`` takes them in."""
     out: list[str] = []
-    names = [*shape_types(series, spec), *spec.get("built_in", {}), *spec.get("tpu", {})]
+    names = list(spec.get("machine_types", ()))
     if not names:
         out.append(f"series.{series}: no machine types")
     for name in names:
@@ -120,6 +107,11 @@ def _boot_disk_problems(data: dict[str, Any], sources: dict[str, Any]) -> list[s
             out.append(f"boot_disk.default_by_series.{series}: {disk} is not a boot disk type of the series")
     boot = data.get("boot_disk", {})
     out += _cited("boot_disk", boot.get("sources"), sources)
+    owners = {m: s for s, spec in data.get("series", {}).items() for m in spec.get("machine_types", ())}
+    for machine, disk in boot.get("default_for", {}).items():
+        series = owners.get(machine)
+        if boot.get("default_by_series", {}).get(series, boot.get("default")) != disk:
+            out.append(f"boot_disk: the page's default for {machine} is {disk}, not its series' ({series})")
     low, high = boot.get("size_gb", (0, 0))
     if not 0 < low <= boot.get("size_default_gb", 0) <= high:
         out.append("boot_disk: size_gb must be a positive range holding size_default_gb")

@@ -241,7 +241,7 @@ CUSTOM_CASES: list[tuple[str, str, dict[str, Any]]] = [
             pool({**machine(), "reservationAffinity": {"reservationAffinityType": "SPECIFIC_RESERVATION"}})
         ),
     ),  # fmt: skip
-    # -- TPU VMs: machine types and topologies of Google's TPU slice tables (configure_compute_page.json)
+    # -- TPUs and the machine list of Google's "Configure compute resources" page (catalog/*_page.json)
     (
         "good-tpu-v6e-single-host",
         "ok",
@@ -252,11 +252,36 @@ CUSTOM_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("good-tpu-v6e-no-topology", "ok", custom(pool(machine("ct6e-standard-4t")))),
     ("bad-tpu-v6e-topology", "bad", custom(pool({"machineType": "ct6e-standard-8t", "tpuTopology": "4x4"}))),
     (
-        "bad-tpu-v6e-2x4-on-two-vms",
-        "bad",
+        "good-tpu-v6e-2x4-on-two-vms",
+        "ok",
         custom(pool({"machineType": "ct6e-standard-4t", "tpuTopology": "2x4"})),
-    ),  # the table's note: the GKE API's only
+    ),  # the page's v6e table lists it (the TPU page's note keeps it for the GKE API)
+    (
+        "good-tpu-v5e-multi-host",
+        "ok",
+        custom(pool({"machineType": "ct5lp-hightpu-4t", "tpuTopology": "16x16"})),
+    ),
+    ("good-tpu7x", "ok", custom(pool({"machineType": "tpu7x-standard-4t", "tpuTopology": "4x4x8"}))),
+    (
+        "bad-tpu7x-2d-topology",
+        "bad",
+        custom(pool({"machineType": "tpu7x-standard-4t", "tpuTopology": "4x4"})),
+    ),
     ("bad-tpu-v5e-topology", "bad", custom(pool({"machineType": "ct5lp-hightpu-1t", "tpuTopology": "2x2"}))),
     ("bad-tpu-v6e-accelerator", "bad", custom(pool(machine("ct6e-standard-4t", "TPU_V5_LITEPOD", 4)))),
     ("bad-tpu-v6e-typo", "bad", custom(pool(machine("ct6e-standard-2t")))),
+    ("bad-tpu-v5p", "bad", custom(pool(machine("ct5p-hightpu-4t")))),
+    ("good-tpu-v2-pod", "ok", custom(pool(machine("cloud-tpu", "TPU_V2", 128)))),
+    ("good-tpu-v3-pod", "ok", custom(pool(machine("cloud-tpu", "TPU_V3", 32)))),
+    ("bad-tpu-v2-count", "bad", custom(pool(machine("cloud-tpu", "TPU_V2", 16)))),
+    (
+        "bad-tpu-two-pools",
+        "bad",
+        custom(pool({"machineType": "tpu7x-standard-4t", "tpuTopology": "2x2x1"}), pool(machine(), 2)),
+    ),
+    ("good-n4", "ok", custom(pool(machine("n4-highcpu-80")))),
+    ("good-g4", "ok", custom(pool(machine("g4-standard-192", "NVIDIA_RTX_PRO_6000", 4)))),
+    ("bad-g4-count", "bad", custom(pool(machine("g4-standard-192", "NVIDIA_RTX_PRO_6000", 8)))),
+    ("bad-n4-96", "bad", custom(pool(machine("n4-standard-96")))),
+    ("bad-t4-x1-on-n1-standard-32", "bad", custom(pool(machine("n1-standard-32", "NVIDIA_TESLA_T4", 1)))),
 ]

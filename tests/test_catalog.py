@@ -100,13 +100,19 @@ def _factor(data: dict[str, Any]) -> dict[str, Any]:
     [
         (lambda d: d["series"]["a2"]["built_in"].update({"a2-x-1g": ["NVIDIA_TESLA_A101", 1]}), "a2-x-1g"),
         (lambda d: d["series"]["g2"]["built_in"].update({"g2-standard-4": ["NVIDIA_L4", 0]}), "standard-4:"),
-        (lambda d: d["attachable_gpus"]["limits"]["NVIDIA_TESLA_T4"].update({"0": [1, 1]}), "T4.0:"),
-        (lambda d: d["attachable_gpus"]["limits"].update({"TPU_V3": {"8": [96, 624]}}), "not a GPU"),
+        (
+            lambda d: d["series"]["n1"]["attachable"]["n1-standard-4"].update({"NVIDIA_TESLA_T4": [0, 1]}),
+            "n1-standard-4.NVIDIA_TESLA_T4: not a GPU and positive counts",
+        ),
+        (
+            lambda d: d["series"]["n1"]["attachable"]["n1-standard-4"].update({"TPU_V3": [8]}),
+            "n1-standard-4.TPU_V3: not a GPU",
+        ),
         (lambda d: d["series"]["n1"].update({"sources": ["nowhere"]}), "unknown source 'nowhere'"),
         (lambda d: d["series"]["e2"].update({"sources": []}), "series.e2: cites no source"),
         (lambda d: d["series"]["e2"].update({"boot_disk_types": ["pd-balanced"]}), "boot_disk_types"),
         (
-            lambda d: d["series"]["g2"]["built_in"].update({"a2-highgpu-1g": ["NVIDIA_L4", 1]}),
+            lambda d: d["series"]["g2"]["machine_types"].append("a2-highgpu-1g"),
             "a2-highgpu-1g: in series a2 and g2",
         ),
         (lambda d: d["sources"]["pricing"].update({"read": ""}), "sources.pricing: no read"),
@@ -305,14 +311,16 @@ def test_the_quoted_figures_and_the_factor_are_googles(data: dict[str, Any]) -> 
 
 def test_every_machine_type_is_priced_in_us_central1_but_those_without_a_figure() -> None:
     """The machine types with no Compute Engine figure in the Billing Catalog file (A3 Ultra, A4, A4X, TPU
-    machine types, and A3 Mega outside europe-west4) are the only ones without a us-central1 price; the
-    attachable GPUs have none either (the file prices no GPU on its own)."""
+    machine types, and A3 Mega outside europe-west4) and those whose figures were not read yet (N4, G4)
+    are the only ones without a us-central1 price; the attachable GPUs have none either (the file prices
+    no GPU on its own)."""
     from airflow_vertex_dist.specs import catalog
 
     unpriced = {m for m in catalog.MACHINE_SERIES if "us-central1" not in catalog.PRICES.get(m, {})}
+    not_read = {m for m, series in catalog.MACHINE_SERIES.items() if series in ("n4", "g4")}
     assert unpriced == {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"} | set(
         catalog.TPU_MACHINES
-    )
+    ) | not_read
     attached = {gpu for takes in catalog.ATTACHABLE.values() for gpu in takes}
     assert not attached & set(catalog.PRICES)
     for region in ("us-east1", "europe-west4", "asia-east1"):

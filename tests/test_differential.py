@@ -172,6 +172,10 @@ _WIRED = [
     "good-tpu-v6e-single-host",
     "bad-tpu-v6e-topology",
     "bad-tpu-v6e-accelerator",
+    "good-tpu7x",
+    "bad-tpu-v2-count",
+    "bad-tpu-two-pools",
+    "good-g4",
 ]
 
 

@@ -16,6 +16,8 @@ from airflow_vertex_dist.specs.errors import did_you_mean
 
 __all__ = [
     "boot_disk_type_rule",
+    "cloud_tpu_count_rule",
+    "cloud_tpu_counts",
     "default_boot_disk_type",
     "disk_rule",
     "location_rule",
@@ -205,9 +207,31 @@ def _tpu_rule(machine_type: str, acc: str | None, count: int, got: str) -> str |
             f"accelerator_type: {machine_type} runs {' or '.join(tpus)} x{chips} (got {got}); set "
             f"accelerator_type={tpus[-1]!r} and accelerator_count={chips}"
         )
+    if acc in catalog.CLOUD_TPU_COUNTS:
+        return cloud_tpu_count_rule(acc, count)
     if count != chips:
         return (
             f"accelerator_count: {machine_type} has {chips} x {acc} (got x{count}); set "
             f"accelerator_count={chips}"
         )
     return None
+
+
+def cloud_tpu_counts(acc: str) -> str:
+    """The counts of a TPU v2 or v3 on ``cloud-tpu`` in words: ``8 (a single TPU), or 32 or a multiple
+    of 32 (a TPU Pod)``."""
+    single, low, step = catalog.CLOUD_TPU_COUNTS[acc]
+    pods = f"{low} or a multiple of {step}" if step == low else f"{low} or more"
+    return f"{single} (a single TPU), or {pods} (a TPU Pod)"
+
+
+def cloud_tpu_count_rule(acc: str, count: int) -> str | None:
+    """A count of TPU v2 or v3 on ``cloud-tpu`` that Google's page does not give: a single TPU's, or a
+    TPU Pod's (``CLOUD_TPU_COUNTS``)."""
+    single, low, step = catalog.CLOUD_TPU_COUNTS[acc]
+    if count == single or (count >= low and (count - low) % step == 0):
+        return None
+    return (
+        f"accelerator_count: cloud-tpu takes {acc} x{cloud_tpu_counts(acc)} (got x{count}); set "
+        f"accelerator_count={single}, or a TPU Pod's count"
+    )

@@ -39,6 +39,7 @@ from airflow_vertex_dist.specs.job_rules import (
     check_kms_key_location,
     check_reduction_server,
     check_reservations,
+    check_tpu_pools,
     machine_egress_gbps,
     reducer_sizing,
 )
@@ -256,6 +257,7 @@ class DistributedTrainingJob(SpecModel):
         check_checkpoints(self.checkpoints, self.base_output_directory)
         if self.reduction_server is not None:
             check_reduction_server(self.primary, self.workers, self.reduction_server)
+        check_tpu_pools({role: pool for role in POOL_ROLES if (pool := getattr(self, role)) is not None})
         if self.scheduling is not None:
             pools = {role: pool for role in POOL_ROLES if (pool := getattr(self, role)) is not None}
             check_reservations(pools, self.reduction_server, self.scheduling.strategy)

@@ -24,6 +24,7 @@ __all__ = [
     "check_kms_key_location",
     "check_reservations",
     "check_reduction_server",
+    "check_tpu_pools",
     "machine_egress_gbps",
     "reducer_sizing",
 ]
@@ -150,6 +151,27 @@ def check_reservations(
                 f"{where}.reservation_affinity: {strategy} cannot consume a reservation (got "
                 f"{affinity.reservation_affinity_type}); use NO_RESERVATION, or the STANDARD strategy"
             )
+
+
+def check_tpu_pools(pools: dict[str, WorkerPool]) -> None:
+    """A job on TPUs has a single worker pool of one replica, the primary (Google's "Configure compute
+    resources", TPUs: "you must only use a single worker pool [...] and [...] only one replica";
+    ``catalog.TPU_POOLS``); ``pools`` maps the roles in use to their pools."""
+    tpu = next((role for role, pool in pools.items() if pool.machine.is_tpu), None)
+    if tpu is None:
+        return
+    asked = pools[tpu].machine.accelerator_type or pools[tpu].machine.machine_type
+    if tpu != "primary":
+        fail(
+            f"{tpu}.machine: a TPU machine ({asked}) runs only in worker pool 0: a job on TPUs has a single "
+            f"worker pool of one replica, the primary; move it to primary and drop {tpu}"
+        )
+    others = [role for role in pools if role != "primary"]
+    if others:
+        fail(
+            f"{others[0]}: a job on TPUs ({asked}) has a single worker pool of one replica, the primary "
+            f"(got {', '.join(['primary', *others])}); drop {', '.join(others)}"
+        )
 
 
 def check_reduction_server(primary: WorkerPool, workers: WorkerPool | None, rs: ReductionServer) -> None:

@@ -12,10 +12,12 @@ from typing import Any, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
+from airflow_vertex_dist._generated import catalog
 from airflow_vertex_dist.common.regex import LazyRegex
 from airflow_vertex_dist.specs._base import SpecModel, fail
 from airflow_vertex_dist.specs._catalog_rules import (
     boot_disk_type_rule,
+    cloud_tpu_counts,
     disk_rule,
     machine_rule,
     topology_rule,
@@ -134,13 +136,11 @@ class Machine(SpecModel):
                 f"accelerator_count: must be at least 1 when accelerator_type is {acc}; set it, or drop "
                 "accelerator_type"
             )
-        if acc in ("TPU_V2", "TPU_V3"):
-            if self.machine_type != "cloud-tpu" or count != 8:
-                fail(
-                    f"accelerator_type: {acc} runs on machine_type 'cloud-tpu' with accelerator_count 8 "
-                    f"(got {self.machine_type} x{count}); set machine_type='cloud-tpu' and "
-                    "accelerator_count=8"
-                )
+        if acc in catalog.CLOUD_TPU_COUNTS and self.machine_type != "cloud-tpu":
+            fail(
+                f"accelerator_type: {acc} runs on machine_type 'cloud-tpu' with accelerator_count "
+                f"{cloud_tpu_counts(acc)} (got {self.machine_type} x{count}); set machine_type='cloud-tpu'"
+            )
         if acc in GPU_TYPES and self.is_tpu_machine:
             fail(
                 f"accelerator_type: TPU machine type {self.machine_type} cannot take GPU {acc}; use a GPU "

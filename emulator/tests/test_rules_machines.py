@@ -255,9 +255,15 @@ def test_the_rules_import_nothing_of_the_provider() -> None:
     [
         ("ct6e-standard-4t", "16x16", None),
         ("ct6e-standard-8t", "2x4", None),
-        ("ct6e-standard-4t", "2x4", "Supported topologies: 2x2, 4x4, 4x8, 8x8, 8x16, 16x16."),
+        ("ct6e-standard-4t", "2x4", None),  # two VMs: the configure-compute page's table lists it
+        ("ct6e-standard-4t", "2x4x1", "Supported topologies: 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16."),
         ("ct5lp-hightpu-8t", "2x2", "Supported topologies: 2x4."),
-        ("ct4p-hightpu-4t", "2x2x1", None),  # no topology table stored for TPU v4: not checked
+        ("tpu7x-standard-4t", "4x4x4", None),
+        (
+            "tpu7x-standard-4t",
+            "4x4",
+            "Supported topologies: 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8, 8x8x16.",
+        ),
     ],
 )
 def test_a_tpu_topology_must_be_one_of_the_machine_types_slices(

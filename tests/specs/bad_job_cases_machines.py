@@ -146,10 +146,29 @@ MACHINE_CASES: list[Case] = [
         "ct6e-standard-8t takes the topologies 2x4 (1 VM) in Google's TPU slice tables (got '4x4')",
     ),
     (
-        "topology-gke-only",
-        J(("primary.machine", {"machine_type": "ct6e-standard-4t", "tpu_topology": "2x4"})),
+        "topology-not-on-the-page",
+        J(("primary.machine", {"machine_type": "ct5lp-hightpu-8t", "tpu_topology": "4x4"}), ("workers", ...)),
         "primary.machine.tpu_topology",
-        "ct6e-standard-4t takes the topologies 2x2 (1 VM), 4x4 (4 VMs)",
+        "ct5lp-hightpu-8t takes the topologies 2x4 (1 VM) in Google's TPU slice tables (got '4x4')",
+    ),
+    (
+        "cloud-tpu-count",
+        J(("primary.machine", {"machine_type": "cloud-tpu", **GPU("TPU_V2", 16)}), ("workers", ...)),
+        "primary.machine.accelerator_count",
+        "cloud-tpu takes TPU_V2 x8 (a single TPU), or 32 or a multiple of 32 (a TPU Pod) (got x16)",
+    ),
+    (
+        "tpu-with-workers",
+        J(("primary.machine", {"machine_type": "tpu7x-standard-4t", "tpu_topology": "4x4x4"})),
+        "workers",
+        "a job on TPUs (tpu7x-standard-4t) has a single worker pool of one replica, the primary (got "
+        "primary, workers)",
+    ),
+    (
+        "tpu-in-workers",
+        J(("workers.machine", {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x2"})),
+        "workers.machine",
+        "a TPU machine (ct5lp-hightpu-4t) runs only in worker pool 0",
     ),
     (
         "tpu-v6e-names-no-accelerator",

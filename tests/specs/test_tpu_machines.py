@@ -47,13 +47,30 @@ def test_a_v6e_machine_names_no_accelerator_and_a_v5e_one_its_own_or_none() -> N
     assert TPU_MACHINES["ct5lp-hightpu-4t"] == (("TPU_V5_LITEPOD",), 4, False)
 
 
-@pytest.mark.parametrize("machine_type", ["ct5p-hightpu-4t", "tpu7x-standard-4t"])
-def test_tpu_machines_no_stored_table_gives_are_refused(machine_type: str) -> None:
+@pytest.mark.parametrize("machine_type", ["ct5p-hightpu-4t", "ct4p-hightpu-4t", "ct6e-standard-2t"])
+def test_tpu_machines_google_page_does_not_give_are_refused(machine_type: str) -> None:
+    """TPU v5p and v4 have no section on Google's "Configure compute resources" page: refused."""
     assert "is not a machine type of Vertex AI custom training" in _rule(machine_type=machine_type)
 
 
-def test_a_multi_host_slice_is_accepted_whatever_the_pools_replica_count() -> None:
-    """The page: the VMs of a multi-host slice are not checked against the pool's replica count."""
+@pytest.mark.parametrize(
+    ("machine_type", "topology"),
+    [("tpu7x-standard-4t", "2x2x1"), ("tpu7x-standard-4t", "8x8x16"), ("ct5lp-hightpu-4t", "16x16")],
+)
+def test_the_pages_tpu7x_and_multi_host_v5e_slices_are_valid(machine_type: str, topology: str) -> None:
+    Machine(machine_type=machine_type, tpu_topology=topology)
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "count"), [("TPU_V2", 8), ("TPU_V2", 64), ("TPU_V3", 32), ("TPU_V3", 48)]
+)
+def test_cloud_tpu_takes_a_single_tpu_or_a_pod(accelerator: str, count: int) -> None:
+    """TPU v2: 8, or 32 or a multiple of 32; TPU v3: 8, or 32 and more ('32+')."""
+    Machine(machine_type="cloud-tpu", accelerator_type=accelerator, accelerator_count=count)
+
+
+def test_a_multi_host_slice_runs_in_one_pool_of_one_replica() -> None:
+    """The page: a multi-host slice (4 VMs) is still "a single worker pool [...] only one replica"."""
     assert TPU_TOPOLOGIES["ct6e-standard-4t"]["4x4"] == 4
     job = DistributedTrainingJob.model_validate(
         {

@@ -14,6 +14,7 @@ __all__ = [
     "BOOT_DISK_SIZE_GB",
     "BOOT_DISK_TYPES",
     "BUILT_IN",
+    "CLOUD_TPU_COUNTS",
     "DEFAULT_BOOT_DISK_TYPE",
     "END_OF_SUPPORT",
     "MACHINE_SERIES",
@@ -27,6 +28,7 @@ __all__ = [
     "SERIES_SOURCES",
     "SOURCES",
     "TPU_MACHINES",
+    "TPU_POOLS",
     "TPU_TOPOLOGIES",
 ]
 
@@ -36,9 +38,9 @@ READ_ON = "2026-12-02"
 #: source key -> (title, URL, how it was read: package | excerpt | none)
 SOURCES: dict[str, tuple[str, str, str]] = {
     "configure-compute": (
-        "Vertex AI: Configure compute resources for custom training (now 'serverless training')",
-        "https://docs.cloud.google.com/vertex-ai/docs/training/configure-compute",
-        "excerpt",
+        "Vertex AI: Configure compute resources for serverless (custom) training",
+        "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/configure-compute",
+        "full",
     ),
     "proto-accelerator-type": (
         "v1 AcceleratorType enum (google/cloud/aiplatform_v1/types/accelerator_type.py)",
@@ -78,16 +80,6 @@ SOURCES: dict[str, tuple[str, str, str]] = {
     "tpu-training": (
         "Vertex AI: Training with TPU accelerators (TPU VMs: v2, v3, v5e, v6e)",
         "https://cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm",
-        "excerpt",
-    ),
-    "tpu-v6e": (
-        "Cloud TPU v6e: supported configurations (2D slice shapes: topology, chips, VMs, machine type)",
-        "https://docs.cloud.google.com/tpu/docs/v6e",
-        "excerpt",
-    ),
-    "tpu-versions": (
-        "Cloud TPU supported versions: TPU v5e configurations (slice shapes, machine types)",
-        "https://cloud.google.com/tpu/docs/supported-versions",
         "excerpt",
     ),
     "k80-eol": (
@@ -167,7 +159,6 @@ MACHINE_SERIES: dict[str, str] = {
     "c2-standard-30": "c2",
     "c2-standard-60": "c2",
     "cloud-tpu": "tpu-pod",
-    "ct4p-hightpu-4t": "tpu-vm",
     "ct5lp-hightpu-1t": "tpu-vm",
     "ct5lp-hightpu-4t": "tpu-vm",
     "ct5lp-hightpu-8t": "tpu-vm",
@@ -192,6 +183,10 @@ MACHINE_SERIES: dict[str, str] = {
     "g2-standard-32": "g2",
     "g2-standard-48": "g2",
     "g2-standard-96": "g2",
+    "g4-standard-48": "g4",
+    "g4-standard-96": "g4",
+    "g4-standard-192": "g4",
+    "g4-standard-384": "g4",
     "m1-megamem-96": "m1",
     "m1-ultramem-40": "m1",
     "m1-ultramem-80": "m1",
@@ -233,6 +228,31 @@ MACHINE_SERIES: dict[str, str] = {
     "n2-standard-48": "n2",
     "n2-standard-64": "n2",
     "n2-standard-80": "n2",
+    "n4-highcpu-2": "n4",
+    "n4-highcpu-4": "n4",
+    "n4-highcpu-8": "n4",
+    "n4-highcpu-16": "n4",
+    "n4-highcpu-32": "n4",
+    "n4-highcpu-48": "n4",
+    "n4-highcpu-64": "n4",
+    "n4-highcpu-80": "n4",
+    "n4-highmem-2": "n4",
+    "n4-highmem-4": "n4",
+    "n4-highmem-8": "n4",
+    "n4-highmem-16": "n4",
+    "n4-highmem-32": "n4",
+    "n4-highmem-48": "n4",
+    "n4-highmem-64": "n4",
+    "n4-highmem-80": "n4",
+    "n4-standard-2": "n4",
+    "n4-standard-4": "n4",
+    "n4-standard-8": "n4",
+    "n4-standard-16": "n4",
+    "n4-standard-32": "n4",
+    "n4-standard-48": "n4",
+    "n4-standard-64": "n4",
+    "n4-standard-80": "n4",
+    "tpu7x-standard-4t": "tpu-vm",
 }
 
 #: machine types GPUs attach to -> GPU -> its valid counts
@@ -246,7 +266,7 @@ ATTACHABLE: dict[str, dict[str, tuple[int, ...]]] = {
     "n1-highcpu-32": {
         "NVIDIA_TESLA_P100": (2, 4),
         "NVIDIA_TESLA_P4": (2, 4),
-        "NVIDIA_TESLA_T4": (1, 2, 4),
+        "NVIDIA_TESLA_T4": (2, 4),
         "NVIDIA_TESLA_V100": (4, 8),
     },
     "n1-highcpu-64": {
@@ -287,7 +307,7 @@ ATTACHABLE: dict[str, dict[str, tuple[int, ...]]] = {
     "n1-highmem-32": {
         "NVIDIA_TESLA_P100": (2, 4),
         "NVIDIA_TESLA_P4": (2, 4),
-        "NVIDIA_TESLA_T4": (1, 2, 4),
+        "NVIDIA_TESLA_T4": (2, 4),
         "NVIDIA_TESLA_V100": (4, 8),
     },
     "n1-highmem-64": {
@@ -321,7 +341,7 @@ ATTACHABLE: dict[str, dict[str, tuple[int, ...]]] = {
     "n1-standard-32": {
         "NVIDIA_TESLA_P100": (2, 4),
         "NVIDIA_TESLA_P4": (2, 4),
-        "NVIDIA_TESLA_T4": (1, 2, 4),
+        "NVIDIA_TESLA_T4": (2, 4),
         "NVIDIA_TESLA_V100": (4, 8),
     },
     "n1-standard-64": {
@@ -363,30 +383,56 @@ BUILT_IN: dict[str, tuple[str, int]] = {
     "g2-standard-32": ("NVIDIA_L4", 1),
     "g2-standard-48": ("NVIDIA_L4", 4),
     "g2-standard-96": ("NVIDIA_L4", 8),
+    "g4-standard-48": ("NVIDIA_RTX_PRO_6000", 1),
+    "g4-standard-96": ("NVIDIA_RTX_PRO_6000", 2),
+    "g4-standard-192": ("NVIDIA_RTX_PRO_6000", 4),
+    "g4-standard-384": ("NVIDIA_RTX_PRO_6000", 8),
 }
 
 #: TPU machine types -> (TPU types, chips per VM, whether the request must name them)
 TPU_MACHINES: dict[str, tuple[tuple[str, ...], int, bool]] = {
     "cloud-tpu": (("TPU_V2", "TPU_V3"), 8, True),
-    "ct4p-hightpu-4t": (("TPU_V4_POD",), 4, False),
     "ct5lp-hightpu-1t": (("TPU_V5_LITEPOD",), 1, False),
     "ct5lp-hightpu-4t": (("TPU_V5_LITEPOD",), 4, False),
     "ct5lp-hightpu-8t": (("TPU_V5_LITEPOD",), 8, False),
     "ct6e-standard-1t": ((), 1, False),
     "ct6e-standard-4t": ((), 4, False),
     "ct6e-standard-8t": ((), 8, False),
+    "tpu7x-standard-4t": ((), 4, False),
 }
 
 #: TPU VM machine types -> the topologies (``tpu_topology``) Google's tables give them -> the VMs of
 #: that slice (the pool's replica count); a machine type not listed has no topology table
 TPU_TOPOLOGIES: dict[str, dict[str, int]] = {
     "ct5lp-hightpu-1t": {"1x1": 1},
-    "ct5lp-hightpu-4t": {"2x2": 1},
+    "ct5lp-hightpu-4t": {"2x2": 1, "2x4": 2, "4x4": 4, "4x8": 8, "8x8": 16, "8x16": 32, "16x16": 64},
     "ct5lp-hightpu-8t": {"2x4": 1},
     "ct6e-standard-1t": {"1x1": 1},
-    "ct6e-standard-4t": {"2x2": 1, "4x4": 4, "4x8": 8, "8x8": 16, "8x16": 32, "16x16": 64},
     "ct6e-standard-8t": {"2x4": 1},
+    "ct6e-standard-4t": {"2x2": 1, "2x4": 2, "4x4": 4, "4x8": 8, "8x8": 16, "8x16": 32, "16x16": 64},
+    "tpu7x-standard-4t": {
+        "2x2x1": 1,
+        "2x2x2": 2,
+        "2x2x4": 4,
+        "2x4x4": 8,
+        "4x4x4": 16,
+        "4x4x8": 32,
+        "4x8x8": 64,
+        "8x8x8": 128,
+        "8x8x16": 256,
+    },
 }
+
+#: TPU v2 and v3 on ``cloud-tpu`` -> (the count of a single TPU, the smallest count of a TPU Pod, the
+#: step of a Pod's counts): a count is the single one, or the smallest Pod count plus a
+#: multiple of the step
+CLOUD_TPU_COUNTS: dict[str, tuple[int, int, int]] = {
+    "TPU_V2": (8, 32, 32),
+    "TPU_V3": (8, 32, 1),
+}
+
+#: a job on a TPU machine type: (its worker pools, the replicas of its pool)
+TPU_POOLS: tuple[int, int] = (1, 1)
 
 #: every boot disk type of the v1 ``DiskSpec``, and the type of an unset one
 BOOT_DISK_TYPES: tuple[str, ...] = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
@@ -399,6 +445,7 @@ BOOT_DISK_SIZE_DEFAULT_GB = 100
 SERIES_BOOT_DISK_TYPES: dict[str, tuple[str, ...]] = {
     "n1": ("pd-ssd", "pd-standard"),
     "n2": ("pd-ssd", "pd-standard"),
+    "n4": ("pd-ssd", "pd-standard", "hyperdisk-balanced"),
     "e2": ("pd-ssd", "pd-standard"),
     "c2": ("pd-ssd", "pd-standard"),
     "m1": ("pd-ssd", "pd-standard", "hyperdisk-balanced"),
@@ -407,6 +454,7 @@ SERIES_BOOT_DISK_TYPES: dict[str, tuple[str, ...]] = {
     "a3u": ("hyperdisk-balanced",),
     "a4": ("hyperdisk-balanced",),
     "g2": ("pd-ssd", "pd-standard"),
+    "g4": ("pd-ssd", "pd-standard", "hyperdisk-balanced"),
     "tpu-pod": ("pd-ssd", "pd-standard"),
     "tpu-vm": ("pd-ssd", "pd-standard", "hyperdisk-balanced"),
 }
@@ -421,6 +469,7 @@ SERIES_BOOT_DISK_DEFAULT: dict[str, str] = {
 SERIES_SOURCES: dict[str, tuple[str, ...]] = {
     "n1": ("configure-compute", "ce-gpus", "ce-hyperdisk"),
     "n2": ("configure-compute", "ce-hyperdisk"),
+    "n4": ("configure-compute", "ce-hyperdisk"),
     "e2": ("configure-compute", "ce-hyperdisk"),
     "c2": ("configure-compute", "ce-hyperdisk"),
     "m1": ("configure-compute",),
@@ -429,8 +478,9 @@ SERIES_SOURCES: dict[str, tuple[str, ...]] = {
     "a3u": ("configure-compute", "ce-accelerator-optimized", "proto-disk-spec", "ce-hyperdisk"),
     "a4": ("configure-compute", "ce-accelerator-optimized", "ce-hyperdisk"),
     "g2": ("configure-compute", "ce-accelerator-optimized", "ce-hyperdisk"),
+    "g4": ("configure-compute", "ce-hyperdisk"),
     "tpu-pod": ("configure-compute", "tpu-training"),
-    "tpu-vm": ("configure-compute", "tpu-training", "tpu-v6e", "tpu-versions"),
+    "tpu-vm": ("configure-compute", "tpu-training"),
 }
 
 #: the regions of custom training

@@ -81,14 +81,20 @@ MACHINE_RULES: tuple[tuple[str, str, str], ...] = (
         "an A2/A3/A4/G2 machine type without its own GPUs named, or with another type or count",
         f"{_CC}; {catalog.SOURCES['ce-accelerator-optimized'][1]}",
     ),
-    ("tpu", "cloud-tpu without TPU_V2/TPU_V3 x8; a TPU VM type with another TPU or chip count", _CC),
+    ("tpu", "cloud-tpu without TPU_V2/TPU_V3; a TPU VM type with another TPU or chip count", _CC),
+    (
+        "tpu-count",
+        "cloud-tpu with a TPU_V2 count other than 8, 32 or a multiple of 32, or a TPU_V3 count other than 8 "
+        "or 32 and more (the page: '32+')",
+        f"{_CC} (TPU v2 and v3, read 2026-12-07)",
+    ),
     ("accelerator-region", "an accelerator the region does not offer (no region list known yet)", _CC),
     ("tpu-topology", "tpu_topology on a machine type that is not a TPU one", f"{_PROTO} MachineSpec"),
     (
         "tpu-topology-machine",
-        "a tpu_topology that Google's slice tables do not give the TPU VM machine type (ct6e-standard-4t "
-        "takes 2x2, 4x4 ... 16x16; 2x4 on two VMs is the GKE API's only)",
-        f"{catalog.SOURCES['tpu-v6e'][1]}; {catalog.SOURCES['tpu-versions'][1]} (read 2026-12-06)",
+        "a tpu_topology that the page's TPU tables do not give the TPU VM machine type (ct5lp-hightpu-8t "
+        "takes 2x4 only; tpu7x-standard-4t takes 2x2x1 ... 8x8x16)",
+        f"{_CC} (TPU v5e, TPU v6e, TPU 7x, read 2026-12-07)",
     ),
     (
         "gpu-partition",
@@ -169,6 +175,8 @@ def _accelerator_problems(machine: str, acc: str | None, count: int, path: str) 
         if acc not in tpus:
             text = _say("built-in", machine=machine, acc=" or ".join(tpus), count=chips)
             return [f"{path}.accelerator_type: {text}"]
+        if acc in catalog.CLOUD_TPU_COUNTS:
+            return _cloud_tpu_count_problems(machine, acc, count, path)
         if count != chips:
             return [f"{path}.accelerator_count: {_say('built-in', machine=machine, acc=acc, count=chips)}"]
         return []
@@ -184,6 +192,17 @@ def _accelerator_problems(machine: str, acc: str | None, count: int, path: str) 
         text = _say("count", count=count, acc=acc, machine=machine, counts=counts)
         return [f"{path}.accelerator_count: {text}"]
     return []
+
+
+def _cloud_tpu_count_problems(machine: str, acc: str, count: int, path: str) -> list[str]:
+    """``cloud-tpu``'s TPU v2 and v3 counts (``tpu-count``): a single TPU's, or a TPU Pod's."""
+    single, low, step = catalog.CLOUD_TPU_COUNTS[acc]
+    if count == single or (count >= low and (count - low) % step == 0):
+        return []
+    pods = f"{low} or a multiple of {step}" if step == low else f"{low} or more"
+    counts = f"{single} (a single TPU), {pods} (a TPU Pod)"
+    text = _say("count", count=count, acc=acc, machine=machine, counts=counts)
+    return [f"{path}.accelerator_count: {text}"]
 
 
 def disk_problems(disk_spec: dict[str, Any], path: str, machine_type: str = "") -> list[str]:

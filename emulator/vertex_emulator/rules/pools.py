@@ -24,12 +24,17 @@ Sources:
   be identified via the key and values fields" (``key``: "To target a SPECIFIC_RESERVATION by name, use
   compute.googleapis.com/reservation-name as the key"). Key and values with another type are not
   refused: the reference does not say they are.
+* ``tpu-pools``: Google's "Configure compute resources" page (TPUs, read 2026-12-07): "When you use a
+  TPU VM [...], you must only use a single worker pool for custom training, and you must configure this
+  worker pool to use only one replica" (``catalog.TPU_POOLS``). A pool is on TPUs when its machine type
+  is a TPU one or its accelerator is a TPU; the pool's one replica is ``primary-replicas``' rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from vertex_emulator._generated import catalog
 from vertex_emulator.rules import machines
 from vertex_emulator.rules._common import enum_name, has, problem, to_dict
 
@@ -107,4 +112,31 @@ def pool_problems(spec: Any, location: str, path: str) -> list[str]:
     for index, pool in enumerate(pools):
         if pool.ByteSize():
             out.extend(_one_pool(pool, index, location, f"{where}[{index}]"))
-    return out
+    return out + _tpu_pool_problems(pools, where)
+
+
+def _on_tpus(pool: Any) -> str | None:
+    """The TPU machine type or accelerator a pool asks for, or ``None``."""
+    machine = pool.machine_spec
+    if machine.machine_type in catalog.TPU_MACHINES:
+        return str(machine.machine_type)
+    accelerator = enum_name(machine, "accelerator_type")
+    return accelerator if accelerator.startswith("TPU_") else None
+
+
+def _tpu_pool_problems(pools: Any, where: str) -> list[str]:
+    """``tpu-pools``: a job on TPUs has a single worker pool (of one replica)."""
+    used = [index for index, pool in enumerate(pools) if pool.ByteSize()]
+    on_tpus = [(index, asked) for index in used if (asked := _on_tpus(pools[index])) is not None]
+    limit = catalog.TPU_POOLS[0]
+    if not on_tpus or len(used) <= limit:
+        return []
+    extra = [index for index in used if index != used[0]]
+    index, asked = on_tpus[0]
+    return [
+        problem(
+            f"{where}[{extra[0]}]",
+            f"a job on TPU VMs ({asked} in worker pool {index}) uses only a single worker pool, of one "
+            f"replica (got worker pools {', '.join(str(i) for i in used)})",
+        )
+    ]

@@ -9,6 +9,7 @@ refusal of it could not be verified offline.
 from __future__ import annotations
 
 __all__ = [
+    "CONFIGURE_COMPUTE",
     "DISTRIBUTED",
     "EXECVE",
     "DWS",
@@ -107,6 +108,11 @@ PR_DELETE = (
     "https://cloud.google.com/vertex-ai/docs/training/persistent-resource-delete, read 2026-12-07: "
     '"if there are custom jobs running on the persistent resource when you delete it, the custom jobs are '
     'automatically cancelled before the persistent resource is deleted"'
+)
+CONFIGURE_COMPUTE = (
+    'Google Cloud docs, "Configure compute resources for serverless training", '
+    "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/"
+    "configure-compute (read 2026-12-07)"
 )
 ERRORS = (
     "the service's INVALID_ARGUMENT text as quoted in PrefectHQ/prefect issue 5940 and googleapis/go-genai "
@@ -211,6 +217,11 @@ RULES: dict[str, Rule] = _rules(
         f'{PROTO} MachineSpec.machine_type ("as part of WorkerPoolSpec this field is required")',
     ),
     ("nfs-path", "an NFS path starts with '/'", f"{PROTO} NfsMount.path"),
+    (
+        "tpu-pools",
+        "a job on TPU VMs uses a single worker pool, of one replica",
+        f"{CONFIGURE_COMPUTE} (TPUs)",
+    ),
     (
         "reservation",
         "SPECIFIC_RESERVATION names its reservation (key and values)",
