@@ -3,7 +3,8 @@ one VM), its model's metrics read back.
 
 The spec names the machine type and its topology (``Machine(tpu_topology=...)``) and no accelerator:
 the v1 ``AcceleratorType`` has no value for TPU v6e. The machine type and the topologies it takes come
-from the machine catalog, derived from Google's TPU slice tables (``catalog/configure_compute_page.json``):
+from the machine catalog, derived from the TPU tables of Google's "Configure compute resources" page
+(``catalog/configure_compute_page.json``):
 a topology the tables do not give the machine type (``4x4`` on ``ct6e-standard-8t``) fails when the DAG
 file is parsed.
 
