@@ -1,4 +1,4 @@
-"""Credentials, JobService clients, retries and proto <-> JSON conversion.
+"""Credentials, JobService and PersistentResourceService clients, retries and proto <-> JSON conversion.
 
 This is the one module that imports ``google.*`` at module level; the hooks import it lazily (inside
 methods), so importing ``airflow_vertex_dist.hooks`` from a DAG file loads no ``google.cloud`` module.
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import google.auth
 import google.auth.exceptions
@@ -29,6 +30,15 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc_asyncio imp
     JobServiceGrpcAsyncIOTransport,
 )
 from google.cloud.aiplatform_v1.services.job_service.transports.rest import JobServiceRestTransport
+from google.cloud.aiplatform_v1.services.persistent_resource_service import (
+    PersistentResourceServiceClient,
+)
+from google.cloud.aiplatform_v1.services.persistent_resource_service.transports.grpc import (
+    PersistentResourceServiceGrpcTransport,
+)
+from google.cloud.aiplatform_v1.services.persistent_resource_service.transports.rest import (
+    PersistentResourceServiceRestTransport,
+)
 from google.protobuf import field_mask_pb2, json_format
 
 from airflow_vertex_dist.common.version import DISTRIBUTION, package_version
@@ -43,6 +53,7 @@ __all__ = [
     "async_retry",
     "build_async_client",
     "build_credentials",
+    "build_resource_client",
     "build_sync_client",
     "field_mask",
     "is_transient",
@@ -215,42 +226,65 @@ def _endpoint(conn: VertexConnection, location: str) -> str:
     return conn.rest_url if conn.transport == "rest" else conn.grpc_target
 
 
-def build_sync_client(conn: VertexConnection, location: str) -> JobServiceClient:
-    """A JobService client: the emulator's (anonymous, plain channel), or Vertex AI's regional
-    endpoint or the connection's ``api_endpoint`` (TLS, the connection's credentials)."""
+_C = TypeVar("_C")
+
+
+@dataclass(frozen=True)
+class _Service(Generic[_C]):
+    """A v1 service's stock client class and the transport classes ``_build_client`` makes it with."""
+
+    client: Callable[..., _C]
+    grpc: Callable[..., Any]  # the transport on the emulator's plain gRPC channel
+    rest: Callable[..., Any] | None  # the transport on the emulator's REST endpoint (None: gRPC only)
+    aio: bool = False  # an asyncio client: an asyncio channel, the ``grpc_asyncio`` transport
+
+
+_JOB_SERVICE = _Service(JobServiceClient, JobServiceGrpcTransport, JobServiceRestTransport)
+_JOB_SERVICE_ASYNC = _Service(JobServiceAsyncClient, JobServiceGrpcAsyncIOTransport, None, aio=True)
+_RESOURCE_SERVICE = _Service(
+    PersistentResourceServiceClient,
+    PersistentResourceServiceGrpcTransport,
+    PersistentResourceServiceRestTransport,
+)
+
+
+def _build_client(service: _Service[_C], conn: VertexConnection, location: str) -> _C:
+    """A ``service`` client: the emulator's (anonymous, plain channel or its REST endpoint), or Vertex
+    AI's regional endpoint or the connection's ``api_endpoint`` (TLS, the connection's credentials);
+    every one sends the provider's user agent."""
     if conn.is_emulator:
-        if conn.transport == "rest":
-            rest = JobServiceRestTransport(
+        if conn.transport == "rest" and service.rest is not None:
+            rest = service.rest(
                 host=conn.rest_url, credentials=build_credentials(conn)[0], client_info=_CLIENT_INFO
             )
-            return JobServiceClient(transport=rest)
-        channel = emulator_channel(conn, conn.grpc_target)
-        return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel, client_info=_CLIENT_INFO))
+            return service.client(transport=rest)
+        channel = emulator_channel(conn, conn.grpc_target, aio=service.aio)
+        return service.client(transport=service.grpc(channel=channel, client_info=_CLIENT_INFO))
     creds, _ = build_credentials(conn)
-    return JobServiceClient(
+    return service.client(
         credentials=creds,
-        transport=conn.transport,
+        transport="grpc_asyncio" if service.aio else conn.transport,
         client_options=ClientOptions(api_endpoint=_endpoint(conn, location)),
         client_info=_CLIENT_INFO,
     )
+
+
+def build_sync_client(conn: VertexConnection, location: str) -> JobServiceClient:
+    """A JobService client for ``location`` on ``conn`` (``_build_client``)."""
+    return _build_client(_JOB_SERVICE, conn, location)
 
 
 def build_async_client(conn: VertexConnection, location: str) -> JobServiceAsyncClient:
     """An asyncio (gRPC) client; create it inside the event loop that will use it."""
     if conn.transport != "grpc":
         raise ValueError("build_async_client: only the grpc transport has an asyncio client here")
-    if conn.is_emulator:
-        channel = emulator_channel(conn, conn.grpc_target, aio=True)
-        return JobServiceAsyncClient(
-            transport=JobServiceGrpcAsyncIOTransport(channel=channel, client_info=_CLIENT_INFO)
-        )
-    creds, _ = build_credentials(conn)
-    return JobServiceAsyncClient(
-        credentials=creds,
-        transport="grpc_asyncio",
-        client_options=ClientOptions(api_endpoint=_endpoint(conn, location)),
-        client_info=_CLIENT_INFO,
-    )
+    return _build_client(_JOB_SERVICE_ASYNC, conn, location)
+
+
+def build_resource_client(conn: VertexConnection, location: str) -> PersistentResourceServiceClient:
+    """A PersistentResourceService client for ``location`` on ``conn``, made as the JobService's is
+    (``_build_client``)."""
+    return _build_client(_RESOURCE_SERVICE, conn, location)
 
 
 def job_from_dict(kind: JobKind, body: dict[str, Any]) -> Any:

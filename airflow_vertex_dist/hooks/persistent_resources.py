@@ -8,7 +8,7 @@ the resource again (``get_resource``) until it has the state it waits for. Creat
 the resource's id is the request's, so a second Create of one id answers ALREADY_EXISTS, which
 ``create_resource`` reads as "it exists" and answers with the resource.
 
-``google.*`` is imported lazily (inside methods, via ``_resource_clients``), so importing this module
+``google.*`` is imported lazily (inside methods, via ``_clients``), so importing this module
 loads no ``google.cloud`` module.
 """
 
@@ -42,7 +42,7 @@ class PersistentResourcesHook(VertexHookBase):
     def get_conn(self) -> PersistentResourceServiceClient:
         client = self._clients.get(self.location)
         if client is None:
-            from airflow_vertex_dist.hooks._resource_clients import build_resource_client
+            from airflow_vertex_dist.hooks._clients import build_resource_client
 
             client = self._clients[self.location] = build_resource_client(self.connection, self.location)
         return client

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth import jwt
 
+from airflow_vertex_dist.common.version import DISTRIBUTION, package_version
 from tests.service_accounts import service_account_info
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
@@ -80,7 +81,10 @@ def endpoints(em: Emulator, certificate: Certificate) -> Iterator[dict[str, Any]
             yield {"grpc": (grpc_target, grpc_calls), "rest": (https_url, https_calls)}
 
 
-def _run_hooks(extra: dict[str, Any], certificate: Certificate, name: str) -> dict[str, Any]:
+def _run_hooks(
+    extra: dict[str, Any], certificate: Certificate, name: str, client: str = "endpoint_client"
+) -> dict[str, Any]:
+    """Run ``tests/hooks/<client>.py`` with ``extra`` as the default connection: its printed result."""
     env = {
         **os.environ,
         "AIRFLOW_CONN_VERTEX_DIST_DEFAULT": json.dumps({"conn_type": "vertex_dist", "extra": extra}),
@@ -89,9 +93,11 @@ def _run_hooks(extra: dict[str, Any], certificate: Certificate, name: str) -> di
         "REQUESTS_CA_BUNDLE": str(certificate.cert),
     }
     env.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
-    body = json.dumps(testing.container_job(name, "print('over tls')"))
+    arg = (
+        name if client != "endpoint_client" else json.dumps(testing.container_job(name, "print('over tls')"))
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "tests.hooks.endpoint_client", body],
+        [sys.executable, "-m", f"tests.hooks.{client}", arg],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -142,6 +148,49 @@ def test_the_hooks_call_an_endpoint_override_over_tls_with_real_credentials(
     for call in calls:
         assert _is_this_keys(call.authorization, signing_key), call
         assert call.user_project == QUOTA, call
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_the_persistent_resource_hook_calls_an_endpoint_override_as_the_job_hook_does(
+    em: Emulator,
+    endpoints: dict[str, Any],
+    certificate: Certificate,
+    signing_key: rsa.RSAPrivateKey,
+    tmp_path: Path,
+    transport: str,
+) -> None:
+    """The PersistentResourceService client is made as the JobService's is: the override over TLS,
+    the key's credentials, the quota project, and the provider's user agent on every call."""
+    https_url = endpoints["rest"][0]
+    endpoint, recorder = endpoints[transport]
+    extra = {
+        "project": "test-project",
+        "location": "us-central1",
+        "transport": transport,
+        "api_endpoint": endpoint,
+        "emulator": False,
+        "trusted_endpoint_hosts": "127.0.0.1",
+        "key_path": str(_key_file(tmp_path, signing_key, f"{https_url}/token")),
+        "quota_project_id": QUOTA,
+    }
+    result = _run_hooks(extra, certificate, f"tls-{transport}", client="resource_endpoint_client")
+    assert (
+        result["name"] == f"projects/test-project/locations/us-central1/persistentResources/tls-{transport}"
+    )
+    assert result["created"] and result["deleted"] and result["name"] in result["listed"]
+
+    calls: list[Call] = recorder.snapshot()
+    targets = " ".join(call.target for call in calls)
+    if transport == "grpc":
+        for method in ("Create", "Get", "List", "Delete"):
+            assert f"PersistentResourceService/{method}PersistentResource" in targets, targets
+    else:
+        assert "POST /v1/projects/test-project/locations/us-central1/persistentResources" in targets, targets
+    user_agent = f"{DISTRIBUTION}/{package_version()} "
+    for call in calls:
+        assert _is_this_keys(call.authorization, signing_key), call
+        assert call.user_project == QUOTA, call
+        assert call.api_client.startswith(user_agent), call
 
 
 def test_the_endpoints_speak_tls_only(endpoints: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
 """Local TLS endpoints standing for a private Vertex AI endpoint (Private Service Connect): a gRPC and
 an HTTPS server on loopback with a self-signed certificate, each forwarding every call to the emulator
-(over its plain ports) and recording what the call carried: its ``authorization`` and
-``x-goog-user-project`` (the quota project). The HTTPS server also answers OAuth token requests at
-``/token`` (a service account's ``token_uri`` may point there), so no call leaves the machine.
+(over its plain ports) and recording what the call carried: its ``authorization``,
+``x-goog-user-project`` (the quota project) and ``x-goog-api-client`` (the client's user agent). The
+HTTPS server also answers OAuth token requests at ``/token`` (a service account's ``token_uri`` may
+point there), so no call leaves the machine.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Call:
     target: str  # gRPC method or HTTP method and path
     authorization: str
     user_project: str
+    api_client: str = ""  # x-goog-api-client: the client's user agent, then library versions
 
 
 @dataclass
@@ -109,7 +111,12 @@ class _Forward(grpc.GenericRpcHandler):  # type: ignore[misc]
         def handle(raw: bytes, context: grpc.ServicerContext) -> bytes:
             metadata = {key: str(value) for key, value in context.invocation_metadata()}
             self._recorder.add(
-                Call(method, metadata.get("authorization", ""), metadata.get("x-goog-user-project", ""))
+                Call(
+                    method,
+                    metadata.get("authorization", ""),
+                    metadata.get("x-goog-user-project", ""),
+                    metadata.get("x-goog-api-client", ""),
+                )
             )
             try:
                 answer: bytes = self._upstream.unary_unary(method)(raw, timeout=30)
@@ -164,6 +171,7 @@ def _handler(upstream: str, recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                     f"{self.command} {self.path.split('?', 1)[0]}",
                     self.headers.get("Authorization", ""),
                     self.headers.get("x-goog-user-project", ""),
+                    self.headers.get("x-goog-api-client", ""),
                 )
             )
             headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}

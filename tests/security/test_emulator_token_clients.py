@@ -1,7 +1,7 @@
 """An emulator started with an access token (``--auth-token``, needed to reach it from another machine)
 is usable by the provider: a connection with ``emulator_token`` or ``emulator_token_file`` sends it on
-every call -- JobService over gRPC (sync and asyncio) and REST, Cloud Logging over gRPC and HTTP -- and
-one without it is refused."""
+every call -- JobService over gRPC (sync and asyncio) and REST, PersistentResourceService over gRPC and
+REST, Cloud Logging over gRPC and HTTP -- and one without it is refused."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from google.api_core import exceptions
 
 from airflow_vertex_dist.hooks.connection import VertexConnection
 from airflow_vertex_dist.hooks.logs import VertexLogsHook
+from airflow_vertex_dist.hooks.persistent_resources import PersistentResourcesHook
 from airflow_vertex_dist.hooks.vertex_jobs import VertexJobsAsyncHook, VertexJobsHook
 from vertex_emulator import testing
 from vertex_emulator.app import Emulator
@@ -91,6 +92,28 @@ def test_a_connection_without_the_token_is_refused(
             logs.read_lines(["1"])
     finally:
         logs.close()
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_the_persistent_resource_hook_sends_the_token_as_the_job_hook_does(
+    guarded_em: Emulator, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """The PersistentResourceService client is made as the JobService's: with the token it reaches the
+    guarded emulator, without it it is refused."""
+    _connect(monkeypatch, guarded_em, transport, emulator_token=TOKEN)
+    hook = PersistentResourcesHook()
+    try:
+        assert hook.list_resources() == []
+        assert hook.get_resource("none") is None
+    finally:
+        hook.close()
+    _connect(monkeypatch, guarded_em, transport)
+    hook = PersistentResourcesHook()
+    try:
+        with pytest.raises(REFUSED):
+            hook.list_resources()
+    finally:
+        hook.close()
 
 
 def test_the_token_fields_belong_to_the_emulator() -> None:

@@ -38,67 +38,60 @@ def spec(*, workers: bool = True, env: dict[str, str] | None = None) -> dict[str
 
 PARAMS = {"code": Param("print('trained')", type="string")}
 
+
+def train(spec: dict[str, Any], *, deferrable: bool, task_id: str = "train", **kwargs: Any) -> None:
+    """The training task every stack DAG runs: polled every second."""
+    VertexTrainingOperator(task_id=task_id, spec=spec, deferrable=deferrable, poll_interval=1.0, **kwargs)
+
+
+def backfill_dag(dag_id: str, days: int, **kwargs: Any) -> DAG:
+    """A daily DAG of ``days`` dates from START, paused when made and with no catchup: the test
+    backfills it (or unpauses it) itself."""
+    return DAG(
+        dag_id,
+        schedule="@daily",
+        start_date=START,
+        end_date=START + timedelta(days=days - 1),
+        catchup=False,
+        is_paused_upon_creation=True,
+        params=PARAMS,
+        **kwargs,
+    )
+
+
 for dag_id, deferrable in (("stack_deferred", True), ("stack_sync", False)):
     with DAG(dag_id, schedule=None, start_date=START, params=PARAMS, default_args=DEFAULT_ARGS) as dag:
-        VertexTrainingOperator(task_id="train", spec=spec(), deferrable=deferrable, poll_interval=1.0)
+        train(spec(), deferrable=deferrable)
     globals()[dag_id] = dag
 
 # No retry: a failed job must fail the task with the job's own error (the emulator-restart scenario).
 with DAG("stack_noretry", schedule=None, start_date=START, params=PARAMS, default_args={"retries": 0}) as dag:
-    VertexTrainingOperator(task_id="train", spec=spec(), deferrable=True, poll_interval=1.0)
+    train(spec(), deferrable=True)
 stack_noretry = dag
 
 # The canary of the security test comes from a Variable whose name marks it as sensitive; the job's
 # env carries it (as Vertex needs it) under a name that marks it as sensitive too.
+SECRET_ENV = {"TRAINING_API_TOKEN": "{{ var.value.avd_api_secret }}"}
 with DAG("stack_secret", schedule=None, start_date=START, params=PARAMS, default_args=DEFAULT_ARGS) as dag:
-    VertexTrainingOperator(
-        task_id="train",
-        spec=spec(workers=False, env={"TRAINING_API_TOKEN": "{{ var.value.avd_api_secret }}"}),
-        deferrable=True,
-        poll_interval=1.0,
-    )
+    train(spec(workers=False, env=SECRET_ENV), deferrable=True)
     # the same job waited for in the worker: its replica lines are masked there as in the triggerer
-    VertexTrainingOperator(
-        task_id="train_here",
-        spec=spec(workers=False, env={"TRAINING_API_TOKEN": "{{ var.value.avd_api_secret }}"}),
-        deferrable=False,
-        poll_interval=1.0,
-    )
+    train(spec(workers=False, env=SECRET_ENV), deferrable=False, task_id="train_here")
 stack_secret = dag
 
 # Backfilled under random task kills and API faults; not deferrable, so a kill hits a running wait.
-with DAG(
+with backfill_dag(
     "stack_backfill",
-    schedule="@daily",
-    start_date=START,
-    end_date=START + timedelta(days=49),
-    catchup=False,
+    50,
     max_active_runs=50,
-    is_paused_upon_creation=True,
-    params=PARAMS,
     default_args={"retries": 4, "retry_delay": timedelta(seconds=1)},
 ) as dag:
-    VertexTrainingOperator(
-        task_id="train",
-        spec=spec(workers=False),
-        deferrable=False,
-        poll_interval=1.0,
-    )
+    train(spec(workers=False), deferrable=False)
 stack_backfill = dag
 
 # Backfilled one date at a time, deferred: a backfill's first try submits with its Create alone, and
 # its trigger converges with a job of the task that was there before (test_adoption.py).
-with DAG(
-    "stack_converge",
-    schedule="@daily",
-    start_date=START,
-    end_date=START + timedelta(days=1),
-    catchup=False,
-    is_paused_upon_creation=True,
-    params=PARAMS,
-    default_args=DEFAULT_ARGS,
-) as dag:
-    VertexTrainingOperator(task_id="train", spec=spec(workers=False), deferrable=True, poll_interval=1.0)
+with backfill_dag("stack_converge", 2, default_args=DEFAULT_ARGS) as dag:
+    train(spec(workers=False), deferrable=True)
 stack_converge = dag
 
 # A run that times out (dagrun_timeout) while its task waits deferred: the scheduler ends the run and
@@ -111,7 +104,7 @@ with DAG(
     default_args={"retries": 0},
     dagrun_timeout=timedelta(seconds=25),
 ) as dag:
-    VertexTrainingOperator(task_id="train", spec=spec(), deferrable=True, poll_interval=1.0)
+    train(spec(), deferrable=True)
 stack_timeout = dag
 
 # Training logs (issue 15): a primary and two workers print numbered lines; workerpool1-1 then prints a
@@ -137,9 +130,7 @@ LOGS_SPEC = {
 }
 for dag_id, deferrable in (("stack_logs_deferred", True), ("stack_logs_sync", False)):
     with DAG(dag_id, schedule=None, start_date=START, default_args={"retries": 0}) as dag:
-        VertexTrainingOperator(
-            task_id="train", spec=LOGS_SPEC, deferrable=deferrable, poll_interval=1.0, stream_logs="all"
-        )
+        train(LOGS_SPEC, deferrable=deferrable, stream_logs="all")
     globals()[dag_id] = dag
 
 # A primary printing TICKS numbered lines (0.3 s apart, with a PAUSE_S pause after half of them),
@@ -156,12 +147,7 @@ TICK_CODE = (
     "    time.sleep(0.3)\n"
 )
 with DAG("stack_logs_restart", schedule=None, start_date=START, default_args={"retries": 0}) as dag:
-    VertexTrainingOperator(
-        task_id="train",
-        spec={"display_name": "stack-logs-restart", "primary": pool(TICK_CODE)},
-        deferrable=True,
-        poll_interval=1.0,
-    )
+    train({"display_name": "stack-logs-restart", "primary": pool(TICK_CODE)}, deferrable=True)
 stack_logs_restart = dag
 
 # Twenty runs deferred at once, spread over two triggerers (tests/stack/test_triggerers.py): more than
@@ -175,30 +161,17 @@ with DAG(
     max_active_runs=30,
     max_active_tasks=30,
 ) as dag:
-    VertexTrainingOperator(task_id="train", spec=spec(workers=False), deferrable=True, poll_interval=1.0)
+    train(spec(workers=False), deferrable=True)
 stack_two_triggerers = dag
 
 # A backfill on a capacity ladder (tests/stack/test_capacity.py): rung 1 asks for A100s in the
 # connection's region (stocked out by the test), rung 2 for L4s in us-east1. Each rung's job holds 2 GPUs
 # (a primary and a worker of 1 GPU each), so gpu_pool gives the task 2 slots of the "gpu-quota" pool.
+A100 = {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 1}
 GPU_LADDER_SPEC = {
     "display_name": "stack-ladder",
-    "primary": {
-        **pool("{{ params.code }}"),
-        "machine": {
-            "machine_type": "a2-highgpu-1g",
-            "accelerator_type": "NVIDIA_TESLA_A100",
-            "accelerator_count": 1,
-        },
-    },
-    "workers": {
-        **pool("import time; time.sleep(600)"),
-        "machine": {
-            "machine_type": "a2-highgpu-1g",
-            "accelerator_type": "NVIDIA_TESLA_A100",
-            "accelerator_count": 1,
-        },
-    },
+    "primary": {**pool("{{ params.code }}"), "machine": A100},
+    "workers": {**pool("import time; time.sleep(600)"), "machine": A100},
 }
 GPU_LADDER = {
     "regions": ["us-east1"],
@@ -215,26 +188,10 @@ GPU_LADDER = {
         },
     ],
 }
-with DAG(
-    "stack_capacity",
-    schedule="@daily",
-    start_date=START,
-    end_date=START + timedelta(days=19),
-    catchup=False,
-    max_active_runs=20,
-    max_active_tasks=20,
-    is_paused_upon_creation=True,
-    params=PARAMS,
-    default_args=DEFAULT_ARGS,
+with backfill_dag(
+    "stack_capacity", 20, max_active_runs=20, max_active_tasks=20, default_args=DEFAULT_ARGS
 ) as dag:
-    VertexTrainingOperator(
-        task_id="train",
-        spec=GPU_LADDER_SPEC,
-        capacity=GPU_LADDER,
-        gpu_pool="gpu-quota",
-        deferrable=True,
-        poll_interval=1.0,
-    )
+    train(GPU_LADDER_SPEC, capacity=GPU_LADDER, gpu_pool="gpu-quota", deferrable=True)
 stack_capacity = dag
 
 # A backfill on a ladder whose first rung is a persistent resource (tests/stack/test_persistent.py):
@@ -251,23 +208,8 @@ PERSISTENT_LADDER = {
         {"name": "on-demand"},
     ],
 }
-with DAG(
-    "stack_persistent",
-    schedule="@daily",
-    start_date=START,
-    end_date=START + timedelta(days=9),
-    catchup=False,
-    max_active_runs=10,
-    max_active_tasks=10,
-    is_paused_upon_creation=True,
-    params=PARAMS,
-    default_args=DEFAULT_ARGS,
+with backfill_dag(
+    "stack_persistent", 10, max_active_runs=10, max_active_tasks=10, default_args=DEFAULT_ARGS
 ) as dag:
-    VertexTrainingOperator(
-        task_id="train",
-        spec=spec(workers=False),
-        capacity=PERSISTENT_LADDER,
-        deferrable=True,
-        poll_interval=1.0,
-    )
+    train(spec(workers=False), capacity=PERSISTENT_LADDER, deferrable=True)
 stack_persistent = dag
