@@ -266,3 +266,16 @@ def test_without_privilege_the_replica_keeps_its_own_ids_and_no_more_access(tmp_
     ]
     assert seen["owners"] == expected
     assert seen["access"] == ("secret" if other.stat().st_uid == uid else "refused")
+
+
+def test_a_failed_probe_is_logged_once_with_its_reason_and_replicas_fall_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from vertex_emulator.runtime.replica_gcs import replica_launch
+
+    config = testing.make_config(tmp_path, gcs_root=tmp_path / "not-made")  # the probe cannot stat it
+    with caplog.at_level("WARNING", logger="vertex_emulator.runtime.replica_gcs"):
+        for _ in range(2):
+            assert replica_launch(config) == ([], GCS_NOTE)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "replicas get no /gcs/" in warned[0] and "cannot be read" in warned[0]
