@@ -127,16 +127,18 @@ def mount_gcs(gcs_root: str) -> None:
     root = os.path.realpath(gcs_root)
     if not os.path.isdir(root):
         raise SetupError(f"gcs root {gcs_root!r}: not a directory")
+    if root == "/":
+        raise SetupError("gcs root '/': it must not be the whole filesystem")
     libc = _libc()
     _unshare(libc)
     _mount(libc, None, "/", None, _MS_REC | _MS_SLAVE)
-    # the tmpfs goes on /tmp, which hides the host's /tmp only until the first pivot puts the old root,
-    # whole, at /oldroot
-    _mount(libc, "tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV)
+    # the tmpfs goes on the gcs root itself (a directory sure to exist), which it hides only until the
+    # first pivot puts the old root, whole, at /oldroot
+    _mount(libc, "tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV)
     for name in (_NEW, _OLD):
-        os.mkdir(f"/tmp/{name}", 0o755)
-    _mount(libc, f"/tmp/{_NEW}", f"/tmp/{_NEW}", None, _MS_BIND)  # pivot_root wants a mount point
-    _pivot_root(libc, "/tmp", f"/tmp/{_OLD}")
+        os.mkdir(f"{root}/{name}", 0o755)
+    _mount(libc, f"{root}/{_NEW}", f"{root}/{_NEW}", None, _MS_BIND)  # pivot_root wants a mount point
+    _pivot_root(libc, root, f"{root}/{_OLD}")
     os.chdir("/")
     for name in sorted(os.listdir(f"/{_OLD}")):
         if name != "gcs":
