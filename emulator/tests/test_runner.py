@@ -23,7 +23,9 @@ from runner_support import (
     wait_for,
 )
 
+from vertex_emulator.core.gcs import GCS_MOUNTED_NOTE, GCS_NOTE
 from vertex_emulator.runtime.cluster import job_spec_as_dict
+from vertex_emulator.runtime.replica_gcs import gcs_mount_problem
 
 pytestmark = pytest.mark.slow
 
@@ -144,7 +146,7 @@ def test_distributed_job_replicas_connect_and_see_the_documented_environment(
     assert primary["logTail"] == ["workerpool0-0 done"]  # the replica's own output
     log_file = config.state_dir / "logs" / name.split("/")[-1] / "workerpool2-0.log"
     note, output = log_file.read_text().splitlines()
-    assert "/gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally" in note
+    assert note == (GCS_NOTE if gcs_mount_problem(config.gcs_root) else GCS_MOUNTED_NOTE)  # /gcs/ or why not
     assert output == "workerpool2-0 done"
 
 

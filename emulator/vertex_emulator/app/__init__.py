@@ -16,7 +16,7 @@ from vertex_emulator.cloud_logging.api import LogEntriesApi
 from vertex_emulator.cloud_logging.transports import grpc_handler
 from vertex_emulator.cloud_storage.api import STORAGE_HOST, StorageServer
 from vertex_emulator.core.clock import ServiceClock
-from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure
+from vertex_emulator.core.config import BindError, EmulatorConfig, check_exposure, check_gcs_mount
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.jobservice.grpc_server import GrpcServer
 from vertex_emulator.jobservice.service import JobService, RunnerLike
@@ -74,6 +74,7 @@ class Emulator:
 
     def __init__(self, config: EmulatorConfig) -> None:
         check_exposure(config.host, config.auth_token)  # ValueError: non-loopback without a token
+        check_gcs_mount(config.gcs_mount)
         warn_if_unchecked(config.auth_token)  # where other local accounts cannot be told apart
         self.config = config
         _private_dir(Path(config.state_dir))

@@ -102,6 +102,7 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     return EmulatorConfig(
         state_dir=state_dir,
         gcs_root=(args.gcs_root or state_dir / "gcs").resolve(),
+        gcs_mount=args.gcs_mount,
         host=args.host,
         auth_token=auth_token,
         grpc_port=args.grpc_port,

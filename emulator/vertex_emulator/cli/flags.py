@@ -211,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="local directory standing for gs:// (default: STATE_DIR/gcs)",
     )
     store.add_argument(
+        "--gcs-mount",
+        choices=("auto", "off"),
+        default="auto",
+        help="auto: replicas see the gs:// root at /gcs/, as Vertex AI's Cloud Storage FUSE mount, where "
+        "the host allows a mount namespace (Linux); off: no /gcs/ (default: %(default)s)",
+    )
+    store.add_argument(
         "--image-map",
         type=_image_map,
         action="append",

@@ -51,7 +51,7 @@ from typing import Any
 from vertex_emulator.cloud_logging.entries import Entry, JobMeta, record_entry, replica_line_entry
 from vertex_emulator.cloud_logging.query import LogFilterError, LogQuery, parse_log_filter
 from vertex_emulator.core.errors import ApiError
-from vertex_emulator.core.gcs import GCS_NOTE
+from vertex_emulator.core.gcs import GCS_NOTES
 from vertex_emulator.core.jobstore import JobStore
 from vertex_emulator.runtime.log_records import RECORDS_SUFFIX, RecordIndex
 from vertex_emulator.runtime.replica_output import MAX_LINE_BYTES
@@ -275,7 +275,7 @@ class LogEntriesApi:
         state.offset += len(chunk)
         for raw in chunk.split(b"\n")[:-1]:
             text = raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r")
-            if text == GCS_NOTE or text.startswith("---- emulator: restart "):
+            if text in GCS_NOTES or text.startswith("---- emulator: restart "):
                 continue  # the emulator's own notes, not the replica's output
             state.line_no += 1
             # later than the file's previous line and than whatever a request may have served

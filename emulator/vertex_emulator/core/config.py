@@ -7,7 +7,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["BindError", "Capacity", "EmulatorConfig", "Faults", "check_exposure", "is_loopback_host"]
+__all__ = [
+    "GCS_MOUNT_MODES",
+    "BindError",
+    "Capacity",
+    "EmulatorConfig",
+    "Faults",
+    "check_exposure",
+    "check_gcs_mount",
+    "is_loopback_host",
+]
+
+#: the values of ``EmulatorConfig.gcs_mount`` (``--gcs-mount``)
+GCS_MOUNT_MODES = ("auto", "off")
 
 
 class BindError(OSError):
@@ -98,6 +110,9 @@ class EmulatorConfig:
     state_dir: Path
     #: local directory standing for ``gs://``: ``gs://bucket/a/b`` is ``<gcs_root>/bucket/a/b``.
     gcs_root: Path
+    #: ``"auto"``: each replica sees ``gcs_root`` at ``/gcs`` where the host can give it a mount
+    #: namespace (runtime/gcs_mount.py); ``"off"``: no replica gets ``/gcs`` (``--gcs-mount``).
+    gcs_mount: str = "auto"
     host: str = "127.0.0.1"
     #: the access token every REST and gRPC call must carry (``Authorization: Bearer <token>``);
     #: required when ``host`` is not a loopback address (see ``check_exposure``).
@@ -176,3 +191,9 @@ def check_exposure(host: str, auth_token: str | None) -> None:
             f"host: {host!r} is not a loopback address; binding it runs jobs for anyone who can reach "
             "it, so an access token is required (--auth-token)"
         )
+
+
+def check_gcs_mount(mode: str) -> None:
+    """Raise ValueError unless ``mode`` is one of ``GCS_MOUNT_MODES``."""
+    if mode not in GCS_MOUNT_MODES:
+        raise ValueError(f"gcs_mount: must be 'auto' or 'off' (got {mode!r})")

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "GCS_MOUNTED_NOTE",
     "GCS_NOTE",
+    "GCS_NOTES",
     "check_request_uris",
     "gcs_parts",
     "is_gcs_uri",
@@ -28,12 +30,19 @@ __all__ = [
     "to_local_path",
 ]
 
-#: the line the emulator writes first in every replica log: Vertex AI mounts buckets at /gcs/ (Cloud
-#: Storage FUSE), the emulator does not. Not training output: log tails and the Logging API skip it.
+#: the line the emulator writes first in a replica's log when the replica has no /gcs/: Vertex AI mounts
+#: buckets there (Cloud Storage FUSE); here the host gave no mount namespace, or ``gcs_mount`` is off.
 GCS_NOTE = (
     "---- emulator: /gcs/ (Vertex AI's Cloud Storage FUSE mount) is not available locally; "
     "use gs:// URIs with google-cloud-storage or gcsfs (STORAGE_EMULATOR_HOST) ----"
 )
+#: the line it writes instead when the replica has /gcs/ (runtime/gcs_mount.py)
+GCS_MOUNTED_NOTE = (
+    "---- emulator: /gcs/ (Vertex AI's Cloud Storage FUSE mount) is the emulator's local gs:// root "
+    "(--gcs-root): /gcs/<bucket>/<path> is gs://<bucket>/<path> ----"
+)
+#: either line: not training output, so log tails and the Logging API skip it
+GCS_NOTES = (GCS_NOTE, GCS_MOUNTED_NOTE)
 
 _PREFIX = "gs://"
 #: Cloud Storage bucket names: lower-case letters, digits, ``-``, ``_`` and ``.``, starting and

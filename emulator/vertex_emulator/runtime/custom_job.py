@@ -10,10 +10,10 @@ driver.py):
   environment, python packages installed, the command each runs; replica_command.py).
 - Every replica of every pool is a process tree under its own supervisor (procs.py, supervise.py),
   started from the job's driver thread (the thread rule, driver.py): stopping the replica stops
-  everything it started. Its supervisor writes stdout and stderr to ``<state_dir>/logs/<job id>/
-  <replica key>.log`` and ``.jsonl`` (supervise.py; ``PYTHONUNBUFFERED=1`` unless the pool's ``env``
-  says otherwise). ``replicas.json`` beside the logs records each replica's state, pid, exit code
-  and restarts (replica_slots.py; it outlives the emulator).
+  everything it started. It sees the ``gs://`` root at ``/gcs/`` where the host allows it (replica_gcs.py).
+  Its supervisor writes stdout and stderr to ``<state_dir>/logs/<job id>/<replica key>.log`` and
+  ``.jsonl`` (supervise.py; ``PYTHONUNBUFFERED=1`` unless the pool's ``env`` says otherwise).
+  ``replicas.json`` beside the logs records each replica's state, pid, exit code and restarts.
 - The job SUCCEEDS when the primary (``workerpool0-0``) exits 0; the other replicas are then
   stopped. Another replica exiting 0 just ends that replica. A replica exiting non-zero FAILS the job
   with error code 3 and a message naming the replica, its exit status (``128 + signal`` for a signal,
@@ -48,7 +48,6 @@ from typing import Any
 
 from vertex_emulator.capacity.gpus import PREEMPTED_CODE, preempted_message, spec_gpus
 from vertex_emulator.capacity.host import spec_replicas
-from vertex_emulator.core.gcs import GCS_NOTE
 from vertex_emulator.runtime import procs
 from vertex_emulator.runtime.custom_job_setup import (
     DEFAULT_TIMEOUT_S,
@@ -60,6 +59,7 @@ from vertex_emulator.runtime.custom_job_setup import (
 from vertex_emulator.runtime.driver import DriverHost, Interrupted, JobDriver, JobError
 from vertex_emulator.runtime.procs import spawn
 from vertex_emulator.runtime.replica_faults import crash_due, spot_due
+from vertex_emulator.runtime.replica_gcs import replica_launch
 from vertex_emulator.runtime.replica_played import play
 from vertex_emulator.runtime.replica_restarts import RestartBook
 from vertex_emulator.runtime.replica_slots import (
@@ -206,22 +206,21 @@ class CustomJobRun(JobDriver):
     def _start(self, slot: Slot) -> None:
         self.check_driver_thread(f"starting replica {slot.replica.key}")
         slot.log_path.parent.mkdir(parents=True, exist_ok=True)
+        prefix, note = replica_launch(self.config)  # /gcs/ or not: replica_gcs.py
         with open(slot.log_path, "ab") as fh:
             if slot.restarts:
                 fh.write(f"---- emulator: restart {slot.restarts} of {slot.replica.key} ----\n".encode())
-            fh.write(f"{GCS_NOTE}\n".encode())
+            fh.write(f"{note}\n".encode())
             fh.flush()
             try:
-                proc = spawn(slot.argv, env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.grace_s)
+                proc = spawn([*prefix, *slot.argv], env=slot.env, cwd=slot.cwd, log=fh, grace_s=self.grace_s)
             except (OSError, ValueError) as exc:  # ValueError: a NUL in argv or env (Create refuses it)
                 raise JobError(
                     3, f"The replica {slot.replica.key} could not be started: {slot.argv[0]!r}: {exc}"
                 ) from None
         with self._lock:
-            slot.proc = proc
+            slot.proc, slot.state, slot.exit_code = proc, "RUNNING", None
             slot.generation += 1
-            slot.state = "RUNNING"
-            slot.exit_code = None
             slot.started = self.store.clock.monotonic()  # service seconds: the Spot and crash timers
             slot.crashed = False
             slot.preempt_fired = 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vertex_emulator.core.gcs import GCS_NOTE
+from vertex_emulator.core.gcs import GCS_NOTES
 from vertex_emulator.runtime.cluster import Replica
 from vertex_emulator.runtime.procs import read_tail
 from vertex_emulator.runtime.replica_restarts import is_transient
@@ -58,7 +58,7 @@ def exit_status(rc: int) -> int:
 
 def replica_tail(path: Path, lines: int) -> list[str]:
     """The replica's last log lines, without the emulator's ``/gcs/`` note (it is in the file)."""
-    return [line for line in read_tail(path, lines + 1) if line != GCS_NOTE][-lines:]
+    return [line for line in read_tail(path, lines + 1) if line not in GCS_NOTES][-lines:]
 
 
 def slot_record(s: Slot) -> dict[str, Any]:
