@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -135,6 +136,43 @@ def _describe(proc: psutil.Process) -> str:
         return f"{proc.pid} (gone)"
 
 
+#: what a reader of a failed run needs from the metadata database (the page's SQLite, in AIRFLOW_HOME)
+_STATES = (
+    "SELECT dag_id, run_id, state, queued_at, start_date, end_date FROM dag_run",
+    "SELECT task_id, state, try_number, queued_dttm, start_date, end_date, pid, hostname FROM task_instance",
+    "SELECT task_id, state, try_number, start_date, end_date, pid FROM task_instance_history",
+)
+
+#: lines of ``airflow.log`` worth showing: any component's warnings and errors, the scheduler's about hello
+_NOTED = re.compile(r"\[(warning|error|critical) *\]|Traceback|hello")
+#: the task's own log lines, which the scheduler's LocalExecutor worker echoes (the task log has them)
+_TASK_LINE = re.compile(r"task_id=\w+ ti_id=|\[task(\.stdout|\.stderr)?\]")
+
+
+def _diagnosis(work: Path) -> str:
+    """Why the run of ``hello`` did not succeed, as far as the session left it on disk: the run's and its
+    task's states (and earlier tries) from the page's metadata database, each task log of the run, and
+    the warnings, errors and lines about ``hello`` in ``airflow.log``; read after the session stopped."""
+    home = work / "airflow-home"
+    parts: list[str] = []
+    try:
+        with sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True) as db:
+            for query in _STATES:
+                rows = db.execute(query).fetchall()
+                parts.append(f"{query}:\n" + "\n".join(" | ".join(map(str, row)) for row in rows))
+    except sqlite3.Error as error:
+        parts.append(f"no states from {home / 'airflow.db'}: {error}")
+    for log in sorted((home / "logs" / "dag_id=hello").glob("run_id=*/task_id=*/attempt=*.log*")):
+        parts.append(f"{log.relative_to(home)}:\n" + log.read_text(errors="replace")[-6000:])
+    if not any(part.startswith("logs/") for part in parts):
+        parts.append(f"no task log under {home / 'logs'}")
+    log_file = work / "airflow.log"
+    lines = log_file.read_text(errors="replace").splitlines() if log_file.exists() else []
+    noted = [line for line in lines if _NOTED.search(line) and not _TASK_LINE.search(line)]
+    parts.append("airflow.log, its warnings, errors and lines about hello:\n" + "\n".join(noted[-60:]))
+    return "\n\n".join(parts)
+
+
 @pytest.mark.stack  # a real Airflow of its own: make test runs it in a stack job (stack-celery)
 @pytest.mark.timeout(900)  # four Airflow components start, run a task, stop: 4 minutes under load
 def test_the_page_runs_as_written(tmp_path: Path) -> None:
@@ -148,8 +186,8 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
             leftover.send_signal(signal.SIGKILL)
     log_file = work / "airflow.log"
     airflow_log = log_file.read_text(errors="replace") if log_file.exists() else ""
-    assert proc.returncode == 0, out[-4000:] + airflow_log[-4000:]
-    assert "RUN SUCCEEDED" in out and out.rstrip().endswith("STOPPED"), out[-3000:]
+    assert proc.returncode == 0, out[-4000:] + airflow_log[-4000:] + "\n" + _diagnosis(work)
+    assert "RUN SUCCEEDED" in out and out.rstrip().endswith("STOPPED"), out[-3000:] + "\n" + _diagnosis(work)
     # standalone stopped on SIGINT (the page's fallback, a SIGTERM to its group after 90 s, is for an
     # Airflow scheduler that waits on a LocalExecutor worker forever: apache/airflow#67870)
     assert "Shutting down components" in airflow_log, airflow_log[-3000:]
