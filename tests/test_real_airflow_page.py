@@ -236,3 +236,21 @@ def test_the_stop_leaves_no_process_of_a_standalone_that_hangs(tmp_path: Path, c
             leftover.send_signal(signal.SIGKILL)
     assert proc.returncode == 0 and out.rstrip().endswith("STOPPED"), out
     assert not left, left
+
+
+def test_the_session_gets_a_sigint_the_test_itself_ignores(tmp_path: Path) -> None:
+    """The page stops standalone with SIGINT: the session has it at its default, as a terminal's shell
+    has, even when the test's process ignores it (a pytest started as a background job of a script):
+    otherwise standalone, inheriting the ignored SIGINT, runs on until the stop block's 90 s bound."""
+    script = 'set -m\nsleep 20 & PID=$!\nkill -INT "$PID"\nwait "$PID" || echo "exit $?"\n'
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = start_session(script, tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        for leftover in _session_processes(proc.pid):
+            leftover.send_signal(signal.SIGKILL)
+    assert "exit 130" in out, out  # 128 + SIGINT: the sleep ended by the signal (not "Done" after 20 s)
