@@ -14,6 +14,7 @@ import signal
 import socket
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -127,6 +128,15 @@ def _session_processes(sid: int) -> list[psutil.Process]:
     return found
 
 
+def _left_running(sid: int) -> list[psutil.Process]:
+    """The session's processes still running once the script ended, each given up to 5 s to finish
+    exiting: the stop block's last SIGKILL returns before the kernel has torn the killed process down."""
+    deadline = time.monotonic() + 5
+    while (left := _session_processes(sid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def _describe(proc: psutil.Process) -> str:
     """A leftover process as a reader of the failure needs it: pid, parent, process group, command."""
     try:
@@ -180,7 +190,7 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"  # where the session runs
     try:
         out, _ = proc.communicate(timeout=900)
-        left = [_describe(p) for p in _session_processes(proc.pid)]
+        left = [_describe(p) for p in _left_running(proc.pid)]
     finally:
         for leftover in _session_processes(proc.pid):  # set -m: the jobs have process groups of their own
             leftover.send_signal(signal.SIGKILL)
@@ -230,7 +240,7 @@ def test_the_stop_leaves_no_process_of_a_standalone_that_hangs(tmp_path: Path, c
     proc = start_session(script, tmp_path)
     try:
         out, _ = proc.communicate(timeout=60)
-        left = [_describe(p) for p in _session_processes(proc.pid)]
+        left = [_describe(p) for p in _left_running(proc.pid)]
     finally:
         for leftover in _session_processes(proc.pid):
             leftover.send_signal(signal.SIGKILL)
