@@ -115,6 +115,22 @@ def test_a_new_dag_file_is_seen_within_seconds_or_at_once() -> None:
     assert text.index("airflow dags reserialize") < text.index("## Stopping both")
 
 
+def test_a_task_waits_for_the_execution_apis_slow_first_answer() -> None:
+    """A task waits ``[workers] execution_api_timeout`` (5 s unless set) for each answer of the Execution
+    API, 5 tries a call: the page gives it 60 s, before ``airflow standalone`` starts, as the first call
+    after a start can take half a minute on a busy machine (27 s seen on 2 cores running 9 other busy
+    processes; then the task failed without running, its run ``failed``)."""
+    from airflow.configuration import conf
+
+    script = _script()
+    found = re.search(r"^export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT=(\d+)", script, re.M)
+    assert found is not None, "the page leaves a task 5 s for the Execution API's first answer"
+    assert int(found[1]) >= 30
+    assert found.start() < script.index("airflow standalone")
+    assert float(conf.get_default_value("workers", "execution_api_timeout")) == 5
+    assert int(conf.get_default_value("workers", "execution_api_retries")) == 5
+
+
 def _session_processes(sid: int) -> list[psutil.Process]:
     """The session's processes still running: a zombie (exited, its parent not yet told) holds nothing
     but its entry in the process table, and the session's shell or init reaps it in its own time."""
@@ -146,6 +162,19 @@ def _describe(proc: psutil.Process) -> str:
         return f"{proc.pid} (gone)"
 
 
+#: a call of a task to the Execution API, as the API server's access log has it (its duration)
+_EXECUTION_CALL = re.compile(
+    r"^api-server \| .*request finished .*duration_us=(\d+) .*path=/execution/", re.M
+)
+#: the task SDK's warning before it tries a call again (a timeout or a 5xx answer)
+_RETRIED = "Starting call to 'airflow.sdk.api.client.Client.request'"
+
+
+def _execution_calls(airflow_log: str) -> list[float]:
+    """The seconds the API server took for each call to the Execution API, in the order they ended."""
+    return [int(us) / 1e6 for us in _EXECUTION_CALL.findall(airflow_log)]
+
+
 #: what a reader of a failed run needs from the metadata database (the page's SQLite, in AIRFLOW_HOME)
 _STATES = (
     "SELECT dag_id, run_id, state, queued_at, start_date, end_date FROM dag_run",
@@ -153,8 +182,10 @@ _STATES = (
     "SELECT task_id, state, try_number, start_date, end_date, pid FROM task_instance_history",
 )
 
-#: lines of ``airflow.log`` worth showing: any component's warnings and errors, the scheduler's about hello
-_NOTED = re.compile(r"\[(warning|error|critical) *\]|Traceback|hello")
+#: lines of ``airflow.log`` worth showing: any component's warnings, errors and exceptions, those about hello
+_NOTED = re.compile(
+    r"\[(warning|error|critical) *\]|Traceback|\| (\w+\.)*\w+(Error|Exception|Timeout): |hello"
+)
 #: the task's own log lines, which the scheduler's LocalExecutor worker echoes (the task log has them)
 _TASK_LINE = re.compile(r"task_id=\w+ ti_id=|\[task(\.stdout|\.stderr)?\]")
 
@@ -201,6 +232,11 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     # standalone stopped on SIGINT (the page's fallback, a SIGTERM to its group after 90 s, is for an
     # Airflow scheduler that waits on a LocalExecutor worker forever: apache/airflow#67870)
     assert "Shutting down components" in airflow_log, airflow_log[-3000:]
+    # the page's execution_api_timeout: the task waited for each answer, none of its calls was tried again
+    # (with the default 5 s, the first one was on a loaded machine), and that first call was the slow one
+    calls = _execution_calls(airflow_log)
+    assert _RETRIED not in airflow_log, f"seconds of the Execution API's calls: {calls}\n" + _diagnosis(work)
+    assert len(calls) > 1 and calls[0] == max(calls), calls
     assert not left, "processes of the session left running:\n" + "\n".join(left) + "\n" + airflow_log[-3000:]
 
 
