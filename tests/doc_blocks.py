@@ -126,17 +126,31 @@ def python_runner(options: str, code: str) -> str:
     return "plain"
 
 
+#: runs bash (its arguments after ``-c``'s code) with SIGINT and SIGQUIT at their defaults, as in a terminal:
+#: a pytest started as a background job of a non-interactive shell (``make test &`` in a script) ignores
+#: both, its children inherit that, a shell cannot undo it (``set -m`` and ``trap`` leave a signal ignored at
+#: entry as it is) and Python keeps an ignored SIGINT ignored, so ``airflow standalone`` would never see the
+#: SIGINT that stops it
+_DEFAULT_SIGNALS = (
+    "import os, signal, sys\n"
+    "for sig in (signal.SIGINT, signal.SIGQUIT):\n"
+    "    signal.signal(sig, signal.SIG_DFL)\n"
+    "os.execvp('bash', ['bash', *sys.argv[1:]])\n"
+)
+
+
 def start_session(script: str, tmp_path: Path) -> subprocess.Popen[str]:
     """Start a page's shell session (``script``, run with ``bash -euo pipefail``) as a user would: in an
     empty ``work`` directory under ``tmp_path``, ``HOME`` there, no ``AIRFLOW*``/``GOOGLE_*`` variables,
-    this interpreter's ``bin`` first on ``PATH``; a session of its own, stdout and stderr together."""
+    this interpreter's ``bin`` first on ``PATH``, SIGINT and SIGQUIT not ignored (as in a terminal, whatever
+    the test's own process ignores); a session of its own, stdout and stderr together."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "GOOGLE_"))}
     env["HOME"] = str(tmp_path)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     work = tmp_path / "work"
     work.mkdir()
     return subprocess.Popen(
-        ["bash", "-euo", "pipefail", "-c", script],
+        [sys.executable, "-c", _DEFAULT_SIGNALS, "-euo", "pipefail", "-c", script],
         cwd=work,
         env=env,
         stdout=subprocess.PIPE,

@@ -12,7 +12,9 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -113,6 +115,22 @@ def test_a_new_dag_file_is_seen_within_seconds_or_at_once() -> None:
     assert text.index("airflow dags reserialize") < text.index("## Stopping both")
 
 
+def test_a_task_waits_for_the_execution_apis_slow_first_answer() -> None:
+    """A task waits ``[workers] execution_api_timeout`` (5 s unless set) for each answer of the Execution
+    API, 5 tries a call: the page gives it 60 s, before ``airflow standalone`` starts, as the first call
+    after a start can take half a minute on a busy machine (27 s seen on 2 cores running 9 other busy
+    processes; then the task failed without running, its run ``failed``)."""
+    from airflow.configuration import conf
+
+    script = _script()
+    found = re.search(r"^export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT=(\d+)", script, re.M)
+    assert found is not None, "the page leaves a task 5 s for the Execution API's first answer"
+    assert int(found[1]) >= 30
+    assert found.start() < script.index("airflow standalone")
+    assert float(conf.get_default_value("workers", "execution_api_timeout")) == 5
+    assert int(conf.get_default_value("workers", "execution_api_retries")) == 5
+
+
 def _session_processes(sid: int) -> list[psutil.Process]:
     """The session's processes still running: a zombie (exited, its parent not yet told) holds nothing
     but its entry in the process table, and the session's shell or init reaps it in its own time."""
@@ -126,6 +144,15 @@ def _session_processes(sid: int) -> list[psutil.Process]:
     return found
 
 
+def _left_running(sid: int) -> list[psutil.Process]:
+    """The session's processes still running once the script ended, each given up to 5 s to finish
+    exiting: the stop block's last SIGKILL returns before the kernel has torn the killed process down."""
+    deadline = time.monotonic() + 5
+    while (left := _session_processes(sid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def _describe(proc: psutil.Process) -> str:
     """A leftover process as a reader of the failure needs it: pid, parent, process group, command."""
     try:
@@ -135,6 +162,58 @@ def _describe(proc: psutil.Process) -> str:
         return f"{proc.pid} (gone)"
 
 
+#: a call of a task to the Execution API, as the API server's access log has it (its duration)
+_EXECUTION_CALL = re.compile(
+    r"^api-server \| .*request finished .*duration_us=(\d+) .*path=/execution/", re.M
+)
+#: the task SDK's warning before it tries a call again (a timeout or a 5xx answer)
+_RETRIED = "Starting call to 'airflow.sdk.api.client.Client.request'"
+
+
+def _execution_calls(airflow_log: str) -> list[float]:
+    """The seconds the API server took for each call to the Execution API, in the order they ended."""
+    return [int(us) / 1e6 for us in _EXECUTION_CALL.findall(airflow_log)]
+
+
+#: what a reader of a failed run needs from the metadata database (the page's SQLite, in AIRFLOW_HOME)
+_STATES = (
+    "SELECT dag_id, run_id, state, queued_at, start_date, end_date FROM dag_run",
+    "SELECT task_id, state, try_number, queued_dttm, start_date, end_date, pid, hostname FROM task_instance",
+    "SELECT task_id, state, try_number, start_date, end_date, pid FROM task_instance_history",
+)
+
+#: lines of ``airflow.log`` worth showing: any component's warnings, errors and exceptions, those about hello
+_NOTED = re.compile(
+    r"\[(warning|error|critical) *\]|Traceback|\| (\w+\.)*\w+(Error|Exception|Timeout): |hello"
+)
+#: the task's own log lines, which the scheduler's LocalExecutor worker echoes (the task log has them)
+_TASK_LINE = re.compile(r"task_id=\w+ ti_id=|\[task(\.stdout|\.stderr)?\]")
+
+
+def _diagnosis(work: Path) -> str:
+    """Why the run of ``hello`` did not succeed, as far as the session left it on disk: the run's and its
+    task's states (and earlier tries) from the page's metadata database, each task log of the run, and
+    the warnings, errors and lines about ``hello`` in ``airflow.log``; read after the session stopped."""
+    home = work / "airflow-home"
+    parts: list[str] = []
+    try:
+        with sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True) as db:
+            for query in _STATES:
+                rows = db.execute(query).fetchall()
+                parts.append(f"{query}:\n" + "\n".join(" | ".join(map(str, row)) for row in rows))
+    except sqlite3.Error as error:
+        parts.append(f"no states from {home / 'airflow.db'}: {error}")
+    for log in sorted((home / "logs" / "dag_id=hello").glob("run_id=*/task_id=*/attempt=*.log*")):
+        parts.append(f"{log.relative_to(home)}:\n" + log.read_text(errors="replace")[-6000:])
+    if not any(part.startswith("logs/") for part in parts):
+        parts.append(f"no task log under {home / 'logs'}")
+    log_file = work / "airflow.log"
+    lines = log_file.read_text(errors="replace").splitlines() if log_file.exists() else []
+    noted = [line for line in lines if _NOTED.search(line) and not _TASK_LINE.search(line)]
+    parts.append("airflow.log, its warnings, errors and lines about hello:\n" + "\n".join(noted[-60:]))
+    return "\n\n".join(parts)
+
+
 @pytest.mark.stack  # a real Airflow of its own: make test runs it in a stack job (stack-celery)
 @pytest.mark.timeout(900)  # four Airflow components start, run a task, stop: 4 minutes under load
 def test_the_page_runs_as_written(tmp_path: Path) -> None:
@@ -142,17 +221,22 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"  # where the session runs
     try:
         out, _ = proc.communicate(timeout=900)
-        left = [_describe(p) for p in _session_processes(proc.pid)]
+        left = [_describe(p) for p in _left_running(proc.pid)]
     finally:
         for leftover in _session_processes(proc.pid):  # set -m: the jobs have process groups of their own
             leftover.send_signal(signal.SIGKILL)
     log_file = work / "airflow.log"
     airflow_log = log_file.read_text(errors="replace") if log_file.exists() else ""
-    assert proc.returncode == 0, out[-4000:] + airflow_log[-4000:]
-    assert "RUN SUCCEEDED" in out and out.rstrip().endswith("STOPPED"), out[-3000:]
+    assert proc.returncode == 0, out[-4000:] + airflow_log[-4000:] + "\n" + _diagnosis(work)
+    assert "RUN SUCCEEDED" in out and out.rstrip().endswith("STOPPED"), out[-3000:] + "\n" + _diagnosis(work)
     # standalone stopped on SIGINT (the page's fallback, a SIGTERM to its group after 90 s, is for an
     # Airflow scheduler that waits on a LocalExecutor worker forever: apache/airflow#67870)
     assert "Shutting down components" in airflow_log, airflow_log[-3000:]
+    # the page's execution_api_timeout: the task waited for each answer, none of its calls was tried again
+    # (with the default 5 s, the first one was on a loaded machine), and that first call was the slow one
+    calls = _execution_calls(airflow_log)
+    assert _RETRIED not in airflow_log, f"seconds of the Execution API's calls: {calls}\n" + _diagnosis(work)
+    assert len(calls) > 1 and calls[0] == max(calls), calls
     assert not left, "processes of the session left running:\n" + "\n".join(left) + "\n" + airflow_log[-3000:]
 
 
@@ -192,9 +276,27 @@ def test_the_stop_leaves_no_process_of_a_standalone_that_hangs(tmp_path: Path, c
     proc = start_session(script, tmp_path)
     try:
         out, _ = proc.communicate(timeout=60)
-        left = [_describe(p) for p in _session_processes(proc.pid)]
+        left = [_describe(p) for p in _left_running(proc.pid)]
     finally:
         for leftover in _session_processes(proc.pid):
             leftover.send_signal(signal.SIGKILL)
     assert proc.returncode == 0 and out.rstrip().endswith("STOPPED"), out
     assert not left, left
+
+
+def test_the_session_gets_a_sigint_the_test_itself_ignores(tmp_path: Path) -> None:
+    """The page stops standalone with SIGINT: the session has it at its default, as a terminal's shell
+    has, even when the test's process ignores it (a pytest started as a background job of a script):
+    otherwise standalone, inheriting the ignored SIGINT, runs on until the stop block's 90 s bound."""
+    script = 'set -m\nsleep 20 & PID=$!\nkill -INT "$PID"\nwait "$PID" || echo "exit $?"\n'
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = start_session(script, tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        for leftover in _session_processes(proc.pid):
+            leftover.send_signal(signal.SIGKILL)
+    assert "exit 130" in out, out  # 128 + SIGINT: the sleep ended by the signal (not "Done" after 20 s)
