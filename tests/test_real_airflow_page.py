@@ -162,19 +162,6 @@ def _describe(proc: psutil.Process) -> str:
         return f"{proc.pid} (gone)"
 
 
-#: a call of a task to the Execution API, as the API server's access log has it (its duration)
-_EXECUTION_CALL = re.compile(
-    r"^api-server \| .*request finished .*duration_us=(\d+) .*path=/execution/", re.M
-)
-#: the task SDK's warning before it tries a call again (a timeout or a 5xx answer)
-_RETRIED = "Starting call to 'airflow.sdk.api.client.Client.request'"
-
-
-def _execution_calls(airflow_log: str) -> list[float]:
-    """The seconds the API server took for each call to the Execution API, in the order they ended."""
-    return [int(us) / 1e6 for us in _EXECUTION_CALL.findall(airflow_log)]
-
-
 #: what a reader of a failed run needs from the metadata database (the page's SQLite, in AIRFLOW_HOME)
 _STATES = (
     "SELECT dag_id, run_id, state, queued_at, start_date, end_date FROM dag_run",
@@ -232,11 +219,6 @@ def test_the_page_runs_as_written(tmp_path: Path) -> None:
     # standalone stopped on SIGINT (the page's fallback, a SIGTERM to its group after 90 s, is for an
     # Airflow scheduler that waits on a LocalExecutor worker forever: apache/airflow#67870)
     assert "Shutting down components" in airflow_log, airflow_log[-3000:]
-    # the page's execution_api_timeout: the task waited for each answer, none of its calls was tried again
-    # (with the default 5 s, the first one was on a loaded machine), and that first call was the slow one
-    calls = _execution_calls(airflow_log)
-    assert _RETRIED not in airflow_log, f"seconds of the Execution API's calls: {calls}\n" + _diagnosis(work)
-    assert len(calls) > 1 and calls[0] == max(calls), calls
     assert not left, "processes of the session left running:\n" + "\n".join(left) + "\n" + airflow_log[-3000:]
 
 
