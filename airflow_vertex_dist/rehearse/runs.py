@@ -1,12 +1,13 @@
 """A rehearsal run end to end: the emulator, the night, Airflow's runs of the DAG, what came of them.
 
-``rehearse`` checks the scenario, starts an emulator (``service_process``), migrates one SQLite
-metadata DB, starts ``parallel`` Airflow processes (``child``; each a copy of that DB, a slice of the
-logical dates, run one after another), and once every one is ready plays the scenario and lets them
-run. While they run it samples the emulator's clock and capacity settings (the quota in force over
-the night). Then it lists every job of the rehearsal's project in every region of the machine catalog,
-reads the scenario's steps, stops the emulator and writes ``report.json``, ``report.txt`` and
-``timeline.svg`` (``report``, ``render``) under the rehearsal's directory.
+``rehearse`` checks the scenario, starts an emulator (``service_process``), migrates one SQLite metadata
+DB (or copies the one a ``db_cache`` folder keeps: ``db_cache``), starts ``parallel`` Airflow processes
+(``child``; each a copy of that DB, a slice of the logical dates, run one after another), and once every
+one is ready plays the scenario and lets them run. While they run it samples the emulator's clock and
+capacity settings (the quota in force over the night). Then it lists every job of the rehearsal's project
+in every region of the machine catalog, reads the scenario's steps, stops the emulator and writes
+``report.json``, ``report.txt`` and ``timeline.svg`` (``report``, ``render``) under the rehearsal's
+directory.
 
 Each Airflow process has a metadata DB of its own: runs in different processes do not share Airflow
 pools (the emulator's quota they do share); runs of one process run one after another.
@@ -27,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.rehearse.db_cache import cached_db, restore
 from airflow_vertex_dist.rehearse.service_process import EmulatorProcess, RehearsalError, check_scenario
 
 __all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "missing_runs", "rehearse"]
@@ -43,8 +45,9 @@ class RehearsalPlan:
     """What to rehearse: a DAG file (and its DAG, when it holds several), the scenario file, the logical
     dates (or a ``start``/``end`` range read with the DAG's schedule), how many Airflow processes run at
     once, extra emulator flags (``--image-map``...), extra environment of the Airflow processes, the
-    connection id the DAG's tasks use, a bound on the whole run (real seconds) and the Cloud Storage
-    buckets that exist on the emulator from the start."""
+    connection id the DAG's tasks use, a bound on the whole run (real seconds), the Cloud Storage
+    buckets that exist on the emulator from the start and a folder that keeps the migrated metadata DB
+    between rehearsals (``db_cache``; none: each rehearsal migrates its own)."""
 
     dag_file: Path
     scenario: Path
@@ -59,6 +62,7 @@ class RehearsalPlan:
     conn_id: str = "vertex_dist_default"
     timeout_s: float = 3600.0
     buckets: Sequence[str] = ()
+    db_cache: Path | None = None
 
 
 @dataclass
@@ -122,18 +126,22 @@ def _child(
 class _Preparation:
     """The Airflow process that makes the metadata DB every other one copies (``template``) and, for a
     range, reads the logical dates from the DAG's schedule; started before the emulator, as they need
-    none of it."""
+    none of it. None when the DB came from the ``db_cache`` and the dates are given."""
 
     plan: RehearsalPlan
     template: Path
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | None
     log: Any
 
     @classmethod
     def start(cls, plan: RehearsalPlan) -> _Preparation:
         template = plan.workdir / "airflow" / "template"
         template.mkdir(parents=True, exist_ok=True)
-        ask: dict[str, Any] = {"migrate": True}
+        env = _env(plan, None, template)
+        ask: dict[str, Any] = {}
+        cached = None if plan.db_cache is None else cached_db(plan.db_cache, env)
+        if cached is None or not restore(cached, template):
+            ask.update(migrate=True, save_db=None if cached is None else str(cached))
         if not plan.dates:
             if plan.start is None or plan.end is None:
                 raise RehearsalError("give logical dates, or a start and an end date")
@@ -141,28 +149,32 @@ class _Preparation:
                 dag_file=str(plan.dag_file), dag_id=plan.dag_id, result=str(template / "dates-answer.json")
             )
             ask.update(start_date=plan.start.isoformat(), end_date=plan.end.isoformat())
+        if not ask:  # the DB copied from the cache, the dates given: nothing to prepare
+            return cls(plan, template, None, None)
         log = (plan.workdir / "airflow" / "prepare.log").open("w")
-        process = _child(ask, template / "prepare.json", _env(plan, None, template), stdout=log, stderr=log)
+        process = _child(ask, template / "prepare.json", env, stdout=log, stderr=log)
         return cls(plan, template, process, log)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
-        self.log.close()
+        if self.log is not None:
+            self.log.close()
 
     def dates(self) -> list[str]:
         """Wait for it: the logical dates (``RehearsalError`` when it failed)."""
-        try:
-            code: int | None = self.process.wait(_READY_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            self.stop()
-        if code != 0:
-            raise RehearsalError(
-                f"Airflow's metadata DB or the DAG's dates could not be made: see {self.log.name}"
-            )
+        if self.process is not None:
+            try:
+                code: int | None = self.process.wait(_READY_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                self.stop()
+            if code != 0:
+                raise RehearsalError(
+                    f"Airflow's metadata DB or the DAG's dates could not be made: see {self.log.name}"
+                )
         if self.plan.dates:
             return [d.isoformat() for d in self.plan.dates]
         dates: list[str] = json.loads((self.template / "dates-answer.json").read_text())["dates"]

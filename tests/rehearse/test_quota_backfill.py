@@ -39,7 +39,7 @@ def _night() -> tuple[float, int, float]:
 
 @pytest.mark.timeout(900)
 def test_a_backfill_of_20_weeks_never_holds_more_than_the_quota_of_8_gpus(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], vertex_rehearsal_db_cache: Path
 ) -> None:
     compression, quota, run_s = _night()
     out = tmp_path / "out"
@@ -61,6 +61,8 @@ def test_a_backfill_of_20_weeks_never_holds_more_than_the_quota_of_8_gpus(
             "VERTEX_DIST_EXAMPLES_PENDING_LIMIT=43200",
             "--out",
             str(out),
+            "--db-cache",
+            str(vertex_rehearsal_db_cache),
         ]
     )
     printed, said = capsys.readouterr()
