@@ -6,10 +6,12 @@ for later rehearsals (``db_cache``), and with ``start_date`` and ``end_date`` wr
 the DAG's schedule between them to ``PLAN["result"]``). It loads the DAG file through Airflow's own
 ``DagBag``, stores the DAG as the DAG processor would, warms up (one throwaway run), says it is ready
 (the file ``PLAN["ready"]``) and waits for a line on stdin: the parent plays the night then, so Airflow's
-start-up is not hours of it. Then it runs each of its logical dates with ``dag.test()`` (the tasks in
-this process, deferred ones' triggers in line) and writes after each run what it did to
-``PLAN["result"]``: the run's state, its tasks' states, their return values and capacity-ladder walks,
-and each task instance's ``airflow-run`` label, by which the report finds the jobs it created."""
+start-up is not hours of it. The line is a JSON object of environment variables that point the runs at
+the emulator (the DAG's connection, Cloud Storage), which may have started after this process. Then it
+runs each of its logical dates with ``dag.test()`` (the tasks in this process, deferred ones' triggers in
+line) and writes after each run what it did to ``PLAN["result"]``: the run's state, its tasks' states,
+their return values and capacity-ladder walks, and each task instance's ``airflow-run`` label, by which
+the report finds the jobs it created."""
 
 from __future__ import annotations
 
@@ -118,8 +120,10 @@ def main(argv: list[str]) -> int:
         return 0
     _warm_up()
     Path(plan["ready"]).touch()
-    if not sys.stdin.readline():  # the parent gave up before the night began
+    go = sys.stdin.readline()
+    if not go:  # the parent gave up before the night began
         return 1
+    os.environ.update(json.loads(go))  # the emulator's connection: it may have started after this process
     result = Path(plan["result"])
     runs: list[dict[str, Any]] = []
     for text in plan["dates"]:

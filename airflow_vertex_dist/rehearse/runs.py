@@ -98,9 +98,17 @@ def _connection(em: EmulatorProcess) -> str:
     return json.dumps({"conn_type": "vertex_dist", "extra": extra})
 
 
+def _emulator_env(plan: RehearsalPlan, em: EmulatorProcess) -> dict[str, str]:
+    """What points the Airflow processes at the emulator: the DAG's connection and the stock Cloud Storage
+    client (``STORAGE_EMULATOR_HOST``); the plan's ``env`` wins over either."""
+    env = {"STORAGE_EMULATOR_HOST": em.storage_url, f"AIRFLOW_CONN_{plan.conn_id.upper()}": _connection(em)}
+    return {k: v for k, v in env.items() if k not in plan.env}
+
+
 def _env(plan: RehearsalPlan, em: EmulatorProcess | None, home: Path) -> dict[str, str]:
     """A pristine Airflow (none of the caller's Airflow settings), its connection at the emulator (none
-    before the emulator is up: making the metadata DB and reading the dates need no connection)."""
+    before the emulator is up: making the metadata DB, reading the dates and an Airflow process's start
+    need no connection; the runs get it with the word to go)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(
         AIRFLOW_HOME=str(home),
@@ -108,8 +116,7 @@ def _env(plan: RehearsalPlan, em: EmulatorProcess | None, home: Path) -> dict[st
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
     )
     if em is not None:
-        env["STORAGE_EMULATOR_HOST"] = em.storage_url  # the stock Cloud Storage client, at the emulator's
-        env[f"AIRFLOW_CONN_{plan.conn_id.upper()}"] = _connection(em)
+        env.update(_emulator_env(plan, em))
     env.update(plan.env)
     return env
 
@@ -206,7 +213,9 @@ class _Sampler(threading.Thread):
         self.samples.append({"now_ns": clock["now_ns"], **{k: capacity.get(k) or {} for k in keys}})
 
 
-def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates: list[str]) -> list[Any]:
+def _start_runs(plan: RehearsalPlan, template: Path, dates: list[str]) -> list[Any]:
+    """Start the Airflow processes, each on a copy of ``template`` and a slice of ``dates``: they need
+    no emulator until their runs, whose connection comes with the word to go (``_go``)."""
     slices = [dates[i :: max(1, plan.parallel)] for i in range(max(1, plan.parallel))]
     started = []
     for number, part in enumerate(s for s in slices if s):
@@ -216,16 +225,36 @@ def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates:
         job = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": part, "result": str(result)}
         job["ready"] = str(home / "ready")
         log = (home / "airflow.log").open("w")
-        env = _env(plan, em, home)
+        env = _env(plan, None, home)
         proc = _child(job, home / "plan.json", env, stdin=subprocess.PIPE, stdout=log, stderr=log)
         started.append((proc, result, log))
+    return started
+
+
+def _wait_ready(started: list[Any]) -> None:
     deadline = time.monotonic() + _READY_TIMEOUT_S
     for proc, result, log in started:  # ready: the DAG is loaded, Airflow waits for the night
         while not result.with_name("ready").exists():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RehearsalError(f"an Airflow process did not get ready: see {log.name}")
             time.sleep(0.1)
-    return started
+
+
+def _go(plan: RehearsalPlan, em: EmulatorProcess, started: list[Any]) -> None:
+    """The word to go: one line to each Airflow process, the environment that points it at the emulator."""
+    line = json.dumps(_emulator_env(plan, em)) + "\n"
+    for proc, _result, _log in started:
+        assert proc.stdin is not None
+        proc.stdin.write(line)
+        proc.stdin.close()
+
+
+def _stop_runs(started: list[Any]) -> None:
+    for proc, _result, log in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        log.close()
 
 
 def _wait_for_runs(plan: RehearsalPlan, started: list[Any]) -> list[str]:
@@ -281,28 +310,30 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
     scenario = check_scenario(plan.scenario)
     plan.workdir.mkdir(parents=True, exist_ok=True)
     preparation = _Preparation.start(plan)
+    started: list[Any] = []
     try:
+        if preparation.process is None:  # the DB and the dates at hand: Airflow starts beside the emulator
+            started = _start_runs(plan, preparation.template, preparation.dates())
         em = EmulatorProcess.start(plan.workdir / "emulator", plan.emulator_args)
     except BaseException:
         preparation.stop()
+        _stop_runs(started)
         raise
     sampler = _Sampler(em)
-    started: list[Any] = []
     try:
         for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
             (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
         dates = preparation.dates()
-        started = _start_runs(plan, em, preparation.template, dates)
+        if preparation.process is not None:
+            started = _start_runs(plan, preparation.template, dates)
+        _wait_ready(started)
         real_start = time.monotonic()
         em.admin("PUT", "/emulator/scenario", scenario)
         status = em.admin("GET", "/emulator/scenario")
         night_start_ns = em.admin("GET", "/emulator/clock")["now_ns"] - round(status["time_s"] * 1e9)
         sampler.take()
         sampler.start()
-        for proc, _result, _log in started:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.close()
+        _go(plan, em, started)
         threading.Thread(target=import_clients, daemon=True).start()
         problems = _wait_for_runs(plan, started)
         real_s = time.monotonic() - real_start
@@ -315,11 +346,7 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
     finally:
         sampler.stop.set()
         preparation.stop()
-        for proc, _result, log in started:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-            log.close()
+        _stop_runs(started)
         em.stop()
     report = build_report(
         runs=sorted(runs, key=lambda r: r["logical_date"]),
