@@ -59,6 +59,10 @@ def test_a_backfill_of_20_weeks_never_holds_more_than_the_quota_of_8_gpus(
             "vertex-dist-examples",
             "--env",
             "VERTEX_DIST_EXAMPLES_PENDING_LIMIT=43200",
+            # the played jobs write no replica lines: no settle window for late ones after each job's
+            # end (2 real seconds by default, four runs one after another in each process)
+            "--env",
+            "AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS=0",
             "--out",
             str(out),
             "--db-cache",
