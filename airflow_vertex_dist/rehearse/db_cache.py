@@ -5,9 +5,11 @@ Migrating a new SQLite metadata DB (every table of Airflow's schema, the DAG bun
 work for every rehearsal on one Airflow install with the same settings: the first rehearsal with a cache
 keeps a copy of its DB made right after the migration (before any DAG is stored in it), and later ones
 copy that file. The file is named by the Airflow core distribution's version and a digest of every
-``AIRFLOW*`` setting of the Airflow processes' environment (``--env`` included) but their home: a new
-Airflow or another setting makes (and keeps) a DB of its own. A copy is written beside its name and
-renamed into place, so rehearsals sharing a cache never read half a file.
+``AIRFLOW*`` setting of the Airflow processes' environment (``--env`` included) but their home, the
+provider's own section (``AIRFLOW__VERTEX_DIST__*``) and connections and variables (``AIRFLOW_CONN_*``,
+``AIRFLOW_VAR_*``), none of which the migration reads: a new Airflow or another Airflow setting makes
+(and keeps) a DB of its own. A copy is written beside its name and renamed into place, so rehearsals
+sharing a cache never read half a file.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ __all__ = ["DB_NAME", "cached_db", "restore", "save"]
 
 #: the metadata DB's file in an ``AIRFLOW_HOME`` (Airflow's default SQLite connection)
 DB_NAME = "airflow.db"
+#: environment the migration does not read: the home (each rehearsal's own), the provider's settings,
+#: connections and variables
+_NOT_READ = ("AIRFLOW_HOME", "AIRFLOW__VERTEX_DIST__", "AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
 
 def _airflow_version() -> str:
@@ -39,7 +44,7 @@ def _airflow_version() -> str:
 
 def cached_db(cache_dir: Path, env: Mapping[str, str]) -> Path:
     """Where the cache in ``cache_dir`` keeps the DB of Airflow processes run with ``env``."""
-    settings = {k: v for k, v in env.items() if k.startswith("AIRFLOW") and k != "AIRFLOW_HOME"}
+    settings = {k: v for k, v in env.items() if k.startswith("AIRFLOW") and not k.startswith(_NOT_READ)}
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     return cache_dir / f"airflow-{_airflow_version()}-{digest}.db"
 

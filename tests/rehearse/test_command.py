@@ -317,6 +317,9 @@ def test_a_db_cache_keeps_the_migrated_db_and_later_rehearsals_copy_it(tmp_path:
         Path(DAG), Path(NIGHT), tmp_path, env={"AIRFLOW__CORE__DEFAULT_TIMEZONE": "Europe/Paris"}
     )
     assert cached_db(cache, _env(paris, None, tmp_path / "home")) != kept
+    settle = {"AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS": "0", "AIRFLOW_CONN_OTHER": "{}"}
+    provider = RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path, env=settle)  # not read by the migration
+    assert cached_db(cache, _env(provider, None, tmp_path / "home")) == kept
     assert cached_db(cache, _env(paris, None, tmp_path / "elsewhere")) == cached_db(
         cache, _env(paris, None, tmp_path)
     )
