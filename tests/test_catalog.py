@@ -318,9 +318,12 @@ def test_every_machine_type_is_priced_in_us_central1_but_those_without_a_figure(
 
     unpriced = {m for m in catalog.MACHINE_SERIES if "us-central1" not in catalog.PRICES.get(m, {})}
     not_read = {m for m, series in catalog.MACHINE_SERIES.items() if series in ("n4", "g4")}
-    assert unpriced == {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"} | set(
-        catalog.TPU_MACHINES
-    ) | not_read
+    assert (
+        unpriced
+        == {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"}
+        | set(catalog.TPU_MACHINES)
+        | not_read
+    )
     attached = {gpu for takes in catalog.ATTACHABLE.values() for gpu in takes}
     assert not attached & set(catalog.PRICES)
     for region in ("us-east1", "europe-west4", "asia-east1"):

@@ -52,9 +52,7 @@ for i in range(40):
 def test_processes_recording_side_by_side_lose_no_figure(tmp_path: Path) -> None:
     """pytest-xdist runs the unit suite in several processes that record into one file."""
     env = {**os.environ, "AVD_FIGURES": str(tmp_path / "figures.json")}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", RECORD, f"w{n}"], cwd=ROOT, env=env) for n in range(4)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", RECORD, f"w{n}"], cwd=ROOT, env=env) for n in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     import json
 

@@ -151,4 +151,3 @@ def test_the_provider_wheel_holds_no_emulator_and_starts_none(built: tuple[Path,
     assert "emulator" not in scripts
     requires = [req.split(";")[0].replace(" ", "") for req in meta.get_all("Requires-Dist") or []]
     assert not [req for req in requires if req.startswith(("psutil", "google-crc32c", "vertex-emulator"))]
-

@@ -28,7 +28,7 @@ assert "google.cloud.aiplatform" not in __import__("sys").modules
 print("ok")
 """
     # The README's `with DAG(...)` has no `as dag`: fetch the DAG from the context it registered.
-    script = block.replace('catchup=False):', 'catchup=False) as dag:') + check
+    script = block.replace("catchup=False):", "catchup=False) as dag:") + check
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
@@ -52,7 +52,9 @@ def test_readme_installs_with_the_constraints_of_exactly_the_tested_releases() -
     Python); nothing is fetched here."""
     from compat.matrix import CELLS, MAIN
 
-    url = "https://raw.githubusercontent.com/apache/airflow/constraints-{v}/constraints-${{PYTHON_VERSION}}.txt"
+    url = (
+        "https://raw.githubusercontent.com/apache/airflow/constraints-{v}/constraints-${{PYTHON_VERSION}}.txt"
+    )
     line = r'^pip install \./ "apache-airflow==([\d.]+)" --constraint "([^"]+)"$'
     commands = re.findall(line, README.read_text(), re.M)
     assert commands, "the README gives no install command with Airflow's constraints"

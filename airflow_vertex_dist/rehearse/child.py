@@ -1,16 +1,17 @@
 """The Airflow side of a rehearsal: ``python -m airflow_vertex_dist.rehearse.child PLAN.json``.
 
 One process per slice of the rehearsal's runs, each in an ``AIRFLOW_HOME`` of its own (a copy of one
-migrated SQLite metadata DB: ``"migrate": true`` makes it, and with ``start_date`` and ``end_date``
-writes the logical dates of the DAG's schedule between them to ``PLAN["result"]``). It loads the DAG
-file through Airflow's own ``DagBag``, stores the DAG as the DAG processor would, warms up (one
-throwaway run), says it is ready (the file ``PLAN["ready"]``) and waits for a line on stdin: the parent
-plays the night then, so Airflow's start-up is not hours of it. Then it runs each of its logical dates
-with ``dag.test()`` (the tasks in this process, deferred ones' triggers in line) and writes after each
-run what it did to ``PLAN["result"]``: the run's state, its tasks' states, their return values and
-capacity-ladder walks, and each task instance's ``airflow-run`` label, by which the report finds the
-jobs it created.
-"""
+migrated SQLite metadata DB: ``"migrate": true`` makes it, ``"save_db"`` keeps a copy of it as migrated
+for later rehearsals (``db_cache``), and with ``start_date`` and ``end_date`` writes the logical dates of
+the DAG's schedule between them to ``PLAN["result"]``). It loads the DAG file through Airflow's own
+``DagBag``, stores the DAG as the DAG processor would, warms up (one throwaway run), says it is ready
+(the file ``PLAN["ready"]``) and waits for a line on stdin: the parent plays the night then, so Airflow's
+start-up is not hours of it. The line is a JSON object of environment variables that point the runs at
+the emulator (the DAG's connection, Cloud Storage), which may have started after this process. Then it
+runs each of its logical dates with ``dag.test()`` (the tasks in this process, deferred ones' triggers in
+line) and writes after each run what it did to ``PLAN["result"]``: the run's state, its tasks' states,
+their return values and capacity-ladder walks, and each task instance's ``airflow-run`` label, by which
+the report finds the jobs it created."""
 
 from __future__ import annotations
 
@@ -105,6 +106,10 @@ def main(argv: list[str]) -> int:
     plan = json.loads(Path(argv[0]).read_text())
     if plan.get("migrate"):
         migrate_metadata_db()
+        if plan.get("save_db"):  # kept for later rehearsals (db_cache) before any DAG is stored in it
+            from airflow_vertex_dist.rehearse.db_cache import DB_NAME, save
+
+            save(Path(os.environ["AIRFLOW_HOME"]) / DB_NAME, Path(plan["save_db"]))
         if "start_date" not in plan:
             return 0
     dag = _load(Path(plan["dag_file"]), plan.get("dag_id"))
@@ -115,8 +120,10 @@ def main(argv: list[str]) -> int:
         return 0
     _warm_up()
     Path(plan["ready"]).touch()
-    if not sys.stdin.readline():  # the parent gave up before the night began
+    go = sys.stdin.readline()
+    if not go:  # the parent gave up before the night began
         return 1
+    os.environ.update(json.loads(go))  # the emulator's connection: it may have started after this process
     result = Path(plan["result"])
     runs: list[dict[str, Any]] = []
     for text in plan["dates"]:

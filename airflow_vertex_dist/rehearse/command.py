@@ -99,6 +99,16 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="a Cloud Storage bucket that exists on the emulator from the start (repeatable)",
     )
+    cmd.add_argument(
+        "--db-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=(
+            "keep the migrated Airflow metadata DB in DIR (a file per Airflow version and settings) and "
+            "copy it in later rehearsals instead of migrating again (default: migrate each time)"
+        ),
+    )
     cmd.set_defaults(func=run)
 
 
@@ -146,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         conn_id=args.conn_id,
         timeout_s=args.timeout,
         buckets=args.bucket,
+        db_cache=args.db_cache,
     )
     try:
         done = rehearse(plan)

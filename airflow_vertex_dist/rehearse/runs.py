@@ -1,12 +1,13 @@
 """A rehearsal run end to end: the emulator, the night, Airflow's runs of the DAG, what came of them.
 
-``rehearse`` checks the scenario, starts an emulator (``service_process``), migrates one SQLite
-metadata DB, starts ``parallel`` Airflow processes (``child``; each a copy of that DB, a slice of the
-logical dates, run one after another), and once every one is ready plays the scenario and lets them
-run. While they run it samples the emulator's clock and capacity settings (the quota in force over
-the night). Then it lists every job of the rehearsal's project in every region of the machine catalog,
-reads the scenario's steps, stops the emulator and writes ``report.json``, ``report.txt`` and
-``timeline.svg`` (``report``, ``render``) under the rehearsal's directory.
+``rehearse`` checks the scenario, starts an emulator (``service_process``), migrates one SQLite metadata
+DB (or copies the one a ``db_cache`` folder keeps: ``db_cache``), starts ``parallel`` Airflow processes
+(``child``; each a copy of that DB, a slice of the logical dates, run one after another), and once every
+one is ready plays the scenario and lets them run. While they run it samples the emulator's clock and
+capacity settings (the quota in force over the night). Then it lists every job of the rehearsal's project
+in every region of the machine catalog, reads the scenario's steps, stops the emulator and writes
+``report.json``, ``report.txt`` and ``timeline.svg`` (``report``, ``render``) under the rehearsal's
+directory.
 
 Each Airflow process has a metadata DB of its own: runs in different processes do not share Airflow
 pools (the emulator's quota they do share); runs of one process run one after another.
@@ -27,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from airflow_vertex_dist.rehearse.db_cache import cached_db, restore
 from airflow_vertex_dist.rehearse.service_process import EmulatorProcess, RehearsalError, check_scenario
 
 __all__ = ["PROJECT", "Rehearsal", "RehearsalPlan", "missing_runs", "rehearse"]
@@ -43,8 +45,9 @@ class RehearsalPlan:
     """What to rehearse: a DAG file (and its DAG, when it holds several), the scenario file, the logical
     dates (or a ``start``/``end`` range read with the DAG's schedule), how many Airflow processes run at
     once, extra emulator flags (``--image-map``...), extra environment of the Airflow processes, the
-    connection id the DAG's tasks use, a bound on the whole run (real seconds) and the Cloud Storage
-    buckets that exist on the emulator from the start."""
+    connection id the DAG's tasks use, a bound on the whole run (real seconds), the Cloud Storage
+    buckets that exist on the emulator from the start and a folder that keeps the migrated metadata DB
+    between rehearsals (``db_cache``; none: each rehearsal migrates its own)."""
 
     dag_file: Path
     scenario: Path
@@ -59,6 +62,7 @@ class RehearsalPlan:
     conn_id: str = "vertex_dist_default"
     timeout_s: float = 3600.0
     buckets: Sequence[str] = ()
+    db_cache: Path | None = None
 
 
 @dataclass
@@ -94,9 +98,17 @@ def _connection(em: EmulatorProcess) -> str:
     return json.dumps({"conn_type": "vertex_dist", "extra": extra})
 
 
+def _emulator_env(plan: RehearsalPlan, em: EmulatorProcess) -> dict[str, str]:
+    """What points the Airflow processes at the emulator: the DAG's connection and the stock Cloud Storage
+    client (``STORAGE_EMULATOR_HOST``); the plan's ``env`` wins over either."""
+    env = {"STORAGE_EMULATOR_HOST": em.storage_url, f"AIRFLOW_CONN_{plan.conn_id.upper()}": _connection(em)}
+    return {k: v for k, v in env.items() if k not in plan.env}
+
+
 def _env(plan: RehearsalPlan, em: EmulatorProcess | None, home: Path) -> dict[str, str]:
     """A pristine Airflow (none of the caller's Airflow settings), its connection at the emulator (none
-    before the emulator is up: making the metadata DB and reading the dates need no connection)."""
+    before the emulator is up: making the metadata DB, reading the dates and an Airflow process's start
+    need no connection; the runs get it with the word to go)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(
         AIRFLOW_HOME=str(home),
@@ -104,8 +116,7 @@ def _env(plan: RehearsalPlan, em: EmulatorProcess | None, home: Path) -> dict[st
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
     )
     if em is not None:
-        env["STORAGE_EMULATOR_HOST"] = em.storage_url  # the stock Cloud Storage client, at the emulator's
-        env[f"AIRFLOW_CONN_{plan.conn_id.upper()}"] = _connection(em)
+        env.update(_emulator_env(plan, em))
     env.update(plan.env)
     return env
 
@@ -122,18 +133,22 @@ def _child(
 class _Preparation:
     """The Airflow process that makes the metadata DB every other one copies (``template``) and, for a
     range, reads the logical dates from the DAG's schedule; started before the emulator, as they need
-    none of it."""
+    none of it. None when the DB came from the ``db_cache`` and the dates are given."""
 
     plan: RehearsalPlan
     template: Path
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | None
     log: Any
 
     @classmethod
     def start(cls, plan: RehearsalPlan) -> _Preparation:
         template = plan.workdir / "airflow" / "template"
         template.mkdir(parents=True, exist_ok=True)
-        ask: dict[str, Any] = {"migrate": True}
+        env = _env(plan, None, template)
+        ask: dict[str, Any] = {}
+        cached = None if plan.db_cache is None else cached_db(plan.db_cache, env)
+        if cached is None or not restore(cached, template):
+            ask.update(migrate=True, save_db=None if cached is None else str(cached))
         if not plan.dates:
             if plan.start is None or plan.end is None:
                 raise RehearsalError("give logical dates, or a start and an end date")
@@ -141,28 +156,32 @@ class _Preparation:
                 dag_file=str(plan.dag_file), dag_id=plan.dag_id, result=str(template / "dates-answer.json")
             )
             ask.update(start_date=plan.start.isoformat(), end_date=plan.end.isoformat())
+        if not ask:  # the DB copied from the cache, the dates given: nothing to prepare
+            return cls(plan, template, None, None)
         log = (plan.workdir / "airflow" / "prepare.log").open("w")
-        process = _child(ask, template / "prepare.json", _env(plan, None, template), stdout=log, stderr=log)
+        process = _child(ask, template / "prepare.json", env, stdout=log, stderr=log)
         return cls(plan, template, process, log)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
-        self.log.close()
+        if self.log is not None:
+            self.log.close()
 
     def dates(self) -> list[str]:
         """Wait for it: the logical dates (``RehearsalError`` when it failed)."""
-        try:
-            code: int | None = self.process.wait(_READY_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            self.stop()
-        if code != 0:
-            raise RehearsalError(
-                f"Airflow's metadata DB or the DAG's dates could not be made: see {self.log.name}"
-            )
+        if self.process is not None:
+            try:
+                code: int | None = self.process.wait(_READY_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                self.stop()
+            if code != 0:
+                raise RehearsalError(
+                    f"Airflow's metadata DB or the DAG's dates could not be made: see {self.log.name}"
+                )
         if self.plan.dates:
             return [d.isoformat() for d in self.plan.dates]
         dates: list[str] = json.loads((self.template / "dates-answer.json").read_text())["dates"]
@@ -194,7 +213,9 @@ class _Sampler(threading.Thread):
         self.samples.append({"now_ns": clock["now_ns"], **{k: capacity.get(k) or {} for k in keys}})
 
 
-def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates: list[str]) -> list[Any]:
+def _start_runs(plan: RehearsalPlan, template: Path, dates: list[str]) -> list[Any]:
+    """Start the Airflow processes, each on a copy of ``template`` and a slice of ``dates``: they need
+    no emulator until their runs, whose connection comes with the word to go (``_go``)."""
     slices = [dates[i :: max(1, plan.parallel)] for i in range(max(1, plan.parallel))]
     started = []
     for number, part in enumerate(s for s in slices if s):
@@ -204,16 +225,36 @@ def _start_runs(plan: RehearsalPlan, em: EmulatorProcess, template: Path, dates:
         job = {"dag_file": str(plan.dag_file), "dag_id": plan.dag_id, "dates": part, "result": str(result)}
         job["ready"] = str(home / "ready")
         log = (home / "airflow.log").open("w")
-        env = _env(plan, em, home)
+        env = _env(plan, None, home)
         proc = _child(job, home / "plan.json", env, stdin=subprocess.PIPE, stdout=log, stderr=log)
         started.append((proc, result, log))
+    return started
+
+
+def _wait_ready(started: list[Any]) -> None:
     deadline = time.monotonic() + _READY_TIMEOUT_S
     for proc, result, log in started:  # ready: the DAG is loaded, Airflow waits for the night
         while not result.with_name("ready").exists():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RehearsalError(f"an Airflow process did not get ready: see {log.name}")
             time.sleep(0.1)
-    return started
+
+
+def _go(plan: RehearsalPlan, em: EmulatorProcess, started: list[Any]) -> None:
+    """The word to go: one line to each Airflow process, the environment that points it at the emulator."""
+    line = json.dumps(_emulator_env(plan, em)) + "\n"
+    for proc, _result, _log in started:
+        assert proc.stdin is not None
+        proc.stdin.write(line)
+        proc.stdin.close()
+
+
+def _stop_runs(started: list[Any]) -> None:
+    for proc, _result, log in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        log.close()
 
 
 def _wait_for_runs(plan: RehearsalPlan, started: list[Any]) -> list[str]:
@@ -269,28 +310,30 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
     scenario = check_scenario(plan.scenario)
     plan.workdir.mkdir(parents=True, exist_ok=True)
     preparation = _Preparation.start(plan)
+    started: list[Any] = []
     try:
+        if preparation.process is None:  # the DB and the dates at hand: Airflow starts beside the emulator
+            started = _start_runs(plan, preparation.template, preparation.dates())
         em = EmulatorProcess.start(plan.workdir / "emulator", plan.emulator_args)
     except BaseException:
         preparation.stop()
+        _stop_runs(started)
         raise
     sampler = _Sampler(em)
-    started: list[Any] = []
     try:
         for bucket in plan.buckets:  # a bucket is a folder of the emulator's gs:// root
             (em.gcs_root / bucket).mkdir(parents=True, exist_ok=True)
         dates = preparation.dates()
-        started = _start_runs(plan, em, preparation.template, dates)
+        if preparation.process is not None:
+            started = _start_runs(plan, preparation.template, dates)
+        _wait_ready(started)
         real_start = time.monotonic()
         em.admin("PUT", "/emulator/scenario", scenario)
         status = em.admin("GET", "/emulator/scenario")
         night_start_ns = em.admin("GET", "/emulator/clock")["now_ns"] - round(status["time_s"] * 1e9)
         sampler.take()
         sampler.start()
-        for proc, _result, _log in started:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.close()
+        _go(plan, em, started)
         threading.Thread(target=import_clients, daemon=True).start()
         problems = _wait_for_runs(plan, started)
         real_s = time.monotonic() - real_start
@@ -303,11 +346,7 @@ def rehearse(plan: RehearsalPlan) -> Rehearsal:
     finally:
         sampler.stop.set()
         preparation.stop()
-        for proc, _result, log in started:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-            log.close()
+        _stop_runs(started)
         em.stop()
     report = build_report(
         runs=sorted(runs, key=lambda r: r["logical_date"]),

@@ -27,7 +27,7 @@ from typing import Any
 __all__ = ["EmulatorProcess", "RehearsalError", "check_scenario"]
 
 _READY = re.compile(r"emulator ready grpc=(?P<grpc>\S+) rest=(?P<rest>\S+) storage=(?P<storage>\S+)")
-_START_TIMEOUT_S = 60.0
+_START_TIMEOUT_S = 120.0  # Airflow processes may be starting beside it on a busy machine
 _STOP_GRACE_S = 30.0
 _NOT_INSTALLED = (
     "the Vertex AI emulator is not installed in this environment ({python}): install the vertex-emulator "

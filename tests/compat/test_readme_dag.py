@@ -98,4 +98,3 @@ def test_the_readme_dag_trains_waits_and_trains_again(
         assert dag_xcom(again, "trained")["name"] == job1["name"]
         stored = {j["name"]: j["state"] for j in em.store.list("customJobs", testing.PARENT)}
         assert stored == {job1["name"]: "JOB_STATE_SUCCEEDED"}
-

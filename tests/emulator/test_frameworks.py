@@ -80,4 +80,3 @@ def test_tensorflow_multi_worker_mirrored_strategy(tmp_path: Path) -> None:
     _, logs = run_job(tmp_path, TF_MULTI_WORKER, workers=1, timeout=300)
     assert "chief 0: 2 replicas, sum 2" in (logs / "workerpool0-0.log").read_text()
     assert "worker 0: 2 replicas, sum 2" in (logs / "workerpool1-0.log").read_text()
-

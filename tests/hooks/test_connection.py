@@ -57,9 +57,12 @@ def test_emulator_endpoints() -> None:
     assert rest_conn.is_emulator
     assert rest_conn.rest_url == "http://127.0.0.1:9001"
     assert rest_conn.web_url == "http://127.0.0.1:9001"
-    assert VertexConnection.from_extra(
-        {"api_endpoint": "127.0.0.1:9001", "transport": "rest", "emulator": True}
-    ).rest_url == "http://127.0.0.1:9001"
+    assert (
+        VertexConnection.from_extra(
+            {"api_endpoint": "127.0.0.1:9001", "transport": "rest", "emulator": True}
+        ).rest_url
+        == "http://127.0.0.1:9001"
+    )
 
 
 @pytest.mark.parametrize(
@@ -67,14 +70,30 @@ def test_emulator_endpoints() -> None:
     [
         ({"api_endpoint": PSC}, PSC, None),
         ({"api_endpoint": "10.8.0.5:443", "trusted_endpoint_hosts": "10.8.0.5"}, "10.8.0.5:443", None),
-        ({"api_endpoint": "127.0.0.1:8443", "emulator": False, "trusted_endpoint_hosts": ["127.0.0.1"]},
-         "127.0.0.1:8443", None),
-        ({"api_endpoint": "dns:///private.example.com:443", "trusted_endpoint_hosts": "*.example.com"},
-         "dns:///private.example.com:443", None),
-        ({"api_endpoint": "europe-west4-aiplatform.googleapis.com", "transport": "rest"}, None,
-         "https://europe-west4-aiplatform.googleapis.com"),
-        ({"api_endpoint": "https://10.8.0.5:8443/", "transport": "rest",
-          "trusted_endpoint_hosts": "10.8.0.5"}, None, "https://10.8.0.5:8443"),
+        (
+            {"api_endpoint": "127.0.0.1:8443", "emulator": False, "trusted_endpoint_hosts": ["127.0.0.1"]},
+            "127.0.0.1:8443",
+            None,
+        ),
+        (
+            {"api_endpoint": "dns:///private.example.com:443", "trusted_endpoint_hosts": "*.example.com"},
+            "dns:///private.example.com:443",
+            None,
+        ),
+        (
+            {"api_endpoint": "europe-west4-aiplatform.googleapis.com", "transport": "rest"},
+            None,
+            "https://europe-west4-aiplatform.googleapis.com",
+        ),
+        (
+            {
+                "api_endpoint": "https://10.8.0.5:8443/",
+                "transport": "rest",
+                "trusted_endpoint_hosts": "10.8.0.5",
+            },
+            None,
+            "https://10.8.0.5:8443",
+        ),
     ],
 )
 def test_an_endpoint_override_is_not_the_emulator(

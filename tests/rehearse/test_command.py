@@ -282,3 +282,44 @@ def test_every_example_scenario_is_in_the_how_to_and_rehearsed_by_a_test() -> No
         row = next(line for line in page.splitlines() if line.startswith(f"| `{named}` |"))
         test_file = row.rsplit("|", 2)[-2].strip().strip("`")
         assert path.name in tests[test_file], (named, test_file)  # the test named there rehearses it
+
+
+def test_a_db_cache_keeps_the_migrated_db_and_later_rehearsals_copy_it(tmp_path: Path) -> None:
+    """``--db-cache``: the first rehearsal migrates the metadata DB and keeps it as migrated (before the
+    DAG is stored in it); a later one with the same Airflow settings copies it and starts no Airflow
+    process to prepare given dates; another Airflow setting keeps a DB of its own."""
+    import sqlite3
+    from contextlib import closing
+    from datetime import datetime, timezone
+
+    from airflow_vertex_dist.rehearse.db_cache import cached_db
+    from airflow_vertex_dist.rehearse.runs import RehearsalPlan, _env, _Preparation
+
+    def dags(db: Path) -> list[str]:
+        with closing(sqlite3.connect(db)) as connection:
+            assert connection.execute("SELECT version_num FROM alembic_version").fetchone()  # migrated
+            return [row[0] for row in connection.execute("SELECT dag_id FROM dag")]
+
+    cache, day = tmp_path / "cache", datetime(2026, 1, 5, tzinfo=timezone.utc)
+    first = _Preparation.start(
+        RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path / "one", start=day, end=day, db_cache=cache)
+    )
+    assert first.process is not None  # nothing kept yet: it migrates (and reads the range's dates)
+    assert first.dates() == ["2026-01-05T00:00:00+00:00"]
+    [kept] = cache.iterdir()
+    assert dags(kept) == [] and dags(first.template / "airflow.db") == ["nightly"]
+    second = _Preparation.start(
+        RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path / "two", dates=[day], db_cache=cache)
+    )
+    assert second.process is None and second.dates() == ["2026-01-05T00:00:00+00:00"]
+    assert (second.template / "airflow.db").read_bytes() == kept.read_bytes()
+    paris = RehearsalPlan(
+        Path(DAG), Path(NIGHT), tmp_path, env={"AIRFLOW__CORE__DEFAULT_TIMEZONE": "Europe/Paris"}
+    )
+    assert cached_db(cache, _env(paris, None, tmp_path / "home")) != kept
+    settle = {"AIRFLOW__VERTEX_DIST__LOG_SETTLE_SECONDS": "0", "AIRFLOW_CONN_OTHER": "{}"}
+    provider = RehearsalPlan(Path(DAG), Path(NIGHT), tmp_path, env=settle)  # not read by the migration
+    assert cached_db(cache, _env(provider, None, tmp_path / "home")) == kept
+    assert cached_db(cache, _env(paris, None, tmp_path / "elsewhere")) == cached_db(
+        cache, _env(paris, None, tmp_path)
+    )

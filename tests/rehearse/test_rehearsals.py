@@ -63,7 +63,7 @@ def test_a_backfill_in_three_processes_leaves_the_a100_after_its_hour(
 
 @pytest.mark.timeout(900)
 def test_the_ladder_example_night_reports_what_the_scenario_dictates(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], vertex_rehearsal_db_cache: Path
 ) -> None:
     """dags/scenarios/a100-stockout-night.yaml: no A100 (on demand or Spot) until 04:00, each training
     job two hours (played), 180 times faster: the ladder leaves both A100 rungs after their 15
@@ -81,6 +81,8 @@ def test_the_ladder_example_night_reports_what_the_scenario_dictates(
             "vertex-dist-examples",
             "--out",
             str(out),
+            "--db-cache",
+            str(vertex_rehearsal_db_cache),
         ]
     )
     printed, said = capsys.readouterr()
@@ -116,13 +118,16 @@ def test_the_ladder_example_night_reports_what_the_scenario_dictates(
 
 
 @pytest.mark.timeout(900)
-def test_the_ladder_example_through_a_flaky_api_trains_once(tmp_path: Path) -> None:
+def test_the_ladder_example_through_a_flaky_api_trains_once(
+    tmp_path: Path, vertex_rehearsal_db_cache: Path
+) -> None:
     """dags/scenarios/flaky-api-night.yaml: a third of the JobService's calls fail UNAVAILABLE and half
     the Creates lose their answer after making the job, for three hours: the task still ends with one
     job on its first rung, trained once (2 A100s for the played two hours), and no job outside it."""
     out = tmp_path / "out"
     args = [str(ROOT / "dags" / "capacity_ladder.py"), "--logical-date", "2026-01-04"]
     scenario = ["--scenario", str(ROOT / "dags" / "scenarios" / "flaky-api-night.yaml")]
+    args += ["--db-cache", str(vertex_rehearsal_db_cache)]
     assert main(["rehearse", *args, *scenario, "--bucket", "vertex-dist-examples", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     [run] = report["runs"]
@@ -136,7 +141,7 @@ def test_the_ladder_example_through_a_flaky_api_trains_once(tmp_path: Path) -> N
 
 @pytest.mark.timeout(600)
 def test_a_run_that_fails_makes_the_command_exit_1_and_say_why(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], vertex_rehearsal_db_cache: Path
 ) -> None:
     """failing-night.yaml: the 2026-01-05 run's job fails (its replica exits 3), the 2026-01-06 run's
     trains: the report holds both, and the command exits 1 naming the run, its task and the job's error
@@ -154,6 +159,8 @@ def test_a_run_that_fails_makes_the_command_exit_1_and_say_why(
             "2026-01-06",
             "--out",
             str(out),
+            "--db-cache",
+            str(vertex_rehearsal_db_cache),
         ]
     )
     printed, said = capsys.readouterr()

@@ -35,7 +35,7 @@ def _image_map() -> str:
 
 @pytest.mark.timeout(900)
 def test_spot_preemptions_every_20_minutes_cost_at_most_an_epoch_each(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], vertex_rehearsal_db_cache: Path
 ) -> None:
     out = tmp_path / "out"
     code = main(
@@ -53,6 +53,8 @@ def test_spot_preemptions_every_20_minutes_cost_at_most_an_epoch_each(
             f"--emulator-arg={_image_map()}",
             "--out",
             str(out),
+            "--db-cache",
+            str(vertex_rehearsal_db_cache),
         ]
     )
     printed, said = capsys.readouterr()
