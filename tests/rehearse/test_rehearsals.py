@@ -22,6 +22,10 @@ from airflow_vertex_dist.rehearse import Rehearsal
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
+#: service seconds a wait may run past its limit at night.yaml's x600: 10 real seconds of a loaded machine
+#: (a poll or two is 900; a loaded run saw 973). The A100 comes back at 03:00, 3 hours in: a ladder that did
+#: not leave rung 1 after its hour still fails the bound.
+_SLACK_S = 6000
 ROOT = HERE.parents[1]
 
 
@@ -48,9 +52,9 @@ def test_a_backfill_in_three_processes_leaves_the_a100_after_its_hour(
         assert _tried(run) == [("a100", "stockout"), ("l4", "ran")]
         a100, l4 = run["jobs"]
         assert (a100["state"], a100["rung"], a100["gpu_hours"]) == ("JOB_STATE_CANCELLED", "a100", 0.0)
-        assert 3600 <= a100["queued_seconds"] < 3600 + 900  # its hour, and a poll or two more
+        assert 3600 <= a100["queued_seconds"] < 3600 + _SLACK_S  # its hour, and a loaded machine's latency
         assert (l4["state"], l4["rung"], l4["accelerator_type"]) == ("JOB_STATE_SUCCEEDED", "l4", "NVIDIA_L4")
-        assert 3600 <= run["seconds_to_model"] < 2 * 3600
+        assert 3600 <= run["seconds_to_model"] < 2 * 3600 + _SLACK_S
         assert [b["rung"] for b in run["by_rung"]] == ["a100", "l4"]
     a100_peak = next(p for p in report["peaks"] if p["accelerator"] == "NVIDIA_TESLA_A100")
     # the three runs waited at once, PENDING for A100s: each holding its quota (no limit) meanwhile
