@@ -38,7 +38,7 @@ from vertex_emulator._generated import catalog
 from vertex_emulator.rules import machines
 from vertex_emulator.rules._common import enum_name, has, problem, to_dict
 
-__all__ = ["MAX_POOLS", "pool_problems"]
+__all__ = ["MAX_POOLS", "pool_problems", "tpu_asked"]
 
 MAX_POOLS = 4
 
@@ -115,8 +115,8 @@ def pool_problems(spec: Any, location: str, path: str) -> list[str]:
     return out + _tpu_pool_problems(pools, where)
 
 
-def _on_tpus(pool: Any) -> str | None:
-    """The TPU machine type or accelerator a pool asks for, or ``None``."""
+def tpu_asked(pool: Any) -> str | None:
+    """The TPU machine type or accelerator a raw ``WorkerPoolSpec`` asks for, or ``None``."""
     machine = pool.machine_spec
     if machine.machine_type in catalog.TPU_MACHINES:
         return str(machine.machine_type)
@@ -127,7 +127,7 @@ def _on_tpus(pool: Any) -> str | None:
 def _tpu_pool_problems(pools: Any, where: str) -> list[str]:
     """``tpu-pools``: a job on TPUs has a single worker pool (of one replica)."""
     used = [index for index, pool in enumerate(pools) if pool.ByteSize()]
-    on_tpus = [(index, asked) for index in used if (asked := _on_tpus(pools[index])) is not None]
+    on_tpus = [(index, asked) for index in used if (asked := tpu_asked(pools[index])) is not None]
     limit = catalog.TPU_POOLS[0]
     if not on_tpus or len(used) <= limit:
         return []

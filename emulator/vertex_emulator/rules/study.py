@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vertex_emulator._generated import catalog
 from vertex_emulator.rules._common import enum_name, problem
 from vertex_emulator.rules.parameters import parameter_problems, walk_parameters
+from vertex_emulator.rules.pools import tpu_asked
 from vertex_emulator.rules.tasks import nul_problems
 
 __all__ = ["study_problems", "trial_count_problems", "trial_tpu_problems"]
@@ -134,10 +134,8 @@ def trial_tpu_problems(job: Any) -> list[str]:
     """A raw ``HyperparameterTuningJob`` whose trial job asks for TPUs (``tuning-tpu``)."""
     out: list[str] = []
     for index, pool in enumerate(job.trial_job_spec.worker_pool_specs):
-        machine = pool.machine_spec.machine_type
-        accelerator = enum_name(pool.machine_spec, "accelerator_type")
-        if machine in catalog.TPU_MACHINES or accelerator.startswith("TPU_"):
-            asked = machine if machine in catalog.TPU_MACHINES else accelerator
+        asked = tpu_asked(pool)
+        if asked is not None:
             out.append(
                 problem(
                     f"trial_job_spec.worker_pool_specs[{index}].machine_spec",
